@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/cel-go/common/types"
+)
+
+// Call is an action invocation: what a worker runs for a saga's pending cursor.
+type Call struct {
+	SagaID string
+	Step   string
+	Action string
+	// Attempt is 1-based; retries of one visit to a step count up.
+	Attempt int
+	// IdempotencyKey is the same for every attempt and every redelivery of
+	// one visit to a step (saga id, step, visit number), so a service that
+	// honours it applies the step's effect once. Compensations get their own.
+	IdempotencyKey string
+	Input          any
+	// Timeout bounds one attempt; zero means no step timeout.
+	Timeout      time.Duration
+	Compensation bool
+}
+
+// Pending returns the cursor the saga waits on, if any.
+func (st *State) Pending() (Cursor, bool) {
+	if len(st.Cursors) == 0 {
+		return Cursor{}, false
+	}
+	return st.Cursors[0], true
+}
+
+// Call builds the invocation for the saga's pending cursor, evaluating the
+// step's with (or its compensation's with, at compensation time, with the
+// step's own out visible). An error here is the step's failure: feed it back
+// with EventResult and Permanent.
+func (p *Plan) Call(st *State, now time.Time) (Call, error) {
+	cur, ok := st.Pending()
+	if !ok {
+		return Call{}, fmt.Errorf("%w: saga %s (%s) waits for no action", ErrInvalidEvent, st.SagaID, st.Status)
+	}
+	if cur.Step < 0 || cur.Step >= len(p.steps) {
+		return Call{}, fmt.Errorf("%w: saga %s points at step %d of %d", ErrInvalidEvent, st.SagaID, cur.Step, len(p.steps))
+	}
+	s := p.steps[cur.Step]
+	c := Call{SagaID: st.SagaID, Step: s.ID, Action: s.Action, Attempt: cur.Attempt, Timeout: s.Timeout, Compensation: cur.Compensating}
+	with, vars := s.with, st.Vars
+	if cur.Compensating {
+		c.Action, c.Timeout, with = s.comp.action, s.comp.timeout, s.comp.with
+		c.IdempotencyKey = idempotencyKey(st.SagaID, s.ID+".compensate", cur.Seq)
+		for _, done := range st.Stack {
+			if done.Seq == cur.Seq && done.HasOut {
+				vars = overlay(st.Vars, s.Out, done.Out)
+			}
+		}
+	} else {
+		c.IdempotencyKey = idempotencyKey(st.SagaID, s.ID, cur.Seq)
+	}
+	if with != nil {
+		act := &activation{st: st, vars: vars, attempt: int64(cur.Attempt), now: now}
+		in, err := with.eval(act)
+		if err != nil {
+			return c, fmt.Errorf("step %s: with: %w", s.ID, err)
+		}
+		c.Input = in
+	}
+	return c, nil
+}
+
+func idempotencyKey(sagaID, step string, seq uint64) string {
+	return sagaID + "/" + step + "/" + strconv.FormatUint(seq, 10)
+}
+
+func overlay(vars map[string]any, name string, v any) map[string]any {
+	m := make(map[string]any, len(vars))
+	for k, x := range vars {
+		m[k] = x
+	}
+	m[name] = v
+	return m
+}
+
+// eval builds the value a template describes.
+func (t *template) eval(act *activation) (any, error) {
+	switch t.kind {
+	case ValueLiteral:
+		return t.lit, nil
+	case ValueExpr:
+		v, err := t.prog.eval(act)
+		if err != nil {
+			return nil, err
+		}
+		out, err := toNative(v)
+		if err != nil {
+			return nil, &ActionError{Type: ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %v", t.prog.src, err)}
+		}
+		return out, nil
+	case ValueInterp:
+		var b strings.Builder
+		for _, p := range t.parts {
+			if p.prog == nil {
+				b.WriteString(p.text)
+				continue
+			}
+			v, err := p.prog.eval(act)
+			if err != nil {
+				return nil, err
+			}
+			if s, ok := v.ConvertToType(types.StringType).(types.String); ok {
+				b.WriteString(string(s))
+			} else {
+				fmt.Fprint(&b, v.Value())
+			}
+		}
+		return b.String(), nil
+	case ValueMap:
+		m := make(map[string]any, len(t.keys))
+		for i, k := range t.keys {
+			v, err := t.items[i].eval(act)
+			if err != nil {
+				return nil, err
+			}
+			m[k] = v
+		}
+		return m, nil
+	case ValueList:
+		l := make([]any, len(t.items))
+		for i, it := range t.items {
+			v, err := it.eval(act)
+			if err != nil {
+				return nil, err
+			}
+			l[i] = v
+		}
+		return l, nil
+	}
+	return nil, fmt.Errorf("unknown template kind %d", t.kind)
+}

@@ -1,0 +1,262 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/ext"
+	"github.com/google/cel-go/interpreter"
+)
+
+// Bounds on CEL evaluation. A program whose worst case, estimated when the
+// plan is compiled, stays under the cost limit runs without runtime tracking;
+// any other program is tracked and interrupted at the limit or the deadline.
+const (
+	DefaultCostLimit   = 1_000_000
+	DefaultEvalTimeout = 100 * time.Millisecond
+	// maxDataSize bounds the size of any string, list or map a saga holds: no
+	// saga state may exceed it, so cost estimates can rely on it.
+	maxDataSize = 400 << 10
+)
+
+func celType(name string) *cel.Type {
+	switch name {
+	case "string":
+		return cel.StringType
+	case "int":
+		return cel.IntType
+	case "uint":
+		return cel.UintType
+	case "double":
+		return cel.DoubleType
+	case "bool":
+		return cel.BoolType
+	case "bytes":
+		return cel.BytesType
+	case "list":
+		return cel.ListType(cel.DynType)
+	case "map":
+		return cel.MapType(cel.StringType, cel.DynType)
+	case "timestamp":
+		return cel.TimestampType
+	case "duration":
+		return cel.DurationType
+	}
+	return cel.DynType
+}
+
+// newCELEnv declares what expressions see: input (field by field when the
+// definition declares its input, so types are checked), vars and saga.
+func newCELEnv(def *Definition) (*cel.Env, error) {
+	opts := []cel.EnvOption{
+		cel.Variable("vars", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("saga.id", cel.StringType),
+		cel.Variable("saga.name", cel.StringType),
+		cel.Variable("saga.attempt", cel.IntType),
+		cel.Variable("saga.now", cel.TimestampType),
+		ext.Strings(), ext.Math(), ext.Lists(), ext.Sets(), ext.Encoders(),
+	}
+	if def.Input == nil {
+		opts = append(opts, cel.Variable("input", cel.MapType(cel.StringType, cel.DynType)))
+	}
+	for _, f := range def.Input {
+		opts = append(opts, cel.Variable("input."+f.Name, celType(f.Type)))
+	}
+	return cel.NewEnv(opts...)
+}
+
+// program is one compiled expression.
+type program struct {
+	src     string
+	prg     cel.Program
+	outType *cel.Type
+	tracked bool // worst-case cost unknown or over the limit: evaluate with tracking and a deadline
+	timeout time.Duration
+	reads   []string // vars.NAME this expression reads
+}
+
+type sizeBound struct{}
+
+func (sizeBound) EstimateSize(checker.AstNode) *checker.SizeEstimate {
+	return &checker.SizeEstimate{Min: 0, Max: maxDataSize}
+}
+func (sizeBound) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
+}
+
+// compileExpr compiles and checks src. Problems carry positions within src.
+func compileExpr(env *cel.Env, src string, limits Options) (*program, []exprProblem) {
+	ast, iss := env.Compile(src)
+	if iss != nil && iss.Err() != nil {
+		var out []exprProblem
+		for _, e := range iss.Errors() {
+			out = append(out, exprProblem{line: e.Location.Line(), col: e.Location.Column(), msg: e.Message})
+		}
+		return nil, out
+	}
+	p := &program{src: src, outType: ast.OutputType(), timeout: limits.EvalTimeout}
+	est, err := env.EstimateCost(ast, sizeBound{})
+	p.tracked = err != nil || est.Max > limits.CostLimit
+	popts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	if p.tracked {
+		popts = append(popts, cel.CostLimit(limits.CostLimit), cel.InterruptCheckFrequency(64))
+	}
+	prg, err := env.Program(ast, popts...)
+	if err != nil {
+		return nil, []exprProblem{{line: 1, msg: err.Error()}}
+	}
+	p.prg = prg
+	p.reads = varReads(ast)
+	return p, nil
+}
+
+type exprProblem struct {
+	line, col int
+	msg       string
+}
+
+// varReads lists the NAMEs of vars.NAME and vars["NAME"] in a checked
+// expression; has(vars.NAME) tests presence and does not count.
+func varReads(ast *cel.Ast) []string {
+	var reads []string
+	nav := celNavigate(ast)
+	for _, n := range nav {
+		if n.name != "" {
+			reads = append(reads, n.name)
+		}
+	}
+	return reads
+}
+
+// eval runs the program against the activation.
+func (p *program) eval(act *activation) (ref.Val, error) {
+	var (
+		v   ref.Val
+		err error
+	)
+	if p.tracked {
+		ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+		v, _, err = p.prg.ContextEval(ctx, act)
+		cancel()
+	} else {
+		v, _, err = p.prg.Eval(act)
+	}
+	if err != nil {
+		msg := err.Error()
+		switch {
+		case strings.Contains(msg, "cost limit exceeded"):
+			msg = "expression exceeded its cost limit (runaway expression?): " + msg
+		case errors.Is(err, context.DeadlineExceeded):
+			msg = "expression exceeded its evaluation deadline: " + msg
+		}
+		return nil, &ActionError{Type: ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %s", p.src, msg)}
+	}
+	return v, nil
+}
+
+// activation resolves the names expressions see, without copying the state.
+type activation struct {
+	st      *State
+	vars    map[string]any
+	attempt int64
+	now     time.Time
+}
+
+func (a *activation) ResolveName(name string) (any, bool) {
+	if field, ok := strings.CutPrefix(name, "input."); ok {
+		v, ok := a.st.Input[field]
+		return v, ok
+	}
+	switch name {
+	case "vars":
+		return a.vars, true
+	case "input":
+		return a.st.Input, true
+	case "saga.id":
+		return a.st.SagaID, true
+	case "saga.name":
+		return a.st.Name, true
+	case "saga.attempt":
+		return a.attempt, true
+	case "saga.now":
+		return a.now, true
+	}
+	return nil, false
+}
+
+func (a *activation) Parent() interpreter.Activation { return nil }
+
+// toNative turns a CEL result into the plain values state holds: nil, bool,
+// int64, uint64, float64, string, []byte, time.Time, time.Duration, []any and
+// map[string]any.
+func toNative(v ref.Val) (any, error) {
+	switch t := v.(type) {
+	case types.Null:
+		return nil, nil
+	case types.Bool:
+		return bool(t), nil
+	case types.Int:
+		return int64(t), nil
+	case types.Uint:
+		return uint64(t), nil
+	case types.Double:
+		if math.IsNaN(float64(t)) || math.IsInf(float64(t), 0) {
+			return nil, fmt.Errorf("result %v is not a finite number", float64(t))
+		}
+		return float64(t), nil
+	case types.String:
+		return string(t), nil
+	case types.Bytes:
+		return []byte(t), nil
+	case types.Timestamp:
+		return t.Time, nil
+	case types.Duration:
+		return t.Duration, nil
+	case *types.Err:
+		return nil, t
+	}
+	switch t := v.(type) {
+	case traits.Mapper:
+		out := make(map[string]any)
+		it := t.Iterator()
+		for it.HasNext() == types.True {
+			k := it.Next()
+			ks, ok := k.(types.String)
+			if !ok {
+				return nil, fmt.Errorf("map key %v is a %s: only string keys can be stored", k, k.Type().TypeName())
+			}
+			ev, err := toNative(t.Get(k))
+			if err != nil {
+				return nil, err
+			}
+			out[string(ks)] = ev
+		}
+		return out, nil
+	case traits.Lister:
+		n, _ := t.Size().(types.Int)
+		out := make([]any, 0, int(n))
+		it := t.Iterator()
+		for it.HasNext() == types.True {
+			ev, err := toNative(it.Next())
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ev)
+		}
+		return out, nil
+	}
+	if native, err := v.ConvertToNative(reflect.TypeFor[any]()); err == nil {
+		return CheckValue(native)
+	}
+	return nil, fmt.Errorf("result of type %s cannot be stored", v.Type().TypeName())
+}

@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
+)
+
+type varRef struct{ name string }
+
+// celNavigate walks an expression and reports each read of a named var.
+func celNavigate(a *cel.Ast) []varRef {
+	var out []varRef
+	var walk func(e celast.Expr)
+	walk = func(e celast.Expr) {
+		switch e.Kind() {
+		case celast.SelectKind:
+			s := e.AsSelect()
+			if op := s.Operand(); op.Kind() == celast.IdentKind && op.AsIdent() == "vars" {
+				if !s.IsTestOnly() {
+					out = append(out, varRef{name: s.FieldName()})
+				}
+				return
+			}
+			walk(s.Operand())
+		case celast.CallKind:
+			c := e.AsCall()
+			if c.FunctionName() == operators.Index && len(c.Args()) == 2 {
+				obj, key := c.Args()[0], c.Args()[1]
+				if obj.Kind() == celast.IdentKind && obj.AsIdent() == "vars" && key.Kind() == celast.LiteralKind {
+					if s, ok := key.AsLiteral().(types.String); ok {
+						out = append(out, varRef{name: string(s)})
+						return
+					}
+				}
+			}
+			if c.IsMemberFunction() {
+				walk(c.Target())
+			}
+			for _, arg := range c.Args() {
+				walk(arg)
+			}
+		case celast.ListKind:
+			for _, el := range e.AsList().Elements() {
+				walk(el)
+			}
+		case celast.MapKind:
+			for _, ent := range e.AsMap().Entries() {
+				me := ent.AsMapEntry()
+				walk(me.Key())
+				walk(me.Value())
+			}
+		case celast.StructKind:
+			for _, f := range e.AsStruct().Fields() {
+				walk(f.AsStructField().Value())
+			}
+		case celast.ComprehensionKind:
+			c := e.AsComprehension()
+			walk(c.IterRange())
+			walk(c.AccuInit())
+			walk(c.LoopCondition())
+			walk(c.LoopStep())
+			walk(c.Result())
+		}
+	}
+	walk(a.NativeRep().Expr())
+	return out
+}

@@ -1,0 +1,570 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// The state encoding: a 3-byte header ("LS" and the format version) and then
+// tagged fields, each a uvarint key (tag<<3 | wire type) and a payload.
+// Readers skip tags they do not know, so new fields (timers, signals,
+// branches, children) are added as new tags without a format change; the
+// version byte moves only if an existing field changes meaning.
+//
+// Wire types: 0 a uvarint, 1 length-prefixed bytes (strings, nested records,
+// values). A value is a type byte and its payload; maps are written with
+// sorted keys, so equal states encode to equal bytes.
+const (
+	formatVersion = 1
+	wireVarint    = 0
+	wireBytes     = 1
+)
+
+// State field tags. Never reuse a number.
+const (
+	tagSagaID            = 1
+	tagName              = 2
+	tagDefinitionHash    = 3
+	tagStatus            = 4
+	tagVersion           = 5
+	tagInput             = 6
+	tagVars              = 7
+	tagCursor            = 8
+	tagCompletion        = 9
+	tagOutbox            = 10
+	tagSeq               = 11
+	tagCreatedAt         = 12
+	tagUpdatedAt         = 13
+	tagDeadline          = 14
+	tagFailure           = 15
+	tagCompensationError = 16
+	tagOutput            = 17
+)
+
+// Value type bytes.
+const (
+	valNil = iota
+	valFalse
+	valTrue
+	valInt
+	valUint
+	valDouble
+	valString
+	valBytes
+	valList
+	valMap
+	valTimestamp
+	valDuration
+)
+
+var statusCodes = []Status{"", StatusRunning, StatusWaiting, StatusCompensating, StatusSucceeded, StatusCompensated, StatusCompensationFailed}
+var queueCodes = []QueueName{"", QueueAdvance, QueueCompensate}
+
+// MarshalBinary encodes the state.
+func (st *State) MarshalBinary() ([]byte, error) { return st.AppendBinary(make([]byte, 0, 256)) }
+
+// AppendBinary appends the encoded state to b.
+func (st *State) AppendBinary(b []byte) ([]byte, error) {
+	e := encoder{b: append(b, 'L', 'S', formatVersion)}
+	e.str(tagSagaID, st.SagaID)
+	e.str(tagName, st.Name)
+	e.str(tagDefinitionHash, st.DefinitionHash)
+	e.uint(tagStatus, uint64(slices.Index(statusCodes, st.Status)))
+	e.uint(tagVersion, st.Version)
+	if st.Input != nil {
+		e.value(tagInput, st.Input)
+	}
+	if st.Vars != nil {
+		e.value(tagVars, st.Vars)
+	}
+	for _, c := range st.Cursors {
+		at := e.begin(tagCursor)
+		e.uint(1, uint64(c.Step))
+		e.uint(2, uint64(c.Attempt))
+		e.uint(3, c.Seq)
+		if c.Compensating {
+			e.uint(4, 1)
+		}
+		e.end(at)
+	}
+	for _, c := range st.Stack {
+		at := e.begin(tagCompletion)
+		e.uint(1, uint64(c.Step))
+		e.uint(2, c.Seq)
+		if c.HasOut {
+			e.value(3, c.Out)
+		}
+		e.end(at)
+	}
+	for _, m := range st.Outbox {
+		at := e.begin(tagOutbox)
+		e.uint(2, m.Version)
+		e.uint(3, uint64(slices.Index(queueCodes, m.Queue)))
+		e.str(4, m.Step)
+		e.uint(5, uint64(m.Attempt))
+		e.uint(6, uint64(m.Delay))
+		e.end(at)
+	}
+	e.uint(tagSeq, st.Seq)
+	e.time(tagCreatedAt, st.CreatedAt)
+	e.time(tagUpdatedAt, st.UpdatedAt)
+	e.time(tagDeadline, st.Deadline)
+	e.stepError(tagFailure, st.Failure)
+	e.stepError(tagCompensationError, st.CompensationError)
+	if st.Output != nil {
+		e.value(tagOutput, st.Output)
+	}
+	if e.err != nil {
+		return nil, e.err
+	}
+	return e.b, nil
+}
+
+type encoder struct {
+	b   []byte
+	err error
+}
+
+func (e *encoder) key(tag, wire int) { e.b = binary.AppendUvarint(e.b, uint64(tag<<3|wire)) }
+
+func (e *encoder) uint(tag int, v uint64) {
+	if v == 0 {
+		return
+	}
+	e.key(tag, wireVarint)
+	e.b = binary.AppendUvarint(e.b, v)
+}
+
+func (e *encoder) str(tag int, s string) {
+	if s == "" {
+		return
+	}
+	e.key(tag, wireBytes)
+	e.b = binary.AppendUvarint(e.b, uint64(len(s)))
+	e.b = append(e.b, s...)
+}
+
+func (e *encoder) time(tag int, t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	e.uint(tag, zigzag(t.UnixNano()))
+}
+
+func (e *encoder) stepError(tag int, se *StepError) {
+	if se == nil {
+		return
+	}
+	at := e.begin(tag)
+	e.str(1, se.Step)
+	e.str(2, se.Type)
+	e.str(3, se.Message)
+	e.end(at)
+}
+
+// begin starts a length-prefixed field, reserving one byte for its length.
+func (e *encoder) begin(tag int) int {
+	e.key(tag, wireBytes)
+	e.b = append(e.b, 0)
+	return len(e.b)
+}
+
+// end writes the length of the field begun at start, moving its body when
+// the length needs more than one byte.
+func (e *encoder) end(start int) {
+	n := len(e.b) - start
+	if n < 0x80 {
+		e.b[start-1] = byte(n)
+		return
+	}
+	var lb [binary.MaxVarintLen64]byte
+	w := binary.PutUvarint(lb[:], uint64(n))
+	e.b = append(e.b, lb[:w-1]...)
+	copy(e.b[start+w-1:], e.b[start:start+n])
+	copy(e.b[start-1:], lb[:w])
+}
+
+func (e *encoder) value(tag int, v any) {
+	at := e.begin(tag)
+	e.val(v, 0)
+	e.end(at)
+}
+
+func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
+func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+func (e *encoder) val(v any, depth int) {
+	if depth > 64 {
+		e.err = errors.New("encode state: value nested deeper than 64 levels")
+		return
+	}
+	switch t := v.(type) {
+	case nil:
+		e.b = append(e.b, valNil)
+	case bool:
+		if t {
+			e.b = append(e.b, valTrue)
+		} else {
+			e.b = append(e.b, valFalse)
+		}
+	case int64:
+		e.b = binary.AppendUvarint(append(e.b, valInt), zigzag(t))
+	case uint64:
+		e.b = binary.AppendUvarint(append(e.b, valUint), t)
+	case float64:
+		e.b = binary.LittleEndian.AppendUint64(append(e.b, valDouble), math.Float64bits(t))
+	case string:
+		e.b = binary.AppendUvarint(append(e.b, valString), uint64(len(t)))
+		e.b = append(e.b, t...)
+	case []byte:
+		e.b = binary.AppendUvarint(append(e.b, valBytes), uint64(len(t)))
+		e.b = append(e.b, t...)
+	case time.Time:
+		e.b = binary.AppendUvarint(append(e.b, valTimestamp), zigzag(t.Unix()))
+		e.b = binary.AppendUvarint(e.b, uint64(t.Nanosecond()))
+	case time.Duration:
+		e.b = binary.AppendUvarint(append(e.b, valDuration), zigzag(int64(t)))
+	case []any:
+		e.b = binary.AppendUvarint(append(e.b, valList), uint64(len(t)))
+		for _, x := range t {
+			e.val(x, depth+1)
+		}
+	case map[string]any:
+		e.b = binary.AppendUvarint(append(e.b, valMap), uint64(len(t)))
+		var small [16]string
+		keys := small[:0]
+		for k := range t {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			e.b = binary.AppendUvarint(e.b, uint64(len(k)))
+			e.b = append(e.b, k...)
+			e.val(t[k], depth+1)
+		}
+	default:
+		if e.err == nil {
+			e.err = fmt.Errorf("encode state: a %T cannot be stored", v)
+		}
+		e.b = append(e.b, valNil)
+	}
+}
+
+// UnmarshalBinary decodes a state encoded by MarshalBinary. An unknown
+// format version is ErrUnknownFormat; damaged data is a clear error.
+func (st *State) UnmarshalBinary(data []byte) error {
+	*st = State{}
+	if len(data) < 3 || data[0] != 'L' || data[1] != 'S' {
+		return errors.New("decode state: not lambdasaga state (bad header)")
+	}
+	if data[2] != formatVersion {
+		return fmt.Errorf("%w: version %d (this build reads version %d)", ErrUnknownFormat, data[2], formatVersion)
+	}
+	d := decoder{b: data[3:]}
+	for d.more() {
+		tag, wire := d.key()
+		switch {
+		case tag == tagSagaID && wire == wireBytes:
+			st.SagaID = d.str()
+		case tag == tagName && wire == wireBytes:
+			st.Name = d.str()
+		case tag == tagDefinitionHash && wire == wireBytes:
+			st.DefinitionHash = d.str()
+		case tag == tagStatus && wire == wireVarint:
+			code := d.uint()
+			if code >= uint64(len(statusCodes)) {
+				d.fail("unknown status code %d", code)
+				break
+			}
+			st.Status = statusCodes[code]
+		case tag == tagVersion && wire == wireVarint:
+			st.Version = d.uint()
+		case tag == tagInput && wire == wireBytes:
+			st.Input = d.mapValue()
+		case tag == tagVars && wire == wireBytes:
+			st.Vars = d.mapValue()
+		case tag == tagCursor && wire == wireBytes:
+			var c Cursor
+			d.nested(func(tag, wire int) bool {
+				switch tag {
+				case 1:
+					c.Step = d.int()
+				case 2:
+					c.Attempt = d.int()
+				case 3:
+					c.Seq = d.uint()
+				case 4:
+					c.Compensating = d.uint() == 1
+				default:
+					return false
+				}
+				return true
+			})
+			st.Cursors = append(st.Cursors, c)
+		case tag == tagCompletion && wire == wireBytes:
+			var c Completion
+			d.nested(func(tag, wire int) bool {
+				switch tag {
+				case 1:
+					c.Step = d.int()
+				case 2:
+					c.Seq = d.uint()
+				case 3:
+					c.Out, c.HasOut = d.valueField(), true
+				default:
+					return false
+				}
+				return true
+			})
+			st.Stack = append(st.Stack, c)
+		case tag == tagOutbox && wire == wireBytes:
+			m := Message{}
+			d.nested(func(tag, wire int) bool {
+				switch tag {
+				case 2:
+					m.Version = d.uint()
+				case 3:
+					q := d.uint()
+					if q < uint64(len(queueCodes)) {
+						m.Queue = queueCodes[q]
+					} else {
+						d.fail("unknown queue code %d", q)
+					}
+				case 4:
+					m.Step = d.str()
+				case 5:
+					m.Attempt = d.int()
+				case 6:
+					m.Delay = time.Duration(d.uint())
+				default:
+					return false
+				}
+				return true
+			})
+			st.Outbox = append(st.Outbox, m)
+		case tag == tagSeq && wire == wireVarint:
+			st.Seq = d.uint()
+		case tag == tagCreatedAt && wire == wireVarint:
+			st.CreatedAt = d.time()
+		case tag == tagUpdatedAt && wire == wireVarint:
+			st.UpdatedAt = d.time()
+		case tag == tagDeadline && wire == wireVarint:
+			st.Deadline = d.time()
+		case tag == tagFailure && wire == wireBytes:
+			st.Failure = d.stepError()
+		case tag == tagCompensationError && wire == wireBytes:
+			st.CompensationError = d.stepError()
+		case tag == tagOutput && wire == wireBytes:
+			st.Output = d.valueField()
+		default:
+			d.skip(wire)
+		}
+	}
+	for i := range st.Outbox {
+		st.Outbox[i].SagaID = st.SagaID
+	}
+	if d.err != nil {
+		return fmt.Errorf("decode state: %w", d.err)
+	}
+	return nil
+}
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) more() bool { return d.err == nil && len(d.b) > 0 }
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf(format, args...)
+	}
+	d.b = nil
+}
+
+func (d *decoder) uint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("truncated or overlong varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) int() int {
+	v := d.uint()
+	if v > math.MaxInt32 {
+		d.fail("number %d out of range", v)
+		return 0
+	}
+	return int(v)
+}
+
+func (d *decoder) key() (int, int) {
+	k := d.uint()
+	return int(k >> 3), int(k & 7)
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uint()
+	if n > uint64(len(d.b)) {
+		d.fail("length %d past the end of the data", n)
+		return nil
+	}
+	out := d.b[:n]
+	d.b = d.b[n:]
+	return out
+}
+
+func (d *decoder) str() string { return string(d.bytes()) }
+
+func (d *decoder) time() time.Time { return time.Unix(0, unzigzag(d.uint())).UTC() }
+
+func (d *decoder) skip(wire int) {
+	switch wire {
+	case wireVarint:
+		d.uint()
+	case wireBytes:
+		d.bytes()
+	default:
+		d.fail("unknown wire type %d", wire)
+	}
+}
+
+// nested decodes a length-prefixed record, handing each field to fn; fn
+// returns false for fields it does not know, which are skipped.
+func (d *decoder) nested(fn func(tag, wire int) bool) {
+	body := d.bytes()
+	outer := d.b
+	d.b = body
+	for d.more() {
+		tag, wire := d.key()
+		if !fn(tag, wire) {
+			d.skip(wire)
+		}
+	}
+	if d.err == nil {
+		d.b = outer
+	}
+}
+
+func (d *decoder) stepError() *StepError {
+	se := &StepError{}
+	d.nested(func(tag, wire int) bool {
+		switch tag {
+		case 1:
+			se.Step = d.str()
+		case 2:
+			se.Type = d.str()
+		case 3:
+			se.Message = d.str()
+		default:
+			return false
+		}
+		return true
+	})
+	return se
+}
+
+func (d *decoder) valueField() any {
+	body := d.bytes()
+	outer := d.b
+	d.b = body
+	v := d.val(0)
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("%d stray bytes after a value", len(d.b))
+	}
+	if d.err == nil {
+		d.b = outer
+	}
+	return v
+}
+
+func (d *decoder) mapValue() map[string]any {
+	v := d.valueField()
+	if m, ok := v.(map[string]any); ok {
+		return m
+	}
+	if d.err == nil {
+		d.fail("expected a map, found %T", v)
+	}
+	return nil
+}
+
+func (d *decoder) val(depth int) any {
+	if depth > 64 {
+		d.fail("value nested deeper than 64 levels")
+		return nil
+	}
+	if len(d.b) == 0 {
+		d.fail("truncated value")
+		return nil
+	}
+	t := d.b[0]
+	d.b = d.b[1:]
+	switch t {
+	case valNil:
+		return nil
+	case valFalse:
+		return false
+	case valTrue:
+		return true
+	case valInt:
+		return unzigzag(d.uint())
+	case valUint:
+		return d.uint()
+	case valDouble:
+		if len(d.b) < 8 {
+			d.fail("truncated double")
+			return nil
+		}
+		f := math.Float64frombits(binary.LittleEndian.Uint64(d.b))
+		d.b = d.b[8:]
+		return f
+	case valString:
+		return d.str()
+	case valBytes:
+		return append([]byte{}, d.bytes()...)
+	case valTimestamp:
+		sec := unzigzag(d.uint())
+		nsec := d.uint()
+		if nsec >= 1e9 {
+			d.fail("bad timestamp nanoseconds %d", nsec)
+			return nil
+		}
+		return time.Unix(sec, int64(nsec)).UTC()
+	case valDuration:
+		return time.Duration(unzigzag(d.uint()))
+	case valList:
+		n := d.uint()
+		if n > uint64(len(d.b)) { // every element takes at least one byte
+			d.fail("list of %d elements past the end of the data", n)
+			return nil
+		}
+		l := make([]any, n)
+		for i := range l {
+			l[i] = d.val(depth + 1)
+		}
+		return l
+	case valMap:
+		n := d.uint()
+		if n > uint64(len(d.b))/2 {
+			d.fail("map of %d entries past the end of the data", n)
+			return nil
+		}
+		m := make(map[string]any, n)
+		for range n {
+			k := d.str()
+			m[k] = d.val(depth + 1)
+		}
+		return m
+	}
+	d.fail("unknown value type %d", t)
+	return nil
+}

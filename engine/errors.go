@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Callers test for them with errors.Is.
+var (
+	// ErrNotFound: the saga or definition does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a conditional write lost against a concurrent writer.
+	ErrConflict = errors.New("version conflict")
+	// ErrExists: a create found an item with the same key already present.
+	ErrExists = errors.New("already exists")
+	// ErrInvalidDefinition: a saga definition failed to parse or validate.
+	ErrInvalidDefinition = errors.New("invalid saga definition")
+	// ErrInvalidInput: a saga input does not match the declared input types.
+	ErrInvalidInput = errors.New("invalid saga input")
+	// ErrInvalidEvent: an event does not apply to the saga in its current state.
+	ErrInvalidEvent = errors.New("event does not apply")
+	// ErrMalformedMessage: a queue message could not be decoded; it must go to
+	// the dead-letter queue untouched.
+	ErrMalformedMessage = errors.New("malformed message")
+	// ErrUnknownFormat: encoded state carries a format version this build does not know.
+	ErrUnknownFormat = errors.New("unknown state format")
+	// ErrThrottled: the backend asked us to slow down; the operation may be retried.
+	ErrThrottled = errors.New("throttled")
+	// ErrTooLarge: a saga's state would exceed the size the store accepts.
+	ErrTooLarge = errors.New("state too large")
+)
+
+// Error type names the engine itself produces. Actions choose their own.
+const (
+	ErrorTypeGeneric      = "Error"
+	ErrorTypeTimeout      = "Timeout"
+	ErrorTypeAssertion    = "AssertionFailed"
+	ErrorTypeExpression   = "ExpressionError"
+	ErrorTypeDeadline     = "SagaDeadlineExceeded"
+	ErrorTypeCancelled    = "Cancelled"
+	ErrorTypeStepLimit    = "StepLimitExceeded"
+	ErrorTypeOutputFormat = "InvalidOutput"
+)
+
+// ActionError is an error with a type name that catch clauses and
+// retry.permanent lists match against.
+type ActionError struct {
+	Type    string
+	Message string
+}
+
+func (e *ActionError) Error() string {
+	if e.Message == "" {
+		return e.Type
+	}
+	return e.Type + ": " + e.Message
+}
+
+// NewError returns an error of the given type, for actions whose failures
+// catch clauses should be able to tell apart.
+func NewError(typ, message string) error { return &ActionError{Type: typ, Message: message} }
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Permanent marks err as not worth retrying: the step fails at once and the
+// saga compensates (or a catch routes it). Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err: err}
+}
+
+// IsPermanent reports whether err was marked with Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}
+
+// ErrorType is the type name of err: the Type of an ActionError in its chain,
+// "Timeout" for a context deadline, and "Error" otherwise.
+func ErrorType(err error) string {
+	var ae *ActionError
+	if errors.As(err, &ae) && ae.Type != "" {
+		return ae.Type
+	}
+	if isDeadline(err) {
+		return ErrorTypeTimeout
+	}
+	return ErrorTypeGeneric
+}
+
+// Problem is one thing wrong with a definition, located in its source.
+type Problem struct {
+	File    string
+	Line    int
+	Column  int
+	Step    string // step id, empty for saga-level problems
+	Field   string // dotted field path within the step or saga, e.g. "with.order_id"
+	Message string
+}
+
+func (p Problem) String() string {
+	var b strings.Builder
+	b.WriteString(p.File)
+	if p.Line > 0 {
+		fmt.Fprintf(&b, ":%d:%d", p.Line, p.Column)
+	}
+	b.WriteString(": ")
+	if p.Step != "" {
+		fmt.Fprintf(&b, "step %s: ", p.Step)
+	}
+	if p.Field != "" {
+		b.WriteString(p.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Message)
+	return b.String()
+}
+
+// DefinitionError lists every problem found in a definition. It matches
+// ErrInvalidDefinition with errors.Is.
+type DefinitionError struct {
+	Problems []Problem
+}
+
+func (e *DefinitionError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (e *DefinitionError) Is(target error) bool { return target == ErrInvalidDefinition }

@@ -1,0 +1,269 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+)
+
+// successors lists the steps that can follow step i (end is -1), and
+// whether each edge is taken on success (so the step's writes happened).
+func (c *compiler) successors(i int) (succ []int, onSuccess []bool) {
+	ps := c.plan.steps[i]
+	add := func(j int, ok bool) {
+		succ = append(succ, j)
+		onSuccess = append(onSuccess, ok)
+	}
+	lookup := func(id string) (int, bool) {
+		if id == "" {
+			return end, true
+		}
+		j, ok := c.plan.index[id]
+		return j, ok
+	}
+	switch ps.Kind {
+	case KindAction, KindSet, KindAssert:
+		add(ps.next, true)
+	case KindSwitch:
+		hasDefault := false
+		for _, cs := range ps.Switch {
+			if j, ok := lookup(cs.Next); ok {
+				add(j, true)
+			}
+			hasDefault = hasDefault || cs.Default
+		}
+		if !hasDefault {
+			add(ps.next, true)
+		}
+	}
+	for _, ct := range ps.Catch {
+		if j, ok := lookup(ct.Next); ok {
+			add(j, false)
+		}
+	}
+	return succ, onSuccess
+}
+
+// checkGraph finds unreachable steps and loops that cannot end, marks the
+// steps inside loops, and works out which vars may be set before each step.
+func (c *compiler) checkGraph() {
+	n := len(c.plan.steps)
+	succ := make([][]int, n)
+	onSuccess := make([][]bool, n)
+	for i := range n {
+		succ[i], onSuccess[i] = c.successors(i)
+	}
+
+	// Reachability from the first step.
+	seen := make([]bool, n)
+	stack := []int{0}
+	seen[0] = true
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, j := range succ[i] {
+			if j != end && !seen[j] {
+				seen[j] = true
+				stack = append(stack, j)
+			}
+		}
+	}
+	for i, ok := range seen {
+		if !ok && c.plan.index[c.plan.steps[i].ID] == i {
+			s := c.plan.steps[i]
+			c.errorf(s.Pos, s.ID, "", "unreachable: no path from the first step leads here")
+		}
+	}
+
+	// Loops: strongly connected components with a cycle.
+	for _, comp := range sccs(succ) {
+		if len(comp) == 1 && !contains(succ[comp[0]], comp[0]) {
+			continue
+		}
+		in := map[int]bool{}
+		for _, i := range comp {
+			in[i] = true
+			c.plan.steps[i].inLoop = true
+		}
+		hasAction, hasExit := false, false
+		first := comp[0]
+		for _, i := range comp {
+			if c.plan.steps[i].Kind == KindAction {
+				hasAction = true
+			}
+			if i < first {
+				first = i
+			}
+			for _, j := range succ[i] {
+				if j == end || !in[j] {
+					hasExit = true
+				}
+			}
+		}
+		s := c.plan.steps[first]
+		names := c.loopNames(comp)
+		switch {
+		case !hasExit:
+			c.errorf(s.Pos, s.ID, "", "loop with no way out: %s", names)
+		case !hasAction:
+			c.errorf(s.Pos, s.ID, "", "loop of steps that do no work between passes (%s): put an action in it", names)
+		}
+	}
+	c.flowVars(succ, onSuccess, seen)
+}
+
+func (c *compiler) loopNames(comp []int) string {
+	ids := make([]string, 0, len(comp))
+	for i := range c.plan.steps {
+		if contains(comp, i) {
+			ids = append(ids, c.plan.steps[i].ID)
+		}
+	}
+	return strings.Join(ids, " -> ") + " -> " + ids[0]
+}
+
+func contains(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// sccs returns the strongly connected components of the step graph (Tarjan).
+func sccs(succ [][]int) [][]int {
+	n := len(succ)
+	index := make([]int, n)
+	low := make([]int, n)
+	onStack := make([]bool, n)
+	for i := range index {
+		index[i] = -1
+	}
+	var (
+		stack []int
+		out   [][]int
+		next  int
+	)
+	var visit func(v int)
+	visit = func(v int) {
+		index[v], low[v] = next, next
+		next++
+		stack = append(stack, v)
+		onStack[v] = true
+		for _, w := range succ[v] {
+			if w == end {
+				continue
+			}
+			if index[w] < 0 {
+				visit(w)
+				low[v] = min(low[v], low[w])
+			} else if onStack[w] {
+				low[v] = min(low[v], index[w])
+			}
+		}
+		if low[v] == index[v] {
+			var comp []int
+			for {
+				w := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				onStack[w] = false
+				comp = append(comp, w)
+				if w == v {
+					break
+				}
+			}
+			out = append(out, comp)
+		}
+	}
+	for v := range n {
+		if index[v] < 0 {
+			visit(v)
+		}
+	}
+	return out
+}
+
+// flowVars computes, for each step, the vars some path to it may have set.
+func (c *compiler) flowVars(succ [][]int, onSuccess [][]bool, reachable []bool) {
+	n := len(c.plan.steps)
+	writes := make([][]string, n)
+	c.allWrites = map[string]bool{}
+	for i, ps := range c.plan.steps {
+		if ps.Out != "" {
+			writes[i] = append(writes[i], ps.Out)
+		}
+		for _, a := range ps.Set {
+			writes[i] = append(writes[i], a.Name)
+		}
+		for _, w := range writes[i] {
+			c.allWrites[w] = true
+		}
+	}
+	avail := make([]map[string]bool, n)
+	for i := range avail {
+		avail[i] = map[string]bool{}
+	}
+	work := []int{0}
+	queued := make([]bool, n)
+	queued[0] = true
+	for len(work) > 0 {
+		i := work[0]
+		work = work[1:]
+		queued[i] = false
+		for k, j := range succ[i] {
+			if j == end {
+				continue
+			}
+			changed := false
+			add := func(name string) {
+				if !avail[j][name] {
+					avail[j][name] = true
+					changed = true
+				}
+			}
+			for name := range avail[i] {
+				add(name)
+			}
+			if onSuccess[i][k] {
+				for _, name := range writes[i] {
+					add(name)
+				}
+			}
+			if changed && !queued[j] {
+				queued[j] = true
+				work = append(work, j)
+			}
+		}
+	}
+	c.avail = avail
+}
+
+// checkReads reports vars an expression reads that no earlier step sets.
+func (c *compiler) checkReads(s *Step, field string, pos Pos, prg *program) {
+	if c.allowed == nil || prg == nil {
+		return
+	}
+	for _, name := range prg.reads {
+		if c.allowed[name] {
+			continue
+		}
+		why := "no earlier step sets it"
+		if !c.allWrites[name] {
+			why = "no step sets it"
+		}
+		c.errorf(pos, s.ID, field, "reads vars.%s, but %s%s", name, why, c.suggestVar(name))
+	}
+}
+
+func (c *compiler) suggestVar(name string) string {
+	best, bestD := "", 3
+	for other := range c.allWrites {
+		if d := editDistance(name, other); d < bestD && other != name {
+			best, bestD = other, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean vars.%s?)", best)
+}

@@ -1,0 +1,464 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/cel-go/cel"
+)
+
+// Options tune compilation. The zero value takes the defaults.
+type Options struct {
+	// CostLimit bounds the work of one expression evaluation (CEL cost units).
+	CostLimit uint64
+	// EvalTimeout bounds the wall time of one tracked expression evaluation.
+	EvalTimeout time.Duration
+	// MaxInlineSteps bounds the pure steps one transition may run before the
+	// saga fails with StepLimitExceeded.
+	MaxInlineSteps int
+}
+
+func (o Options) withDefaults() Options {
+	if o.CostLimit == 0 {
+		o.CostLimit = DefaultCostLimit
+	}
+	if o.EvalTimeout == 0 {
+		o.EvalTimeout = DefaultEvalTimeout
+	}
+	if o.MaxInlineSteps == 0 {
+		o.MaxInlineSteps = 10_000
+	}
+	return o
+}
+
+// end is the step index past the last step: reaching it succeeds.
+const end = -1
+
+// Plan is a compiled definition: immutable, safe for concurrent use, and
+// identified by the content hash of its source.
+type Plan struct {
+	def   *Definition
+	hash  string
+	opts  Options
+	steps []*planStep
+	index map[string]int
+}
+
+type planStep struct {
+	*Step
+	idx     int
+	next    int // the step after this one when it completes: Next, or the following one
+	with    *template
+	set     []compiledAssign
+	cases   []compiledCase
+	assert  *program
+	succeed *template
+	catch   []compiledCatch
+	retry   RetryPolicy
+	comp    *compiledComp
+	inLoop  bool
+}
+
+type compiledAssign struct {
+	name string
+	val  *template
+}
+
+type compiledCase struct {
+	cond *program // nil for default
+	next int
+}
+
+type compiledCatch struct {
+	errors []string
+	next   int
+}
+
+type compiledComp struct {
+	action  string
+	with    *template
+	retry   RetryPolicy
+	timeout time.Duration
+}
+
+// Hash is the definition's content hash (hex SHA-256 of its source).
+func (p *Plan) Hash() string { return p.hash }
+
+// Name is the saga's name.
+func (p *Plan) Name() string { return p.def.Name }
+
+// Definition is the parsed definition the plan was compiled from. Treat it as read-only.
+func (p *Plan) Definition() *Definition { return p.def }
+
+// Step returns the step with the given id.
+func (p *Plan) Step(id string) (*Step, bool) {
+	i, ok := p.index[id]
+	if !ok {
+		return nil, false
+	}
+	return p.steps[i].Step, true
+}
+
+// DefinitionHash returns the content hash that identifies a definition's source.
+func DefinitionHash(src []byte) string {
+	sum := sha256.Sum256(src)
+	return hex.EncodeToString(sum[:])
+}
+
+// Compile parses and validates a definition and compiles it into a Plan.
+// Every problem found is reported at once in a *DefinitionError.
+func Compile(file string, src []byte, opts ...Options) (*Plan, error) {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	def, err := Parse(file, src)
+	c := &compiler{def: def, opts: o.withDefaults()}
+	if err != nil {
+		c.problems = err.(*DefinitionError).Problems
+		// Shape problems make further checks noisy; still check what we can.
+		if len(def.Steps) == 0 {
+			return nil, c.result()
+		}
+	}
+	plan := c.compile()
+	if len(c.problems) > 0 {
+		return nil, c.result()
+	}
+	return plan, nil
+}
+
+type compiler struct {
+	def      *Definition
+	opts     Options
+	env      *cel.Env
+	problems []Problem
+	plan     *Plan
+
+	avail     []map[string]bool // vars some path may have set before each step
+	allWrites map[string]bool   // vars any step sets
+	allowed   map[string]bool   // vars the expression being compiled may read
+}
+
+func (c *compiler) result() error {
+	slices.SortStableFunc(c.problems, func(a, b Problem) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return a.Column - b.Column
+	})
+	return &DefinitionError{Problems: slices.Compact(c.problems)}
+}
+
+func (c *compiler) errorf(pos Pos, step, field, format string, args ...any) {
+	c.problems = append(c.problems, Problem{File: c.def.File, Line: pos.Line, Column: pos.Column, Step: step, Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+func (c *compiler) compile() *Plan {
+	def := c.def
+	p := &Plan{def: def, hash: DefinitionHash(def.Source), opts: c.opts, index: map[string]int{}}
+	c.plan = p
+	env, err := newCELEnv(def)
+	if err != nil {
+		c.errorf(Pos{}, "", "", "cannot build the expression environment: %v", err)
+		return nil
+	}
+	c.env = env
+	for i, s := range def.Steps {
+		if s.ID == "" {
+			continue
+		}
+		if j, dup := p.index[s.ID]; dup {
+			c.errorf(s.Pos, s.ID, "id", "duplicate step id (first used by step #%d at line %d)", j+1, def.Steps[j].Pos.Line)
+			continue
+		}
+		p.index[s.ID] = i
+	}
+	p.steps = make([]*planStep, len(def.Steps))
+	for i, s := range def.Steps {
+		ps := &planStep{Step: s, idx: i, next: i + 1}
+		if i+1 == len(def.Steps) {
+			ps.next = end
+		}
+		if s.Next != "" {
+			ps.next = c.target(s, "next", s.Next)
+		}
+		p.steps[i] = ps
+	}
+	c.checkGraph()
+	for _, ps := range p.steps {
+		c.compileStep(ps)
+	}
+	return p
+}
+
+func (c *compiler) target(s *Step, field, id string) int {
+	i, ok := c.plan.index[id]
+	if !ok {
+		pos := s.pos[strings.SplitN(field, "[", 2)[0]]
+		if pos.Line == 0 {
+			pos = s.Pos
+		}
+		c.errorf(pos, s.ID, field, "no step has id %q%s", id, c.suggest(id))
+		return end
+	}
+	return i
+}
+
+// suggest names a step id close to a mistyped one.
+func (c *compiler) suggest(id string) string {
+	best, bestD := "", 3
+	for other := range c.plan.index {
+		if d := editDistance(id, other); d < bestD {
+			best, bestD = other, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func (c *compiler) compileStep(ps *planStep) {
+	s := ps.Step
+	c.allowed = map[string]bool{}
+	for name := range c.avail[ps.idx] {
+		c.allowed[name] = true
+	}
+	for i, ct := range s.Catch {
+		next := end
+		if ct.Next != "" {
+			next = c.target(s, fmt.Sprintf("catch[%d].next", i), ct.Next)
+		}
+		ps.catch = append(ps.catch, compiledCatch{errors: ct.Errors, next: next})
+	}
+	switch s.Kind {
+	case KindAction:
+		ps.retry = DefaultRetry
+		if s.Retry != nil {
+			ps.retry = *s.Retry
+		}
+		if s.With != nil {
+			ps.with = c.template(s, "with", s.With)
+		}
+		if s.Compensate != nil {
+			cc := &compiledComp{action: s.Compensate.Action, retry: DefaultCompensateRetry, timeout: s.Compensate.Timeout}
+			if s.Compensate.Retry != nil {
+				cc.retry = *s.Compensate.Retry
+			}
+			if s.Compensate.With != nil {
+				// Compensation runs later, when any var set so far is visible.
+				saved := c.allowed
+				c.allowed = c.allWrites
+				cc.with = c.template(s, "compensate.with", s.Compensate.With)
+				c.allowed = saved
+			}
+			ps.comp = cc
+		}
+	case KindSet:
+		for _, a := range s.Set {
+			ps.set = append(ps.set, compiledAssign{name: a.Name, val: c.template(s, "set."+a.Name, a.Value)})
+			c.allowed[a.Name] = true // later assignments of the same step see it
+		}
+	case KindSwitch:
+		for i, cs := range s.Switch {
+			cc := compiledCase{next: end}
+			field := fmt.Sprintf("switch[%d]", i)
+			if cs.Next != "" {
+				f := field + ".next"
+				if cs.Default {
+					f = field + ".default"
+				}
+				cc.next = c.target(s, f, cs.Next)
+			}
+			if !cs.Default {
+				cc.cond = c.condition(s, field+".if", cs.If, cs.Pos)
+			}
+			ps.cases = append(ps.cases, cc)
+		}
+	case KindAssert:
+		ps.assert = c.condition(s, "assert.if", s.Assert.If, s.Assert.Pos)
+	case KindSucceed:
+		if s.Succeed != nil {
+			ps.succeed = c.template(s, "succeed.output", s.Succeed)
+		}
+	}
+}
+
+func (c *compiler) condition(s *Step, field, src string, pos Pos) *program {
+	if src == "" {
+		return nil
+	}
+	prg := c.expr(s, field, src, pos.Line, pos.Column)
+	if prg != nil && !prg.outType.IsExactType(cel.BoolType) && !prg.outType.IsExactType(cel.DynType) {
+		c.errorf(pos, s.ID, field, "condition must be a bool, but ${%s} is a %s", src, prg.outType)
+		return nil
+	}
+	return prg
+}
+
+func (c *compiler) expr(s *Step, field, src string, line, col int) *program {
+	prg, probs := compileExpr(c.env, src, c.opts)
+	for _, pr := range probs {
+		l, cl := line, col
+		if pr.line == 1 && pr.col >= 0 {
+			cl += pr.col
+		} else if pr.line > 1 {
+			l += pr.line - 1
+			cl = pr.col + 1
+		}
+		c.errorf(Pos{l, cl}, s.ID, field, "%s (in ${%s})", c.explain(pr.msg, src), src)
+	}
+	c.checkReads(s, field, Pos{line, col}, prg)
+	return prg
+}
+
+// template compiles a value template; all-literal subtrees fold into one literal.
+type template struct {
+	kind  ValueKind
+	lit   any
+	prog  *program
+	parts []templatePart
+	keys  []string
+	items []*template
+}
+
+type templatePart struct {
+	text string
+	prog *program
+}
+
+func (c *compiler) template(s *Step, field string, v *Value) *template {
+	t := &template{kind: v.Kind}
+	switch v.Kind {
+	case ValueLiteral:
+		t.lit = v.Literal
+	case ValueExpr:
+		t.prog = c.expr(s, field, v.Expr, v.Pos.Line, v.column)
+	case ValueInterp:
+		col := v.column
+		for _, pt := range v.Parts {
+			if pt.Expr == "" {
+				t.parts = append(t.parts, templatePart{text: pt.Text})
+				col += len(pt.Text)
+				continue
+			}
+			prg := c.expr(s, field, pt.Expr, v.Pos.Line, col+2)
+			if prg != nil && !interpolatable(prg.outType) {
+				c.errorf(Pos{v.Pos.Line, col}, s.ID, field, "${%s} is a %s, which cannot be put into text (use it as the whole value instead)", pt.Expr, prg.outType)
+			}
+			t.parts = append(t.parts, templatePart{prog: prg})
+			col += len(pt.Expr) + 3
+		}
+	case ValueMap, ValueList:
+		allLit := true
+		for i, item := range v.Items {
+			f := field
+			if v.Kind == ValueMap {
+				f += "." + v.Keys[i]
+			} else {
+				f += fmt.Sprintf("[%d]", i)
+			}
+			ct := c.template(s, f, item)
+			allLit = allLit && ct.kind == ValueLiteral
+			t.items = append(t.items, ct)
+		}
+		t.keys = v.Keys
+		if allLit {
+			t.lit = foldLiteral(t)
+			t.kind, t.items, t.keys = ValueLiteral, nil, nil
+		}
+	}
+	return t
+}
+
+func foldLiteral(t *template) any {
+	if t.kind == ValueLiteral {
+		return t.lit
+	}
+	if t.kind == ValueMap {
+		m := make(map[string]any, len(t.keys))
+		for i, k := range t.keys {
+			m[k] = foldLiteral(t.items[i])
+		}
+		return m
+	}
+	l := make([]any, len(t.items))
+	for i, it := range t.items {
+		l[i] = foldLiteral(it)
+	}
+	return l
+}
+
+func interpolatable(t *cel.Type) bool {
+	for _, ok := range []*cel.Type{cel.StringType, cel.IntType, cel.UintType, cel.DoubleType, cel.BoolType, cel.TimestampType, cel.DurationType, cel.DynType, cel.NullType} {
+		if t.IsExactType(ok) {
+			return true
+		}
+	}
+	return false
+}
+
+// reads lists every var a template reads.
+func (t *template) reads(out []string) []string {
+	if t == nil {
+		return out
+	}
+	if t.prog != nil {
+		out = append(out, t.prog.reads...)
+	}
+	for _, p := range t.parts {
+		if p.prog != nil {
+			out = append(out, p.prog.reads...)
+		}
+	}
+	for _, it := range t.items {
+		out = it.reads(out)
+	}
+	return out
+}
+
+var inputFieldRef = regexp.MustCompile(`\binput\.([A-Za-z_][A-Za-z0-9_]*)`)
+
+// explain rewrites CEL messages that would puzzle a definition author.
+func (c *compiler) explain(msg, src string) string {
+	msg = strings.ReplaceAll(msg, " (in container '')", "")
+	if c.def.Input != nil && strings.Contains(msg, "undeclared reference to 'input'") {
+		declared := make([]string, len(c.def.Input))
+		for i, f := range c.def.Input {
+			declared[i] = f.Name
+		}
+		for _, m := range inputFieldRef.FindAllStringSubmatch(src, -1) {
+			if !slices.Contains(declared, m[1]) {
+				return fmt.Sprintf("input has no field %q (declared: %s)", m[1], strings.Join(declared, ", "))
+			}
+		}
+		return "input is used whole, but the definition declares its fields: use input.FIELD"
+	}
+	return msg
+}

@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Status is where a saga stands. There are exactly six.
+type Status string
+
+const (
+	StatusRunning            Status = "running"
+	StatusWaiting            Status = "waiting"
+	StatusCompensating       Status = "compensating"
+	StatusSucceeded          Status = "succeeded"
+	StatusCompensated        Status = "compensated"
+	StatusCompensationFailed Status = "compensation_failed"
+)
+
+// Statuses lists every status.
+func Statuses() []Status {
+	return []Status{StatusRunning, StatusWaiting, StatusCompensating, StatusSucceeded, StatusCompensated, StatusCompensationFailed}
+}
+
+// Final reports whether nothing more will happen to a saga in this status
+// without an operator: succeeded, compensated, or parked in compensation_failed.
+func (s Status) Final() bool {
+	return s == StatusSucceeded || s == StatusCompensated || s == StatusCompensationFailed
+}
+
+// Valid reports whether s is one of Statuses.
+func (s Status) Valid() bool {
+	for _, v := range Statuses() {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// State is one saga run: everything needed to continue it, stored as one item.
+type State struct {
+	SagaID         string
+	Name           string
+	DefinitionHash string
+	Status         Status
+	// Version counts transitions. Every write is conditional on the version
+	// read, and moves it up by one.
+	Version   uint64
+	Input     map[string]any
+	Vars      map[string]any
+	Cursors   []Cursor     // pending work; one today, one per branch when parallel steps come
+	Stack     []Completion // completed steps that declared compensate, oldest first
+	Outbox    []Message    // what the transition to Version must send
+	Seq       uint64       // action visits so far: makes idempotency keys unique per visit
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Deadline  time.Time // zero: no saga timeout
+	// Failure is why the saga compensates; nil while it has not failed.
+	Failure *StepError
+	// CompensationError is why compensation stopped, in compensation_failed.
+	CompensationError *StepError
+	Output            any
+}
+
+// Cursor is work a saga waits for: an action (or compensation) to run.
+type Cursor struct {
+	Step         int    // index of the step in the plan
+	Attempt      int    // 1-based
+	Seq          uint64 // visit number, part of the idempotency key
+	Compensating bool
+}
+
+// Completion records a completed step that declared compensate.
+type Completion struct {
+	Step int
+	Seq  uint64
+	// Out is the step's output, kept only for steps inside a loop, whose
+	// var a later visit may overwrite before compensation reads it.
+	Out    any
+	HasOut bool
+}
+
+// StepError is a failure recorded in state: ids and type, never values.
+type StepError struct {
+	Step    string
+	Type    string
+	Message string
+}
+
+func (e *StepError) Error() string {
+	if e.Step == "" {
+		return e.Type + ": " + e.Message
+	}
+	return fmt.Sprintf("step %s: %s: %s", e.Step, e.Type, e.Message)
+}
+
+// QueueName says which queue a message goes to.
+type QueueName string
+
+const (
+	QueueAdvance    QueueName = "advance"
+	QueueCompensate QueueName = "compensate"
+)
+
+// QueueNames lists every queue.
+func QueueNames() []QueueName { return []QueueName{QueueAdvance, QueueCompensate} }
+
+// Message asks a worker to continue a saga that is at Version.
+type Message struct {
+	SagaID  string
+	Version uint64
+	Queue   QueueName
+	Step    string
+	Attempt int
+	Delay   time.Duration
+}
+
+// CheckValue reports whether v is made only of the plain values state can
+// hold (nil, bool, int64, uint64, float64, string, []byte, time.Time,
+// time.Duration, []any, map[string]any), and returns it with Go's other
+// integer and float types widened. It never modifies v.
+func CheckValue(v any) (any, error) { return checkValue(v, 0) }
+
+func checkValue(v any, depth int) (any, error) {
+	if depth > 64 {
+		return nil, fmt.Errorf("value nested deeper than 64 levels")
+	}
+	switch t := v.(type) {
+	case nil, bool, int64, uint64, string, []byte, time.Time, time.Duration:
+		return v, nil
+	case int:
+		return int64(t), nil
+	case int8:
+		return int64(t), nil
+	case int16:
+		return int64(t), nil
+	case int32:
+		return int64(t), nil
+	case uint:
+		return uint64(t), nil
+	case uint8:
+		return uint64(t), nil
+	case uint16:
+		return uint64(t), nil
+	case uint32:
+		return uint64(t), nil
+	case float32:
+		return checkValue(float64(t), depth)
+	case float64:
+		if math.IsNaN(t) || math.IsInf(t, 0) {
+			return nil, fmt.Errorf("%v is not a finite number", t)
+		}
+		return v, nil
+	case []any:
+		var out []any
+		for i, e := range t {
+			c, err := checkValue(e, depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
+			}
+			if widened(e) {
+				if out == nil {
+					out = append([]any(nil), t...)
+				}
+				out[i] = c
+			}
+		}
+		if out != nil {
+			return out, nil
+		}
+		return v, nil
+	case map[string]any:
+		var out map[string]any
+		for k, e := range t {
+			c, err := checkValue(e, depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+			if widened(e) {
+				if out == nil {
+					out = make(map[string]any, len(t))
+					for k2, e2 := range t {
+						out[k2] = e2
+					}
+				}
+				out[k] = c
+			}
+		}
+		if out != nil {
+			return out, nil
+		}
+		return v, nil
+	}
+	return nil, fmt.Errorf("a %T cannot be stored (use JSON-like values: maps with string keys, lists, strings, numbers, bools)", v)
+}
+
+// widened reports whether checkValue returns something other than e itself.
+func widened(e any) bool {
+	switch e.(type) {
+	case nil, bool, int64, uint64, string, []byte, time.Time, time.Duration, float64:
+		return false
+	case []any, map[string]any:
+		return true // may hold widened values; copying is the safe answer
+	}
+	return true
+}
