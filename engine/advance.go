@@ -289,7 +289,7 @@ func (r *runner) holds(prg *program) (bool, error) {
 }
 
 func exprError(step string, err error) *StepError {
-	return &StepError{Step: step, Type: ErrorType(err), Message: err.Error()}
+	return &StepError{Step: step, Type: ErrorType(err), Message: errorMessage(err)}
 }
 
 func (r *runner) succeed(out any) {
@@ -355,7 +355,7 @@ func (r *runner) actionResult() {
 func (r *runner) actionFailed(s *planStep, cur Cursor, err error) {
 	st := r.st
 	typ := ErrorType(err)
-	se := &StepError{Step: s.ID, Type: typ, Message: err.Error()}
+	se := &StepError{Step: s.ID, Type: typ, Message: errorMessage(err)}
 	if r.retryable(s.retry, cur.Attempt, err, typ) {
 		r.retry(s, s.retry, cur, QueueAdvance, false, se)
 		return
@@ -428,7 +428,7 @@ func (r *runner) compensationResult() {
 		return
 	}
 	typ := ErrorType(ev.Err)
-	se := &StepError{Step: s.ID, Type: typ, Message: ev.Err.Error()}
+	se := &StepError{Step: s.ID, Type: typ, Message: errorMessage(ev.Err)}
 	if r.retryable(s.comp.retry, cur.Attempt, ev.Err, typ) {
 		r.retry(s, s.comp.retry, cur, QueueCompensate, true, se)
 		return

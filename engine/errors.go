@@ -137,3 +137,13 @@ func (e *DefinitionError) Error() string {
 }
 
 func (e *DefinitionError) Is(target error) bool { return target == ErrInvalidDefinition }
+
+// errorMessage is err's text without the type prefix an ActionError adds,
+// since StepError keeps the type apart.
+func errorMessage(err error) string {
+	var ae *ActionError
+	if errors.As(err, &ae) && err.Error() == ae.Error() {
+		return ae.Message
+	}
+	return err.Error()
+}

@@ -21,7 +21,7 @@ func (c *compiler) successors(i int) (succ []int, onSuccess []bool) {
 		return j, ok
 	}
 	switch ps.Kind {
-	case KindAction, KindSet, KindAssert:
+	case KindAction, KindSet, KindAssert, "": // "": a shape error, reported already; assume it falls through
 		add(ps.next, true)
 	case KindSwitch:
 		hasDefault := false
@@ -108,6 +108,7 @@ func (c *compiler) checkGraph() {
 			c.errorf(s.Pos, s.ID, "", "loop of steps that do no work between passes (%s): put an action in it", names)
 		}
 	}
+	c.reachable = seen
 	c.flowVars(succ, onSuccess, seen)
 }
 

@@ -142,7 +142,8 @@ type compiler struct {
 
 	avail     []map[string]bool // vars some path may have set before each step
 	allWrites map[string]bool   // vars any step sets
-	allowed   map[string]bool   // vars the expression being compiled may read
+	allowed   map[string]bool   // vars the expression being compiled may read, nil: do not check
+	reachable []bool
 }
 
 func (c *compiler) result() error {
@@ -197,10 +198,13 @@ func (c *compiler) compile() *Plan {
 	return p
 }
 
-func (c *compiler) target(s *Step, field, id string) int {
+func (c *compiler) target(s *Step, field, id string, at ...Pos) int {
 	i, ok := c.plan.index[id]
 	if !ok {
 		pos := s.pos[strings.SplitN(field, "[", 2)[0]]
+		if len(at) > 0 {
+			pos = at[0]
+		}
 		if pos.Line == 0 {
 			pos = s.Pos
 		}
@@ -246,14 +250,17 @@ func editDistance(a, b string) int {
 
 func (c *compiler) compileStep(ps *planStep) {
 	s := ps.Step
-	c.allowed = map[string]bool{}
-	for name := range c.avail[ps.idx] {
-		c.allowed[name] = true
+	c.allowed = nil
+	if c.reachable[ps.idx] { // an unreachable step is reported as such; its reads would only add noise
+		c.allowed = map[string]bool{}
+		for name := range c.avail[ps.idx] {
+			c.allowed[name] = true
+		}
 	}
 	for i, ct := range s.Catch {
 		next := end
 		if ct.Next != "" {
-			next = c.target(s, fmt.Sprintf("catch[%d].next", i), ct.Next)
+			next = c.target(s, fmt.Sprintf("catch[%d].next", i), ct.Next, ct.Pos)
 		}
 		ps.catch = append(ps.catch, compiledCatch{errors: ct.Errors, next: next})
 	}
@@ -274,7 +281,9 @@ func (c *compiler) compileStep(ps *planStep) {
 			if s.Compensate.With != nil {
 				// Compensation runs later, when any var set so far is visible.
 				saved := c.allowed
-				c.allowed = c.allWrites
+				if saved != nil {
+					c.allowed = c.allWrites
+				}
 				cc.with = c.template(s, "compensate.with", s.Compensate.With)
 				c.allowed = saved
 			}
@@ -283,7 +292,9 @@ func (c *compiler) compileStep(ps *planStep) {
 	case KindSet:
 		for _, a := range s.Set {
 			ps.set = append(ps.set, compiledAssign{name: a.Name, val: c.template(s, "set."+a.Name, a.Value)})
-			c.allowed[a.Name] = true // later assignments of the same step see it
+			if c.allowed != nil {
+				c.allowed[a.Name] = true
+			} // later assignments of the same step see it
 		}
 	case KindSwitch:
 		for i, cs := range s.Switch {
@@ -294,7 +305,7 @@ func (c *compiler) compileStep(ps *planStep) {
 				if cs.Default {
 					f = field + ".default"
 				}
-				cc.next = c.target(s, f, cs.Next)
+				cc.next = c.target(s, f, cs.Next, cs.Pos)
 			}
 			if !cs.Default {
 				cc.cond = c.condition(s, field+".if", cs.If, cs.Pos)

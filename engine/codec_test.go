@@ -1,0 +1,145 @@
+package engine_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+)
+
+func richState() *engine.State {
+	return &engine.State{
+		SagaID: "s-1", Name: "order", DefinitionHash: strings.Repeat("ab", 32), Status: engine.StatusCompensating, Version: 7,
+		Input: map[string]any{"order_id": "o-1", "amount": 12.5, "n": int64(-3), "u": uint64(1 << 63), "ok": true, "none": nil,
+			"blob": []byte{0, 1, 2}, "at": time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), "wait": 90 * time.Second,
+			"items": []any{"a", int64(2), []any{}, map[string]any{}}},
+		Vars:      map[string]any{"reservation": map[string]any{"id": "r-1", "big": strings.Repeat("x", 300)}},
+		Cursors:   []engine.Cursor{{Step: 3, Attempt: 2, Seq: 4, Compensating: true}},
+		Stack:     []engine.Completion{{Step: 0, Seq: 1}, {Step: 3, Seq: 4, Out: map[string]any{"id": "p"}, HasOut: true}},
+		Outbox:    []engine.Message{{SagaID: "s-1", Version: 7, Queue: engine.QueueCompensate, Step: "charge", Attempt: 2, Delay: 1500 * time.Millisecond}},
+		Seq:       4,
+		CreatedAt: t0, UpdatedAt: t0.Add(time.Minute), Deadline: t0.Add(24 * time.Hour),
+		Failure:           &engine.StepError{Step: "check", Type: "AssertionFailed", Message: "payment not captured"},
+		CompensationError: &engine.StepError{Step: "charge", Type: "Error", Message: "bank down"},
+		Output:            []any{1.5, "x"},
+	}
+}
+
+func TestStateRoundTrip(t *testing.T) {
+	p := mustCompileFile(t, "testdata/valid/order.yaml")
+	states := []*engine.State{richState(), {}, drive(t, p, orderIn(1), failing("charge")).st, drive(t, p, orderIn(1), failing()).st}
+	for i, st := range states {
+		b, err := st.MarshalBinary()
+		if err != nil {
+			t.Fatalf("state %d: %v", i, err)
+		}
+		var got engine.State
+		if err := got.UnmarshalBinary(b); err != nil {
+			t.Fatalf("state %d: %v", i, err)
+		}
+		if !reflect.DeepEqual(normalizeEmpty(st), normalizeEmpty(&got)) {
+			t.Errorf("state %d does not round-trip:\n got %#v\nwant %#v", i, got, *st)
+		}
+		again, _ := got.MarshalBinary()
+		if !bytes.Equal(b, again) {
+			t.Errorf("state %d: re-encoding differs", i)
+		}
+	}
+}
+
+// normalizeEmpty maps empty slices to nil: the encoding does not tell them apart.
+func normalizeEmpty(st *engine.State) *engine.State {
+	c := *st
+	if len(c.Cursors) == 0 {
+		c.Cursors = nil
+	}
+	if len(c.Stack) == 0 {
+		c.Stack = nil
+	}
+	if len(c.Outbox) == 0 {
+		c.Outbox = nil
+	}
+	return &c
+}
+
+func TestStateEncodingIsDeterministic(t *testing.T) {
+	first, _ := richState().MarshalBinary()
+	for range 20 {
+		b, _ := richState().MarshalBinary()
+		if !bytes.Equal(first, b) {
+			t.Fatal("two encodings of one state differ")
+		}
+	}
+}
+
+func TestStateUnknownFormatAndFields(t *testing.T) {
+	b, _ := richState().MarshalBinary()
+	future := append([]byte{}, b...)
+	future[2] = 9
+	var st engine.State
+	if err := st.UnmarshalBinary(future); !errors.Is(err, engine.ErrUnknownFormat) || !strings.Contains(err.Error(), "version 9") {
+		t.Fatalf("err = %v, want ErrUnknownFormat naming version 9", err)
+	}
+	if err := st.UnmarshalBinary([]byte("{}")); err == nil || !strings.Contains(err.Error(), "bad header") {
+		t.Fatalf("err = %v", err)
+	}
+	// A field from a newer build (tag 99, bytes and varint) is skipped.
+	extended := binary.AppendUvarint(append([]byte{}, b...), 99<<3|1)
+	extended = append(extended, 3, 'a', 'b', 'c')
+	extended = binary.AppendUvarint(extended, 98<<3)
+	extended = binary.AppendUvarint(extended, 12345)
+	if err := st.UnmarshalBinary(extended); err != nil {
+		t.Fatalf("extended state: %v", err)
+	}
+	if !reflect.DeepEqual(normalizeEmpty(&st), normalizeEmpty(richState())) {
+		t.Fatal("extended state decoded differently")
+	}
+}
+
+func TestStateTruncatedIsAnError(t *testing.T) {
+	b, _ := richState().MarshalBinary()
+	for n := 3; n < len(b); n++ {
+		var st engine.State
+		err := st.UnmarshalBinary(b[:n])
+		if err == nil && reflect.DeepEqual(normalizeEmpty(&st), normalizeEmpty(richState())) {
+			t.Fatalf("prefix of %d/%d bytes decoded as the whole state", n, len(b))
+		}
+	}
+}
+
+func TestStateRejectsValuesItCannotStore(t *testing.T) {
+	st := &engine.State{Vars: map[string]any{"ch": make(chan int)}}
+	if _, err := st.MarshalBinary(); err == nil || !strings.Contains(err.Error(), "chan int") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func FuzzStateDecode(f *testing.F) {
+	b, _ := richState().MarshalBinary()
+	f.Add(b)
+	f.Add([]byte("LS\x01"))
+	f.Add([]byte("LS\x01\x3a\x05\x09\xff\xff\xff\x0f"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var st engine.State
+		if err := st.UnmarshalBinary(data); err != nil {
+			return
+		}
+		// Whatever decodes must encode and decode to the same state.
+		out, err := st.MarshalBinary()
+		if err != nil {
+			t.Fatalf("decoded state does not encode: %v", err)
+		}
+		var again engine.State
+		if err := again.UnmarshalBinary(out); err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+		if !reflect.DeepEqual(normalizeEmpty(&st), normalizeEmpty(&again)) {
+			t.Fatalf("unstable round trip")
+		}
+	})
+}

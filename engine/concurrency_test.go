@@ -1,0 +1,34 @@
+package engine_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+)
+
+// One Plan serves many sagas at once (run with -race).
+func TestPlanConcurrentUse(t *testing.T) {
+	p := mustCompileFile(t, "testdata/valid/order.yaml")
+	var wg sync.WaitGroup
+	statuses := make([]engine.Status, 16)
+	for i := range statuses {
+		wg.Go(func() {
+			act := failing()
+			if i%2 == 1 {
+				act = failing("charge")
+			}
+			statuses[i] = drive(t, p, orderIn(float64(i)*200), act).st.Status
+		})
+	}
+	wg.Wait()
+	for i, s := range statuses {
+		want := engine.StatusSucceeded
+		if i%2 == 1 {
+			want = engine.StatusCompensated
+		}
+		if s != want {
+			t.Errorf("saga %d: %s, want %s", i, s, want)
+		}
+	}
+}
