@@ -24,7 +24,7 @@ func TestAllocs(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		steps         int
+		steps        int
 		want, budget float64
 	}{{1, 3, 0}, {10, 6, 0}, {100, 12, 200}} {
 		p := mustPlan(t, linearSetSaga(tc.steps))

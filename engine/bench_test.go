@@ -133,8 +133,8 @@ func benchState() *State {
 	return &State{
 		SagaID: "0f8e6c1e-5b7a-4d1e-9a43-3c2b1a0e9f87", Name: "order", DefinitionHash: strings.Repeat("3f", 32),
 		Status: StatusRunning, Version: 3,
-		Input: map[string]any{"order_id": "o-1001", "amount": 120.5, "items": []any{"sku-1", "sku-2"}},
-		Vars:  map[string]any{"reservation": map[string]any{"id": "r-77", "order_id": "o-1001", "items": []any{"sku-1", "sku-2"}}},
+		Input:   map[string]any{"order_id": "o-1001", "amount": 120.5, "items": []any{"sku-1", "sku-2"}},
+		Vars:    map[string]any{"reservation": map[string]any{"id": "r-77", "order_id": "o-1001", "items": []any{"sku-1", "sku-2"}}},
 		Cursors: []Cursor{{Step: 3, Attempt: 1, Seq: 2}},
 		Stack:   []Completion{{Step: 0, Seq: 1}},
 		Outbox:  []Message{{SagaID: "0f8e6c1e-5b7a-4d1e-9a43-3c2b1a0e9f87", Version: 3, Queue: QueueAdvance, Step: "charge", Attempt: 1}},
