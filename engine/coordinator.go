@@ -1,0 +1,471 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"reflect"
+	"time"
+)
+
+// MaxStateBytes bounds one saga's encoded state, well under DynamoDB's
+// 400 KB item limit: a transition that would exceed it fails its step
+// (StateTooLarge) and the saga compensates.
+const MaxStateBytes = 300 << 10
+
+// ErrorTypeStateTooLarge is the type of a step failure caused by a state
+// that grew past MaxStateBytes.
+const ErrorTypeStateTooLarge = "StateTooLarge"
+
+// Clock tells the time. Tests inject a virtual one.
+type Clock interface{ Now() time.Time }
+
+// SystemClock is the real clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// StepEvent tells an observer about one step of a saga.
+type StepEvent struct {
+	SagaID  string
+	Version uint64 // the version the transition wrote
+	StepRecord
+	// Duration is how long the action ran, for the step whose action this
+	// transition ran; zero for pure steps.
+	Duration time.Duration
+}
+
+// CoordinatorConfig wires a Coordinator. Store, Queue and Actions are required.
+type CoordinatorConfig struct {
+	Store   Store
+	Queue   Queue
+	Actions Invoker
+	// Plans finds definitions by hash; default: a cache over Store.
+	Plans *Plans
+	// Clock defaults to SystemClock.
+	Clock Clock
+	// Rand draws jitter in [0, 1); default: math/rand/v2.
+	Rand func() float64
+	// NewID makes saga ids for Start without one; default: 32 random hex digits.
+	NewID func() string
+	// Logger gets one line per handled message (ids, step, version,
+	// outcome, duration; never values); default: discard.
+	Logger *slog.Logger
+	// OnStep, when set, hears of every step of every transition.
+	OnStep func(StepEvent)
+	// MaxConflictRetries bounds reloads after lost conditional writes in one
+	// Handle; default 8.
+	MaxConflictRetries int
+}
+
+// Coordinator runs the durable protocol: every message is handled by
+// loading the saga, running its pending action, advancing it, writing it
+// back conditionally, and sending the outbox. The Lambda functions, the
+// embedded runner and sagactl all use it. It is safe for concurrent use.
+type Coordinator struct {
+	cfg CoordinatorConfig
+	log *slog.Logger
+}
+
+// NewCoordinator checks cfg and fills its defaults.
+func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("coordinator: a Store is required")
+	case cfg.Queue == nil:
+		return nil, errors.New("coordinator: a Queue is required")
+	case cfg.Actions == nil:
+		return nil, errors.New("coordinator: an Invoker for actions is required")
+	}
+	if cfg.Plans == nil {
+		cfg.Plans = NewPlans(cfg.Store, Options{})
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = mrand.Float64
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = randomID
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxConflictRetries == 0 {
+		cfg.MaxConflictRetries = 8
+	}
+	return &Coordinator{cfg: cfg, log: cfg.Logger}, nil
+}
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Plans is the coordinator's plan cache.
+func (c *Coordinator) Plans() *Plans { return c.cfg.Plans }
+
+// StartParams starts a saga.
+type StartParams struct {
+	Plan   *Plan
+	SagaID string // empty: a new random id
+	Input  map[string]any
+}
+
+// Start registers the plan's definition, writes the saga's first version
+// and sends its first message. It is idempotent by saga id: starting an
+// existing saga with the same input returns it (and re-sends its first
+// message if it has not moved on), with a different input it is ErrExists.
+func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*State, error) {
+	plan := p.Plan
+	if plan == nil {
+		return nil, errors.New("start: a Plan is required")
+	}
+	id := p.SagaID
+	if id == "" {
+		id = c.cfg.NewID()
+	}
+	if !ValidSagaID(id) {
+		return nil, fmt.Errorf("%w: saga id %q: use 1 to 128 letters, digits, '_', '.', ':' or '-'", ErrInvalidInput, id)
+	}
+	input, err := plan.CheckInput(p.Input)
+	if err != nil {
+		return nil, err
+	}
+	c.cfg.Plans.Add(plan)
+	if err := c.cfg.Store.DefinitionPut(ctx, &DefinitionPutParams{Hash: plan.Hash(), Name: plan.Name(), Source: plan.def.Source}); err != nil {
+		return nil, fmt.Errorf("start %s: store definition: %w", id, err)
+	}
+	st := &State{}
+	if _, err := plan.Advance(st, Event{Kind: EventStart, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), SagaID: id, Input: input, OnStep: c.observer(id, st, nil)}); err != nil {
+		return nil, err
+	}
+	rec, err := record(st)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", id, err)
+	}
+	err = c.cfg.Store.SagaCreate(ctx, &SagaCreateParams{Record: rec})
+	if errors.Is(err, ErrExists) {
+		return c.existing(ctx, id, plan, input)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", id, err)
+	}
+	if err := c.send(ctx, st.Outbox); err != nil {
+		return st, fmt.Errorf("start %s: saga stored, first message not sent (start it again with the same id to retry): %w", id, err)
+	}
+	c.log.LogAttrs(ctx, slog.LevelInfo, "saga started", slog.String("saga_id", id), slog.String("saga", plan.Name()), slog.String("status", string(st.Status)))
+	return st, nil
+}
+
+func (c *Coordinator) existing(ctx context.Context, id string, plan *Plan, input map[string]any) (*State, error) {
+	st, err := c.Get(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", id, err)
+	}
+	if st.DefinitionHash != plan.Hash() || !reflect.DeepEqual(st.Input, input) {
+		return nil, fmt.Errorf("start %s: %w with a different definition or input", id, ErrExists)
+	}
+	if st.Version == 1 {
+		// A crash may have come between the create and the send.
+		if err := c.send(ctx, st.Outbox); err != nil {
+			return nil, fmt.Errorf("start %s: re-send first message: %w", id, err)
+		}
+	}
+	return st, nil
+}
+
+// Get reads a saga's state.
+func (c *Coordinator) Get(ctx context.Context, sagaID string) (*State, error) {
+	rec, err := c.cfg.Store.SagaGet(ctx, &SagaGetParams{SagaID: sagaID})
+	if err != nil {
+		return nil, fmt.Errorf("saga %s: %w", sagaID, err)
+	}
+	st := &State{}
+	if err := st.UnmarshalBinary(rec.State); err != nil {
+		return nil, fmt.Errorf("saga %s: %w", sagaID, err)
+	}
+	return st, nil
+}
+
+// Cancel stops a running saga and compensates what it completed.
+func (c *Coordinator) Cancel(ctx context.Context, sagaID string) (*State, error) {
+	return c.apply(ctx, sagaID, EventCancel)
+}
+
+// Resume continues the compensation of a saga parked in compensation_failed.
+func (c *Coordinator) Resume(ctx context.Context, sagaID string) (*State, error) {
+	return c.apply(ctx, sagaID, EventResume)
+}
+
+func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind) (*State, error) {
+	for range c.cfg.MaxConflictRetries {
+		rec, st, plan, err := c.load(ctx, sagaID)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := plan.Advance(st, Event{Kind: kind, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), OnStep: c.observer(sagaID, st, nil)}); err != nil {
+			return nil, err
+		}
+		err = c.write(ctx, st, rec.Version)
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := c.send(ctx, st.Outbox); err != nil {
+			return st, fmt.Errorf("%s %s: written, not sent: %w", kind, sagaID, err)
+		}
+		return st, nil
+	}
+	return nil, fmt.Errorf("%s %s: %w after %d tries", kind, sagaID, ErrConflict, c.cfg.MaxConflictRetries)
+}
+
+// List pages through sagas.
+func (c *Coordinator) List(ctx context.Context, p *SagaListParams) (*SagaListResult, error) {
+	return c.cfg.Store.SagaList(ctx, p)
+}
+
+func (c *Coordinator) load(ctx context.Context, sagaID string) (*SagaRecord, *State, *Plan, error) {
+	rec, err := c.cfg.Store.SagaGet(ctx, &SagaGetParams{SagaID: sagaID})
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil, nil, fmt.Errorf("saga %s: %w (%w)", sagaID, err, errSagaMissing)
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("saga %s: %w", sagaID, err)
+	}
+	st := &State{}
+	if err := st.UnmarshalBinary(rec.State); err != nil {
+		return nil, nil, nil, fmt.Errorf("saga %s: %w", sagaID, err)
+	}
+	plan, err := c.cfg.Plans.Get(ctx, st.DefinitionHash)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("saga %s: %w", sagaID, err)
+	}
+	return rec, st, plan, nil
+}
+
+// Outcome says what Handle did with a message.
+type Outcome string
+
+const (
+	HandledStep    Outcome = "step"     // ran the pending action and wrote the next version
+	HandledResent  Outcome = "resent"   // the transition had happened: re-sent its outbox
+	HandledStale   Outcome = "stale"    // an old duplicate: dropped
+	HandledNothing Outcome = "finished" // the saga waits for nothing: dropped
+)
+
+// Handle processes one message body (shared/DESIGN.md section 4). A nil
+// error means the message is done and may be deleted. An error wrapping
+// ErrMalformedMessage means it can never be handled: report it failed so it
+// reaches the dead-letter queue untouched. Any other error means try again
+// later (leave the message for redelivery).
+func (c *Coordinator) Handle(ctx context.Context, body []byte) (Outcome, error) {
+	msg, err := DecodeMessage(body)
+	if err != nil {
+		c.log.LogAttrs(ctx, slog.LevelError, "malformed message", slog.Int("bytes", len(body)), slog.String("error", err.Error()))
+		return "", err
+	}
+	for range c.cfg.MaxConflictRetries {
+		outcome, err := c.handle(ctx, msg)
+		if errors.Is(err, ErrConflict) {
+			continue // another worker won: reload and look again
+		}
+		return outcome, err
+	}
+	return "", fmt.Errorf("saga %s: %w after %d tries", msg.SagaID, ErrConflict, c.cfg.MaxConflictRetries)
+}
+
+func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) {
+	_, st, plan, err := c.load(ctx, msg.SagaID)
+	if errors.Is(err, errSagaMissing) {
+		// Sagas are written before their first message is sent: a message
+		// for a saga that does not exist was never ours.
+		return "", fmt.Errorf("%w: %w", ErrMalformedMessage, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case st.Version > msg.Version+1:
+		c.logHandled(ctx, msg, st, HandledStale, 0)
+		return HandledStale, nil
+	case st.Version == msg.Version+1:
+		if err := c.send(ctx, st.Outbox); err != nil {
+			return "", fmt.Errorf("saga %s: re-send outbox of version %d: %w", msg.SagaID, st.Version, err)
+		}
+		c.logHandled(ctx, msg, st, HandledResent, 0)
+		return HandledResent, nil
+	case st.Version < msg.Version:
+		return "", fmt.Errorf("saga %s is at version %d, behind message version %d: store lost a write?", msg.SagaID, st.Version, msg.Version)
+	}
+	cur, ok := st.Pending()
+	if !ok {
+		c.logHandled(ctx, msg, st, HandledNothing, 0)
+		return HandledNothing, nil
+	}
+	if id := plan.steps[cur.Step].ID; id != msg.Step || cur.Attempt != msg.Attempt || cur.Compensating != (msg.Queue == QueueCompensate) {
+		return "", fmt.Errorf("%w: message for %s %s attempt %d, but saga %s version %d waits on %s attempt %d",
+			ErrMalformedMessage, msg.Queue, msg.Step, msg.Attempt, msg.SagaID, st.Version, id, cur.Attempt)
+	}
+	now := c.cfg.Clock.Now()
+	out, actErr, took := c.invoke(ctx, plan, st, now)
+	ev := Event{Kind: EventResult, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Output: out, Err: actErr}
+	ev.OnStep = c.observer(msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating, took: took})
+	if _, err := plan.Advance(st, ev); err != nil {
+		return "", err
+	}
+	err = c.write(ctx, st, msg.Version)
+	if errors.Is(err, ErrTooLarge) {
+		// Fail the step instead: reload the version we read and advance it
+		// with the error, so the saga compensates rather than sticks.
+		_, st, _, err = c.load(ctx, msg.SagaID)
+		if err != nil {
+			return "", err
+		}
+		ev.Output, ev.Err = nil, Permanent(NewError(ErrorTypeStateTooLarge, fmt.Sprintf("step %s: the saga's state would exceed %d bytes", msg.Step, MaxStateBytes)))
+		if _, err := plan.Advance(st, ev); err != nil {
+			return "", err
+		}
+		err = c.write(ctx, st, msg.Version)
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := c.send(ctx, st.Outbox); err != nil {
+		return "", fmt.Errorf("saga %s: version %d written, outbox not sent: %w", msg.SagaID, st.Version, err)
+	}
+	c.logHandled(ctx, msg, st, HandledStep, took)
+	return HandledStep, nil
+}
+
+// errSagaMissing marks a load that found no saga (as opposed to no definition).
+var errSagaMissing = errors.New("no such saga")
+
+type stepTiming struct {
+	step string
+	comp bool
+	took time.Duration
+}
+
+func (c *Coordinator) observer(sagaID string, st *State, timing *stepTiming) func(StepRecord) {
+	if c.cfg.OnStep == nil {
+		return nil
+	}
+	return func(rec StepRecord) {
+		ev := StepEvent{SagaID: sagaID, Version: st.Version, StepRecord: rec}
+		if timing != nil && rec.Step == timing.step && rec.Compensation == timing.comp && rec.Outcome != OutcomeStarted {
+			ev.Duration = timing.took
+		}
+		c.cfg.OnStep(ev)
+	}
+}
+
+// invoke runs the pending action with its step timeout. Its error is the
+// step's: an expression error building the input is permanent.
+func (c *Coordinator) invoke(ctx context.Context, plan *Plan, st *State, now time.Time) (any, error, time.Duration) {
+	call, err := plan.Call(st, now)
+	if err != nil {
+		return nil, Permanent(err), 0
+	}
+	actx := ctx
+	if call.Timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, call.Timeout)
+		defer cancel()
+	}
+	start := c.cfg.Clock.Now()
+	out, err := c.safeInvoke(actx, call)
+	took := c.cfg.Clock.Now().Sub(start)
+	if err == nil && actx.Err() != nil && ctx.Err() == nil {
+		// The action returned after its timeout: its result is still good.
+		err = nil
+	}
+	if err != nil {
+		if actx.Err() != nil && ctx.Err() == nil && !IsPermanent(err) {
+			err = &ActionError{Type: ErrorTypeTimeout, Message: fmt.Sprintf("action %s did not finish within %s", call.Action, call.Timeout)}
+		}
+		return nil, err, took
+	}
+	norm, err := normalizeOutput(out)
+	if err != nil {
+		return nil, Permanent(&ActionError{Type: ErrorTypeOutputFormat, Message: fmt.Sprintf("action %s: %v", call.Action, err)}), took
+	}
+	return norm, nil, took
+}
+
+// safeInvoke turns a panicking action into a retryable error.
+func (c *Coordinator) safeInvoke(ctx context.Context, call Call) (out any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("action %s panicked: %v", call.Action, r)
+		}
+	}()
+	return c.cfg.Actions.Invoke(ctx, call)
+}
+
+// normalizeOutput makes an action's output plain values, through JSON for
+// structs and other Go types.
+func normalizeOutput(out any) (any, error) {
+	if v, err := CheckValue(out); err == nil {
+		return v, nil
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("output is not JSON-like: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return NormalizeJSON(v)
+}
+
+// record encodes st as a store record.
+func record(st *State) (SagaRecord, error) {
+	b, err := st.MarshalBinary()
+	if err != nil {
+		return SagaRecord{}, err
+	}
+	if len(b) > MaxStateBytes {
+		return SagaRecord{}, fmt.Errorf("%w: saga %s would be %d bytes, over %d", ErrTooLarge, st.SagaID, len(b), MaxStateBytes)
+	}
+	return SagaRecord{SagaID: st.SagaID, Version: st.Version, Status: st.Status, Name: st.Name, DefinitionHash: st.DefinitionHash, UpdatedAt: st.UpdatedAt, State: b}, nil
+}
+
+func (c *Coordinator) write(ctx context.Context, st *State, expected uint64) error {
+	rec, err := record(st)
+	if err != nil {
+		return err
+	}
+	return c.cfg.Store.SagaUpdate(ctx, &SagaUpdateParams{Record: rec, ExpectedVersion: expected})
+}
+
+func (c *Coordinator) send(ctx context.Context, msgs []Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	return c.cfg.Queue.Send(ctx, msgs)
+}
+
+func (c *Coordinator) logHandled(ctx context.Context, msg Message, st *State, outcome Outcome, took time.Duration) {
+	if !c.log.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	c.log.LogAttrs(ctx, slog.LevelInfo, "message handled",
+		slog.String("saga_id", msg.SagaID), slog.String("step", msg.Step), slog.Int("attempt", msg.Attempt),
+		slog.Uint64("version", st.Version), slog.String("outcome", string(outcome)),
+		slog.String("status", string(st.Status)), slog.Duration("duration", took))
+}

@@ -1,0 +1,399 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	smem "github.com/lambdasaga/lambdasaga/store/memory"
+)
+
+// rig is a coordinator on the memory store and queue with a manual clock.
+type rig struct {
+	t      *testing.T
+	store  *faultyStore
+	queue  *faultyQueue
+	q      *qmem.Queue
+	clock  *engine.ManualClock
+	reg    *engine.Registry
+	coord  *engine.Coordinator
+	calls  sync.Map // idempotency key -> *atomic.Int64
+	plan   *engine.Plan
+	events []engine.StepEvent
+	mu     sync.Mutex
+}
+
+// faultyStore and faultyQueue let a test step in before a call.
+type faultyStore struct {
+	engine.Store
+	beforeUpdate func(p *engine.SagaUpdateParams)
+}
+
+func (s *faultyStore) SagaUpdate(ctx context.Context, p *engine.SagaUpdateParams) error {
+	if f := s.beforeUpdate; f != nil {
+		s.beforeUpdate = nil
+		f(p)
+	}
+	return s.Store.SagaUpdate(ctx, p)
+}
+
+type faultyQueue struct {
+	engine.Queue
+	failSends atomic.Int64
+	sent      atomic.Int64
+}
+
+func (q *faultyQueue) Send(ctx context.Context, msgs []engine.Message) error {
+	if q.failSends.Load() > 0 {
+		q.failSends.Add(-1)
+		return errors.New("injected send failure")
+	}
+	q.sent.Add(int64(len(msgs)))
+	return q.Queue.Send(ctx, msgs)
+}
+
+func newRig(t *testing.T, defFile string) *rig {
+	r := &rig{t: t, clock: engine.NewManualClock(t0), reg: engine.NewRegistry()}
+	r.q = qmem.New(qmem.Config{Clock: r.clock, MaxReceives: 3, Visibility: 10 * time.Second})
+	r.store = &faultyStore{Store: smem.New()}
+	r.queue = &faultyQueue{Queue: r.q}
+	r.plan = mustCompileFile(t, defFile)
+	r.reg.SetFallback(func(ctx context.Context, c engine.Call) (any, error) {
+		n, _ := r.calls.LoadOrStore(c.IdempotencyKey, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+		return map[string]any{"id": c.Step + "-1", "status": "captured"}, nil
+	})
+	var err error
+	r.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{
+		Store: r.store, Queue: r.queue, Actions: r.reg, Clock: r.clock, Rand: func() float64 { return 0.5 },
+		OnStep: func(ev engine.StepEvent) { r.mu.Lock(); r.events = append(r.events, ev); r.mu.Unlock() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *rig) start(id string, input map[string]any) *engine.State {
+	r.t.Helper()
+	st, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: id, Input: input})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return st
+}
+
+// receive takes the next message from either queue, moving the clock past delays.
+func (r *rig) receive() (engine.Delivery, bool) {
+	r.t.Helper()
+	for range 100 {
+		for _, q := range engine.QueueNames() {
+			ds, err := r.q.Receive(context.Background(), &engine.ReceiveParams{Queue: q, Max: 1})
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			if len(ds) == 1 {
+				return ds[0], true
+			}
+		}
+		if r.q.Len(engine.QueueAdvance)+r.q.Len(engine.QueueCompensate) == 0 {
+			return engine.Delivery{}, false
+		}
+		r.clock.Advance(time.Second)
+	}
+	return engine.Delivery{}, false
+}
+
+// drain handles messages until none are left.
+func (r *rig) drain() {
+	r.t.Helper()
+	for range 200 {
+		d, ok := r.receive()
+		if !ok {
+			return
+		}
+		engine.HandleDelivery(context.Background(), r.coord, r.q, d, nil)
+	}
+	r.t.Fatal("queues did not drain")
+}
+
+func (r *rig) get(id string) *engine.State {
+	r.t.Helper()
+	st, err := r.coord.Get(context.Background(), id)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return st
+}
+
+func TestCoordinatorRunsSagaToTheEnd(t *testing.T) {
+	r := newRig(t, "testdata/valid/order.yaml")
+	st := r.start("o-1", orderIn(10))
+	if st.Status != engine.StatusRunning || st.Version != 1 || r.queue.sent.Load() != 1 {
+		t.Fatalf("after start: %s v%d sent %d", st.Status, st.Version, r.queue.sent.Load())
+	}
+	r.drain()
+	st = r.get("o-1")
+	if st.Status != engine.StatusSucceeded || st.Version != 3 {
+		t.Fatalf("final: %s v%d", st.Status, st.Version)
+	}
+	var trace []string
+	for _, ev := range r.events {
+		trace = append(trace, ev.Step+":"+string(ev.Outcome))
+	}
+	want := "reserve:started reserve:completed route:completed charge:started charge:completed check:completed done:completed"
+	if join(trace) != want {
+		t.Fatalf("trace %s", join(trace))
+	}
+	res, err := r.coord.List(context.Background(), &engine.SagaListParams{Status: engine.StatusSucceeded})
+	if err != nil || len(res.Sagas) != 1 || res.Sagas[0].SagaID != "o-1" {
+		t.Fatalf("list %+v %v", res, err)
+	}
+}
+
+func TestCoordinatorDropsStaleDuplicate(t *testing.T) {
+	r := newRig(t, "testdata/valid/order.yaml")
+	r.start("o-1", orderIn(10))
+	d, _ := r.receive()
+	if out, err := r.coord.Handle(context.Background(), d.Body); err != nil || out != engine.HandledStep {
+		t.Fatalf("first handling: %s %v", out, err)
+	}
+	r.drain() // the saga finishes: version 3
+	sent := r.queue.sent.Load()
+	out, err := r.coord.Handle(context.Background(), d.Body) // the version-1 message again
+	if err != nil || out != engine.HandledStale {
+		t.Fatalf("duplicate: %s %v, want stale", out, err)
+	}
+	if r.queue.sent.Load() != sent || r.get("o-1").Version != 3 {
+		t.Fatal("a stale duplicate sent or wrote something")
+	}
+}
+
+func TestCoordinatorResendsOutboxAfterCrashBeforeSend(t *testing.T) {
+	r := newRig(t, "testdata/valid/order.yaml")
+	r.start("o-1", orderIn(10))
+	d, _ := r.receive()
+	r.queue.failSends.Store(1) // the write lands, the send fails: as if we crashed between them
+	if _, err := r.coord.Handle(context.Background(), d.Body); err == nil {
+		t.Fatal("handle reported success although its outbox was not sent")
+	}
+	if st := r.get("o-1"); st.Version != 2 || r.q.Len(engine.QueueAdvance) != 1 {
+		t.Fatalf("after the failed send: v%d, %d messages", st.Version, r.q.Len(engine.QueueAdvance))
+	}
+	out, err := r.coord.Handle(context.Background(), d.Body) // redelivery of the same message
+	if err != nil || out != engine.HandledResent {
+		t.Fatalf("redelivery: %s %v, want resent", out, err)
+	}
+	r.clock.Advance(time.Minute) // let the unacknowledged original become visible: it is stale now
+	r.drain()
+	st := r.get("o-1")
+	if st.Status != engine.StatusSucceeded {
+		t.Fatalf("final %s", st.Status)
+	}
+	r.calls.Range(func(k, v any) bool {
+		if n := v.(*atomic.Int64).Load(); n != 1 {
+			t.Errorf("action %s ran %d times", k, n)
+		}
+		return true
+	})
+}
+
+func TestCoordinatorConflictWithSecondWorker(t *testing.T) {
+	r := newRig(t, "testdata/valid/order.yaml")
+	r.start("o-1", orderIn(10))
+	d, _ := r.receive()
+	// Just before our write, a second worker handles the same message and wins.
+	r.store.beforeUpdate = func(*engine.SagaUpdateParams) {
+		if out, err := r.coord.Handle(context.Background(), d.Body); err != nil || out != engine.HandledStep {
+			t.Errorf("second worker: %s %v", out, err)
+		}
+	}
+	out, err := r.coord.Handle(context.Background(), d.Body)
+	if err != nil || out != engine.HandledResent {
+		t.Fatalf("losing worker: %s %v, want resent after reload", out, err)
+	}
+	st := r.get("o-1")
+	if st.Version != 2 {
+		t.Fatalf("version %d: the loser wrote too", st.Version)
+	}
+	// Both ran the action, with one idempotency key: an idempotent service applies it once.
+	n, _ := r.calls.Load("o-1/reserve/1")
+	if n == nil || n.(*atomic.Int64).Load() != 2 {
+		t.Fatalf("reserve calls under key o-1/reserve/1: %v", n)
+	}
+	r.drain()
+	if st := r.get("o-1"); st.Status != engine.StatusSucceeded {
+		t.Fatalf("final %s", st.Status)
+	}
+}
+
+func TestCoordinatorPoisonMessages(t *testing.T) {
+	r := newRig(t, "testdata/valid/order.yaml")
+	r.start("o-1", orderIn(10))
+	poison := [][]byte{
+		[]byte("not json"),
+		[]byte(`{"v":2,"saga_id":"o-1","version":1,"queue":"advance","step":"reserve","attempt":1}`),
+		[]byte(`{"v":1,"saga_id":"nobody","version":1,"queue":"advance","step":"reserve","attempt":1}`),
+		[]byte(`{"v":1,"saga_id":"o-1","version":1,"queue":"advance","step":"charge","attempt":1}`),
+		[]byte(`{"v":1,"saga_id":"../etc","version":1,"queue":"advance","step":"x","attempt":1}`),
+	}
+	for _, body := range poison {
+		if _, err := r.coord.Handle(context.Background(), body); !errors.Is(err, engine.ErrMalformedMessage) {
+			t.Errorf("%s: %v, want ErrMalformedMessage", body, err)
+		}
+	}
+	// Through the worker path, each poison message ends in the dead-letter
+	// queue untouched. (The mismatched step is left out: once the saga moves
+	// past version 1 it is merely a stale duplicate, and dropped.)
+	poison = append(poison[:3:3], poison[4])
+	for _, body := range poison {
+		if err := r.q.SendBody(context.Background(), engine.QueueAdvance, body, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.drain()
+	dead := r.q.Bodies(engine.DeadLetter(engine.QueueAdvance))
+	if len(dead) != len(poison) {
+		t.Fatalf("dead-letter queue holds %d messages, want %d", len(dead), len(poison))
+	}
+	for i := range poison {
+		if !bytes.Equal(dead[i], poison[i]) {
+			t.Errorf("dead letter %d = %q, want %q", i, dead[i], poison[i])
+		}
+	}
+	if st := r.get("o-1"); st.Status != engine.StatusSucceeded {
+		t.Fatalf("the real saga: %s", st.Status)
+	}
+}
+
+func TestCoordinatorStartIsIdempotent(t *testing.T) {
+	r := newRig(t, "testdata/valid/order.yaml")
+	r.queue.failSends.Store(1)
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "o-1", Input: orderIn(10)}); err == nil {
+		t.Fatal("start reported success without sending")
+	}
+	st := r.start("o-1", orderIn(10)) // again: same id and input
+	if st.Version != 1 || r.q.Len(engine.QueueAdvance) != 1 {
+		t.Fatalf("restart: v%d, %d messages", st.Version, r.q.Len(engine.QueueAdvance))
+	}
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "o-1", Input: orderIn(11)}); !errors.Is(err, engine.ErrExists) {
+		t.Fatalf("different input: %v, want ErrExists", err)
+	}
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "bad id!", Input: orderIn(1)}); !errors.Is(err, engine.ErrInvalidInput) {
+		t.Fatalf("bad id: %v", err)
+	}
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, Input: map[string]any{"amount": "x"}}); !errors.Is(err, engine.ErrInvalidInput) {
+		t.Fatalf("bad input: %v", err)
+	}
+	r.drain()
+	if st := r.get("o-1"); st.Status != engine.StatusSucceeded {
+		t.Fatalf("final %s", st.Status)
+	}
+}
+
+func TestCoordinatorActionBehaviours(t *testing.T) {
+	type receipt struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Cents  int    `json:"cents"`
+	}
+	tests := []struct {
+		name    string
+		charge  engine.ActionFunc
+		status  engine.Status
+		failure string
+	}{
+		{"struct output is stored as JSON values", func(ctx context.Context, c engine.Call) (any, error) {
+			return receipt{ID: "p-1", Status: "captured", Cents: 1200}, nil
+		}, engine.StatusSucceeded, ""},
+		{"a panic is a retryable failure", func(ctx context.Context, c engine.Call) (any, error) {
+			panic("boom")
+		}, engine.StatusCompensated, "charge Error"},
+		{"an output that grows the state too far fails the step", func(ctx context.Context, c engine.Call) (any, error) {
+			return map[string]any{"id": "p", "status": "captured", "blob": strings.Repeat("x", engine.MaxStateBytes)}, nil
+		}, engine.StatusCompensated, "charge StateTooLarge"},
+		{"an output that is not JSON-like fails the step", func(ctx context.Context, c engine.Call) (any, error) {
+			return make(chan int), nil
+		}, engine.StatusCompensated, "charge InvalidOutput"},
+		{"a step timeout is a Timeout error", func(ctx context.Context, c engine.Call) (any, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, engine.StatusCompensated, "charge Timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRig(t, "testdata/valid/order.yaml")
+			r.reg.MustRegister("payments.charge", tt.charge)
+			r.plan = mustCompile(t, strings.Replace(mustRead(t, "testdata/valid/order.yaml"), "    out: payment\n", "    out: payment\n    timeout: 10ms\n    retry: {attempts: 2, backoff: 1s}\n", 1))
+			r.start("o-1", orderIn(10))
+			r.drain()
+			st := r.get("o-1")
+			got := ""
+			if st.Failure != nil {
+				got = st.Failure.Step + " " + st.Failure.Type
+			}
+			if st.Status != tt.status || got != tt.failure {
+				t.Fatalf("%s %q (%v), want %s %q", st.Status, got, st.Failure, tt.status, tt.failure)
+			}
+		})
+	}
+}
+
+func TestCoordinatorCancelResumeAndStoredDefinitions(t *testing.T) {
+	r := newRig(t, "testdata/valid/order.yaml")
+	failRelease := true
+	r.reg.MustRegister("inventory.release", func(ctx context.Context, c engine.Call) (any, error) {
+		if failRelease {
+			return nil, engine.Permanent(errors.New("warehouse offline"))
+		}
+		return nil, nil
+	})
+	r.start("o-1", orderIn(10))
+	d, _ := r.receive()
+	engine.HandleDelivery(context.Background(), r.coord, r.q, d, nil) // reserve done
+	if _, err := r.coord.Cancel(context.Background(), "o-1"); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if st := r.get("o-1"); st.Status != engine.StatusCompensationFailed {
+		t.Fatalf("after cancel: %s", st.Status)
+	}
+	// A fresh coordinator (another process) knows the definition only from the store.
+	fresh, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: r.queue, Actions: r.reg, Clock: r.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failRelease = false
+	if _, err := fresh.Resume(context.Background(), "o-1"); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		d, ok := r.receive()
+		if !ok {
+			break
+		}
+		engine.HandleDelivery(context.Background(), fresh, r.q, d, nil)
+	}
+	if st := r.get("o-1"); st.Status != engine.StatusCompensated || st.Failure.Type != engine.ErrorTypeCancelled {
+		t.Fatalf("after resume: %s %+v", st.Status, st.Failure)
+	}
+	if _, err := fresh.Cancel(context.Background(), "missing"); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("cancel of a missing saga: %v", err)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := osReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,87 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// WorkerConfig sets up a worker that consumes one queue in process, as
+// Lambda's event source mapping does in AWS.
+type WorkerConfig struct {
+	Coordinator *Coordinator
+	Receiver    Receiver
+	Queue       QueueName
+	// Batch is how many messages one receive asks for (1 to 10); default 10.
+	Batch int
+	// Wait is the long-poll wait of one receive; default 20ms.
+	Wait time.Duration
+	// Visibility hides received messages while they are handled; default: the queue's.
+	Visibility time.Duration
+	Logger     *slog.Logger
+}
+
+// RunWorker receives and handles messages until ctx ends. A handled message
+// is deleted; one that failed is left to come back after its visibility
+// timeout, and a malformed one keeps failing until the queue moves it to
+// its dead-letter queue, untouched. It returns ctx's error.
+func RunWorker(ctx context.Context, cfg WorkerConfig) error {
+	if cfg.Batch == 0 {
+		cfg.Batch = 10
+	}
+	if cfg.Wait == 0 {
+		cfg.Wait = 20 * time.Millisecond
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	for ctx.Err() == nil {
+		ds, err := cfg.Receiver.Receive(ctx, &ReceiveParams{Queue: cfg.Queue, Max: cfg.Batch, Wait: cfg.Wait, Visibility: cfg.Visibility})
+		if err != nil {
+			if ctx.Err() == nil {
+				log.LogAttrs(ctx, slog.LevelWarn, "receive failed", slog.String("queue", string(cfg.Queue)), slog.String("error", err.Error()))
+				sleep(ctx, cfg.Wait)
+			}
+			continue
+		}
+		for _, d := range ds {
+			HandleDelivery(ctx, cfg.Coordinator, cfg.Receiver, d, log)
+		}
+	}
+	return ctx.Err()
+}
+
+// HandleDelivery handles one received message and deletes it if it is done.
+// It reports whether it was. A nil log discards.
+func HandleDelivery(ctx context.Context, c *Coordinator, r Receiver, d Delivery, log *slog.Logger) bool {
+	if log == nil {
+		log = c.log
+	}
+	_, err := c.Handle(ctx, d.Body)
+	if err != nil {
+		level := slog.LevelWarn
+		if errors.Is(err, ErrMalformedMessage) {
+			level = slog.LevelError
+		}
+		log.LogAttrs(ctx, level, "message not handled; it will be delivered again",
+			slog.String("queue", string(d.Queue)), slog.String("message_id", d.MessageID),
+			slog.Int("receive_count", d.ReceiveCount), slog.String("error", err.Error()))
+		return false
+	}
+	if err := r.Delete(ctx, &DeleteParams{Queue: d.Queue, ReceiptHandle: d.ReceiptHandle}); err != nil {
+		log.LogAttrs(ctx, slog.LevelWarn, "delete failed; the message will be delivered again and dropped as a duplicate",
+			slog.String("message_id", d.MessageID), slog.String("error", err.Error()))
+	}
+	return true
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

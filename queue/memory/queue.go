@@ -1,0 +1,193 @@
+// Package memory is an engine.Queue and engine.Receiver in process memory,
+// with SQS's semantics where the protocol depends on them: delays,
+// visibility timeouts and redelivery, receive counts, and a dead-letter
+// queue after too many receives. It passes the same queuetest suite as
+// queue/sqs.
+package memory
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+)
+
+var (
+	_ engine.Queue    = (*Queue)(nil)
+	_ engine.Receiver = (*Queue)(nil)
+)
+
+// Config sets up a Queue. The zero value is usable.
+type Config struct {
+	// Clock decides when delays and visibility timeouts end; default: the system clock.
+	Clock engine.Clock
+	// MaxReceives: a message received more often than this moves to the
+	// dead-letter queue (engine.DeadLetter of its queue); default 5.
+	// Dead-letter queues themselves keep their messages however often received.
+	MaxReceives int
+	// Visibility is the default visibility timeout; default 30s.
+	Visibility time.Duration
+	// PollInterval is how often a long poll looks again for messages whose
+	// delay ended; default 5ms.
+	PollInterval time.Duration
+}
+
+// Queue holds any number of named queues, made on first use.
+type Queue struct {
+	cfg    Config
+	mu     sync.Mutex
+	queues map[engine.QueueName][]*item
+	seq    uint64
+	notify chan struct{} // closed and replaced on every send
+}
+
+type item struct {
+	id        string
+	body      []byte
+	visibleAt time.Time
+	receives  int
+	receipt   string
+}
+
+// New returns an empty set of queues.
+func New(cfg Config) *Queue {
+	if cfg.Clock == nil {
+		cfg.Clock = engine.SystemClock{}
+	}
+	if cfg.MaxReceives == 0 {
+		cfg.MaxReceives = 5
+	}
+	if cfg.Visibility == 0 {
+		cfg.Visibility = 30 * time.Second
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 5 * time.Millisecond
+	}
+	return &Queue{cfg: cfg, queues: map[engine.QueueName][]*item{}, notify: make(chan struct{})}
+}
+
+// Send implements engine.Queue.
+func (q *Queue) Send(ctx context.Context, msgs []engine.Message) error {
+	var buf [256]byte
+	for _, m := range msgs {
+		if err := q.SendBody(ctx, m.Queue, engine.AppendMessage(buf[:0], m), m.Delay); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SendBody puts a raw body on a queue, as another producer (or a poison
+// message) would.
+func (q *Queue) SendBody(_ context.Context, name engine.QueueName, body []byte, delay time.Duration) error {
+	if delay < 0 || delay > engine.MaxDelay {
+		return fmt.Errorf("send to %s: delay %s outside 0 to %s", name, delay, engine.MaxDelay)
+	}
+	q.mu.Lock()
+	q.seq++
+	it := &item{id: "m-" + strconv.FormatUint(q.seq, 10), body: bytes.Clone(body), visibleAt: q.cfg.Clock.Now().Add(delay)}
+	q.queues[name] = append(q.queues[name], it)
+	close(q.notify)
+	q.notify = make(chan struct{})
+	q.mu.Unlock()
+	return nil
+}
+
+// Receive implements engine.Receiver.
+func (q *Queue) Receive(ctx context.Context, p *engine.ReceiveParams) ([]engine.Delivery, error) {
+	maxN := p.Max
+	if maxN < 1 || maxN > 10 {
+		return nil, fmt.Errorf("receive from %s: max %d outside 1 to 10", p.Queue, p.Max)
+	}
+	vis := p.Visibility
+	if vis == 0 {
+		vis = q.cfg.Visibility
+	}
+	deadline := time.Now().Add(p.Wait)
+	for {
+		q.mu.Lock()
+		out := q.take(p.Queue, maxN, vis)
+		wake := q.notify
+		q.mu.Unlock()
+		if len(out) > 0 || !time.Now().Before(deadline) {
+			return out, nil
+		}
+		t := time.NewTimer(min(q.cfg.PollInterval, time.Until(deadline)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// take receives up to n visible messages. Called with q.mu held.
+func (q *Queue) take(name engine.QueueName, n int, vis time.Duration) []engine.Delivery {
+	now := q.cfg.Clock.Now()
+	var out []engine.Delivery
+	items := q.queues[name]
+	kept := items[:0]
+	for _, it := range items {
+		if len(out) == n || it.visibleAt.After(now) {
+			kept = append(kept, it)
+			continue
+		}
+		if it.receives >= q.cfg.MaxReceives && !strings.HasSuffix(string(name), string(engine.DeadLetter(""))) {
+			// Received too often: to the dead-letter queue, as it is.
+			dlq := engine.DeadLetter(name)
+			it.visibleAt, it.receipt, it.receives = now, "", 0
+			q.queues[dlq] = append(q.queues[dlq], it)
+			continue
+		}
+		it.receives++
+		q.seq++
+		it.receipt = it.id + "#" + strconv.FormatUint(q.seq, 10)
+		it.visibleAt = now.Add(vis)
+		out = append(out, engine.Delivery{Queue: name, MessageID: it.id, ReceiptHandle: it.receipt, Body: bytes.Clone(it.body), ReceiveCount: it.receives})
+		kept = append(kept, it)
+	}
+	clear(items[len(kept):])
+	q.queues[name] = kept
+	return out
+}
+
+// Delete implements engine.Receiver.
+func (q *Queue) Delete(_ context.Context, p *engine.DeleteParams) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.queues[p.Queue]
+	for i, it := range items {
+		if it.receipt != "" && it.receipt == p.ReceiptHandle {
+			q.queues[p.Queue] = append(items[:i], items[i+1:]...)
+			return nil
+		}
+	}
+	return nil
+}
+
+// Len counts the messages on a queue, visible or not.
+func (q *Queue) Len(name engine.QueueName) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.queues[name])
+}
+
+// Bodies returns copies of the bodies on a queue, in order, without
+// receiving them: for inspecting a dead-letter queue.
+func (q *Queue) Bodies(name engine.QueueName) [][]byte {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([][]byte, 0, len(q.queues[name]))
+	for _, it := range q.queues[name] {
+		out = append(out, bytes.Clone(it.body))
+	}
+	return out
+}

@@ -1,0 +1,238 @@
+// Package queuetest is the contract every engine.Queue and engine.Receiver
+// pair must meet, run against the memory queue and against SQS.
+package queuetest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+)
+
+// Harness is one backend, with fresh, empty queues.
+type Harness struct {
+	Queue    engine.Queue
+	Receiver engine.Receiver
+	// SendRaw puts a body on a queue unchanged, as a foreign producer would.
+	SendRaw func(ctx context.Context, q engine.QueueName, body []byte) error
+	// MaxReceives is the queues' redrive limit: a message received more
+	// often moves to its dead-letter queue.
+	MaxReceives int
+	// Sleep lets time pass: a virtual clock's Advance, or time.Sleep.
+	Sleep func(time.Duration)
+}
+
+// NewHarness returns a backend with empty queues for one subtest.
+type NewHarness func(t *testing.T) *Harness
+
+// Exercise runs the whole suite.
+func Exercise(t *testing.T, newHarness NewHarness) {
+	t.Run("SendReceiveDelete", func(t *testing.T) { testSendReceiveDelete(t, newHarness(t)) })
+	t.Run("Batch", func(t *testing.T) { testBatch(t, newHarness(t)) })
+	t.Run("QueuesAreSeparate", func(t *testing.T) { testSeparate(t, newHarness(t)) })
+	t.Run("Delay", func(t *testing.T) { testDelay(t, newHarness(t)) })
+	t.Run("VisibilityAndRedelivery", func(t *testing.T) { testVisibility(t, newHarness(t)) })
+	t.Run("DeadLetter", func(t *testing.T) { testDeadLetter(t, newHarness(t)) })
+	t.Run("StaleReceipt", func(t *testing.T) { testStaleReceipt(t, newHarness(t)) })
+	t.Run("LongPoll", func(t *testing.T) { testLongPoll(t, newHarness(t)) })
+}
+
+func msg(i int) engine.Message {
+	return engine.Message{SagaID: fmt.Sprintf("saga-%d", i), Version: uint64(i + 1), Queue: engine.QueueAdvance, Step: "charge", Attempt: 1}
+}
+
+// receiveAll drains visible messages from q (up to want, in several calls).
+func receiveAll(t *testing.T, h *Harness, q engine.QueueName, want int, vis time.Duration) []engine.Delivery {
+	t.Helper()
+	var out []engine.Delivery
+	for range 20 {
+		got, err := h.Receiver.Receive(context.Background(), &engine.ReceiveParams{Queue: q, Max: 10, Visibility: vis})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, got...)
+		if len(got) == 0 || len(out) >= want {
+			break
+		}
+	}
+	return out
+}
+
+func testSendReceiveDelete(t *testing.T, h *Harness) {
+	ctx := context.Background()
+	m := msg(1)
+	if err := h.Queue.Send(ctx, []engine.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	got := receiveAll(t, h, engine.QueueAdvance, 1, time.Second)
+	if len(got) != 1 {
+		t.Fatalf("received %d messages, want 1", len(got))
+	}
+	d := got[0]
+	back, err := engine.DecodeMessage(d.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back != m {
+		t.Fatalf("message %+v, want %+v", back, m)
+	}
+	if d.ReceiveCount != 1 || d.ReceiptHandle == "" || d.MessageID == "" || d.Queue != engine.QueueAdvance {
+		t.Fatalf("delivery %+v", d)
+	}
+	if err := h.Receiver.Delete(ctx, &engine.DeleteParams{Queue: engine.QueueAdvance, ReceiptHandle: d.ReceiptHandle}); err != nil {
+		t.Fatal(err)
+	}
+	h.Sleep(2 * time.Second)
+	if again := receiveAll(t, h, engine.QueueAdvance, 1, time.Second); len(again) != 0 {
+		t.Fatalf("deleted message came back: %+v", again)
+	}
+}
+
+func testBatch(t *testing.T, h *Harness) {
+	ctx := context.Background()
+	var batch []engine.Message
+	for i := range 13 {
+		batch = append(batch, msg(i))
+	}
+	if err := h.Queue.Send(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	got := receiveAll(t, h, engine.QueueAdvance, 13, 30*time.Second)
+	seen := map[string]bool{}
+	for _, d := range got {
+		m, err := engine.DecodeMessage(d.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[m.SagaID] = true
+	}
+	if len(seen) != 13 {
+		t.Fatalf("received %d distinct messages of 13", len(seen))
+	}
+}
+
+func testSeparate(t *testing.T, h *Harness) {
+	ctx := context.Background()
+	m := msg(1)
+	m.Queue = engine.QueueCompensate
+	if err := h.Queue.Send(ctx, []engine.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	if got := receiveAll(t, h, engine.QueueAdvance, 1, time.Second); len(got) != 0 {
+		t.Fatal("a compensate message arrived on the advance queue")
+	}
+	if got := receiveAll(t, h, engine.QueueCompensate, 1, time.Second); len(got) != 1 {
+		t.Fatalf("compensate queue gave %d messages", len(got))
+	}
+}
+
+func testDelay(t *testing.T, h *Harness) {
+	ctx := context.Background()
+	m := msg(1)
+	m.Delay = 2 * time.Second
+	if err := h.Queue.Send(ctx, []engine.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	if got := receiveAll(t, h, engine.QueueAdvance, 1, time.Second); len(got) != 0 {
+		t.Fatal("a delayed message arrived before its delay")
+	}
+	h.Sleep(3 * time.Second)
+	if got := receiveAll(t, h, engine.QueueAdvance, 1, time.Second); len(got) != 1 {
+		t.Fatalf("after the delay: %d messages", len(got))
+	}
+	m.Delay = engine.MaxDelay + time.Second
+	if err := h.Queue.Send(ctx, []engine.Message{m}); err == nil {
+		t.Fatal("a delay over the maximum was accepted")
+	}
+}
+
+func testVisibility(t *testing.T, h *Harness) {
+	ctx := context.Background()
+	if err := h.Queue.Send(ctx, []engine.Message{msg(1)}); err != nil {
+		t.Fatal(err)
+	}
+	first := receiveAll(t, h, engine.QueueAdvance, 1, 2*time.Second)
+	if len(first) != 1 {
+		t.Fatalf("first receive: %d", len(first))
+	}
+	if got := receiveAll(t, h, engine.QueueAdvance, 1, 2*time.Second); len(got) != 0 {
+		t.Fatal("a received message was visible again at once")
+	}
+	h.Sleep(3 * time.Second)
+	second := receiveAll(t, h, engine.QueueAdvance, 1, 2*time.Second)
+	if len(second) != 1 || second[0].ReceiveCount != 2 || !bytes.Equal(second[0].Body, first[0].Body) {
+		t.Fatalf("redelivery %+v", second)
+	}
+	if second[0].ReceiptHandle == first[0].ReceiptHandle {
+		t.Fatal("redelivery kept the old receipt handle")
+	}
+}
+
+func testDeadLetter(t *testing.T, h *Harness) {
+	ctx := context.Background()
+	poison := []byte("{not a message \x00\xff")
+	if err := h.SendRaw(ctx, engine.QueueAdvance, poison); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= h.MaxReceives; i++ {
+		got := receiveAll(t, h, engine.QueueAdvance, 1, time.Second)
+		if len(got) != 1 || got[0].ReceiveCount != i {
+			t.Fatalf("receive %d: %+v", i, got)
+		}
+		h.Sleep(2 * time.Second)
+	}
+	if got := receiveAll(t, h, engine.QueueAdvance, 1, time.Second); len(got) != 0 {
+		t.Fatalf("received %d times more than the limit", len(got))
+	}
+	var dead []engine.Delivery
+	for range 5 {
+		dead = receiveAll(t, h, engine.DeadLetter(engine.QueueAdvance), 1, time.Second)
+		if len(dead) > 0 {
+			break
+		}
+		h.Sleep(time.Second)
+	}
+	if len(dead) != 1 || !bytes.Equal(dead[0].Body, poison) {
+		t.Fatalf("dead-letter queue holds %+v, want the poison body byte for byte", dead)
+	}
+}
+
+func testStaleReceipt(t *testing.T, h *Harness) {
+	ctx := context.Background()
+	if err := h.Queue.Send(ctx, []engine.Message{msg(1)}); err != nil {
+		t.Fatal(err)
+	}
+	first := receiveAll(t, h, engine.QueueAdvance, 1, time.Second)
+	h.Sleep(2 * time.Second)
+	second := receiveAll(t, h, engine.QueueAdvance, 1, 30*time.Second)
+	if len(first) != 1 || len(second) != 1 {
+		t.Fatalf("receives %d %d", len(first), len(second))
+	}
+	// Deleting with the first, stale handle is not an error.
+	_ = h.Receiver.Delete(ctx, &engine.DeleteParams{Queue: engine.QueueAdvance, ReceiptHandle: first[0].ReceiptHandle})
+	if err := h.Receiver.Delete(ctx, &engine.DeleteParams{Queue: engine.QueueAdvance, ReceiptHandle: second[0].ReceiptHandle}); err != nil {
+		t.Fatal(err)
+	}
+	h.Sleep(31 * time.Second)
+	if got := receiveAll(t, h, engine.QueueAdvance, 1, time.Second); len(got) != 0 {
+		t.Fatal("deleted message came back")
+	}
+}
+
+func testLongPoll(t *testing.T, h *Harness) {
+	ctx := context.Background()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_ = h.Queue.Send(ctx, []engine.Message{msg(7)})
+	}()
+	got, err := h.Receiver.Receive(ctx, &engine.ReceiveParams{Queue: engine.QueueAdvance, Max: 1, Wait: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("long poll returned %d messages; a message was sent while it waited", len(got))
+	}
+}

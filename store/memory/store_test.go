@@ -1,0 +1,13 @@
+package memory_test
+
+import (
+	"testing"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/store/memory"
+	"github.com/lambdasaga/lambdasaga/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Exercise(t, func(t *testing.T) engine.Store { return memory.New() })
+}
