@@ -72,7 +72,12 @@ func (p *Plan) Call(st *State, now time.Time) (Call, error) {
 }
 
 func idempotencyKey(sagaID, step string, seq uint64) string {
-	return sagaID + "/" + step + "/" + strconv.FormatUint(seq, 10)
+	var buf [256]byte
+	b := append(buf[:0], sagaID...)
+	b = append(b, '/')
+	b = append(b, step...)
+	b = append(b, '/')
+	return string(strconv.AppendUint(b, seq, 10))
 }
 
 func overlay(vars map[string]any, name string, v any) map[string]any {

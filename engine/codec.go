@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -271,9 +272,9 @@ func (st *State) UnmarshalBinary(data []byte) error {
 		case tag == tagSagaID && wire == wireBytes:
 			st.SagaID = d.str()
 		case tag == tagName && wire == wireBytes:
-			st.Name = d.str()
+			st.Name = intern(d.bytes())
 		case tag == tagDefinitionHash && wire == wireBytes:
-			st.DefinitionHash = d.str()
+			st.DefinitionHash = intern(d.bytes())
 		case tag == tagStatus && wire == wireVarint:
 			code := d.uint()
 			if code >= uint64(len(statusCodes)) {
@@ -567,4 +568,27 @@ func (d *decoder) val(depth int) any {
 	}
 	d.fail("unknown value type %d", t)
 	return nil
+}
+
+// interned holds saga names and definition hashes: few distinct values,
+// decoded at every step.
+var interned = struct {
+	sync.RWMutex
+	m map[string]string
+}{m: map[string]string{}}
+
+func intern(b []byte) string {
+	interned.RLock()
+	s, ok := interned.m[string(b)]
+	interned.RUnlock()
+	if ok {
+		return s
+	}
+	s = string(b)
+	interned.Lock()
+	if len(interned.m) < 10_000 { // bounded: past it, strings are simply not shared
+		interned.m[s] = s
+	}
+	interned.Unlock()
+	return s
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"reflect"
+	"sync"
 	"time"
 )
 
@@ -149,7 +150,7 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*State, error)
 	if _, err := plan.Advance(st, Event{Kind: EventStart, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), SagaID: id, Input: input, OnStep: c.observer(id, st, nil)}); err != nil {
 		return nil, err
 	}
-	rec, err := record(st)
+	rec, err := record(st, nil)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
@@ -321,7 +322,9 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 	now := c.cfg.Clock.Now()
 	out, actErr, took := c.invoke(ctx, plan, st, now)
 	ev := Event{Kind: EventResult, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Output: out, Err: actErr}
-	ev.OnStep = c.observer(msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating, took: took})
+	if c.cfg.OnStep != nil {
+		ev.OnStep = c.observer(msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating, took: took})
+	}
 	if _, err := plan.Advance(st, ev); err != nil {
 		return "", err
 	}
@@ -433,9 +436,12 @@ func normalizeOutput(out any) (any, error) {
 	return NormalizeJSON(v)
 }
 
-// record encodes st as a store record.
-func record(st *State) (SagaRecord, error) {
-	b, err := st.MarshalBinary()
+// stateBuffers recycles encoding buffers: a store copies what it writes.
+var stateBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// record encodes st as a store record into buf.
+func record(st *State, buf []byte) (SagaRecord, error) {
+	b, err := st.AppendBinary(buf)
 	if err != nil {
 		return SagaRecord{}, err
 	}
@@ -446,11 +452,16 @@ func record(st *State) (SagaRecord, error) {
 }
 
 func (c *Coordinator) write(ctx context.Context, st *State, expected uint64) error {
-	rec, err := record(st)
-	if err != nil {
-		return err
+	bp := stateBuffers.Get().(*[]byte)
+	rec, err := record(st, (*bp)[:0])
+	if err == nil {
+		err = c.cfg.Store.SagaUpdate(ctx, &SagaUpdateParams{Record: rec, ExpectedVersion: expected})
+		if cap(rec.State) <= 1<<20 {
+			*bp = rec.State[:0]
+		}
 	}
-	return c.cfg.Store.SagaUpdate(ctx, &SagaUpdateParams{Record: rec, ExpectedVersion: expected})
+	stateBuffers.Put(bp)
+	return err
 }
 
 func (c *Coordinator) send(ctx context.Context, msgs []Message) error {

@@ -3,18 +3,27 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 )
 
 // MaxMessageBytes bounds a message body; real ones are about 100 bytes.
 const MaxMessageBytes = 4 << 10
 
-var sagaIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
-
 // ValidSagaID reports whether id can name a saga: 1 to 128 letters,
 // digits, '_', '.', ':' and '-', starting with a letter or digit.
-func ValidSagaID(id string) bool { return sagaIDPattern.MatchString(id) }
+func ValidSagaID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || (c != '_' && c != '.' && c != ':' && c != '-')) {
+			return false
+		}
+	}
+	return true
+}
 
 // AppendMessage appends m's body: a small JSON object. Saga and step ids
 // never need escaping (ValidSagaID and step id rules), so it is written by hand.
@@ -48,9 +57,13 @@ func DecodeMessage(body []byte) (Message, error) {
 	if len(body) > MaxMessageBytes {
 		return Message{}, fmt.Errorf("%w: %d bytes, over %d", ErrMalformedMessage, len(body), MaxMessageBytes)
 	}
-	var mb messageBody
-	if err := json.Unmarshal(body, &mb); err != nil {
-		return Message{}, fmt.Errorf("%w: %v", ErrMalformedMessage, err)
+	mb, ok := decodeFast(body)
+	if !ok {
+		slow := new(messageBody) // its own variable: taking mb's address would move mb to the heap on the fast path too
+		if err := json.Unmarshal(body, slow); err != nil {
+			return Message{}, fmt.Errorf("%w: %v", ErrMalformedMessage, err)
+		}
+		mb = *slow
 	}
 	switch {
 	case mb.V != 1:
@@ -65,4 +78,145 @@ func DecodeMessage(body []byte) (Message, error) {
 		return Message{}, fmt.Errorf("%w: attempt %d", ErrMalformedMessage, mb.Attempt)
 	}
 	return Message{SagaID: mb.SagaID, Version: mb.Version, Queue: QueueName(mb.Queue), Step: mb.Step, Attempt: mb.Attempt}, nil
+}
+
+// decodeFast parses the common shape of a message body: one flat JSON
+// object whose values are plain ASCII strings without escapes or
+// non-negative integers. Anything else reports false, and the caller falls
+// back to encoding/json, so both paths accept and reject alike (a fuzz test
+// holds them to it).
+func decodeFast(b []byte) (mb messageBody, ok bool) {
+	i := skipSpace(b, 0)
+	if i == len(b) || b[i] != '{' {
+		return mb, false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return mb, skipSpace(b, i+1) == len(b)
+	}
+	for {
+		var key, str []byte
+		var num uint64
+		isNum := false
+		if key, i, ok = fastString(b, i); !ok {
+			return mb, false
+		}
+		i = skipSpace(b, i)
+		if i == len(b) || b[i] != ':' {
+			return mb, false
+		}
+		i = skipSpace(b, i+1)
+		if i == len(b) {
+			return mb, false
+		}
+		if b[i] == '"' {
+			if str, i, ok = fastString(b, i); !ok {
+				return mb, false
+			}
+		} else {
+			if num, i, ok = fastUint(b, i); !ok {
+				return mb, false
+			}
+			isNum = true
+		}
+		switch string(key) {
+		case "v":
+			if !isNum || num > 1<<31 {
+				return mb, false
+			}
+			mb.V = int(num)
+		case "version":
+			if !isNum {
+				return mb, false
+			}
+			mb.Version = num
+		case "attempt":
+			if !isNum || num > 1<<31 {
+				return mb, false
+			}
+			mb.Attempt = int(num)
+		case "saga_id":
+			if isNum {
+				return mb, false
+			}
+			mb.SagaID = string(str)
+		case "queue":
+			if isNum {
+				return mb, false
+			}
+			switch string(str) {
+			case string(QueueAdvance):
+				mb.Queue = string(QueueAdvance)
+			case string(QueueCompensate):
+				mb.Queue = string(QueueCompensate)
+			default:
+				mb.Queue = string(str)
+			}
+		case "step":
+			if isNum {
+				return mb, false
+			}
+			mb.Step = string(str)
+		default:
+			// encoding/json matches keys case-insensitively; leave those to it.
+			return mb, false
+		}
+		i = skipSpace(b, i)
+		if i == len(b) {
+			return mb, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return mb, skipSpace(b, i+1) == len(b)
+		default:
+			return mb, false
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// fastString reads a string of printable ASCII without escapes.
+func fastString(b []byte, i int) ([]byte, int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, i, false
+	}
+	start := i + 1
+	for j := start; j < len(b); j++ {
+		c := b[j]
+		switch {
+		case c == '"':
+			return b[start:j], j + 1, true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, j, false
+		}
+	}
+	return nil, len(b), false
+}
+
+// fastUint reads a non-negative integer without sign, fraction or exponent.
+func fastUint(b []byte, i int) (uint64, int, bool) {
+	start := i
+	var n uint64
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		if i-start >= 19 {
+			return 0, i, false
+		}
+		n = n*10 + uint64(b[i]-'0')
+		i++
+	}
+	if i == start || (b[start] == '0' && i-start > 1) {
+		return 0, i, false
+	}
+	if i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E') {
+		return 0, i, false
+	}
+	return n, i, true
 }

@@ -77,6 +77,8 @@ type DefinitionRecord struct {
 
 // Store keeps saga state and definitions. Implementations are safe for
 // concurrent use; storetest.Exercise is the contract every one must pass.
+// A store never keeps the slices it is given (callers reuse their buffers)
+// and never shares the slices it returns.
 type Store interface {
 	// SagaCreate writes a new saga. It returns ErrExists when a saga with
 	// the id exists, whatever its state.

@@ -1,0 +1,105 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	smem "github.com/lambdasaga/lambdasaga/store/memory"
+)
+
+// loopSaga runs one action per message forever (until input.stop).
+const loopSaga = `
+saga: loop
+input: {stop: bool}
+steps:
+  - id: work
+    action: noop
+  - id: again
+    switch:
+      - {if: "input.stop", next: finish}
+      - {default: work}
+  - id: finish
+    succeed: {}
+`
+
+// handlePass is one saga on the memory store and queue, ready to handle
+// message after message: each pass decodes the message, loads the saga,
+// runs the action, advances, writes and sends the next message.
+type handlePass struct {
+	coord *engine.Coordinator
+	q     *qmem.Queue
+	msg   engine.Message
+	body  []byte
+}
+
+func newHandlePass(tb testing.TB) *handlePass {
+	reg := engine.NewRegistry()
+	reg.MustRegister("noop", func(context.Context, engine.Call) (any, error) { return nil, nil })
+	hp := &handlePass{q: qmem.New(qmem.Config{})}
+	clock := engine.NewManualClock(t0)
+	var err error
+	hp.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: smem.New(), Queue: hp.q, Actions: reg, Clock: clock, Rand: func() float64 { return 0.5 }})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	st, err := hp.coord.Start(context.Background(), &engine.StartParams{Plan: mustCompile(tb, loopSaga), SagaID: "bench-saga-0001", Input: map[string]any{"stop": false}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	hp.msg = st.Outbox[0]
+	hp.body = make([]byte, 0, 256)
+	return hp
+}
+
+func (hp *handlePass) once(tb testing.TB) {
+	hp.body = engine.AppendMessage(hp.body[:0], hp.msg)
+	if out, err := hp.coord.Handle(context.Background(), hp.body); err != nil || out != engine.HandledStep {
+		tb.Fatalf("handle: %s %v", out, err)
+	}
+	hp.msg.Version++
+}
+
+// drainQueue empties the queue the passes fill.
+func (hp *handlePass) drainQueue() {
+	for hp.q.Len(engine.QueueAdvance) > 0 {
+		ds, _ := hp.q.Receive(context.Background(), &engine.ReceiveParams{Queue: engine.QueueAdvance, Max: 10})
+		for _, d := range ds {
+			_ = hp.q.Delete(context.Background(), &engine.DeleteParams{Queue: d.Queue, ReceiptHandle: d.ReceiptHandle})
+		}
+	}
+}
+
+func BenchmarkCoordinator(b *testing.B) {
+	b.Run("handle_step", func(b *testing.B) {
+		hp := newHandlePass(b)
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			hp.once(b)
+			if n++; n%1000 == 0 {
+				b.StopTimer()
+				hp.drainQueue()
+				b.StartTimer()
+			}
+		}
+	})
+}
+
+// TestHandlePassAllocs pins the allocations of one handler pass exactly
+// (budget: under 40, shared/DESIGN.md section 6).
+func TestHandlePassAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes allocation counts")
+	}
+	hp := newHandlePass(t)
+	got := testing.AllocsPerRun(200, func() { hp.once(t) })
+	const pinned, budget = 21, 40
+	if got >= budget {
+		t.Errorf("handler pass: %v allocations, budget is under %d", got, budget)
+	}
+	if got != pinned {
+		t.Errorf("handler pass: %v allocations, pinned at %d: update the pin (and bench/README.md) if this is intended", got, pinned)
+	}
+}

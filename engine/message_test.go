@@ -1,0 +1,104 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+)
+
+func TestMessageRoundTrip(t *testing.T) {
+	m := engine.Message{SagaID: "order:2026-11-30.a_b", Version: 1<<63 + 5, Queue: engine.QueueCompensate, Step: "charge.card", Attempt: 12}
+	got, err := engine.DecodeMessage(engine.AppendMessage(nil, m))
+	if err != nil || got != m {
+		t.Fatalf("got %+v %v", got, err)
+	}
+	// The body is ordinary JSON.
+	var v map[string]any
+	if err := json.Unmarshal(engine.AppendMessage(nil, m), &v); err != nil || v["step"] != "charge.card" {
+		t.Fatalf("%v %v", v, err)
+	}
+}
+
+func TestDecodeMessageRejects(t *testing.T) {
+	for _, body := range []string{
+		``, `null`, `[]`, `{}`, `{"v":1}`, `not json`,
+		`{"v":1,"saga_id":"s","version":0,"queue":"advance","step":"a","attempt":1}`,
+		`{"v":1,"saga_id":"s","version":1,"queue":"elsewhere","step":"a","attempt":1}`,
+		`{"v":1,"saga_id":"s","version":1,"queue":"advance","step":"a","attempt":0}`,
+		`{"v":1,"saga_id":"","version":1,"queue":"advance","step":"a","attempt":1}`,
+		`{"v":1,"saga_id":"s","version":-1,"queue":"advance","step":"a","attempt":1}`,
+		`{"v":1,"saga_id":"s","version":"1","queue":"advance","step":"a","attempt":1}`,
+		`{"v":1,"saga_id":"s","version":1,"queue":"advance","step":"a","attempt":1} trailing`,
+	} {
+		if _, err := engine.DecodeMessage([]byte(body)); !errors.Is(err, engine.ErrMalformedMessage) {
+			t.Errorf("%q: %v, want ErrMalformedMessage", body, err)
+		}
+	}
+	// Unusual but valid JSON takes the slow path and still decodes.
+	m, err := engine.DecodeMessage([]byte(` { "attempt" : 2 , "v":1, "saga_id":"s\u002d1", "version":3, "queue":"advance", "step":"a", "extra": {"x": [1]}} `))
+	if err != nil || m.SagaID != "s-1" || m.Version != 3 || m.Attempt != 2 {
+		t.Fatalf("%+v %v", m, err)
+	}
+}
+
+// FuzzDecodeMessage holds the fast path to encoding/json's answers.
+func FuzzDecodeMessage(f *testing.F) {
+	f.Add([]byte(`{"v":1,"saga_id":"s-1","version":3,"queue":"advance","step":"charge","attempt":1}`))
+	f.Add([]byte(`{"v":1,"saga_id":"s-1","version":3,"queue":"compensate","step":"x","attempt":2,"step":"y"}`))
+	f.Add([]byte(`{"V":1,"saga_id":"s","version":1,"queue":"advance","step":"a","attempt":1}`))
+	f.Add([]byte(`{"v":1,"saga_id":"s","version":18446744073709551615,"queue":"advance","step":"a","attempt":1}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := engine.DecodeMessage(body)
+		want, werr := decodeWithJSON(body)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("fast %v, encoding/json %v", err, werr)
+		}
+		if err == nil && got != want {
+			t.Fatalf("fast %+v, encoding/json %+v", got, want)
+		}
+	})
+}
+
+// decodeWithJSON is the reference: encoding/json and the same checks.
+func decodeWithJSON(body []byte) (engine.Message, error) {
+	var mb struct {
+		V       int    `json:"v"`
+		SagaID  string `json:"saga_id"`
+		Version uint64 `json:"version"`
+		Queue   string `json:"queue"`
+		Step    string `json:"step"`
+		Attempt int    `json:"attempt"`
+	}
+	if len(body) > engine.MaxMessageBytes {
+		return engine.Message{}, errors.New("too large")
+	}
+	if err := json.Unmarshal(body, &mb); err != nil {
+		return engine.Message{}, err
+	}
+	if mb.V != 1 || !engine.ValidSagaID(mb.SagaID) || mb.Version == 0 || (mb.Queue != "advance" && mb.Queue != "compensate") || mb.Attempt < 1 {
+		return engine.Message{}, errors.New("invalid")
+	}
+	return engine.Message{SagaID: mb.SagaID, Version: mb.Version, Queue: engine.QueueName(mb.Queue), Step: mb.Step, Attempt: mb.Attempt}, nil
+}
+
+func TestValidSagaID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"o-1": true, "A": true, "9": true, "order:2026.11_30-x": true, string(make([]byte, 128)): false,
+		"": false, "-a": false, "_a": false, "a b": false, "a/b": false, "ä": false, "a\n": false,
+		"a" + string(bytesOf('b', 127)): true, "a" + string(bytesOf('b', 128)): false,
+	} {
+		if got := engine.ValidSagaID(id); got != want {
+			t.Errorf("ValidSagaID(%q) = %v, want %v", id, got, want)
+		}
+	}
+}
+
+func bytesOf(c byte, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = c
+	}
+	return b
+}
