@@ -42,8 +42,9 @@ type Queue struct {
 	cfg    Config
 	mu     sync.Mutex
 	queues map[engine.QueueName][]*item
-	seq    uint64
-	notify chan struct{} // closed and replaced on every send
+	seq     uint64
+	notify  chan struct{} // closed and replaced on a send while receivers wait
+	waiters int
 }
 
 type item struct {
@@ -92,8 +93,10 @@ func (q *Queue) SendBody(_ context.Context, name engine.QueueName, body []byte, 
 	q.seq++
 	it := &item{id: "m-" + strconv.FormatUint(q.seq, 10), body: bytes.Clone(body), visibleAt: q.cfg.Clock.Now().Add(delay)}
 	q.queues[name] = append(q.queues[name], it)
-	close(q.notify)
-	q.notify = make(chan struct{})
+	if q.waiters > 0 {
+		close(q.notify)
+		q.notify = make(chan struct{})
+	}
 	q.mu.Unlock()
 	return nil
 }
@@ -112,20 +115,28 @@ func (q *Queue) Receive(ctx context.Context, p *engine.ReceiveParams) ([]engine.
 	for {
 		q.mu.Lock()
 		out := q.take(p.Queue, maxN, vis)
-		wake := q.notify
-		q.mu.Unlock()
 		if len(out) > 0 || !time.Now().Before(deadline) {
+			q.mu.Unlock()
 			return out, nil
 		}
+		wake := q.notify
+		q.waiters++
+		q.mu.Unlock()
 		t := time.NewTimer(min(q.cfg.PollInterval, time.Until(deadline)))
+		var err error
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
+			err = ctx.Err()
 		case <-wake:
 		case <-t.C:
 		}
 		t.Stop()
+		q.mu.Lock()
+		q.waiters--
+		q.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
 	}
 }
 

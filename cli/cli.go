@@ -1,0 +1,203 @@
+// Package cli is sagactl: validate, run, graph and plan saga definitions.
+// cmd/sagactl is a thin main around Main; a service that wants sagactl to
+// run its Go actions for real builds its own main with its registry.
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+)
+
+// Exit codes.
+const (
+	ExitOK                 = 0
+	ExitUsage              = 1 // bad usage, bad input, invalid definition, or an error
+	ExitCompensated        = 2 // the saga failed and was compensated
+	ExitCompensationFailed = 3 // the saga failed and a compensation failed too
+)
+
+// Config is what a sagactl build brings.
+type Config struct {
+	// Actions are the Go actions run for real; others are simulated.
+	Actions *engine.Registry
+	Stdout  io.Writer
+	Stderr  io.Writer
+	// Name is the program name in messages; default "sagactl".
+	Name string
+}
+
+type command struct {
+	name, args, summary string
+	run                 func(c *Config, args []string) int
+}
+
+func commands() []command {
+	return []command{
+		{"validate", "FILE...", "check definitions; print every problem, exit 1 on any", runValidate},
+		{"run", "FILE --input JSON|@FILE [--fail STEP]... [--json] [--id ID] [--timeout D]", "run a saga in this process and watch it", runRun},
+		{"graph", "FILE", "print the definition as a Mermaid flowchart", runGraph},
+		{"plan", "FILE --fail STEP [--input JSON|@FILE]", "show what a failure at STEP would compensate, running nothing", runPlan},
+		{"help", "", "show this help", nil},
+	}
+}
+
+// Main runs sagactl with args (without the program name) and returns the exit code.
+func Main(args []string, cfg Config) int {
+	if cfg.Stdout == nil {
+		cfg.Stdout = os.Stdout
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	if cfg.Name == "" {
+		cfg.Name = "sagactl"
+	}
+	if cfg.Actions == nil {
+		cfg.Actions = engine.NewRegistry()
+	}
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(&cfg, cfg.Stdout)
+		if len(args) == 0 {
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	for _, cmd := range commands() {
+		if cmd.name == args[0] && cmd.run != nil {
+			return cmd.run(&cfg, args[1:])
+		}
+	}
+	cfg.errorf("unknown command %q (commands: validate, run, graph, plan, help)", args[0])
+	return ExitUsage
+}
+
+func usage(c *Config, w io.Writer) {
+	fmt.Fprintf(w, "%s: sagas on AWS Lambda, DynamoDB and SQS\n\nUsage:\n", c.Name)
+	for _, cmd := range commands() {
+		fmt.Fprintf(w, "  %s %s %s\n      %s\n", c.Name, cmd.name, cmd.args, cmd.summary)
+	}
+	fmt.Fprintf(w, "\nExit codes: 0 succeeded, 1 usage or input error, 2 saga compensated, 3 compensation failed.\n")
+}
+
+func (c *Config) errorf(format string, args ...any) {
+	fmt.Fprintf(c.Stderr, "%s: %s\n", c.Name, fmt.Sprintf(format, args...))
+}
+
+// flags parses args with flags and positional arguments in any order.
+func (c *Config) flags(fs *flag.FlagSet, args []string) ([]string, bool) {
+	fs.SetOutput(io.Discard)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			msg := err.Error()
+			if errors.Is(err, flag.ErrHelp) {
+				msg = "help requested"
+			}
+			c.errorf("%s: %s (see %s help)", fs.Name(), msg, c.Name)
+			return nil, false
+		}
+		if fs.NArg() == 0 {
+			return positional, true
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// load reads and compiles a definition, printing every problem.
+func (c *Config) load(file string) (*engine.Plan, bool) {
+	src, err := os.ReadFile(file)
+	if err != nil {
+		c.errorf("read definition: %v", err)
+		return nil, false
+	}
+	plan, err := engine.Compile(file, src)
+	if err != nil {
+		var de *engine.DefinitionError
+		if errors.As(err, &de) {
+			for _, p := range de.Problems {
+				fmt.Fprintln(c.Stderr, p.String())
+			}
+			c.errorf("%s: %d problem(s)", file, len(de.Problems))
+		} else {
+			c.errorf("%s: %v", file, err)
+		}
+		return nil, false
+	}
+	return plan, true
+}
+
+// readInput reads --input: inline JSON or @file.
+func (c *Config) readInput(arg string) (map[string]any, bool) {
+	if arg == "" {
+		return map[string]any{}, true
+	}
+	src := []byte(arg)
+	what := "--input"
+	if file, ok := strings.CutPrefix(arg, "@"); ok {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			c.errorf("--input: %v", err)
+			return nil, false
+		}
+		src, what = b, "--input "+arg
+	}
+	dec := json.NewDecoder(bytes.NewReader(src))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		c.errorf("%s: not valid JSON: %v", what, err)
+		return nil, false
+	}
+	if dec.More() {
+		c.errorf("%s: more than one JSON value", what)
+		return nil, false
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		c.errorf("%s: must be a JSON object, got %s", what, strings.TrimSpace(string(src[:min(len(src), 40)])))
+		return nil, false
+	}
+	norm, err := engine.NormalizeJSON(m)
+	if err != nil {
+		c.errorf("%s: %v", what, err)
+		return nil, false
+	}
+	return norm.(map[string]any), true
+}
+
+func runValidate(c *Config, args []string) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	files, ok := c.flags(fs, args)
+	if !ok {
+		return ExitUsage
+	}
+	if len(files) == 0 {
+		c.errorf("validate: name at least one definition file")
+		return ExitUsage
+	}
+	code := ExitOK
+	for _, f := range files {
+		plan, ok := c.load(f)
+		if !ok {
+			code = ExitUsage
+			continue
+		}
+		fmt.Fprintf(c.Stdout, "%s: ok (saga %s, %d steps, hash %s)\n", f, plan.Name(), len(plan.Definition().Steps), plan.Hash()[:12])
+	}
+	return code
+}

@@ -1,0 +1,227 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lambdasaga/lambdasaga/cli"
+	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/examples/order"
+)
+
+const orderFile = "../examples/order/order.yaml"
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func sagactl(t *testing.T, reg *engine.Registry, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := cli.Main(args, cli.Config{Actions: reg, Stdout: &out, Stderr: &errb})
+	return result{code, out.String(), errb.String()}
+}
+
+type report struct {
+	SagaID        string          `json:"saga_id"`
+	Status        string          `json:"status"`
+	Output        json.RawMessage `json:"output"`
+	Steps         []stepReport    `json:"steps"`
+	Compensations []stepReport    `json:"compensations"`
+}
+
+type stepReport struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	Attempts int    `json:"attempts"`
+}
+
+func ids(rs []stepReport) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.ID + ":" + r.Status
+	}
+	return out
+}
+
+func TestRunJSONShape(t *testing.T) {
+	r := sagactl(t, nil, "run", orderFile, "--input", "@../examples/order/testdata/ok.json", "--json", "--id", "o-1")
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(r.stdout), &raw); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, r.stdout)
+	}
+	var keys []string
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if strings.Join(keys, ",") != "compensations,output,saga_id,status,steps" {
+		t.Fatalf("keys %v", keys)
+	}
+	var rep report
+	_ = json.Unmarshal([]byte(r.stdout), &rep)
+	want := []string{"reserve:completed", "price:completed", "charge:completed", "check:completed", "ship:completed", "done:completed"}
+	if rep.SagaID != "o-1" || rep.Status != "succeeded" || !slices.Equal(ids(rep.Steps), want) || len(rep.Compensations) != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	if rep.Steps[0].Attempts != 1 || !strings.Contains(string(rep.Output), `"order_id": "o-1001"`) {
+		t.Fatalf("report %+v output %s", rep.Steps[0], rep.Output)
+	}
+}
+
+// TestRunCompensatesInReverseAtEachStep fails each action step of the
+// order saga in turn: exactly the completed steps are undone, newest first.
+func TestRunCompensatesInReverseAtEachStep(t *testing.T) {
+	tests := []struct {
+		fail  string
+		steps []string
+		comps []string
+	}{
+		{"reserve", []string{"reserve:failed"}, []string{}},
+		{"charge", []string{"reserve:completed", "price:completed", "charge:failed"}, []string{"reserve:compensated"}},
+		{"ship", []string{"reserve:completed", "price:completed", "charge:completed", "check:completed", "ship:failed"}, []string{"charge:compensated", "reserve:compensated"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fail, func(t *testing.T) {
+			r := sagactl(t, nil, "run", orderFile, "--input", "@../examples/order/testdata/ok.json", "--fail", tt.fail, "--json")
+			if r.code != cli.ExitCompensated {
+				t.Fatalf("exit %d, want %d: %s", r.code, cli.ExitCompensated, r.stderr)
+			}
+			var rep report
+			if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if rep.Status != "compensated" || !slices.Equal(ids(rep.Steps), tt.steps) || !slices.Equal(ids(rep.Compensations), tt.comps) {
+				t.Fatalf("status %s\nsteps %v\ncomps %v", rep.Status, ids(rep.Steps), ids(rep.Compensations))
+			}
+		})
+	}
+	t.Run("a failing compensation parks the saga", func(t *testing.T) {
+		r := sagactl(t, nil, "run", orderFile, "--input", "@../examples/order/testdata/ok.json", "--fail", "ship", "--fail", "charge.compensate", "--json")
+		var rep report
+		_ = json.Unmarshal([]byte(r.stdout), &rep)
+		if r.code != cli.ExitCompensationFailed || rep.Status != "compensation_failed" || !slices.Equal(ids(rep.Compensations), []string{"charge:compensation_failed"}) {
+			t.Fatalf("exit %d %+v", r.code, rep)
+		}
+	})
+}
+
+func TestRunWithGoActions(t *testing.T) {
+	svc := order.NewServices()
+	reg := engine.NewRegistry()
+	svc.Register(reg)
+	r := sagactl(t, reg, "run", orderFile, "--input", "@../examples/order/testdata/declined.json")
+	if r.code != cli.ExitCompensated {
+		t.Fatalf("exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"charge             failed", "CardDeclined: the card was declined", "undo reserve       compensated", "compensated in"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("progress lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if !slices.Equal(svc.Effects, []string{"reserve o-1002", "release o-1002"}) {
+		t.Fatalf("effects %v", svc.Effects)
+	}
+}
+
+func TestBadInputGetsOneClearMessage(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	_ = os.WriteFile(bad, []byte("{oops"), 0o644)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "missing.yaml", "--input", "{}"}, "read definition: open missing.yaml: no such file or directory"},
+		{[]string{"run", orderFile, "--input", "{nope"}, "--input: not valid JSON"},
+		{[]string{"run", orderFile, "--input", "@" + bad}, "--input @" + bad + ": not valid JSON"},
+		{[]string{"run", orderFile, "--input", "[1]"}, "--input: must be a JSON object"},
+		{[]string{"run", orderFile, "--input", "@nowhere.json"}, "--input: open nowhere.json: no such file or directory"},
+		{[]string{"run", orderFile, "--input", `{"order_id": 5}`}, "input.order_id: want string, got int64 5"},
+		{[]string{"run", orderFile, "--colour"}, "run: flag provided but not defined: -colour"},
+		{[]string{"run", orderFile, "--input", "{}", "--fail", "nosuch"}, `--fail nosuch: saga order has no step "nosuch"`},
+		{[]string{"run", orderFile, "--input", "{}", "--fail", "price"}, "step price is a set step"},
+		{[]string{"run", orderFile, "--input", "{}", "--fail", "check"}, "step check is an assert step"},
+		{[]string{"run", "../engine/testdata/invalid/vars.yaml"}, "vars.yaml: 3 problem(s)"},
+		{[]string{"run"}, "run: name exactly one definition file (got 0)"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"plan", orderFile}, "plan: say which step fails with --fail STEP"},
+		{[]string{"validate"}, "validate: name at least one definition file"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			r := sagactl(t, nil, tt.args...)
+			if r.code != cli.ExitUsage {
+				t.Fatalf("exit %d, want %d", r.code, cli.ExitUsage)
+			}
+			if !strings.Contains(r.stderr, tt.want) {
+				t.Fatalf("stderr %q does not say %q", r.stderr, tt.want)
+			}
+			if strings.Contains(r.stderr, "goroutine") || strings.Contains(r.stderr, "panic") {
+				t.Fatalf("stack trace on stderr: %s", r.stderr)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	r := sagactl(t, nil, "validate", orderFile, "../engine/testdata/valid/loop.yaml")
+	if r.code != cli.ExitOK || strings.Count(r.stdout, ": ok (saga ") != 2 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = sagactl(t, nil, "validate", orderFile, "../engine/testdata/invalid/mixed.yaml")
+	if r.code != cli.ExitUsage || !strings.Contains(r.stdout, "order.yaml: ok") || !strings.Contains(r.stderr, `mixed.yaml:8:5: step reserve: next: no step has id "chrage"`) {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestGraph(t *testing.T) {
+	r := sagactl(t, nil, "graph", orderFile)
+	if r.code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{
+		"flowchart TD\n",
+		"    start((start)) --> s_reserve\n",
+		"    s_reserve[\"reserve<br/>inventory.reserve\"]\n",
+		"    s_reserve -.->|compensate| s_reserve_undo\n",
+		"    s_charge_undo[/\"undo charge<br/>payments.refund\"/]\n",
+		"    s_check -->|false| compensate\n",
+		"    s_done --> succeeded\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("graph lacks %q", want)
+		}
+	}
+	r = sagactl(t, nil, "graph", "../engine/testdata/valid/order.yaml")
+	if !strings.Contains(r.stdout, `s_route -->|"input.amount #gt; 1000.0"| s_review`) || !strings.Contains(r.stdout, "s_route -->|default| s_charge") {
+		t.Fatalf("switch edges missing:\n%s", r.stdout)
+	}
+}
+
+func TestPlan(t *testing.T) {
+	r := sagactl(t, nil, "plan", orderFile, "--fail", "ship")
+	want := "if step ship fails for good (path: reserve -> price -> charge -> check -> ship), compensation runs:\n" +
+		"  1. undo charge: payments.refund\n  2. undo reserve: inventory.release\nthe saga ends compensated\n"
+	if r.code != cli.ExitOK || r.stdout != want {
+		t.Fatalf("exit %d\n%s\nwant\n%s%s", r.code, r.stdout, want, r.stderr)
+	}
+	r = sagactl(t, nil, "plan", "../engine/testdata/valid/order.yaml", "--fail", "review.x")
+	if r.code != cli.ExitUsage {
+		t.Fatalf("bad step accepted: %s", r.stdout)
+	}
+	// A path that a switch sends elsewhere never reaches the failing step.
+	r = sagactl(t, nil, "plan", "../engine/testdata/valid/loop.yaml", "--fail", "poll", "--input", `{"job": "j"}`)
+	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "nothing to compensate") {
+		t.Fatalf("exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+}

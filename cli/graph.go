@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+)
+
+func runGraph(c *Config, args []string) int {
+	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
+	files, ok := c.flags(fs, args)
+	if !ok {
+		return ExitUsage
+	}
+	if len(files) != 1 {
+		c.errorf("graph: name exactly one definition file (got %d)", len(files))
+		return ExitUsage
+	}
+	plan, ok := c.load(files[0])
+	if !ok {
+		return ExitUsage
+	}
+	writeMermaid(c.Stdout, plan.Definition())
+	return ExitOK
+}
+
+// mermaidText escapes a label for a quoted Mermaid node or edge label.
+func mermaidText(s string) string {
+	r := strings.NewReplacer(`"`, "#quot;", "<", "#lt;", ">", "#gt;", "\n", " ")
+	return r.Replace(s)
+}
+
+// nodeID makes a step id safe as a Mermaid node id.
+func nodeID(id string) string {
+	return "s_" + strings.NewReplacer(".", "_", "-", "_").Replace(id)
+}
+
+// writeMermaid draws the definition: solid edges for the forward path,
+// labelled edges for switch cases and catches, dotted edges to each step's
+// compensation, and the terminal outcomes.
+func writeMermaid(w io.Writer, def *engine.Definition) {
+	fmt.Fprintf(w, "flowchart TD\n")
+	fmt.Fprintf(w, "    start((start)) --> %s\n", nodeID(def.Steps[0].ID))
+	fmt.Fprintf(w, "    succeeded((succeeded))\n")
+	fmt.Fprintf(w, "    compensate[[compensate: undo completed steps, newest first]]\n")
+	next := func(i int, s *engine.Step) string {
+		if s.Next != "" {
+			return nodeID(s.Next)
+		}
+		if i+1 < len(def.Steps) {
+			return nodeID(def.Steps[i+1].ID)
+		}
+		return "succeeded"
+	}
+	for i, s := range def.Steps {
+		id := nodeID(s.ID)
+		switch s.Kind {
+		case engine.KindAction:
+			fmt.Fprintf(w, "    %s[\"%s<br/>%s\"]\n", id, mermaidText(s.ID), mermaidText(s.Action))
+			fmt.Fprintf(w, "    %s --> %s\n", id, next(i, s))
+			fmt.Fprintf(w, "    %s -->|fails| compensate\n", id)
+		case engine.KindSet:
+			names := make([]string, len(s.Set))
+			for j, a := range s.Set {
+				names[j] = a.Name
+			}
+			fmt.Fprintf(w, "    %s[\"%s<br/>set %s\"]\n", id, mermaidText(s.ID), mermaidText(strings.Join(names, ", ")))
+			fmt.Fprintf(w, "    %s --> %s\n", id, next(i, s))
+		case engine.KindSwitch:
+			fmt.Fprintf(w, "    %s{\"%s\"}\n", id, mermaidText(s.ID))
+			hasDefault := false
+			for _, cs := range s.Switch {
+				if cs.Default {
+					hasDefault = true
+					fmt.Fprintf(w, "    %s -->|default| %s\n", id, nodeID(cs.Next))
+				} else {
+					fmt.Fprintf(w, "    %s -->|\"%s\"| %s\n", id, mermaidText(cs.If), nodeID(cs.Next))
+				}
+			}
+			if !hasDefault {
+				fmt.Fprintf(w, "    %s -->|otherwise| %s\n", id, next(i, s))
+			}
+		case engine.KindAssert:
+			fmt.Fprintf(w, "    %s{{\"%s<br/>assert %s\"}}\n", id, mermaidText(s.ID), mermaidText(s.Assert.If))
+			fmt.Fprintf(w, "    %s --> %s\n", id, next(i, s))
+			fmt.Fprintf(w, "    %s -->|false| compensate\n", id)
+		case engine.KindFail:
+			fmt.Fprintf(w, "    %s[\"%s<br/>fail %s\"]\n", id, mermaidText(s.ID), mermaidText(s.Fail.Error))
+			fmt.Fprintf(w, "    %s --> compensate\n", id)
+		case engine.KindSucceed:
+			fmt.Fprintf(w, "    %s([\"%s<br/>succeed\"])\n", id, mermaidText(s.ID))
+			fmt.Fprintf(w, "    %s --> succeeded\n", id)
+		}
+		for _, ct := range s.Catch {
+			fmt.Fprintf(w, "    %s -->|\"catch %s\"| %s\n", id, mermaidText(strings.Join(ct.Errors, ", ")), nodeID(ct.Next))
+		}
+		if s.Compensate != nil {
+			fmt.Fprintf(w, "    %s_undo[/\"undo %s<br/>%s\"/]\n", id, mermaidText(s.ID), mermaidText(s.Compensate.Action))
+			fmt.Fprintf(w, "    %s -.->|compensate| %s_undo\n", id, id)
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+)
+
+func runPlan(c *Config, args []string) int {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	input := fs.String("input", "", "saga input: JSON, or @FILE (default: zero values of the declared fields)")
+	var fails stringList
+	fs.Var(&fails, "fail", "the step (or STEP.compensate) that fails for good; repeatable")
+	files, ok := c.flags(fs, args)
+	if !ok {
+		return ExitUsage
+	}
+	if len(files) != 1 {
+		c.errorf("plan: name exactly one definition file (got %d)", len(files))
+		return ExitUsage
+	}
+	if len(fails) == 0 {
+		c.errorf("plan: say which step fails with --fail STEP")
+		return ExitUsage
+	}
+	plan, ok := c.load(files[0])
+	if !ok {
+		return ExitUsage
+	}
+	failing, ok := c.checkFails(plan, fails)
+	if !ok {
+		return ExitUsage
+	}
+	var in map[string]any
+	if *input != "" {
+		if in, ok = c.readInput(*input); !ok {
+			return ExitUsage
+		}
+	} else {
+		in = zeroInput(plan.Definition())
+	}
+	checked, err := plan.CheckInput(in)
+	if err != nil {
+		c.errorf("%v", err)
+		return ExitUsage
+	}
+	path, comps, st, err := simulate(plan, checked, failing)
+	if err != nil {
+		c.errorf("plan: %v", err)
+		return ExitUsage
+	}
+	if st.Failure == nil {
+		fmt.Fprintf(c.Stdout, "with this input the saga %s without reaching a failing step (path: %s)\n", st.Status, join(path))
+		return ExitUsage
+	}
+	what := st.Failure.Error()
+	if st.Failure.Type == ErrorTypeSimulated {
+		what = "step " + st.Failure.Step + " fails for good"
+	}
+	fmt.Fprintf(c.Stdout, "if %s (path: %s), compensation runs:\n", what, join(path))
+	if len(comps) == 0 {
+		fmt.Fprintf(c.Stdout, "  nothing to compensate: no completed step declares compensate\n")
+	}
+	for i, cp := range comps {
+		fmt.Fprintf(c.Stdout, "  %d. undo %s: %s\n", i+1, cp.step, cp.action)
+	}
+	fmt.Fprintf(c.Stdout, "the saga ends %s\n", st.Status)
+	return ExitOK
+}
+
+type plannedComp struct{ step, action string }
+
+// simulate runs the saga with Advance alone: every action succeeds with its
+// input as output, except those in fail.
+func simulate(plan *engine.Plan, in map[string]any, fail failSet) ([]string, []plannedComp, *engine.State, error) {
+	var (
+		path  []string
+		comps []plannedComp
+	)
+	now := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	onStep := func(rec engine.StepRecord) {
+		if !rec.Compensation && rec.Outcome != engine.OutcomeStarted {
+			path = append(path, rec.Step)
+		}
+	}
+	st := &engine.State{}
+	if _, err := plan.Advance(st, engine.Event{Kind: engine.EventStart, Now: now, SagaID: "plan", Input: in, OnStep: onStep}); err != nil {
+		return nil, nil, nil, err
+	}
+	for range 10_000 {
+		call, err := plan.Call(st, now)
+		if err != nil {
+			break
+		}
+		var out any = call.Input
+		var callErr error
+		if call.Compensation {
+			comps = append(comps, plannedComp{call.Step, call.Action})
+		}
+		if fail.fails(call) {
+			out, callErr = nil, engine.Permanent(engine.NewError(ErrorTypeSimulated, "--fail"))
+		}
+		if _, err := plan.Advance(st, engine.Event{Kind: engine.EventResult, Now: now, Output: out, Err: callErr, OnStep: onStep}); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return path, comps, st, nil
+}
+
+func zeroInput(def *engine.Definition) map[string]any {
+	in := map[string]any{}
+	for _, f := range def.Input {
+		switch f.Type {
+		case "string":
+			in[f.Name] = ""
+		case "int", "uint", "double":
+			in[f.Name] = int64(0)
+		case "bool":
+			in[f.Name] = false
+		case "bytes":
+			in[f.Name] = ""
+		case "list":
+			in[f.Name] = []any{}
+		case "map":
+			in[f.Name] = map[string]any{}
+		case "timestamp":
+			in[f.Name] = "2000-01-01T00:00:00Z"
+		case "duration":
+			in[f.Name] = "0s"
+		default:
+			in[f.Name] = nil
+		}
+	}
+	return in
+}
+
+func join(xs []string) string {
+	out := ""
+	for i, x := range xs {
+		if i > 0 {
+			out += " -> "
+		}
+		out += x
+	}
+	return out
+}

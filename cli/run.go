@@ -1,0 +1,264 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/embedded"
+	"github.com/lambdasaga/lambdasaga/engine"
+)
+
+// ErrorTypeSimulated is the error type of a failure forced with --fail.
+const ErrorTypeSimulated = "SimulatedFailure"
+
+// failSet is what --fail names: steps, and STEP.compensate for compensations.
+type failSet map[string]bool
+
+func (f failSet) fails(call engine.Call) bool {
+	if call.Compensation {
+		return f[call.Step+".compensate"]
+	}
+	return f[call.Step]
+}
+
+// checkFails makes sure every --fail names an action step (or the
+// compensation of one that declares it).
+func (c *Config) checkFails(plan *engine.Plan, names []string) (failSet, bool) {
+	set := failSet{}
+	for _, name := range names {
+		id, comp := strings.CutSuffix(name, ".compensate")
+		s, ok := plan.Step(id)
+		switch {
+		case !ok:
+			c.errorf("--fail %s: saga %s has no step %q", name, plan.Name(), id)
+			return nil, false
+		case s.Kind != engine.KindAction:
+			c.errorf("--fail %s: step %s is %s %s step; only action steps (and their compensations) can be made to fail", name, id, article(string(s.Kind)), s.Kind)
+			return nil, false
+		case comp && s.Compensate == nil:
+			c.errorf("--fail %s: step %s declares no compensate", name, id)
+			return nil, false
+		}
+		set[name] = true
+	}
+	return set, true
+}
+
+// invoker runs registered actions, simulates the rest (output = input), and
+// fails what --fail names.
+type invoker struct {
+	reg  *engine.Registry
+	fail failSet
+}
+
+func (v invoker) Invoke(ctx context.Context, call engine.Call) (any, error) {
+	if v.fail.fails(call) {
+		what := "step " + call.Step
+		if call.Compensation {
+			what = "compensation of step " + call.Step
+		}
+		return nil, engine.Permanent(engine.NewError(ErrorTypeSimulated, what+" failed (--fail)"))
+	}
+	if v.reg.Has(call.Action) {
+		return v.reg.Invoke(ctx, call)
+	}
+	return call.Input, nil
+}
+
+// runReport is the --json output.
+type runReport struct {
+	SagaID        string        `json:"saga_id"`
+	Status        engine.Status `json:"status"`
+	Output        any           `json:"output"`
+	Steps         []stepReport  `json:"steps"`
+	Compensations []stepReport  `json:"compensations"`
+}
+
+type stepReport struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	Attempts int    `json:"attempts"`
+}
+
+func runRun(c *Config, args []string) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	input := fs.String("input", "", "saga input: JSON, or @FILE")
+	asJSON := fs.Bool("json", false, "print one JSON object at the end instead of progress")
+	id := fs.String("id", "", "saga id (default: random)")
+	timeout := fs.Duration("timeout", 10*time.Minute, "give up waiting after this long")
+	var fails stringList
+	fs.Var(&fails, "fail", "make STEP (or STEP.compensate) fail for good; repeatable")
+	files, ok := c.flags(fs, args)
+	if !ok {
+		return ExitUsage
+	}
+	if len(files) != 1 {
+		c.errorf("run: name exactly one definition file (got %d)", len(files))
+		return ExitUsage
+	}
+	plan, ok := c.load(files[0])
+	if !ok {
+		return ExitUsage
+	}
+	in, ok := c.readInput(*input)
+	if !ok {
+		return ExitUsage
+	}
+	failing, ok := c.checkFails(plan, fails)
+	if !ok {
+		return ExitUsage
+	}
+	if _, err := plan.CheckInput(in); err != nil {
+		c.errorf("%v", err)
+		return ExitUsage
+	}
+
+	var (
+		mu     sync.Mutex
+		report = runReport{Steps: []stepReport{}, Compensations: []stepReport{}}
+	)
+	onStep := func(ev engine.StepEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		rec := stepReport{ID: ev.Step, Status: string(ev.Outcome), Attempts: ev.Attempt}
+		switch {
+		case ev.Outcome == engine.OutcomeStarted:
+			return
+		case ev.Compensation && ev.Outcome != engine.OutcomeRetrying:
+			report.Compensations = append(report.Compensations, rec)
+		case !ev.Compensation && ev.Outcome != engine.OutcomeRetrying:
+			report.Steps = append(report.Steps, rec)
+		}
+		if !*asJSON {
+			printStep(c, ev)
+		}
+	}
+	rt, err := embedded.Start(embedded.Config{Actions: invoker{reg: c.Actions, fail: failing}, OnStep: onStep, Visibility: 5 * time.Minute})
+	if err != nil {
+		c.errorf("%v", err)
+		return ExitUsage
+	}
+	defer rt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	sagaID := *id
+	if sagaID == "" {
+		sagaID = randomID()
+	}
+	if !*asJSON {
+		// Before Start: from then on, workers print steps concurrently.
+		fmt.Fprintf(c.Stdout, "saga %s (%s) started\n", sagaID, plan.Name())
+	}
+	started := time.Now()
+	if _, err := rt.Coordinator.Start(ctx, &engine.StartParams{Plan: plan, SagaID: sagaID, Input: in}); err != nil {
+		c.errorf("start: %v", err)
+		return ExitUsage
+	}
+	st, err := rt.Wait(ctx, sagaID)
+	if err != nil {
+		c.errorf("%v", err)
+		return ExitUsage
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	report.SagaID, report.Status, report.Output = st.SagaID, st.Status, jsonable(st.Output)
+	if *asJSON {
+		enc := json.NewEncoder(c.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			c.errorf("encode report: %v", err)
+			return ExitUsage
+		}
+	} else {
+		printSummary(c, st, report, time.Since(started))
+	}
+	switch st.Status {
+	case engine.StatusSucceeded:
+		return ExitOK
+	case engine.StatusCompensated:
+		return ExitCompensated
+	default:
+		return ExitCompensationFailed
+	}
+}
+
+func printStep(c *Config, ev engine.StepEvent) {
+	name := ev.Step
+	if ev.Compensation {
+		name = "undo " + ev.Step
+	}
+	line := fmt.Sprintf("  %-18s %-20s", name, ev.Outcome)
+	if ev.Kind == engine.KindAction || ev.Compensation {
+		line += fmt.Sprintf(" attempt %d  %8s", ev.Attempt, ev.Duration.Round(10*time.Microsecond))
+	}
+	if ev.Outcome == engine.OutcomeRetrying {
+		line += fmt.Sprintf("  retry in %s", ev.Delay.Round(time.Millisecond))
+	}
+	if ev.Error != nil {
+		line += "  " + ev.Error.Type + ": " + ev.Error.Message
+	}
+	fmt.Fprintln(c.Stdout, strings.TrimRight(line, " "))
+}
+
+func printSummary(c *Config, st *engine.State, r runReport, took time.Duration) {
+	fmt.Fprintf(c.Stdout, "saga %s %s in %s", st.SagaID, st.Status, took.Round(100*time.Microsecond))
+	if st.Failure != nil {
+		fmt.Fprintf(c.Stdout, ": %s", st.Failure.Error())
+	}
+	fmt.Fprintln(c.Stdout)
+	if len(r.Compensations) > 0 {
+		var undone []string
+		for _, comp := range r.Compensations {
+			undone = append(undone, comp.ID+" ("+comp.Status+")")
+		}
+		fmt.Fprintf(c.Stdout, "compensations, newest first: %s\n", strings.Join(undone, ", "))
+	}
+	if st.CompensationError != nil {
+		fmt.Fprintf(c.Stdout, "parked: %s\n", st.CompensationError.Error())
+	}
+	if st.Status == engine.StatusSucceeded {
+		out, _ := json.Marshal(jsonable(st.Output))
+		fmt.Fprintf(c.Stdout, "output: %s\n", out)
+	}
+}
+
+// jsonable turns stored values into what encoding/json prints well.
+func jsonable(v any) any {
+	switch t := v.(type) {
+	case time.Duration:
+		return t.String()
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = jsonable(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = jsonable(e)
+		}
+		return out
+	}
+	return v
+}
+
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
+}
+
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "run-" + hex.EncodeToString(b[:])
+}

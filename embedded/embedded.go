@@ -1,0 +1,111 @@
+// Package embedded runs sagas in one process: the memory store and queue,
+// the coordinator, and a worker per queue, the same protocol the Lambda
+// functions run. sagactl run uses it; so can a service's tests.
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	smem "github.com/lambdasaga/lambdasaga/store/memory"
+)
+
+// Config sets up a Runtime. Actions is required.
+type Config struct {
+	Actions engine.Invoker
+	// Workers per queue; default 2.
+	Workers int
+	// Visibility is how long a message stays hidden while handled before it
+	// is delivered again; default 30s.
+	Visibility time.Duration
+	Logger     *slog.Logger
+	// OnStep hears of every step of every saga.
+	OnStep func(engine.StepEvent)
+	// PollInterval is how often Wait looks at a saga; default 2ms.
+	PollInterval time.Duration
+}
+
+// Runtime is a running in-process saga system.
+type Runtime struct {
+	Store       *smem.Store
+	Queue       *qmem.Queue
+	Coordinator *engine.Coordinator
+
+	cfg    Config
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Start builds the runtime and starts its workers. Call Close when done.
+func Start(cfg Config) (*Runtime, error) {
+	if cfg.Actions == nil {
+		return nil, errors.New("embedded: Actions are required")
+	}
+	if cfg.Workers == 0 {
+		cfg.Workers = 2
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 2 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &Runtime{cfg: cfg, Store: smem.New(), Queue: qmem.New(qmem.Config{Visibility: cfg.Visibility, PollInterval: time.Millisecond})}
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.Store, Queue: r.Queue, Actions: cfg.Actions, Logger: cfg.Logger, OnStep: cfg.OnStep})
+	if err != nil {
+		return nil, err
+	}
+	r.Coordinator = coord
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	for _, q := range engine.QueueNames() {
+		for range cfg.Workers {
+			r.wg.Go(func() {
+				_ = engine.RunWorker(ctx, engine.WorkerConfig{Coordinator: coord, Receiver: r.Queue, Queue: q, Wait: 50 * time.Millisecond, Logger: cfg.Logger})
+			})
+		}
+	}
+	return r, nil
+}
+
+// Close stops the workers and waits for them.
+func (r *Runtime) Close() {
+	r.cancel()
+	r.wg.Wait()
+}
+
+// Run starts a saga and waits until it is final (succeeded, compensated or
+// compensation_failed) or ctx ends.
+func (r *Runtime) Run(ctx context.Context, p *engine.StartParams) (*engine.State, error) {
+	st, err := r.Coordinator.Start(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return r.Wait(ctx, st.SagaID)
+}
+
+// Wait polls a saga until it is final or ctx ends.
+func (r *Runtime) Wait(ctx context.Context, sagaID string) (*engine.State, error) {
+	t := time.NewTicker(r.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		st, err := r.Coordinator.Get(ctx, sagaID)
+		if err != nil {
+			return nil, err
+		}
+		if st.Status.Final() {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, fmt.Errorf("saga %s still %s: %w", sagaID, st.Status, ctx.Err())
+		case <-t.C:
+		}
+	}
+}

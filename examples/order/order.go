@@ -1,0 +1,143 @@
+// Package order is the example order saga: its definition and Go actions
+// backed by small in-memory fake services (inventory, payments, shipping)
+// that honour idempotency keys, as real services should.
+package order
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"sync"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+)
+
+// Definition is order.yaml.
+//
+//go:embed order.yaml
+var Definition []byte
+
+// DeclinedCard is the card number the fake payment service always declines.
+const DeclinedCard = "4000000000000002"
+
+// OutOfStock is the item the fake inventory never has.
+const OutOfStock = "unobtainium"
+
+// Services are the fake back ends. Each remembers the result of every
+// idempotency key, so a redelivered call applies its effect once.
+type Services struct {
+	mu        sync.Mutex
+	seen      map[string]any // idempotency key -> result
+	Reserved  map[string][]string
+	Charged   map[string]int64 // order id -> cents
+	Shipped   map[string]bool
+	Effects   []string // every effect applied, in order, e.g. "charge o-1"
+	callCount int
+}
+
+// NewServices returns fresh fake services.
+func NewServices() *Services {
+	return &Services{seen: map[string]any{}, Reserved: map[string][]string{}, Charged: map[string]int64{}, Shipped: map[string]bool{}}
+}
+
+// Calls counts every action call, duplicates included.
+func (s *Services) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.callCount
+}
+
+// once applies effect at most once per idempotency key.
+func (s *Services) once(call engine.Call, effect func() (any, error)) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.callCount++
+	if r, ok := s.seen[call.IdempotencyKey]; ok {
+		return r, nil
+	}
+	r, err := effect()
+	if err == nil {
+		s.seen[call.IdempotencyKey] = r
+	}
+	return r, err
+}
+
+type reserveIn struct {
+	OrderID string   `json:"order_id"`
+	Items   []string `json:"items"`
+}
+
+type chargeIn struct {
+	OrderID     string `json:"order_id"`
+	AmountCents int64  `json:"amount_cents"`
+	Currency    string `json:"currency"`
+	Card        string `json:"card"`
+}
+
+type shipIn struct {
+	OrderID  string   `json:"order_id"`
+	Customer string   `json:"customer"`
+	Items    []string `json:"items"`
+}
+
+type orderRef struct {
+	OrderID     string `json:"order_id"`
+	AmountCents int64  `json:"amount_cents"`
+}
+
+// Register adds the order saga's actions to reg.
+func (s *Services) Register(reg *engine.Registry) {
+	reg.MustRegister("inventory.reserve", engine.Typed(func(ctx context.Context, c engine.Call, in reserveIn) (any, error) {
+		return s.once(c, func() (any, error) {
+			for _, it := range in.Items {
+				if it == OutOfStock {
+					return nil, engine.Permanent(engine.NewError("OutOfStock", it+" is out of stock"))
+				}
+			}
+			s.Reserved[in.OrderID] = in.Items
+			s.Effects = append(s.Effects, "reserve "+in.OrderID)
+			return map[string]any{"order_id": in.OrderID, "reservation_id": "r-" + in.OrderID}, nil
+		})
+	}))
+	reg.MustRegister("inventory.release", engine.Typed(func(ctx context.Context, c engine.Call, in orderRef) (any, error) {
+		return s.once(c, func() (any, error) {
+			delete(s.Reserved, in.OrderID)
+			s.Effects = append(s.Effects, "release "+in.OrderID)
+			return nil, nil
+		})
+	}))
+	reg.MustRegister("payments.charge", engine.Typed(func(ctx context.Context, c engine.Call, in chargeIn) (any, error) {
+		return s.once(c, func() (any, error) {
+			if in.Card == DeclinedCard {
+				return nil, engine.NewError("CardDeclined", "the card was declined")
+			}
+			s.Charged[in.OrderID] += in.AmountCents
+			s.Effects = append(s.Effects, "charge "+in.OrderID)
+			return map[string]any{"order_id": in.OrderID, "payment_id": "p-" + in.OrderID, "amount_cents": in.AmountCents, "status": "captured"}, nil
+		})
+	}))
+	reg.MustRegister("payments.refund", engine.Typed(func(ctx context.Context, c engine.Call, in orderRef) (any, error) {
+		return s.once(c, func() (any, error) {
+			if s.Charged[in.OrderID] < in.AmountCents {
+				return nil, engine.Permanent(fmt.Errorf("refund of %d cents exceeds the %d charged", in.AmountCents, s.Charged[in.OrderID]))
+			}
+			s.Charged[in.OrderID] -= in.AmountCents
+			s.Effects = append(s.Effects, "refund "+in.OrderID)
+			return nil, nil
+		})
+	}))
+	reg.MustRegister("shipping.create", engine.Typed(func(ctx context.Context, c engine.Call, in shipIn) (any, error) {
+		return s.once(c, func() (any, error) {
+			s.Shipped[in.OrderID] = true
+			s.Effects = append(s.Effects, "ship "+in.OrderID)
+			return map[string]any{"order_id": in.OrderID, "shipment_id": "s-" + in.OrderID}, nil
+		})
+	}))
+	reg.MustRegister("shipping.cancel", engine.Typed(func(ctx context.Context, c engine.Call, in orderRef) (any, error) {
+		return s.once(c, func() (any, error) {
+			delete(s.Shipped, in.OrderID)
+			s.Effects = append(s.Effects, "cancel-shipment "+in.OrderID)
+			return nil, nil
+		})
+	}))
+}
