@@ -39,9 +39,9 @@ type Config struct {
 
 // Queue holds any number of named queues, made on first use.
 type Queue struct {
-	cfg    Config
-	mu     sync.Mutex
-	queues map[engine.QueueName][]*item
+	cfg     Config
+	mu      sync.Mutex
+	queues  map[engine.QueueName][]*item
 	seq     uint64
 	notify  chan struct{} // closed and replaced on a send while receivers wait
 	waiters int
