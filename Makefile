@@ -3,8 +3,12 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 GO ?= go
 BIN := bin
+EMU := tools/emulators
+# Runs a command with dynalite and fauxqs started on free 127.0.0.1 ports
+# (LAMBDASAGA_DYNAMODB_ENDPOINT, LAMBDASAGA_SQS_ENDPOINT), stopped afterwards.
+WITH_EMULATORS := $(GO) run ./tools/withemulators -dir $(EMU) -log $(BIN)/emulators.log --
 
-.PHONY: help demo test unit race bench bench-once build lint fmt
+.PHONY: help demo test unit race bench bench-once build lint fmt emulators
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -22,11 +26,19 @@ demo: ## run the order saga in process: one that succeeds, one whose payment is 
 
 test: lint unit race bench-once ## everything CI runs: lint, tests (with allocation pins), race detector, each benchmark once
 
-unit: ## go test ./... (fuzz seed corpora included)
-	$(GO) test -count=1 ./...
+unit: emulators ## go test ./... with the emulators started (fuzz seed corpora included)
+	@mkdir -p $(BIN)
+	$(WITH_EMULATORS) $(GO) test -count=1 ./...
 
-race: ## the tests again under the race detector
-	$(GO) test -race -count=1 ./...
+race: emulators ## the tests again under the race detector
+	@mkdir -p $(BIN)
+	$(WITH_EMULATORS) $(GO) test -race -count=1 ./...
+
+emulators: $(EMU)/node_modules/.installed ## install the DynamoDB and SQS emulators (npm dynalite, fauxqs)
+
+$(EMU)/node_modules/.installed: $(EMU)/package.json $(EMU)/package-lock.json
+	cd $(EMU) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 bench-once: ## every benchmark once, so none can rot
 	$(GO) test -run '^$$' -bench . -benchtime=1x ./...

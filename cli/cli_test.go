@@ -12,6 +12,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/cli"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
+	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 )
 
 const orderFile = "../examples/order/order.yaml"
@@ -223,5 +224,34 @@ func TestPlan(t *testing.T) {
 	r = sagactl(t, nil, "plan", "../engine/testdata/valid/loop.yaml", "--fail", "poll", "--input", `{"job": "j"}`)
 	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "nothing to compensate") {
 		t.Fatalf("exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestRunOnEmulators runs the order saga with sagactl against dynalite and fauxqs.
+func TestRunOnEmulators(t *testing.T) {
+	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
+	sq := awslocal.Endpoint(t, awslocal.EnvSQS)
+	suffix := strings.ReplaceAll(t.Name(), "/", "-")
+	for _, tc := range []struct {
+		fail   []string
+		code   int
+		status string
+		comps  []string
+	}{
+		{nil, cli.ExitOK, "succeeded", []string{}},
+		{[]string{"--fail", "ship"}, cli.ExitCompensated, "compensated", []string{"charge:compensated", "reserve:compensated"}},
+	} {
+		args := append([]string{"run", orderFile, "--input", "@../examples/order/testdata/ok.json", "--json",
+			"--dynamodb-endpoint", dyn, "--sqs-endpoint", sq, "--table", "cli-" + suffix, "--queue-prefix", "cli-" + suffix + "-"}, tc.fail...)
+		r := sagactl(t, nil, args...)
+		var rep report
+		_ = json.Unmarshal([]byte(r.stdout), &rep)
+		if r.code != tc.code || rep.Status != tc.status || !slices.Equal(ids(rep.Compensations), tc.comps) {
+			t.Fatalf("%v: exit %d %+v\n%s", tc.fail, r.code, rep, r.stderr)
+		}
+	}
+	r := sagactl(t, nil, "run", orderFile, "--input", "{}", "--dynamodb-endpoint", dyn)
+	if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--dynamodb-endpoint and --sqs-endpoint go together") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 }

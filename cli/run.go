@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -93,14 +94,21 @@ func runRun(c *Config, args []string) int {
 	asJSON := fs.Bool("json", false, "print one JSON object at the end instead of progress")
 	id := fs.String("id", "", "saga id (default: random)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up waiting after this long")
+	verbose := fs.Bool("verbose", false, "log every handled message to stderr (ids, step, version, outcome; never values)")
 	var fails stringList
 	fs.Var(&fails, "fail", "make STEP (or STEP.compensate) fail for good; repeatable")
+	var be backendFlags
+	be.register(fs)
 	files, ok := c.flags(fs, args)
 	if !ok {
 		return ExitUsage
 	}
 	if len(files) != 1 {
 		c.errorf("run: name exactly one definition file (got %d)", len(files))
+		return ExitUsage
+	}
+	if (be.dynamoEndpoint == "") != (be.sqsEndpoint == "") {
+		c.errorf("--dynamodb-endpoint and --sqs-endpoint go together")
 		return ExitUsage
 	}
 	plan, ok := c.load(files[0])
@@ -140,14 +148,22 @@ func runRun(c *Config, args []string) int {
 			printStep(c, ev)
 		}
 	}
-	rt, err := embedded.Start(embedded.Config{Actions: invoker{reg: c.Actions, fail: failing}, OnStep: onStep, Visibility: 5 * time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	rtCfg := embedded.Config{Actions: invoker{reg: c.Actions, fail: failing}, OnStep: onStep, Visibility: 5 * time.Minute}
+	if *verbose {
+		rtCfg.Logger = slog.New(slog.NewTextHandler(c.Stderr, nil))
+	}
+	if err := be.apply(ctx, &rtCfg); err != nil {
+		c.errorf("%v", err)
+		return ExitUsage
+	}
+	rt, err := embedded.Start(rtCfg)
 	if err != nil {
 		c.errorf("%v", err)
 		return ExitUsage
 	}
 	defer rt.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
 	sagaID := *id
 	if sagaID == "" {
 		sagaID = randomID()

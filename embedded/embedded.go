@@ -19,6 +19,12 @@ import (
 // Config sets up a Runtime. Actions is required.
 type Config struct {
 	Actions engine.Invoker
+	// Store, Queue and Receiver default to the memory implementations; set
+	// all three to run on DynamoDB and SQS (or their emulators) instead,
+	// with the workers polling like Lambda's event source mapping.
+	Store    engine.Store
+	Queue    engine.Queue
+	Receiver engine.Receiver
 	// Workers per queue; default 2.
 	Workers int
 	// Visibility is how long a message stays hidden while handled before it
@@ -33,8 +39,9 @@ type Config struct {
 
 // Runtime is a running in-process saga system.
 type Runtime struct {
-	Store       *smem.Store
-	Queue       *qmem.Queue
+	Store       engine.Store
+	Queue       engine.Queue
+	Receiver    engine.Receiver
 	Coordinator *engine.Coordinator
 
 	cfg    Config
@@ -56,7 +63,14 @@ func Start(cfg Config) (*Runtime, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &Runtime{cfg: cfg, Store: smem.New(), Queue: qmem.New(qmem.Config{Visibility: cfg.Visibility, PollInterval: time.Millisecond})}
+	r := &Runtime{cfg: cfg, Store: cfg.Store, Queue: cfg.Queue, Receiver: cfg.Receiver}
+	switch {
+	case cfg.Store == nil && cfg.Queue == nil && cfg.Receiver == nil:
+		q := qmem.New(qmem.Config{Visibility: cfg.Visibility, PollInterval: time.Millisecond})
+		r.Store, r.Queue, r.Receiver = smem.New(), q, q
+	case cfg.Store == nil || cfg.Queue == nil || cfg.Receiver == nil:
+		return nil, errors.New("embedded: set Store, Queue and Receiver together, or none")
+	}
 	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.Store, Queue: r.Queue, Actions: cfg.Actions, Logger: cfg.Logger, OnStep: cfg.OnStep})
 	if err != nil {
 		return nil, err
@@ -67,7 +81,7 @@ func Start(cfg Config) (*Runtime, error) {
 	for _, q := range engine.QueueNames() {
 		for range cfg.Workers {
 			r.wg.Go(func() {
-				_ = engine.RunWorker(ctx, engine.WorkerConfig{Coordinator: coord, Receiver: r.Queue, Queue: q, Wait: 50 * time.Millisecond, Logger: cfg.Logger})
+				_ = engine.RunWorker(ctx, engine.WorkerConfig{Coordinator: coord, Receiver: r.Receiver, Queue: q, Wait: 50 * time.Millisecond, Visibility: cfg.Visibility, Logger: cfg.Logger})
 			})
 		}
 	}

@@ -26,6 +26,11 @@ type WorkerConfig struct {
 // is deleted; one that failed is left to come back after its visibility
 // timeout, and a malformed one keeps failing until the queue moves it to
 // its dead-letter queue, untouched. It returns ctx's error.
+//
+// Stopping is graceful: a receive under way is not cancelled (a long poll
+// cut off can still be handed a message, which would then stay hidden for
+// its visibility timeout); it finishes within Wait, and what it brought is
+// handled before RunWorker returns.
 func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	if cfg.Batch == 0 {
 		cfg.Batch = 10
@@ -37,8 +42,11 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	calm := context.WithoutCancel(ctx)
 	for ctx.Err() == nil {
-		ds, err := cfg.Receiver.Receive(ctx, &ReceiveParams{Queue: cfg.Queue, Max: cfg.Batch, Wait: cfg.Wait, Visibility: cfg.Visibility})
+		rctx, cancel := context.WithTimeout(calm, cfg.Wait+30*time.Second)
+		ds, err := cfg.Receiver.Receive(rctx, &ReceiveParams{Queue: cfg.Queue, Max: cfg.Batch, Wait: cfg.Wait, Visibility: cfg.Visibility})
+		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
 				log.LogAttrs(ctx, slog.LevelWarn, "receive failed", slog.String("queue", string(cfg.Queue)), slog.String("error", err.Error()))
@@ -47,7 +55,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 			continue
 		}
 		for _, d := range ds {
-			HandleDelivery(ctx, cfg.Coordinator, cfg.Receiver, d, log)
+			HandleDelivery(calm, cfg.Coordinator, cfg.Receiver, d, log)
 		}
 	}
 	return ctx.Err()

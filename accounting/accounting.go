@@ -1,0 +1,147 @@
+// Package accounting counts AWS requests per service and operation, and
+// the DynamoDB capacity they consumed, with SDK middleware. Tests assert
+// the request economy with it and benchmarks report it.
+package accounting
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// Stat is what one operation cost.
+type Stat struct {
+	Calls      int
+	Errors     int
+	ReadUnits  float64
+	WriteUnits float64
+}
+
+// Counter accumulates Stats by "Service.Operation" (e.g. "DynamoDB.PutItem").
+// It is safe for concurrent use.
+type Counter struct {
+	mu    sync.Mutex
+	stats map[string]*Stat
+}
+
+// New returns an empty counter.
+func New() *Counter { return &Counter{stats: map[string]*Stat{}} }
+
+// Register adds the counting middleware to an SDK client's stack: pass it
+// in the client's APIOptions.
+func (c *Counter) Register(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("lambdasaga/accounting",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			out, md, err := next.HandleInitialize(ctx, in)
+			c.record(awsmiddleware.GetServiceID(ctx)+"."+awsmiddleware.GetOperationName(ctx), out.Result, err)
+			return out, md, err
+		}), middleware.After)
+}
+
+func (c *Counter) record(op string, result any, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.stats[op]
+	if s == nil {
+		s = &Stat{}
+		c.stats[op] = s
+	}
+	s.Calls++
+	if err != nil {
+		s.Errors++
+	}
+	for _, cc := range consumed(result) {
+		if cc == nil {
+			continue
+		}
+		r, w := units(cc)
+		s.ReadUnits += r
+		s.WriteUnits += w
+	}
+}
+
+func units(cc *types.ConsumedCapacity) (read, write float64) {
+	if cc.ReadCapacityUnits != nil || cc.WriteCapacityUnits != nil {
+		if cc.ReadCapacityUnits != nil {
+			read = *cc.ReadCapacityUnits
+		}
+		if cc.WriteCapacityUnits != nil {
+			write = *cc.WriteCapacityUnits
+		}
+		return read, write
+	}
+	if cc.CapacityUnits == nil {
+		return 0, 0
+	}
+	return 0, *cc.CapacityUnits // the caller knows reads from writes by operation
+}
+
+func consumed(result any) []*types.ConsumedCapacity {
+	switch r := result.(type) {
+	case *dynamodb.GetItemOutput:
+		return readUnits(r.ConsumedCapacity)
+	case *dynamodb.QueryOutput:
+		return readUnits(r.ConsumedCapacity)
+	case *dynamodb.ScanOutput:
+		return readUnits(r.ConsumedCapacity)
+	case *dynamodb.PutItemOutput:
+		return []*types.ConsumedCapacity{writeUnits(r.ConsumedCapacity)}
+	case *dynamodb.UpdateItemOutput:
+		return []*types.ConsumedCapacity{writeUnits(r.ConsumedCapacity)}
+	case *dynamodb.DeleteItemOutput:
+		return []*types.ConsumedCapacity{writeUnits(r.ConsumedCapacity)}
+	}
+	return nil
+}
+
+// readUnits and writeUnits put a total into the right column when the
+// service reports only CapacityUnits.
+func readUnits(cc *types.ConsumedCapacity) []*types.ConsumedCapacity {
+	if cc == nil || cc.CapacityUnits == nil || cc.ReadCapacityUnits != nil {
+		return []*types.ConsumedCapacity{cc}
+	}
+	v := *cc.CapacityUnits
+	return []*types.ConsumedCapacity{{ReadCapacityUnits: &v}}
+}
+
+func writeUnits(cc *types.ConsumedCapacity) *types.ConsumedCapacity {
+	if cc == nil || cc.CapacityUnits == nil || cc.WriteCapacityUnits != nil {
+		return cc
+	}
+	v := *cc.CapacityUnits
+	return &types.ConsumedCapacity{WriteCapacityUnits: &v}
+}
+
+// Snapshot returns a copy of the counts so far.
+func (c *Counter) Snapshot() map[string]Stat {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]Stat, len(c.stats))
+	for k, s := range c.stats {
+		out[k] = *s
+	}
+	return out
+}
+
+// Reset forgets every count.
+func (c *Counter) Reset() {
+	c.mu.Lock()
+	c.stats = map[string]*Stat{}
+	c.mu.Unlock()
+}
+
+// Operations lists the operations seen, sorted.
+func (c *Counter) Operations() []string {
+	snap := c.Snapshot()
+	ops := make([]string, 0, len(snap))
+	for op := range snap {
+		ops = append(ops, op)
+	}
+	sort.Strings(ops)
+	return ops
+}
