@@ -143,7 +143,7 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*State, error)
 		return nil, err
 	}
 	c.cfg.Plans.Add(plan)
-	if err := c.cfg.Store.DefinitionPut(ctx, &DefinitionPutParams{Hash: plan.Hash(), Name: plan.Name(), Source: plan.def.Source}); err != nil {
+	if err := c.cfg.Plans.ensureStored(ctx, c.cfg.Store, plan); err != nil {
 		return nil, fmt.Errorf("start %s: store definition: %w", id, err)
 	}
 	st := &State{}

@@ -13,13 +13,14 @@ import (
 type Plans struct {
 	store Store
 	opts  Options
-	mu    sync.RWMutex
-	by    map[string]*Plan
+	mu     sync.RWMutex
+	by     map[string]*Plan
+	stored map[string]bool // hashes known to be in the store
 }
 
 // NewPlans returns a plan cache that falls back to store (which may be nil).
 func NewPlans(store Store, opts Options) *Plans {
-	return &Plans{store: store, opts: opts, by: map[string]*Plan{}}
+	return &Plans{store: store, opts: opts, by: map[string]*Plan{}, stored: map[string]bool{}}
 }
 
 // Add makes plan available by its hash.
@@ -52,5 +53,27 @@ func (ps *Plans) Get(ctx context.Context, hash string) (*Plan, error) {
 		return nil, errors.New("stored definition " + hash + " does not match its hash")
 	}
 	ps.Add(p)
+	ps.mu.Lock()
+	ps.stored[hash] = true
+	ps.mu.Unlock()
 	return p, nil
+}
+
+// ensureStored writes plan's definition to store unless this cache has
+// seen it there already (definitions are immutable, so once is enough).
+func (ps *Plans) ensureStored(ctx context.Context, store Store, plan *Plan) error {
+	ps.mu.RLock()
+	done := ps.stored[plan.Hash()]
+	ps.mu.RUnlock()
+	if done {
+		return nil
+	}
+	err := store.DefinitionPut(ctx, &DefinitionPutParams{Hash: plan.Hash(), Name: plan.Name(), Source: plan.def.Source})
+	if err != nil {
+		return err
+	}
+	ps.mu.Lock()
+	ps.stored[plan.Hash()] = true
+	ps.mu.Unlock()
+	return nil
 }
