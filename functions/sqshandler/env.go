@@ -1,0 +1,96 @@
+package sqshandler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lambdaaction"
+	"github.com/lambdasaga/lambdasaga/queue/sqs"
+	"github.com/lambdasaga/lambdasaga/store/dynamo"
+)
+
+// Environment variables the functions read (the template sets them).
+const (
+	EnvTable              = "LAMBDASAGA_TABLE"
+	EnvAdvanceQueueURL    = "LAMBDASAGA_ADVANCE_QUEUE_URL"
+	EnvCompensateQueueURL = "LAMBDASAGA_COMPENSATE_QUEUE_URL"
+	EnvRetentionDays      = "LAMBDASAGA_RETENTION_DAYS"
+	EnvDeadlineMargin     = "LAMBDASAGA_DEADLINE_MARGIN"
+)
+
+// FromEnvironment builds a handler from the function's environment: the AWS
+// clients (endpoints and credentials from the usual AWS variables, so
+// AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_SQS point it at emulators),
+// the DynamoDB store, the SQS queue and the coordinator. Actions are those
+// in reg; `lambda:<function>` actions run through Lambda Invoke. Call it
+// once, outside the handler.
+func FromEnvironment(ctx context.Context, reg *engine.Registry) (*Handler, error) {
+	var missing []string
+	get := func(name string) string {
+		v := os.Getenv(name)
+		if v == "" {
+			missing = append(missing, name)
+		}
+		return v
+	}
+	table, advanceURL, compensateURL := get(EnvTable), get(EnvAdvanceQueueURL), get(EnvCompensateQueueURL)
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("environment: %s not set", strings.Join(missing, ", "))
+	}
+	retention := 30 * 24 * time.Hour
+	if v := os.Getenv(EnvRetentionDays); v != "" {
+		days, err := strconv.Atoi(v)
+		if err != nil || days < 1 {
+			return nil, fmt.Errorf("environment: %s=%q is not a whole number of days", EnvRetentionDays, v)
+		}
+		retention = time.Duration(days) * 24 * time.Hour
+	}
+	margin := DefaultMargin
+	if v := os.Getenv(EnvDeadlineMargin); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("environment: %s=%q is not a positive duration", EnvDeadlineMargin, v)
+		}
+		margin = d
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("aws config: %w", err)
+	}
+	store, err := dynamo.New(dynamo.Config{Client: dynamodb.NewFromConfig(awsCfg), Table: table, Retention: retention})
+	if err != nil {
+		return nil, err
+	}
+	queue, err := sqs.New(sqs.Config{Client: awssqs.NewFromConfig(awsCfg), URLs: map[engine.QueueName]string{
+		engine.QueueAdvance: advanceURL, engine.QueueCompensate: compensateURL,
+	}})
+	if err != nil {
+		return nil, err
+	}
+	invoker := &lambdaaction.Invoker{Client: awslambda.NewFromConfig(awsCfg)}
+	reg.SetFallback(func(ctx context.Context, call engine.Call) (any, error) {
+		if strings.HasPrefix(call.Action, lambdaaction.Prefix) {
+			return invoker.Invoke(ctx, call)
+		}
+		return nil, engine.Permanent(engine.NewError(engine.ErrorTypeActionNotFound,
+			fmt.Sprintf("no action %q in this function: register it in your advance function, or use lambda:<function>", call.Action)))
+	})
+	log := slog.New(lambdacontext.NewLogHandler())
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: store, Queue: queue, Actions: reg, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return New(Config{Coordinator: coord, Logger: log, Margin: margin})
+}

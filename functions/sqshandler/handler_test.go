@@ -1,0 +1,172 @@
+package sqshandler_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/examples/order"
+	"github.com/lambdasaga/lambdasaga/functions/sqshandler"
+	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	smem "github.com/lambdasaga/lambdasaga/store/memory"
+)
+
+// fixture reads an event from infra/events: the same files sam local invoke uses.
+func fixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../../infra/events/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type rig struct {
+	coord *engine.Coordinator
+	queue *qmem.Queue
+	reg   *engine.Registry
+	lh    lambda.Handler
+}
+
+// newRig starts saga order-1001 (the fixtures' saga) on the memory store,
+// with reserve behaving as told.
+func newRig(t *testing.T, reserve engine.ActionFunc) *rig {
+	t.Helper()
+	r := &rig{queue: qmem.New(qmem.Config{}), reg: engine.NewRegistry()}
+	r.reg.SetFallback(func(ctx context.Context, c engine.Call) (any, error) { return map[string]any{"order_id": "order-1001", "amount_cents": int64(4250)}, nil })
+	if reserve != nil {
+		r.reg.MustRegister("inventory.reserve", reserve)
+	}
+	var err error
+	r.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: smem.New(), Queue: r.queue, Actions: r.reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := engine.Compile("order.yaml", order.Definition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]any{"order_id": "order-1001", "customer": "ada", "amount": 42.5, "currency": "EUR", "card": "4242", "items": []any{"book"}}
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "order-1001", Input: in}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := sqshandler.New(sqshandler.Config{Coordinator: r.coord, Margin: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.lh = lambda.NewHandler(h.Handle)
+	return r
+}
+
+func (r *rig) invoke(t *testing.T, ctx context.Context, event []byte) []string {
+	t.Helper()
+	out, err := r.lh.Invoke(ctx, event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp events.SQSEventResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		t.Fatalf("response %s: %v", out, err)
+	}
+	failed := []string{}
+	for _, f := range resp.BatchItemFailures {
+		failed = append(failed, f.ItemIdentifier)
+	}
+	return failed
+}
+
+func (r *rig) state(t *testing.T) *engine.State {
+	st, err := r.coord.Get(context.Background(), "order-1001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestHandlerSuccess(t *testing.T) {
+	r := newRig(t, nil)
+	if failed := r.invoke(t, context.Background(), fixture(t, "advance.json")); len(failed) != 0 {
+		t.Fatalf("failures %v", failed)
+	}
+	st := r.state(t)
+	if st.Version != 2 || st.Status != engine.StatusRunning || r.queue.Len(engine.QueueAdvance) != 2 { // the start message and the charge message
+		t.Fatalf("v%d %s, %d messages", st.Version, st.Status, r.queue.Len(engine.QueueAdvance))
+	}
+	// The same event again is a duplicate: it re-sends the outbox and succeeds.
+	if failed := r.invoke(t, context.Background(), fixture(t, "advance.json")); len(failed) != 0 {
+		t.Fatalf("duplicate: failures %v", failed)
+	}
+	if r.state(t).Version != 2 {
+		t.Fatal("a duplicate wrote a new version")
+	}
+}
+
+func TestHandlerRetry(t *testing.T) {
+	r := newRig(t, func(context.Context, engine.Call) (any, error) { return nil, errors.New("inventory service unavailable") })
+	if failed := r.invoke(t, context.Background(), fixture(t, "advance.json")); len(failed) != 0 {
+		t.Fatalf("a retryable action error is a handled message (the retry is a new, delayed message): failures %v", failed)
+	}
+	st := r.state(t)
+	cur, _ := st.Pending()
+	if st.Status != engine.StatusRunning || cur.Attempt != 2 || st.Outbox[0].Delay == 0 {
+		t.Fatalf("%s attempt %d outbox %+v", st.Status, cur.Attempt, st.Outbox)
+	}
+}
+
+func TestHandlerPermanentFailure(t *testing.T) {
+	r := newRig(t, func(context.Context, engine.Call) (any, error) {
+		return nil, engine.Permanent(engine.NewError("OutOfStock", "none left"))
+	})
+	if failed := r.invoke(t, context.Background(), fixture(t, "advance.json")); len(failed) != 0 {
+		t.Fatalf("failures %v", failed)
+	}
+	st := r.state(t)
+	if st.Status != engine.StatusCompensated || st.Failure.Type != "OutOfStock" {
+		t.Fatalf("%s %+v", st.Status, st.Failure)
+	}
+}
+
+func TestHandlerPoisonMessage(t *testing.T) {
+	r := newRig(t, nil)
+	failed := r.invoke(t, context.Background(), fixture(t, "advance-batch.json"))
+	if !slices.Equal(failed, []string{"33333333-3333-4333-8333-333333333333"}) {
+		t.Fatalf("failures %v, want only the poison record", failed)
+	}
+	if r.state(t).Version != 2 {
+		t.Fatal("the good record of the batch was not handled")
+	}
+}
+
+func TestHandlerDeadline(t *testing.T) {
+	r := newRig(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond) // less than the 1s margin
+	defer cancel()
+	failed := r.invoke(t, ctx, fixture(t, "advance-batch.json"))
+	if len(failed) != 2 {
+		t.Fatalf("failures %v: with no time left every record goes back", failed)
+	}
+	if r.state(t).Version != 1 {
+		t.Fatal("a record was handled past the deadline margin")
+	}
+}
+
+// The compensate fixture expects version 3; this saga is at version 1. A
+// message ahead of its saga is never dropped: it fails, comes back, and
+// reaches the dead-letter queue if the saga never catches up.
+func TestHandlerMessageAheadOfSaga(t *testing.T) {
+	r := newRig(t, nil)
+	if failed := r.invoke(t, context.Background(), fixture(t, "compensate.json")); len(failed) != 1 {
+		t.Fatalf("failures %v, want the record back", failed)
+	}
+	if r.state(t).Version != 1 {
+		t.Fatal("state changed")
+	}
+}

@@ -1,0 +1,71 @@
+package samtemplate_test
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lambdasaga/lambdasaga/internal/samtemplate"
+)
+
+const templateFile = "../../infra/template.yaml"
+
+func TestTemplatePassesChecks(t *testing.T) {
+	tpl, err := samtemplate.Load(templateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if problems := tpl.Check(); len(problems) > 0 {
+		t.Fatalf("infra/template.yaml:\n%s", strings.Join(problems, "\n"))
+	}
+	if len(tpl.Functions) != 2 || len(tpl.Queues) != 4 || len(tpl.Tables) != 1 {
+		t.Fatalf("%d functions, %d queues, %d tables", len(tpl.Functions), len(tpl.Queues), len(tpl.Tables))
+	}
+	adv := tpl.Functions[0]
+	if adv.Name != "AdvanceFunction" || adv.Timeout != 30 || adv.Arch != "arm64" || adv.Runtime != "provided.al2023" || adv.Events[0].Queue != "AdvanceQueue" || adv.Events[0].BatchSize != 10 {
+		t.Fatalf("%+v", adv)
+	}
+	if adv.Environment["LAMBDASAGA_TABLE"].Ref != "SagaTable" {
+		t.Fatalf("environment %+v", adv.Environment)
+	}
+	q, _ := tpl.Queue("AdvanceQueue")
+	if q.DeadLetterQueue != "AdvanceDeadLetterQueue" || q.MaxReceiveCount != 5 || q.VisibilityTimeout != 180 {
+		t.Fatalf("%+v", q)
+	}
+}
+
+// Each rule catches its breach: mutate the real template and look for the problem.
+func TestChecksCatchBreaches(t *testing.T) {
+	src, err := os.ReadFile(templateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, from, to, want string
+	}{
+		{"wildcard action", "Action: [dynamodb:GetItem, dynamodb:PutItem]", "Action: [dynamodb:*]", `wildcard action "dynamodb:*"`},
+		{"wildcard resource", "Resource: !GetAtt SagaTable.Arn", `Resource: "*"`, `wildcard resource "*"`},
+		{"no dead-letter queue", "      RedrivePolicy:\n        deadLetterTargetArn: !GetAtt AdvanceDeadLetterQueue.Arn\n        maxReceiveCount: !Ref MaxReceiveCount\n", "", "queue AdvanceQueue: no dead-letter queue"},
+		{"no batch item failures", "FunctionResponseTypes: [ReportBatchItemFailures]", "FunctionResponseTypes: []", "lacks ReportBatchItemFailures"},
+		{"visibility too short", "VisibilityTimeout: 180 # at least six times the function timeout\n      MessageRetentionPeriod: 1209600\n      SqsManagedSseEnabled: true\n      RedrivePolicy:\n        deadLetterTargetArn: !GetAtt AdvanceDeadLetterQueue.Arn", "VisibilityTimeout: 60\n      MessageRetentionPeriod: 1209600\n      SqsManagedSseEnabled: true\n      RedrivePolicy:\n        deadLetterTargetArn: !GetAtt AdvanceDeadLetterQueue.Arn", "VisibilityTimeout 60s is under six times function AdvanceFunction's timeout of 30s"},
+		{"no encryption", "      SSESpecification:\n        SSEEnabled: true\n", "", "SSESpecification.SSEEnabled is not true"},
+		{"no TTL", "TimeToLiveSpecification:", "TimeToLiveSpecificationX:", "no TimeToLiveSpecification"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mutated := strings.Replace(string(src), tt.from, tt.to, 1)
+			if mutated == string(src) {
+				t.Fatalf("the mutation did not apply: %q not in the template", tt.from)
+			}
+			tpl, err := samtemplate.Parse("mutated.yaml", []byte(mutated))
+			if err != nil {
+				t.Fatal(err)
+			}
+			problems := tpl.Check()
+			if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, tt.want) }) {
+				t.Fatalf("problems %q lack %q", problems, tt.want)
+			}
+		})
+	}
+}
