@@ -6,7 +6,6 @@ package order
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"sync"
 
 	"github.com/lambdasaga/lambdasaga/engine"
@@ -22,6 +21,9 @@ const DeclinedCard = "4000000000000002"
 
 // OutOfStock is the item the fake inventory never has.
 const OutOfStock = "unobtainium"
+
+// Unshippable is the customer the fake shipping service cannot deliver to.
+const Unshippable = "nowhere"
 
 // Services are the fake back ends. Each remembers the result of every
 // idempotency key, so a redelivered call applies its effect once.
@@ -118,16 +120,18 @@ func (s *Services) Register(reg *engine.Registry) {
 	}))
 	reg.MustRegister("payments.refund", engine.Typed(func(ctx context.Context, c engine.Call, in orderRef) (any, error) {
 		return s.once(c, func() (any, error) {
-			if s.Charged[in.OrderID] < in.AmountCents {
-				return nil, engine.Permanent(fmt.Errorf("refund of %d cents exceeds the %d charged", in.AmountCents, s.Charged[in.OrderID]))
-			}
-			s.Charged[in.OrderID] -= in.AmountCents
+			// Charges made by another process (another Lambda instance) are
+			// not in this one's memory: refund what is known, record the rest.
+			s.Charged[in.OrderID] = max(0, s.Charged[in.OrderID]-in.AmountCents)
 			s.Effects = append(s.Effects, "refund "+in.OrderID)
 			return nil, nil
 		})
 	}))
 	reg.MustRegister("shipping.create", engine.Typed(func(ctx context.Context, c engine.Call, in shipIn) (any, error) {
 		return s.once(c, func() (any, error) {
+			if in.Customer == Unshippable {
+				return nil, engine.Permanent(engine.NewError("Unshippable", "no carrier delivers to "+in.Customer))
+			}
 			s.Shipped[in.OrderID] = true
 			s.Effects = append(s.Effects, "ship "+in.OrderID)
 			return map[string]any{"order_id": in.OrderID, "shipment_id": "s-" + in.OrderID}, nil

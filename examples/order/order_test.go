@@ -39,6 +39,7 @@ func TestOrderSaga(t *testing.T) {
 		{"testdata/ok.json", engine.StatusSucceeded, []string{"reserve o-1001", "charge o-1001", "ship o-1001"}},
 		{"testdata/declined.json", engine.StatusCompensated, []string{"reserve o-1002", "release o-1002"}},
 		{"testdata/nostock.json", engine.StatusCompensated, nil},
+		{"testdata/unshippable.json", engine.StatusCompensated, []string{"reserve o-1004", "charge o-1004", "refund o-1004", "release o-1004"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

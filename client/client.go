@@ -1,0 +1,133 @@
+// Package client starts and inspects sagas from a service: it registers a
+// definition, writes the saga's first version (idempotently by saga id)
+// and sends its first message; the Lambda functions do the rest.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/queue/sqs"
+	"github.com/lambdasaga/lambdasaga/store/dynamo"
+)
+
+// Config wires a Client to a store and a queue.
+type Config struct {
+	Store engine.Store
+	Queue engine.Queue
+}
+
+// AWSConfig wires a Client to a deployed stack (see the template's outputs).
+type AWSConfig struct {
+	AWS                aws.Config
+	Table              string
+	AdvanceQueueURL    string
+	CompensateQueueURL string
+	// DynamoDBEndpoint and SQSEndpoint, when set, point at emulators.
+	DynamoDBEndpoint, SQSEndpoint string
+}
+
+// Client starts, reads, cancels and resumes sagas. It runs no actions.
+type Client struct {
+	coord *engine.Coordinator
+	plans *engine.Plans
+}
+
+// New returns a client on the given store and queue.
+func New(cfg Config) (*Client, error) {
+	if cfg.Store == nil || cfg.Queue == nil {
+		return nil, errors.New("client: a Store and a Queue are required")
+	}
+	plans := engine.NewPlans(cfg.Store, engine.Options{})
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: cfg.Store, Queue: cfg.Queue, Actions: engine.NewRegistry(), Plans: plans})
+	if err != nil {
+		return nil, err
+	}
+	return &Client{coord: coord, plans: plans}, nil
+}
+
+// NewAWS returns a client on DynamoDB and SQS.
+func NewAWS(cfg AWSConfig) (*Client, error) {
+	if cfg.Table == "" || cfg.AdvanceQueueURL == "" || cfg.CompensateQueueURL == "" {
+		return nil, errors.New("client: the table and both queue URLs are required (the stack's outputs TableName, AdvanceQueueUrl, CompensateQueueUrl)")
+	}
+	ddb := dynamodb.NewFromConfig(cfg.AWS, func(o *dynamodb.Options) {
+		if cfg.DynamoDBEndpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.DynamoDBEndpoint)
+		}
+	})
+	sq := awssqs.NewFromConfig(cfg.AWS, func(o *awssqs.Options) {
+		if cfg.SQSEndpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.SQSEndpoint)
+		}
+	})
+	store, err := dynamo.New(dynamo.Config{Client: ddb, Table: cfg.Table})
+	if err != nil {
+		return nil, err
+	}
+	queue, err := sqs.New(sqs.Config{Client: sq, URLs: map[engine.QueueName]string{engine.QueueAdvance: cfg.AdvanceQueueURL, engine.QueueCompensate: cfg.CompensateQueueURL}})
+	if err != nil {
+		return nil, err
+	}
+	return New(Config{Store: store, Queue: queue})
+}
+
+// StartParams names the definition (source and file name, for messages),
+// the saga id (empty: a random one) and the input.
+type StartParams struct {
+	File       string
+	Definition []byte
+	SagaID     string
+	Input      map[string]any
+}
+
+// Start validates the definition, registers it, writes the saga's first
+// version and sends its first message. Starting a saga id again with the
+// same definition and input returns the existing saga; with a different
+// one it is engine.ErrExists.
+func (c *Client) Start(ctx context.Context, p StartParams) (*engine.State, error) {
+	plan, err := engine.Compile(p.File, p.Definition)
+	if err != nil {
+		return nil, err
+	}
+	return c.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: p.SagaID, Input: p.Input})
+}
+
+// Status reads a saga.
+func (c *Client) Status(ctx context.Context, sagaID string) (*engine.State, error) {
+	return c.coord.Get(ctx, sagaID)
+}
+
+// Step returns the id of a saga's step by its index, for displaying state.
+func (c *Client) Step(ctx context.Context, st *engine.State, index int) (string, error) {
+	plan, err := c.plans.Get(ctx, st.DefinitionHash)
+	if err != nil {
+		return "", err
+	}
+	steps := plan.Definition().Steps
+	if index < 0 || index >= len(steps) {
+		return "", fmt.Errorf("step index %d out of range", index)
+	}
+	return steps[index].ID, nil
+}
+
+// Cancel stops a running saga; it compensates.
+func (c *Client) Cancel(ctx context.Context, sagaID string) (*engine.State, error) {
+	return c.coord.Cancel(ctx, sagaID)
+}
+
+// Resume continues the compensation of a saga parked in compensation_failed.
+func (c *Client) Resume(ctx context.Context, sagaID string) (*engine.State, error) {
+	return c.coord.Resume(ctx, sagaID)
+}
+
+// List pages through sagas, most recently updated first.
+func (c *Client) List(ctx context.Context, p *engine.SagaListParams) (*engine.SagaListResult, error) {
+	return c.coord.List(ctx, p)
+}

@@ -1,0 +1,49 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/lambdasaga/lambdasaga/client"
+	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/examples/order"
+	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	smem "github.com/lambdasaga/lambdasaga/store/memory"
+)
+
+func TestStartIsIdempotentAndStatusReads(t *testing.T) {
+	q := qmem.New(qmem.Config{})
+	c, err := client.New(client.Config{Store: smem.New(), Queue: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	in := map[string]any{"order_id": "o-1", "customer": "ada", "amount": 1.5, "currency": "EUR", "card": "4242", "items": []any{"a"}}
+	p := client.StartParams{File: "order.yaml", Definition: order.Definition, SagaID: "o-1", Input: in}
+	st, err := c.Start(ctx, p)
+	if err != nil || st.Version != 1 || q.Len(engine.QueueAdvance) != 1 {
+		t.Fatalf("%v %v", st, err)
+	}
+	if _, err := c.Start(ctx, p); err != nil {
+		t.Fatalf("same start again: %v", err)
+	}
+	p.Input = map[string]any{"order_id": "o-2", "customer": "ada", "amount": 1.5, "currency": "EUR", "card": "4242", "items": []any{"a"}}
+	if _, err := c.Start(ctx, p); !errors.Is(err, engine.ErrExists) {
+		t.Fatalf("different input: %v", err)
+	}
+	got, err := c.Status(ctx, "o-1")
+	if err != nil || got.Status != engine.StatusRunning {
+		t.Fatalf("%v %v", got, err)
+	}
+	cur, _ := got.Pending()
+	if id, err := c.Step(ctx, got, cur.Step); err != nil || id != "reserve" {
+		t.Fatalf("%q %v", id, err)
+	}
+	if _, err := c.Start(ctx, client.StartParams{File: "bad.yaml", Definition: []byte("saga: x")}); !errors.Is(err, engine.ErrInvalidDefinition) {
+		t.Fatalf("bad definition: %v", err)
+	}
+	if st, err := c.Cancel(ctx, "o-1"); err != nil || st.Status != engine.StatusCompensated {
+		t.Fatalf("cancel: %v %v", st, err)
+	}
+}

@@ -1,0 +1,291 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/internal/awslocal"
+	"github.com/lambdasaga/lambdasaga/internal/samtemplate"
+)
+
+// Config sets up a local environment.
+type Config struct {
+	// Template is infra/template.yaml.
+	Template string
+	// DynamoDBEndpoint and SQSEndpoint are the running emulators.
+	DynamoDBEndpoint, SQSEndpoint string
+	// RIE is the aws-lambda-rie binary.
+	RIE string
+	// BuildDir receives the bootstraps, one directory per function.
+	BuildDir string
+	// Mains maps a function's logical id to the Go package to build instead
+	// of its CodeUri: a function with your Go actions registered.
+	Mains map[string]string
+	// Workers per function, each with its own RIE; default 2.
+	Workers int
+	// Visibility, when set, replaces the queues' visibility timeouts.
+	Visibility time.Duration
+	// Prefix names the table and queues (default "lambdasaga-").
+	Prefix string
+	// Log receives the functions' and RIE's output and the pollers' notes.
+	Log io.Writer
+}
+
+// Env is a running local environment.
+type Env struct {
+	Table     string
+	QueueURLs map[string]string // by logical id
+	Functions []string
+
+	cfg     Config
+	ries    []*exec.Cmd
+	cancel  context.CancelFunc
+	pollers sync.WaitGroup
+	logMu   sync.Mutex
+}
+
+// Up creates the resources, builds and starts the functions, and starts
+// the pollers. Call Down to stop what it started.
+func Up(ctx context.Context, cfg Config) (env *Env, err error) {
+	if cfg.Workers == 0 {
+		cfg.Workers = 2
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "lambdasaga-"
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.DynamoDBEndpoint == "" || cfg.SQSEndpoint == "" {
+		return nil, errors.New("local: the DynamoDB and SQS endpoints are required")
+	}
+	tpl, err := samtemplate.Load(cfg.Template)
+	if err != nil {
+		return nil, err
+	}
+	if problems := tpl.Check(); len(problems) > 0 {
+		return nil, fmt.Errorf("%s does not pass its checks: %v", cfg.Template, problems)
+	}
+	if len(tpl.Tables) != 1 {
+		return nil, fmt.Errorf("%s: want one table, found %d", cfg.Template, len(tpl.Tables))
+	}
+	e := &Env{cfg: cfg, Table: cfg.Prefix + tpl.Tables[0].Name}
+	ddb := awslocal.DynamoDB(cfg.DynamoDBEndpoint)
+	sq := awslocal.SQS(cfg.SQSEndpoint)
+	if err := createTable(ctx, ddb, tpl.Tables[0], e.Table); err != nil {
+		return nil, err
+	}
+	var arns map[string]string
+	if e.QueueURLs, arns, err = createQueues(ctx, sq, tpl, cfg.Prefix, cfg.Visibility); err != nil {
+		return nil, err
+	}
+	_ = arns
+	pctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	defer func() {
+		if err != nil {
+			e.Down()
+		}
+	}()
+	for _, fn := range tpl.Functions {
+		bootstrap, err := e.build(ctx, fn)
+		if err != nil {
+			return nil, err
+		}
+		envVars, err := e.environment(tpl, fn)
+		if err != nil {
+			return nil, err
+		}
+		e.Functions = append(e.Functions, fn.Name)
+		for w := range cfg.Workers {
+			addr, err := e.startRIE(ctx, fn, w, bootstrap, envVars)
+			if err != nil {
+				return nil, err
+			}
+			for _, ev := range fn.Events {
+				p := &poller{env: e, client: sq, fn: fn, event: ev, queueURL: e.QueueURLs[ev.Queue], rieURL: "http://" + addr + "/2015-03-31/functions/function/invocations", worker: w}
+				e.pollers.Go(func() { p.run(pctx) })
+			}
+		}
+	}
+	return e, nil
+}
+
+// Down stops the pollers (each finishes the batch in hand) and the RIEs.
+func (e *Env) Down() {
+	if e.cancel != nil {
+		e.cancel()
+	}
+	e.pollers.Wait()
+	for _, cmd := range e.ries {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	}
+	e.ries = nil
+}
+
+func (e *Env) logf(format string, args ...any) {
+	e.logMu.Lock()
+	defer e.logMu.Unlock()
+	fmt.Fprintf(e.cfg.Log, "local: "+format+"\n", args...)
+}
+
+// build compiles the function for this machine (RIE runs it here), as sam
+// build would for Lambda but with the host's GOOS and GOARCH.
+func (e *Env) build(ctx context.Context, fn samtemplate.Function) (string, error) {
+	pkg := e.cfg.Mains[fn.Name]
+	if pkg == "" {
+		pkg = filepath.Join(filepath.Dir(e.cfg.Template), fn.CodeURI)
+		if !filepath.IsAbs(pkg) && !filepath.IsLocal(pkg) {
+			abs, err := filepath.Abs(pkg)
+			if err != nil {
+				return "", err
+			}
+			pkg = abs
+		} else if !filepath.IsAbs(pkg) {
+			pkg = "./" + pkg
+		}
+	}
+	out, err := filepath.Abs(filepath.Join(e.cfg.BuildDir, fn.Name, "bootstrap"))
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "lambda.norpc", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build %s from %s: %v\n%s", fn.Name, pkg, err, msg)
+	}
+	return out, nil
+}
+
+// environment is what the function sees: the template's variables with
+// references resolved to the local resources, and the emulators' endpoints.
+func (e *Env) environment(tpl *samtemplate.Template, fn samtemplate.Function) ([]string, error) {
+	vars := []string{
+		"AWS_ENDPOINT_URL_DYNAMODB=" + e.cfg.DynamoDBEndpoint,
+		"AWS_ENDPOINT_URL_SQS=" + e.cfg.SQSEndpoint,
+		"AWS_REGION=us-east-1", "AWS_DEFAULT_REGION=us-east-1",
+		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		"AWS_LAMBDA_FUNCTION_NAME=" + fn.Name,
+		"AWS_LAMBDA_FUNCTION_TIMEOUT=" + strconv.Itoa(fn.Timeout),
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=" + strconv.Itoa(fn.MemorySize),
+		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+	}
+	for k, v := range fn.Environment {
+		var s string
+		switch {
+		case v.Literal != "":
+			s = v.Literal
+		case v.Ref != "" && v.Ref == tpl.Tables[0].Name:
+			s = e.Table
+		case v.Ref != "" && e.QueueURLs[v.Ref] != "":
+			s = e.QueueURLs[v.Ref]
+		case v.Ref != "":
+			d, ok := tpl.Parameters[v.Ref]
+			if !ok {
+				return nil, fmt.Errorf("function %s: environment %s: cannot resolve !Ref %s locally", fn.Name, k, v.Ref)
+			}
+			s = d
+		default:
+			return nil, fmt.Errorf("function %s: environment %s: cannot resolve %s locally", fn.Name, k, v)
+		}
+		vars = append(vars, k+"="+s)
+	}
+	return vars, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startRIE runs one worker's RIE on 127.0.0.1 and waits for it to listen.
+func (e *Env) startRIE(ctx context.Context, fn samtemplate.Function, worker int, bootstrap string, env []string) (string, error) {
+	port, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	apiPort, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	cmd := exec.Command(e.cfg.RIE, "--runtime-interface-emulator-address", addr, "--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", apiPort), "--log-level", "warn", bootstrap)
+	cmd.Env = env
+	cmd.Dir = filepath.Dir(bootstrap)
+	w := &prefixWriter{env: e, prefix: fmt.Sprintf("%s/%d: ", fn.Name, worker)}
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("start %s: %w", e.cfg.RIE, err)
+	}
+	e.ries = append(e.ries, cmd)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return addr, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return "", fmt.Errorf("aws-lambda-rie for %s did not listen on %s", fn.Name, addr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// prefixWriter writes each line of a process's output with a prefix.
+type prefixWriter struct {
+	env    *Env
+	prefix string
+	buf    []byte
+	mu     sync.Mutex
+}
+
+func (w *prefixWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := indexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.env.logMu.Lock()
+		fmt.Fprintf(w.env.cfg.Log, "%s%s\n", w.prefix, w.buf[:i])
+		w.env.logMu.Unlock()
+		w.buf = w.buf[i+1:]
+	}
+	return len(p), nil
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
