@@ -11,8 +11,8 @@ import (
 // plans added to it, or else from the store's definitions, compiled once.
 // It is safe for concurrent use.
 type Plans struct {
-	store Store
-	opts  Options
+	store  Store
+	opts   Options
 	mu     sync.RWMutex
 	by     map[string]*Plan
 	stored map[string]bool // hashes known to be in the store

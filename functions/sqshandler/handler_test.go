@@ -41,7 +41,9 @@ type rig struct {
 func newRig(t *testing.T, reserve engine.ActionFunc) *rig {
 	t.Helper()
 	r := &rig{queue: qmem.New(qmem.Config{}), reg: engine.NewRegistry()}
-	r.reg.SetFallback(func(ctx context.Context, c engine.Call) (any, error) { return map[string]any{"order_id": "order-1001", "amount_cents": int64(4250)}, nil })
+	r.reg.SetFallback(func(ctx context.Context, c engine.Call) (any, error) {
+		return map[string]any{"order_id": "order-1001", "amount_cents": int64(4250)}, nil
+	})
 	if reserve != nil {
 		r.reg.MustRegister("inventory.reserve", reserve)
 	}
@@ -110,7 +112,9 @@ func TestHandlerSuccess(t *testing.T) {
 }
 
 func TestHandlerRetry(t *testing.T) {
-	r := newRig(t, func(context.Context, engine.Call) (any, error) { return nil, errors.New("inventory service unavailable") })
+	r := newRig(t, func(context.Context, engine.Call) (any, error) {
+		return nil, errors.New("inventory service unavailable")
+	})
 	if failed := r.invoke(t, context.Background(), fixture(t, "advance.json")); len(failed) != 0 {
 		t.Fatalf("a retryable action error is a handled message (the retry is a new, delayed message): failures %v", failed)
 	}
