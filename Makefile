@@ -7,8 +7,15 @@ EMU := tools/emulators
 # Runs a command with dynalite and fauxqs started on free 127.0.0.1 ports
 # (LAMBDASAGA_DYNAMODB_ENDPOINT, LAMBDASAGA_SQS_ENDPOINT), stopped afterwards.
 WITH_EMULATORS := $(GO) run ./tools/withemulators -dir $(EMU) -log $(BIN)/emulators.log --
+# The SAM CLI, from PyPI into a virtual environment of the project's own.
+SAM_VERSION := 1.170.0
+SAM_VENV := .tools/sam-$(SAM_VERSION)
+SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
+# Lambda functions: logical id in infra/template.yaml = Go package (its CodeUri).
+FUNCTIONS := AdvanceFunction=./functions/advance CompensateFunction=./functions/compensate
+ORDER_FN := ./examples/order/cmd/orderfn
 
-.PHONY: help demo test unit race bench bench-once build lint fmt emulators
+.PHONY: help demo test unit race bench bench-once build lint fmt emulators e2e local sam-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -24,7 +31,7 @@ demo: ## run the order saga in process: one that succeeds, one whose payment is 
 	@echo "== what a shipping failure would undo (nothing runs)"
 	@$(BIN)/ordersaga plan examples/order/order.yaml --fail ship
 
-test: lint unit race bench-once ## everything CI runs: lint, tests (with allocation pins), race detector, each benchmark once
+test: lint unit race e2e bench-once sam-check ## everything CI runs: lint, tests (allocation pins), race detector, e2e through the real binaries, each benchmark once, the SAM checks
 
 unit: emulators ## go test ./... with the emulators started (fuzz seed corpora included)
 	@mkdir -p $(BIN)
@@ -46,10 +53,38 @@ bench-once: ## every benchmark once, so none can rot
 bench: ## the benchmarks with allocation counts (figures go to bench/README.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-build: ## build sagactl and the example into bin/
-	$(GO) build ./...
+build: ## the Lambda bootstraps for provided.al2023 arm64 (as sam build makes them, into .aws-sam/build), sagactl and the example
+	@for f in $(FUNCTIONS); do \
+		fn=$${f%%=*}; pkg=$${f#*=}; \
+		echo "$$fn: $$pkg -> .aws-sam/build/$$fn/bootstrap (linux/arm64)"; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -o .aws-sam/build/$$fn/bootstrap $$pkg; \
+	done
 	$(GO) build -o $(BIN)/sagactl ./cmd/sagactl
 	$(GO) build -o $(BIN)/ordersaga ./examples/order/cmd/ordersaga
+
+e2e: emulators ## the order saga through the real Lambda binaries under aws-lambda-rie, on the emulators
+	@mkdir -p $(BIN)
+	LAMBDASAGA_E2E=1 $(WITH_EMULATORS) $(GO) test -count=1 -run TestE2E ./internal/local
+
+local: emulators ## run the deployed shape here (emulators, real bootstraps under aws-lambda-rie, pollers) with the order example's actions
+	$(GO) build -o $(BIN)/sagactl ./cmd/sagactl
+	$(GO) build -o $(BIN)/aws-lambda-rie github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
+	$(BIN)/sagactl local --main AdvanceFunction=$(ORDER_FN) --main CompensateFunction=$(ORDER_FN) --visibility 5s
+
+$(SAM_VENV)/bin/sam:
+	python3 -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check aws-sam-cli==$(SAM_VERSION)
+
+sam-check: $(SAM_VENV)/bin/sam build ## sam validate --lint and sam build on the template; make build must build what sam build builds
+	$(SAM) validate --lint --template infra/template.yaml
+	$(SAM) build --template infra/template.yaml --build-dir .aws-sam/sam-build
+	@for f in $(FUNCTIONS); do \
+		fn=$${f%%=*}; \
+		diff <($(GO) version -m .aws-sam/sam-build/$$fn/bootstrap | grep -vE '^\S|\sdep\s|\s(mod|path)\s') \
+		     <($(GO) version -m .aws-sam/build/$$fn/bootstrap | grep -vE '^\S|\sdep\s|\s(mod|path)\s') \
+		  || { echo "$$fn: make build and sam build differ in build settings"; exit 1; }; \
+		echo "$$fn: make build matches sam build (build settings from go version -m)"; \
+	done
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -45,6 +45,11 @@ func commands() []command {
 		{"run", "FILE --input JSON|@FILE [--fail STEP]... [--json] [--id ID] [--timeout D]", "run a saga in this process and watch it", runRun},
 		{"graph", "FILE", "print the definition as a Mermaid flowchart", runGraph},
 		{"plan", "FILE --fail STEP [--input JSON|@FILE]", "show what a failure at STEP would compensate, running nothing", runPlan},
+		{"start", "FILE --input JSON|@FILE [--id ID] (--local | --table T --advance-queue-url U --compensate-queue-url U)", "start a saga on a deployed stack or the local loop", runStart},
+		{"status", "ID (--local | --table ...)", "show a saga", runStatus},
+		{"cancel", "ID (--local | --table ...)", "stop a running saga; it compensates", runCancel},
+		{"resume", "ID (--local | --table ...)", "continue a saga parked in compensation_failed", runResume},
+		{"local", "[up|down] [--main FUNCTION=PACKAGE]... [--workers N] [--visibility D]", "run the deployed shape here: emulators, the real bootstraps under aws-lambda-rie, queue pollers", runLocal},
 		{"help", "", "show this help", nil},
 	}
 }
@@ -75,7 +80,7 @@ func Main(args []string, cfg Config) int {
 			return cmd.run(&cfg, args[1:])
 		}
 	}
-	cfg.errorf("unknown command %q (commands: validate, run, graph, plan, help)", args[0])
+	cfg.errorf("unknown command %q (commands: validate, run, graph, plan, start, status, cancel, resume, local, help)", args[0])
 	return ExitUsage
 }
 

@@ -2,17 +2,22 @@ package cli_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/cli"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
+	"github.com/lambdasaga/lambdasaga/queue/sqs"
+	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
 
 const orderFile = "../examples/order/order.yaml"
@@ -252,6 +257,46 @@ func TestRunOnEmulators(t *testing.T) {
 	}
 	r := sagactl(t, nil, "run", orderFile, "--input", "{}", "--dynamodb-endpoint", dyn)
 	if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--dynamodb-endpoint and --sqs-endpoint go together") {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+}
+
+func TestStartStatusCancelOnEmulators(t *testing.T) {
+	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
+	sqsEP := awslocal.Endpoint(t, awslocal.EnvSQS)
+	ctx := context.Background()
+	table := "cli-start-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if err := dynamo.CreateTable(ctx, awslocal.DynamoDB(dyn), table); err != nil {
+		t.Fatal(err)
+	}
+	urls, err := sqs.CreateQueues(ctx, awslocal.SQS(sqsEP), sqs.QueueSpec{Prefix: table + "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	where := []string{"--table", table, "--advance-queue-url", urls[engine.QueueAdvance], "--compensate-queue-url", urls[engine.QueueCompensate],
+		"--dynamodb-endpoint", dyn, "--sqs-endpoint", sqsEP}
+	r := sagactl(t, nil, append([]string{"start", orderFile, "--input", "@../examples/order/testdata/ok.json", "--id", "cli-1"}, where...)...)
+	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "saga cli-1 (order): running, version 1") || !strings.Contains(r.stdout, "waiting on: reserve (attempt 1)") {
+		t.Fatalf("start: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = sagactl(t, nil, append([]string{"status", "cli-1", "--json"}, where...)...)
+	var st map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st["status"] != "running" || st["pending"] != "reserve" {
+		t.Fatalf("status: %v %v\n%s", st, err, r.stderr)
+	}
+	r = sagactl(t, nil, append([]string{"cancel", "cli-1"}, where...)...)
+	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "compensated") || !strings.Contains(r.stdout, "Cancelled") {
+		t.Fatalf("cancel: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = sagactl(t, nil, append([]string{"status", "missing"}, where...)...)
+	if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "saga missing: not found") {
+		t.Fatalf("missing: exit %d %s", r.code, r.stderr)
+	}
+}
+
+func TestStartNeedsALocation(t *testing.T) {
+	r := sagactl(t, nil, "start", orderFile, "--input", "@../examples/order/testdata/ok.json")
+	if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--local, or --table, --advance-queue-url and --compensate-queue-url") {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 }

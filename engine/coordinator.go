@@ -189,7 +189,7 @@ func (c *Coordinator) existing(ctx context.Context, id string, plan *Plan, input
 func (c *Coordinator) Get(ctx context.Context, sagaID string) (*State, error) {
 	rec, err := c.cfg.Store.SagaGet(ctx, &SagaGetParams{SagaID: sagaID})
 	if err != nil {
-		return nil, fmt.Errorf("saga %s: %w", sagaID, err)
+		return nil, err // stores name the saga in their errors
 	}
 	st := &State{}
 	if err := st.UnmarshalBinary(rec.State); err != nil {
@@ -240,10 +240,10 @@ func (c *Coordinator) List(ctx context.Context, p *SagaListParams) (*SagaListRes
 func (c *Coordinator) load(ctx context.Context, sagaID string) (*SagaRecord, *State, *Plan, error) {
 	rec, err := c.cfg.Store.SagaGet(ctx, &SagaGetParams{SagaID: sagaID})
 	if errors.Is(err, ErrNotFound) {
-		return nil, nil, nil, fmt.Errorf("saga %s: %w (%w)", sagaID, err, errSagaMissing)
+		return nil, nil, nil, fmt.Errorf("%w (%w)", err, errSagaMissing)
 	}
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("saga %s: %w", sagaID, err)
+		return nil, nil, nil, err
 	}
 	st := &State{}
 	if err := st.UnmarshalBinary(rec.State); err != nil {

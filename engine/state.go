@@ -84,9 +84,9 @@ type Completion struct {
 
 // StepError is a failure recorded in state: ids and type, never values.
 type StepError struct {
-	Step    string
-	Type    string
-	Message string
+	Step    string `json:"step,omitempty"`
+	Type    string `json:"type"`
+	Message string `json:"message"`
 }
 
 func (e *StepError) Error() string {

@@ -70,6 +70,13 @@ func Up(ctx context.Context, cfg Config) (env *Env, err error) {
 	if cfg.DynamoDBEndpoint == "" || cfg.SQSEndpoint == "" {
 		return nil, errors.New("local: the DynamoDB and SQS endpoints are required")
 	}
+	// The RIEs run in their bootstrap's directory: resolve paths first.
+	if cfg.RIE, err = filepath.Abs(cfg.RIE); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(cfg.RIE); err != nil {
+		return nil, fmt.Errorf("local: aws-lambda-rie: %w", err)
+	}
 	tpl, err := samtemplate.Load(cfg.Template)
 	if err != nil {
 		return nil, err

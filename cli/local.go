@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/internal/emulators"
+	"github.com/lambdasaga/lambdasaga/internal/local"
+)
+
+// rieModule is the Go package of aws-lambda-rie, pinned as a tool in go.mod.
+const rieModule = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie"
+
+// mainsFlag collects --main FUNCTION=PACKAGE.
+type mainsFlag map[string]string
+
+func (m mainsFlag) String() string { return fmt.Sprint(map[string]string(m)) }
+func (m mainsFlag) Set(v string) error {
+	fn, pkg, ok := strings.Cut(v, "=")
+	if !ok || fn == "" || pkg == "" {
+		return fmt.Errorf("want FUNCTION=PACKAGE, e.g. AdvanceFunction=./examples/order/cmd/orderfn")
+	}
+	m[fn] = pkg
+	return nil
+}
+
+func runLocal(c *Config, args []string) int {
+	sub := "up"
+	if len(args) > 0 && (args[0] == "up" || args[0] == "down") {
+		sub, args = args[0], args[1:]
+	}
+	if sub == "down" {
+		return localDown(c)
+	}
+	fs := flag.NewFlagSet("local", flag.ContinueOnError)
+	template := fs.String("template", "infra/template.yaml", "the SAM template: the one source of the table, queues and functions")
+	workers := fs.Int("workers", 2, "workers per function, each with its own aws-lambda-rie")
+	visibility := fs.Duration("visibility", 0, "replace the queues' visibility timeout (e.g. 5s, so failed messages come back soon); default: the template's")
+	emuDir := fs.String("emulators-dir", "tools/emulators", "where the npm emulators are installed (make emulators)")
+	rie := fs.String("rie", "bin/aws-lambda-rie", "the aws-lambda-rie binary; built from go.mod's tool if missing")
+	buildDir := fs.String("build-dir", "bin/local", "where the bootstraps are built")
+	logFile := fs.String("log", ".lambdasaga/local.log", "where the functions' output goes")
+	mains := mainsFlag{}
+	fs.Var(mains, "main", "build FUNCTION from PACKAGE instead of its CodeUri (your function with Go actions); repeatable")
+	if rest, ok := c.flags(fs, args); !ok {
+		return ExitUsage
+	} else if len(rest) > 0 {
+		c.errorf("local: unexpected arguments %v", rest)
+		return ExitUsage
+	}
+	if b, err := os.ReadFile(LocalStateFile); err == nil {
+		var ls localState
+		if json.Unmarshal(b, &ls) == nil && ls.PID > 0 && syscall.Kill(ls.PID, 0) == nil {
+			c.errorf("local: already running (pid %d); stop it with: %s local down", ls.PID, c.Name)
+			return ExitUsage
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := os.Stat(*rie); err != nil {
+		fmt.Fprintf(c.Stdout, "building %s ...\n", *rie)
+		if out, err := exec.CommandContext(ctx, "go", "build", "-o", *rie, rieModule).CombinedOutput(); err != nil {
+			c.errorf("local: build aws-lambda-rie: %v\n%s", err, out)
+			return ExitUsage
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(*logFile), 0o755); err != nil {
+		c.errorf("local: %v", err)
+		return ExitUsage
+	}
+	logOut, err := os.Create(*logFile)
+	if err != nil {
+		c.errorf("local: %v", err)
+		return ExitUsage
+	}
+	defer logOut.Close()
+	fmt.Fprintf(c.Stdout, "starting the emulators ...\n")
+	emu, err := emulators.Start(ctx, emulators.Config{Dir: *emuDir, Log: logOut})
+	if err != nil {
+		c.errorf("local: %v", err)
+		return ExitUsage
+	}
+	defer emu.Stop()
+	fmt.Fprintf(c.Stdout, "creating resources from %s and building the functions ...\n", *template)
+	env, err := local.Up(ctx, local.Config{Template: *template, DynamoDBEndpoint: emu.DynamoDBEndpoint, SQSEndpoint: emu.SQSEndpoint,
+		RIE: *rie, BuildDir: *buildDir, Mains: mains, Workers: *workers, Visibility: *visibility, Log: logOut})
+	if err != nil {
+		c.errorf("local: %v", err)
+		return ExitUsage
+	}
+	defer env.Down()
+	ls := localState{PID: os.Getpid(), DynamoDBEndpoint: emu.DynamoDBEndpoint, SQSEndpoint: emu.SQSEndpoint, Table: env.Table, QueueURLs: env.QueueURLs,
+		AdvanceQueueURL: env.QueueURLs["AdvanceQueue"], CompensateQueueURL: env.QueueURLs["CompensateQueue"]}
+	b, _ := json.MarshalIndent(ls, "", "  ")
+	if err := os.WriteFile(LocalStateFile, b, 0o644); err != nil {
+		c.errorf("local: %v", err)
+		return ExitUsage
+	}
+	defer os.Remove(LocalStateFile)
+	fmt.Fprintf(c.Stdout, `lambdasaga is running locally (pid %d):
+  DynamoDB   %s  table %s
+  SQS        %s
+  functions  %s, %d workers each, under aws-lambda-rie
+  logs       %s
+In another terminal:
+  %s start --local examples/order/order.yaml --input @examples/order/testdata/ok.json
+  %s status --local SAGA_ID
+Stop with Ctrl-C or: %s local down
+`, ls.PID, ls.DynamoDBEndpoint, ls.Table, ls.SQSEndpoint, strings.Join(env.Functions, ", "), *workers, *logFile, c.Name, c.Name, c.Name)
+	<-ctx.Done()
+	fmt.Fprintf(c.Stdout, "stopping ...\n")
+	return ExitOK
+}
+
+func localDown(c *Config) int {
+	b, err := os.ReadFile(LocalStateFile)
+	if err != nil {
+		c.errorf("local down: nothing is running here (%v)", err)
+		return ExitUsage
+	}
+	var ls localState
+	if err := json.Unmarshal(b, &ls); err != nil || ls.PID <= 0 {
+		c.errorf("local down: %s is damaged; remove it", LocalStateFile)
+		return ExitUsage
+	}
+	if err := syscall.Kill(ls.PID, syscall.SIGTERM); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			os.Remove(LocalStateFile)
+			fmt.Fprintf(c.Stdout, "local: was not running (pid %d gone); cleaned up\n", ls.PID)
+			return ExitOK
+		}
+		c.errorf("local down: %v", err)
+		return ExitUsage
+	}
+	for range 300 {
+		if _, err := os.Stat(LocalStateFile); errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(c.Stdout, "local: stopped\n")
+			return ExitOK
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.errorf("local down: pid %d did not stop within 30s", ls.PID)
+	return ExitUsage
+}

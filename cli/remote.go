@@ -1,0 +1,222 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/lambdasaga/lambdasaga/client"
+	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/internal/awslocal"
+)
+
+// LocalStateFile is where `sagactl local` records the running local
+// environment, for `start --local` and `status --local`.
+const LocalStateFile = ".lambdasaga/local.json"
+
+// localState is what LocalStateFile holds.
+type localState struct {
+	PID                int               `json:"pid"`
+	DynamoDBEndpoint   string            `json:"dynamodb_endpoint"`
+	SQSEndpoint        string            `json:"sqs_endpoint"`
+	Table              string            `json:"table"`
+	QueueURLs          map[string]string `json:"queue_urls"`
+	AdvanceQueueURL    string            `json:"advance_queue_url"`
+	CompensateQueueURL string            `json:"compensate_queue_url"`
+}
+
+// stackFlags say which deployment a command talks to.
+type stackFlags struct {
+	local                   bool
+	table                   string
+	advanceURL, compURL     string
+	dynamoEndpoint, sqsEndp string
+}
+
+func (s *stackFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&s.local, "local", false, "talk to the environment `sagactl local` runs ("+LocalStateFile+")")
+	fs.StringVar(&s.table, "table", os.Getenv("LAMBDASAGA_TABLE"), "the saga table (stack output TableName; default $LAMBDASAGA_TABLE)")
+	fs.StringVar(&s.advanceURL, "advance-queue-url", os.Getenv("LAMBDASAGA_ADVANCE_QUEUE_URL"), "the advance queue (stack output AdvanceQueueUrl; default $LAMBDASAGA_ADVANCE_QUEUE_URL)")
+	fs.StringVar(&s.compURL, "compensate-queue-url", os.Getenv("LAMBDASAGA_COMPENSATE_QUEUE_URL"), "the compensate queue (stack output CompensateQueueUrl; default $LAMBDASAGA_COMPENSATE_QUEUE_URL)")
+	fs.StringVar(&s.dynamoEndpoint, "dynamodb-endpoint", "", "DynamoDB endpoint (an emulator); default: AWS")
+	fs.StringVar(&s.sqsEndp, "sqs-endpoint", "", "SQS endpoint (an emulator); default: AWS")
+}
+
+// client builds the client the flags describe.
+func (s *stackFlags) client(ctx context.Context) (*client.Client, error) {
+	cfg := client.AWSConfig{Table: s.table, AdvanceQueueURL: s.advanceURL, CompensateQueueURL: s.compURL, DynamoDBEndpoint: s.dynamoEndpoint, SQSEndpoint: s.sqsEndp}
+	if s.local {
+		b, err := os.ReadFile(LocalStateFile)
+		if err != nil {
+			return nil, fmt.Errorf("--local: %v (is `sagactl local` running in this directory?)", err)
+		}
+		var ls localState
+		if err := json.Unmarshal(b, &ls); err != nil {
+			return nil, fmt.Errorf("--local: %s: %v", LocalStateFile, err)
+		}
+		cfg = client.AWSConfig{AWS: awslocal.Config(), Table: ls.Table, AdvanceQueueURL: ls.AdvanceQueueURL, CompensateQueueURL: ls.CompensateQueueURL,
+			DynamoDBEndpoint: ls.DynamoDBEndpoint, SQSEndpoint: ls.SQSEndpoint}
+		return client.NewAWS(cfg)
+	}
+	if s.table == "" || s.advanceURL == "" || s.compURL == "" {
+		return nil, errors.New("say where the sagas are: --local, or --table, --advance-queue-url and --compensate-queue-url (the stack's outputs; or set LAMBDASAGA_TABLE, LAMBDASAGA_ADVANCE_QUEUE_URL, LAMBDASAGA_COMPENSATE_QUEUE_URL)")
+	}
+	if s.dynamoEndpoint != "" || s.sqsEndp != "" {
+		cfg.AWS = awslocal.Config()
+	} else {
+		awsCfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("aws config: %w", err)
+		}
+		cfg.AWS = awsCfg
+	}
+	return client.NewAWS(cfg)
+}
+
+func runStart(c *Config, args []string) int {
+	fs := flag.NewFlagSet("start", flag.ContinueOnError)
+	input := fs.String("input", "", "saga input: JSON, or @FILE")
+	id := fs.String("id", "", "saga id (default: random); starting the same id with the same input again is a no-op")
+	asJSON := fs.Bool("json", false, "print the saga as JSON")
+	var stack stackFlags
+	stack.register(fs)
+	files, ok := c.flags(fs, args)
+	if !ok {
+		return ExitUsage
+	}
+	if len(files) != 1 {
+		c.errorf("start: name exactly one definition file (got %d)", len(files))
+		return ExitUsage
+	}
+	plan, ok := c.load(files[0])
+	if !ok {
+		return ExitUsage
+	}
+	in, ok := c.readInput(*input)
+	if !ok {
+		return ExitUsage
+	}
+	if _, err := plan.CheckInput(in); err != nil {
+		c.errorf("%v", err)
+		return ExitUsage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := stack.client(ctx)
+	if err != nil {
+		c.errorf("%v", err)
+		return ExitUsage
+	}
+	src, _ := os.ReadFile(files[0])
+	st, err := cl.Start(ctx, client.StartParams{File: filepath.Base(files[0]), Definition: src, SagaID: *id, Input: in})
+	if err != nil {
+		c.errorf("start: %v", err)
+		return ExitUsage
+	}
+	return c.printState(ctx, cl, st, *asJSON)
+}
+
+func runStatus(c *Config, args []string) int { return c.sagaCommand("status", args, nil) }
+
+func runCancel(c *Config, args []string) int {
+	return c.sagaCommand("cancel", args, func(ctx context.Context, cl *client.Client, id string) (*engine.State, error) {
+		return cl.Cancel(ctx, id)
+	})
+}
+
+func runResume(c *Config, args []string) int {
+	return c.sagaCommand("resume", args, func(ctx context.Context, cl *client.Client, id string) (*engine.State, error) {
+		return cl.Resume(ctx, id)
+	})
+}
+
+// sagaCommand runs a command on one saga by id; act nil only reads it.
+func (c *Config) sagaCommand(name string, args []string, act func(context.Context, *client.Client, string) (*engine.State, error)) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the saga as JSON")
+	var stack stackFlags
+	stack.register(fs)
+	ids, ok := c.flags(fs, args)
+	if !ok {
+		return ExitUsage
+	}
+	if len(ids) != 1 {
+		c.errorf("%s: name exactly one saga id (got %d)", name, len(ids))
+		return ExitUsage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := stack.client(ctx)
+	if err != nil {
+		c.errorf("%v", err)
+		return ExitUsage
+	}
+	var st *engine.State
+	if act != nil {
+		st, err = act(ctx, cl, ids[0])
+	} else {
+		st, err = cl.Status(ctx, ids[0])
+	}
+	if err != nil {
+		c.errorf("%s: %v", name, err)
+		return ExitUsage
+	}
+	return c.printState(ctx, cl, st, *asJSON)
+}
+
+// stateReport is the JSON shape of start, status, cancel and resume.
+type stateReport struct {
+	SagaID            string            `json:"saga_id"`
+	Saga              string            `json:"saga"`
+	Status            engine.Status     `json:"status"`
+	Version           uint64            `json:"version"`
+	Pending           string            `json:"pending,omitempty"`
+	Attempt           int               `json:"attempt,omitempty"`
+	Failure           *engine.StepError `json:"failure,omitempty"`
+	CompensationError *engine.StepError `json:"compensation_error,omitempty"`
+	Output            any               `json:"output,omitempty"`
+	DefinitionHash    string            `json:"definition_hash"`
+	UpdatedAt         time.Time         `json:"updated_at"`
+}
+
+func (c *Config) printState(ctx context.Context, cl *client.Client, st *engine.State, asJSON bool) int {
+	r := stateReport{SagaID: st.SagaID, Saga: st.Name, Status: st.Status, Version: st.Version, Failure: st.Failure,
+		CompensationError: st.CompensationError, Output: jsonable(st.Output), DefinitionHash: st.DefinitionHash, UpdatedAt: st.UpdatedAt}
+	if cur, ok := st.Pending(); ok {
+		if id, err := cl.Step(ctx, st, cur.Step); err == nil {
+			r.Pending = id
+			if cur.Compensating {
+				r.Pending = "undo " + id
+			}
+			r.Attempt = cur.Attempt
+		}
+	}
+	if asJSON {
+		enc := json.NewEncoder(c.Stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(r)
+		return ExitOK
+	}
+	fmt.Fprintf(c.Stdout, "saga %s (%s): %s, version %d, updated %s\n", r.SagaID, r.Saga, r.Status, r.Version, r.UpdatedAt.Format(time.RFC3339))
+	if r.Pending != "" {
+		fmt.Fprintf(c.Stdout, "  waiting on: %s (attempt %d)\n", r.Pending, r.Attempt)
+	}
+	if r.Failure != nil {
+		fmt.Fprintf(c.Stdout, "  failed: %s\n", r.Failure.Error())
+	}
+	if r.CompensationError != nil {
+		fmt.Fprintf(c.Stdout, "  parked: %s (sagactl resume %s continues it)\n", r.CompensationError.Error(), r.SagaID)
+	}
+	if st.Status == engine.StatusSucceeded {
+		out, _ := json.Marshal(r.Output)
+		fmt.Fprintf(c.Stdout, "  output: %s\n", out)
+	}
+	return ExitOK
+}
