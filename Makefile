@@ -15,7 +15,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 FUNCTIONS := AdvanceFunction=./functions/advance CompensateFunction=./functions/compensate
 ORDER_FN := ./examples/order/cmd/orderfn
 
-.PHONY: help demo test unit race bench bench-once build lint fmt emulators e2e local sam-check
+.PHONY: help demo test unit race bench bench-once build lint fmt emulators e2e local sam-check sim sim-long
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -46,6 +46,13 @@ emulators: $(EMU)/node_modules/.installed ## install the DynamoDB and SQS emulat
 $(EMU)/node_modules/.installed: $(EMU)/package.json $(EMU)/package-lock.json
 	cd $(EMU) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
+
+SEED ?= 1
+sim: ## the fault-injection simulation for one seed, with its report (make sim SEED=n replays a failure)
+	$(GO) test -count=1 ./internal/sim -run 'TestSimulation$$' -seed $(SEED) -v
+
+sim-long: ## the simulation at size: 100 seeds of 10,000 sagas
+	$(GO) test -count=1 -timeout 2h ./internal/sim -run 'TestSimulation$$' -seeds 100 -sagas 10000 -v
 
 bench-once: ## every benchmark once, so none can rot
 	$(GO) test -run '^$$' -bench . -benchtime=1x ./...

@@ -214,6 +214,15 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind) 
 		if err != nil {
 			return nil, err
 		}
+		if already(st, kind) {
+			// A retry of a cancel or resume whose write landed but whose
+			// send may not have: send the stored outbox again (duplicates
+			// are dropped by the protocol) and report success.
+			if err := c.send(ctx, st.Outbox); err != nil {
+				return st, fmt.Errorf("%s %s: re-send: %w", kind, sagaID, err)
+			}
+			return st, nil
+		}
 		if _, err := plan.Advance(st, Event{Kind: kind, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), OnStep: c.observer(sagaID, st, nil)}); err != nil {
 			return nil, err
 		}
@@ -230,6 +239,19 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind) 
 		return st, nil
 	}
 	return nil, fmt.Errorf("%s %s: %w after %d tries", kind, sagaID, ErrConflict, c.cfg.MaxConflictRetries)
+}
+
+// already reports whether st is where a cancel or resume leads, so that
+// the event is a retry rather than a mistake: compensating (or, for a
+// cancel, finished after being cancelled).
+func already(st *State, kind EventKind) bool {
+	switch kind {
+	case EventCancel:
+		return st.Status == StatusCompensating || (st.Status.Final() && st.Status != StatusSucceeded && st.Failure != nil && st.Failure.Type == ErrorTypeCancelled)
+	case EventResume:
+		return st.Status == StatusCompensating
+	}
+	return false
 }
 
 // List pages through sagas.

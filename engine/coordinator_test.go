@@ -397,3 +397,46 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// A resume (or cancel) whose write landed but whose send failed must be
+// retryable: the retry re-sends the stored outbox instead of being refused.
+func TestCoordinatorResumeAndCancelRetryAfterFailedSend(t *testing.T) {
+	for _, op := range []string{"resume", "cancel"} {
+		t.Run(op, func(t *testing.T) {
+			r := newRig(t, "testdata/valid/order.yaml")
+			failRelease := op == "resume"
+			r.reg.MustRegister("inventory.release", func(ctx context.Context, c engine.Call) (any, error) {
+				if failRelease {
+					return nil, engine.Permanent(errors.New("warehouse offline"))
+				}
+				return nil, nil
+			})
+			r.start("o-1", orderIn(10))
+			d, _ := r.receive()
+			engine.HandleDelivery(context.Background(), r.coord, r.q, d, nil) // reserve done, charge pending
+			act := r.coord.Cancel
+			if op == "resume" {
+				if _, err := r.coord.Cancel(context.Background(), "o-1"); err != nil {
+					t.Fatal(err)
+				}
+				r.drain()
+				if st := r.get("o-1"); st.Status != engine.StatusCompensationFailed {
+					t.Fatalf("setup: %s", st.Status)
+				}
+				failRelease = false
+				act = r.coord.Resume
+			}
+			r.queue.failSends.Store(1)
+			if _, err := act(context.Background(), "o-1"); err == nil {
+				t.Fatalf("%s reported success without sending", op)
+			}
+			if _, err := act(context.Background(), "o-1"); err != nil {
+				t.Fatalf("%s retried: %v", op, err)
+			}
+			r.drain()
+			if st := r.get("o-1"); st.Status != engine.StatusCompensated {
+				t.Fatalf("after retried %s: %s", op, st.Status)
+			}
+		})
+	}
+}

@@ -1,0 +1,162 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+)
+
+// faultyStore injects faults around the memory store and records every
+// write that lands.
+type faultyStore struct {
+	engine.Store
+	w *world
+}
+
+func (s *faultyStore) SagaGet(ctx context.Context, p *engine.SagaGetParams) (*engine.SagaRecord, error) {
+	if s.w.fault("throttled_read") {
+		return nil, engine.ErrThrottled
+	}
+	return s.Store.SagaGet(ctx, p)
+}
+
+func (s *faultyStore) SagaCreate(ctx context.Context, p *engine.SagaCreateParams) error {
+	if s.w.fault("crash_before_create") {
+		return errCrash
+	}
+	err := s.Store.SagaCreate(ctx, p)
+	if err == nil {
+		s.w.commit(p.Record.SagaID, p.Record.Version)
+		if s.w.fault("crash_after_create_before_send") {
+			return errCrash
+		}
+	}
+	return err
+}
+
+func (s *faultyStore) SagaUpdate(ctx context.Context, p *engine.SagaUpdateParams) error {
+	if s.w.fault("throttled_write") {
+		return engine.ErrThrottled
+	}
+	if s.w.fault("crash_before_write") {
+		return errCrash
+	}
+	if s.w.delivery != nil && s.w.depth < 3 && s.w.fault("conflicting_worker") {
+		// Another worker got the same message and gets there first.
+		s.w.handle(ctx, s.w.delivery)
+	}
+	if s.w.cfg.Sabotage == "unconditional-writes" {
+		if cur, err := s.Store.SagaGet(ctx, &engine.SagaGetParams{SagaID: p.Record.SagaID}); err == nil {
+			p = &engine.SagaUpdateParams{Record: p.Record, ExpectedVersion: cur.Version}
+		}
+	}
+	err := s.Store.SagaUpdate(ctx, p)
+	if err == nil {
+		s.w.commit(p.Record.SagaID, p.Record.Version)
+		if s.w.fault("crash_after_write_before_send") {
+			return errCrash
+		}
+	}
+	return err
+}
+
+// commit moves the current handle's log to the saga's committed writes.
+func (w *world) commit(saga string, version uint64) {
+	top := w.top()
+	w.committed[saga] = append(w.committed[saga], committedWrite{version: version, log: *top})
+}
+
+// delivery is a message in the simulated queue.
+type delivery struct {
+	id        int
+	body      []byte
+	visibleAt time.Time
+	receives  int
+}
+
+// simQueue is an SQS-like queue on the virtual clock: delays, visibility
+// timeouts, receive counts and a dead-letter queue, with random delivery order.
+type simQueue struct {
+	w      *world
+	items  []*delivery
+	nextID int
+	dlq    [][]byte
+	poison [][]byte
+}
+
+func newSimQueue(w *world) *simQueue { return &simQueue{w: w} }
+
+func (q *simQueue) add(body []byte, visibleAt time.Time) {
+	q.nextID++
+	q.items = append(q.items, &delivery{id: q.nextID, body: bytes.Clone(body), visibleAt: visibleAt})
+}
+
+// Send implements engine.Queue, with faults.
+func (q *simQueue) Send(_ context.Context, msgs []engine.Message) error {
+	if q.w.fault("throttled_send") {
+		return engine.ErrThrottled
+	}
+	if q.w.fault("crash_before_send") {
+		return errCrash
+	}
+	now := q.w.clock.Now()
+	for i, m := range msgs {
+		q.add(engine.AppendMessage(nil, m), now.Add(m.Delay))
+		if i+1 < len(msgs) && q.w.fault("crash_mid_batch") {
+			return errCrash
+		}
+	}
+	if q.w.fault("crash_after_send") {
+		return errCrash
+	}
+	return nil
+}
+
+func (q *simQueue) poisonMessage(body []byte) {
+	q.poison = append(q.poison, bytes.Clone(body))
+	q.add(body, q.w.clock.Now())
+	q.w.report.Faults["poison_message"]++
+}
+
+// next picks a random visible message, moving the clock forward when none
+// is visible yet. Messages received too often move to the dead-letter queue.
+func (q *simQueue) next() (*delivery, bool) {
+	for len(q.items) > 0 {
+		now := q.w.clock.Now()
+		var visible []*delivery
+		earliest := q.items[0].visibleAt
+		for _, d := range q.items {
+			if !d.visibleAt.After(now) {
+				visible = append(visible, d)
+			}
+			if d.visibleAt.Before(earliest) {
+				earliest = d.visibleAt
+			}
+		}
+		if len(visible) == 0 {
+			q.w.clock.Advance(earliest.Sub(now))
+			continue
+		}
+		d := visible[q.w.rng.IntN(len(visible))]
+		d.receives++
+		if d.receives > q.w.cfg.MaxReceives {
+			q.dlq = append(q.dlq, d.body)
+			q.delete(d)
+			continue
+		}
+		q.w.clock.Advance(time.Millisecond) // handling takes a moment
+		return d, true
+	}
+	return nil, false
+}
+
+func (q *simQueue) release(d *delivery, visibleAt time.Time) { d.visibleAt = visibleAt }
+
+func (q *simQueue) delete(d *delivery) {
+	if i := slices.Index(q.items, d); i >= 0 {
+		q.items = slices.Delete(q.items, i, i+1)
+	}
+}

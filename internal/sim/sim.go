@@ -1,0 +1,262 @@
+// Package sim is a deterministic simulation of the durable protocol: the
+// real coordinator and engine over a fake store and queue, driven by one
+// seeded random source and a virtual clock, with faults at every boundary
+// (crashes before the write, between write and send, between send and
+// delete, mid-compensation; duplicate and reordered delivery; throttling;
+// conflicting workers; poison messages; actions that time out after doing
+// their effect). One goroutine runs everything, so a seed replays exactly.
+// After each run the invariants of shared/DESIGN.md section 7 are checked.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+	smem "github.com/lambdasaga/lambdasaga/store/memory"
+)
+
+// Config sizes a run.
+type Config struct {
+	Seed  uint64
+	Sagas int
+	// FaultRate is the chance of a fault at each boundary while faults are on.
+	FaultRate float64
+	// Poison is how many poison messages to inject.
+	Poison int
+	// MaxReceives is the queues' redrive limit.
+	MaxReceives int
+
+	// Sabotage breaks a guarantee on purpose, to show the checks catch it:
+	// "unconditional-writes" (the store ignores the version condition) or
+	// "ignore-idempotency-keys" (services apply every call's effect).
+	Sabotage string
+}
+
+// errCrash is a worker dying at a boundary: nothing after it happens.
+var errCrash = errors.New("simulated crash")
+
+// Report is what a run did and found.
+type Report struct {
+	Seed       uint64
+	Sagas      int
+	Handles    int
+	Messages   int
+	Faults     map[string]int
+	Outcomes   map[engine.Status]int
+	Checks     map[string]int // invariant -> how many times it was checked
+	Violations map[string]int // invariant -> how many times it failed
+	Examples   []string       // the first violations, in words
+	VirtualEnd time.Duration  // virtual time the run took
+}
+
+// OK reports whether no invariant failed.
+func (r *Report) OK() bool {
+	for _, n := range r.Violations {
+		if n > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Report) String() string {
+	s := fmt.Sprintf("seed %d: %d sagas, %d messages handled, %d deliveries, virtual %s\n", r.Seed, r.Sagas, r.Handles, r.Messages, r.VirtualEnd.Round(time.Second))
+	s += "  outcomes:"
+	for _, st := range engine.Statuses() {
+		if n := r.Outcomes[st]; n > 0 {
+			s += fmt.Sprintf(" %s=%d", st, n)
+		}
+	}
+	s += "\n  faults:"
+	for _, k := range sortedKeys(r.Faults) {
+		s += fmt.Sprintf(" %s=%d", k, r.Faults[k])
+	}
+	s += "\n  invariants (checked/violated):"
+	for _, k := range sortedKeys(r.Checks) {
+		s += fmt.Sprintf(" %s=%d/%d", k, r.Checks[k], r.Violations[k])
+	}
+	for _, e := range r.Examples {
+		s += "\n  VIOLATION: " + e
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// world is one run.
+type world struct {
+	cfg     Config
+	rng     *rand.Rand
+	clock   *engine.ManualClock
+	store   *faultyStore
+	queue   *simQueue
+	actions *simActions
+	coord   *engine.Coordinator
+	faults  bool
+	report  *Report
+
+	// bufs is a stack of per-Handle logs; a write that succeeds commits the top.
+	bufs      []*handleLog
+	committed map[string][]committedWrite // saga -> writes in order
+	delivery  *delivery                   // the message being handled, for conflict injection
+	depth     int
+
+	resumeFailed map[string]bool // sagas whose last resume reported an error
+}
+
+// handleLog is what one Handle (or Start) did before its write.
+type handleLog struct {
+	events []engine.StepEvent
+	calls  []engine.Call
+}
+
+type committedWrite struct {
+	version uint64
+	log     handleLog
+}
+
+func (w *world) fault(name string) bool {
+	if !w.faults || w.rng.Float64() >= w.cfg.FaultRate {
+		return false
+	}
+	w.report.Faults[name]++
+	return true
+}
+
+func (w *world) top() *handleLog { return w.bufs[len(w.bufs)-1] }
+
+// Run runs one seed to the end and checks the invariants.
+func Run(cfg Config) (*Report, error) {
+	if cfg.Sagas == 0 {
+		cfg.Sagas = 1000
+	}
+	if cfg.FaultRate == 0 {
+		cfg.FaultRate = 0.05
+	}
+	if cfg.MaxReceives == 0 {
+		cfg.MaxReceives = 20
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := &world{
+		cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5a6a)), clock: engine.NewManualClock(start),
+		report:    &Report{Seed: cfg.Seed, Sagas: cfg.Sagas, Faults: map[string]int{}, Outcomes: map[engine.Status]int{}, Checks: map[string]int{}, Violations: map[string]int{}},
+		committed: map[string][]committedWrite{}, resumeFailed: map[string]bool{},
+	}
+	w.store = &faultyStore{Store: smem.New(), w: w}
+	w.queue = newSimQueue(w)
+	w.actions = newSimActions(w)
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{
+		Store: w.store, Queue: w.queue, Actions: w.actions, Clock: w.clock, Rand: w.rng.Float64,
+		OnStep: func(ev engine.StepEvent) { t := w.top(); t.events = append(t.events, ev) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.coord = coord
+	plans, err := compilePlans()
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+
+	// Start the sagas with faults on; a crashed start is retried by its client.
+	w.faults = true
+	sagas := make([]sagaSpec, cfg.Sagas)
+	for i := range sagas {
+		sagas[i] = w.newSaga(i, plans)
+		w.start(ctx, sagas[i])
+	}
+	for i := range cfg.Poison {
+		w.queue.poisonMessage(fmt.Appendf(nil, `{"v":1,"saga_id":"poison-%d","version":`, i))
+	}
+	// Run with faults, then without, until nothing is left to do; an operator
+	// resumes parked sagas along the way.
+	budget := cfg.Sagas * 400
+	for phase := 0; phase < 2; phase++ {
+		w.faults = phase == 0
+		rounds := 0
+		for steps := 0; steps < budget; steps++ {
+			if !w.step(ctx) {
+				if rounds < 50 && w.resumeParked(ctx, sagas) {
+					rounds++
+					continue
+				}
+				break
+			}
+			if phase == 0 && steps > budget/4 {
+				break
+			}
+		}
+	}
+	w.report.VirtualEnd = w.clock.Now().Sub(start)
+	w.check(ctx, sagas)
+	return w.report, nil
+}
+
+// start begins a saga, retrying a start that crashed or was throttled
+// (Start is idempotent by saga id).
+func (w *world) start(ctx context.Context, s sagaSpec) {
+	for attempt := 0; ; attempt++ {
+		w.bufs = append(w.bufs, &handleLog{})
+		_, err := w.coord.Start(ctx, &engine.StartParams{Plan: s.plan, SagaID: s.id, Input: s.input})
+		w.bufs = w.bufs[:len(w.bufs)-1]
+		if err == nil {
+			return
+		}
+		if attempt > 100 {
+			panic(fmt.Sprintf("saga %s never started: %v", s.id, err))
+		}
+	}
+}
+
+// step delivers one message (a random visible one, so delivery reorders),
+// moving the clock to the next visible message when none is. It reports
+// false when the queues are empty.
+func (w *world) step(ctx context.Context) bool {
+	d, ok := w.queue.next()
+	if !ok {
+		return false
+	}
+	w.report.Messages++
+	w.handle(ctx, d)
+	return true
+}
+
+func (w *world) handle(ctx context.Context, d *delivery) {
+	w.report.Handles++
+	w.bufs = append(w.bufs, &handleLog{})
+	prev := w.delivery
+	w.delivery = d
+	w.depth++
+	_, err := w.coord.Handle(ctx, d.body)
+	w.depth--
+	w.delivery = prev
+	w.bufs = w.bufs[:len(w.bufs)-1]
+	if w.depth > 0 {
+		return // a nested (conflicting) worker: the outer one owns the message
+	}
+	if err == nil && w.fault("crash_after_send_before_delete") {
+		err = errCrash
+	}
+	if err == nil && w.fault("duplicate_delivery") {
+		w.queue.release(d, w.clock.Now()) // not deleted: delivered again
+		return
+	}
+	if err != nil {
+		w.queue.release(d, w.clock.Now().Add(30*time.Second)) // visibility timeout
+		return
+	}
+	w.queue.delete(d)
+}
