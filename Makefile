@@ -15,7 +15,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 FUNCTIONS := AdvanceFunction=./functions/advance CompensateFunction=./functions/compensate
 ORDER_FN := ./examples/order/cmd/orderfn
 
-.PHONY: help demo test unit race bench bench-once build lint fmt emulators e2e local sam-check sim sim-long
+.PHONY: help demo test unit race bench bench-once build lint fmt emulators e2e local sam-check sim sim-long chaos
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -31,7 +31,7 @@ demo: ## run the order saga in process: one that succeeds, one whose payment is 
 	@echo "== what a shipping failure would undo (nothing runs)"
 	@$(BIN)/ordersaga plan examples/order/order.yaml --fail ship
 
-test: lint unit race e2e bench-once sam-check ## everything CI runs: lint, tests (allocation pins), race detector, e2e through the real binaries, each benchmark once, the SAM checks
+test: lint unit race e2e chaos bench-once sam-check ## everything CI runs: lint, tests (allocation pins), race detector, e2e through the real binaries, each benchmark once, the SAM checks
 
 unit: emulators ## go test ./... with the emulators started (fuzz seed corpora included)
 	@mkdir -p $(BIN)
@@ -46,6 +46,11 @@ emulators: $(EMU)/node_modules/.installed ## install the DynamoDB and SQS emulat
 $(EMU)/node_modules/.installed: $(EMU)/package.json $(EMU)/package-lock.json
 	cd $(EMU) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
+
+CHAOS_SAGAS ?= 300
+chaos: emulators ## kill test: the real binaries under aws-lambda-rie, workers SIGKILLed while CHAOS_SAGAS sagas run, then the invariants
+	@mkdir -p $(BIN)
+	LAMBDASAGA_CHAOS=1 CHAOS_SAGAS=$(CHAOS_SAGAS) $(WITH_EMULATORS) $(GO) test -count=1 -timeout 20m -v -run TestChaos ./internal/chaos 2>&1 | grep -vE '^\s+(AdvanceFunction|CompensateFunction)/' 
 
 SEED ?= 1
 sim: ## the fault-injection simulation for one seed, with its report (make sim SEED=n replays a failure)

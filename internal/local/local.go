@@ -40,6 +40,8 @@ type Config struct {
 	Prefix string
 	// Log receives the functions' and RIE's output and the pollers' notes.
 	Log io.Writer
+	// Env adds variables to every function's environment.
+	Env map[string]string
 }
 
 // Env is a running local environment.
@@ -50,9 +52,21 @@ type Env struct {
 
 	cfg     Config
 	ries    []*exec.Cmd
+	workers []*worker
 	cancel  context.CancelFunc
 	pollers sync.WaitGroup
 	logMu   sync.Mutex
+	riesMu  sync.Mutex
+}
+
+// worker is one RIE and what it needs to be started again.
+type worker struct {
+	fn        samtemplate.Function
+	index     int
+	bootstrap string
+	env       []string
+	addr      string
+	cmd       *exec.Cmd
 }
 
 // Up creates the resources, builds and starts the functions, and starts
@@ -116,10 +130,12 @@ func Up(ctx context.Context, cfg Config) (env *Env, err error) {
 		}
 		e.Functions = append(e.Functions, fn.Name)
 		for w := range cfg.Workers {
-			addr, err := e.startRIE(ctx, fn, w, bootstrap, envVars)
+			wk := &worker{fn: fn, index: w, bootstrap: bootstrap, env: envVars}
+			addr, err := e.startRIE(ctx, wk, "")
 			if err != nil {
 				return nil, err
 			}
+			e.workers = append(e.workers, wk)
 			for _, ev := range fn.Events {
 				p := &poller{env: e, client: sq, fn: fn, event: ev, queueURL: e.QueueURLs[ev.Queue], rieURL: "http://" + addr + "/2015-03-31/functions/function/invocations", worker: w}
 				e.pollers.Go(func() { p.run(pctx) })
@@ -135,6 +151,8 @@ func (e *Env) Down() {
 		e.cancel()
 	}
 	e.pollers.Wait()
+	e.riesMu.Lock()
+	defer e.riesMu.Unlock()
 	for _, cmd := range e.ries {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		done := make(chan struct{})
@@ -196,6 +214,9 @@ func (e *Env) environment(tpl *samtemplate.Template, fn samtemplate.Function) ([
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=" + strconv.Itoa(fn.MemorySize),
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 	}
+	for k, v := range e.cfg.Env {
+		vars = append(vars, k+"="+v)
+	}
 	for k, v := range fn.Environment {
 		var s string
 		switch {
@@ -228,27 +249,34 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// startRIE runs one worker's RIE on 127.0.0.1 and waits for it to listen.
-func (e *Env) startRIE(ctx context.Context, fn samtemplate.Function, worker int, bootstrap string, env []string) (string, error) {
-	port, err := freePort()
-	if err != nil {
-		return "", err
+// startRIE runs one worker's RIE on 127.0.0.1 (on addr, when restarting
+// it, so its poller finds it again) and waits for it to listen.
+func (e *Env) startRIE(ctx context.Context, wk *worker, addr string) (string, error) {
+	if addr == "" {
+		port, err := freePort()
+		if err != nil {
+			return "", err
+		}
+		addr = fmt.Sprintf("127.0.0.1:%d", port)
 	}
 	apiPort, err := freePort()
 	if err != nil {
 		return "", err
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(e.cfg.RIE, "--runtime-interface-emulator-address", addr, "--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", apiPort), "--log-level", "warn", bootstrap)
-	cmd.Env = env
-	cmd.Dir = filepath.Dir(bootstrap)
-	w := &prefixWriter{env: e, prefix: fmt.Sprintf("%s/%d: ", fn.Name, worker)}
+	cmd := exec.Command(e.cfg.RIE, "--runtime-interface-emulator-address", addr, "--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", apiPort), "--log-level", "warn", wk.bootstrap)
+	cmd.Env = wk.env
+	cmd.Dir = filepath.Dir(wk.bootstrap)
+	w := &prefixWriter{env: e, prefix: fmt.Sprintf("%s/%d: ", wk.fn.Name, wk.index)}
 	cmd.Stdout, cmd.Stderr = w, w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("start %s: %w", e.cfg.RIE, err)
 	}
+	e.riesMu.Lock()
 	e.ries = append(e.ries, cmd)
+	e.riesMu.Unlock()
+	wk.cmd, wk.addr = cmd, addr
+	fn := wk.fn
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
@@ -295,4 +323,37 @@ func indexByte(b []byte, c byte) int {
 		}
 	}
 	return -1
+}
+
+// Workers counts the running workers (RIEs).
+func (e *Env) Workers() int { return len(e.workers) }
+
+// Kill ends worker i's RIE and its function with SIGKILL, wherever they
+// are, as a crashed Lambda execution environment would end.
+func (e *Env) Kill(i int) error {
+	wk := e.workers[i]
+	if wk.cmd == nil || wk.cmd.Process == nil {
+		return fmt.Errorf("worker %d is not running", i)
+	}
+	if err := syscall.Kill(-wk.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		return err
+	}
+	_ = wk.cmd.Wait()
+	e.riesMu.Lock()
+	for j, c := range e.ries {
+		if c == wk.cmd {
+			e.ries = append(e.ries[:j], e.ries[j+1:]...)
+			break
+		}
+	}
+	e.riesMu.Unlock()
+	wk.cmd = nil
+	return nil
+}
+
+// Restart starts worker i again on the same address (a cold start).
+func (e *Env) Restart(ctx context.Context, i int) error {
+	wk := e.workers[i]
+	_, err := e.startRIE(ctx, wk, wk.addr)
+	return err
 }

@@ -1,10 +1,10 @@
 package sim
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/lambdasaga/lambdasaga/engine"
 )
@@ -22,6 +22,11 @@ func (w *world) check(ctx context.Context, sagas []sagaSpec) {
 	for _, k := range []string{"no_saga_lost", "versions_written_once", "stable_idempotency_key", "effects_equal_committed_steps", "compensation_exact_reverse", "dead_letters_only_poison"} {
 		r.Checks[k] += 0
 		r.Violations[k] += 0
+	}
+	keysBySaga := map[string][]string{}
+	for key, owner := range w.actions.owner {
+		saga, _, _ := strings.Cut(owner, "/")
+		keysBySaga[saga] = append(keysBySaga[saga], key)
 	}
 	for _, s := range sagas {
 		st, err := w.coord.Get(ctx, s.id)
@@ -74,8 +79,8 @@ func (w *world) check(ctx context.Context, sagas []sagaSpec) {
 		// Applied effects, deduplicated by key, equal the committed steps.
 		r.Checks["effects_equal_committed_steps"]++
 		var appliedFwd, appliedComp []string
-		for key, owner := range w.actions.owner {
-			if !w.actions.applied[key] || !bytes.HasPrefix([]byte(owner), []byte(s.id+"/")) {
+		for _, key := range keysBySaga[s.id] {
+			if !w.actions.applied[key] {
 				continue
 			}
 			if w.actions.compKey[key] {

@@ -2,8 +2,8 @@ package sim
 
 import (
 	"bytes"
+	"container/heap"
 	"context"
-	"slices"
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/engine"
@@ -78,20 +78,41 @@ type delivery struct {
 }
 
 // simQueue is an SQS-like queue on the virtual clock: delays, visibility
-// timeouts, receive counts and a dead-letter queue, with random delivery order.
+// timeouts, receive counts and a dead-letter queue, with random delivery
+// order. Hidden messages wait in a heap by the time they become visible;
+// visible ones in a slice, from which delivery picks at random.
 type simQueue struct {
-	w      *world
-	items  []*delivery
-	nextID int
-	dlq    [][]byte
-	poison [][]byte
+	w       *world
+	hidden  hiddenHeap
+	visible []*delivery
+	nextID  int
+	dlq     [][]byte
+	poison  [][]byte
+}
+
+type hiddenHeap []*delivery
+
+func (h hiddenHeap) Len() int { return len(h) }
+func (h hiddenHeap) Less(i, j int) bool {
+	if !h[i].visibleAt.Equal(h[j].visibleAt) {
+		return h[i].visibleAt.Before(h[j].visibleAt)
+	}
+	return h[i].id < h[j].id
+}
+func (h hiddenHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *hiddenHeap) Push(x any)   { *h = append(*h, x.(*delivery)) }
+func (h *hiddenHeap) Pop() any {
+	old := *h
+	d := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return d
 }
 
 func newSimQueue(w *world) *simQueue { return &simQueue{w: w} }
 
 func (q *simQueue) add(body []byte, visibleAt time.Time) {
 	q.nextID++
-	q.items = append(q.items, &delivery{id: q.nextID, body: bytes.Clone(body), visibleAt: visibleAt})
+	heap.Push(&q.hidden, &delivery{id: q.nextID, body: bytes.Clone(body), visibleAt: visibleAt})
 }
 
 // Send implements engine.Queue, with faults.
@@ -122,41 +143,40 @@ func (q *simQueue) poisonMessage(body []byte) {
 }
 
 // next picks a random visible message, moving the clock forward when none
-// is visible yet. Messages received too often move to the dead-letter queue.
+// is visible yet, and takes it off the queue until release or delete.
+// Messages received too often move to the dead-letter queue.
 func (q *simQueue) next() (*delivery, bool) {
-	for len(q.items) > 0 {
+	for {
 		now := q.w.clock.Now()
-		var visible []*delivery
-		earliest := q.items[0].visibleAt
-		for _, d := range q.items {
-			if !d.visibleAt.After(now) {
-				visible = append(visible, d)
-			}
-			if d.visibleAt.Before(earliest) {
-				earliest = d.visibleAt
-			}
+		for len(q.hidden) > 0 && !q.hidden[0].visibleAt.After(now) {
+			q.visible = append(q.visible, heap.Pop(&q.hidden).(*delivery))
 		}
-		if len(visible) == 0 {
-			q.w.clock.Advance(earliest.Sub(now))
+		if len(q.visible) == 0 {
+			if len(q.hidden) == 0 {
+				return nil, false
+			}
+			q.w.clock.Advance(q.hidden[0].visibleAt.Sub(now))
 			continue
 		}
-		d := visible[q.w.rng.IntN(len(visible))]
+		i := q.w.rng.IntN(len(q.visible))
+		d := q.visible[i]
+		q.visible[i] = q.visible[len(q.visible)-1]
+		q.visible = q.visible[:len(q.visible)-1]
 		d.receives++
 		if d.receives > q.w.cfg.MaxReceives {
 			q.dlq = append(q.dlq, d.body)
-			q.delete(d)
 			continue
 		}
 		q.w.clock.Advance(time.Millisecond) // handling takes a moment
 		return d, true
 	}
-	return nil, false
 }
 
-func (q *simQueue) release(d *delivery, visibleAt time.Time) { d.visibleAt = visibleAt }
-
-func (q *simQueue) delete(d *delivery) {
-	if i := slices.Index(q.items, d); i >= 0 {
-		q.items = slices.Delete(q.items, i, i+1)
-	}
+// release puts a delivered message back, visible again at visibleAt.
+func (q *simQueue) release(d *delivery, visibleAt time.Time) {
+	d.visibleAt = visibleAt
+	heap.Push(&q.hidden, d)
 }
+
+// delete drops a delivered message for good (it is off the queue already).
+func (q *simQueue) delete(*delivery) {}

@@ -1,0 +1,39 @@
+// Command fn is the kill test's Lambda function: the stock handler with
+// the ledger actions registered.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/functions/sqshandler"
+	"github.com/lambdasaga/lambdasaga/internal/chaos"
+)
+
+func main() {
+	ctx := context.Background()
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ledger, err := chaos.FromEnv(dynamodb.NewFromConfig(awsCfg), os.Getenv(chaos.EnvLedgerTable))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	reg := engine.NewRegistry()
+	ledger.Register(reg)
+	h, err := sqshandler.FromEnvironment(ctx, reg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	lambda.StartHandlerFunc(h.Handle)
+}

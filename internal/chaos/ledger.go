@@ -1,0 +1,138 @@
+// Package chaos is the real-process kill test: the Lambda binaries under
+// aws-lambda-rie on the emulators, workers killed with SIGKILL at random
+// points while sagas run, then the contract checked against the table,
+// the queues and a ledger of every effect the actions applied.
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+)
+
+// EnvLedgerTable names the ledger table for the function.
+const EnvLedgerTable = "CHAOS_LEDGER_TABLE"
+
+// Ledger records effects in a DynamoDB table: one item per idempotency
+// key, written once (a conditional put), with a global sequence number
+// for order and a count of every call, duplicates included.
+type Ledger struct {
+	Client *dynamodb.Client
+	Table  string
+}
+
+// Entry is one recorded effect.
+type Entry struct {
+	Key   string
+	Saga  string
+	Step  string
+	Phase string // "do" or "undo"
+	Seq   int64
+	Calls int64
+}
+
+// CreateTable makes the ledger table.
+func (l *Ledger) CreateTable(ctx context.Context) error {
+	_, err := l.Client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName: aws.String(l.Table), BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+	})
+	if err != nil {
+		return err
+	}
+	return dynamodb.NewTableExistsWaiter(l.Client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(l.Table)}, 30e9)
+}
+
+// Register adds ledger.do and ledger.undo to reg.
+func (l *Ledger) Register(reg *engine.Registry) {
+	reg.MustRegister("ledger.do", func(ctx context.Context, c engine.Call) (any, error) {
+		if in, _ := c.Input.(map[string]any); in["fail"] == true {
+			return nil, engine.Permanent(engine.NewError("Refused", "step "+c.Step+" refuses"))
+		}
+		return nil, l.apply(ctx, c, "do")
+	})
+	reg.MustRegister("ledger.undo", func(ctx context.Context, c engine.Call) (any, error) {
+		return nil, l.apply(ctx, c, "undo")
+	})
+}
+
+// apply counts the call and records the effect once per key.
+func (l *Ledger) apply(ctx context.Context, c engine.Call, phase string) error {
+	out, err := l.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(l.Table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "SEQ"}},
+		UpdateExpression: aws.String("ADD n :one"), ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
+		ReturnValues: types.ReturnValueUpdatedNew,
+	})
+	if err != nil {
+		return err
+	}
+	seq := out.Attributes["n"].(*types.AttributeValueMemberN).Value
+	_, err = l.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(l.Table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "EFFECT#" + c.IdempotencyKey}},
+		UpdateExpression: aws.String("ADD calls :one SET saga = if_not_exists(saga, :saga), step = if_not_exists(step, :step), phase = if_not_exists(phase, :phase), seq = if_not_exists(seq, :seq)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":one": &types.AttributeValueMemberN{Value: "1"}, ":saga": &types.AttributeValueMemberS{Value: c.SagaID},
+			":step": &types.AttributeValueMemberS{Value: c.Step}, ":phase": &types.AttributeValueMemberS{Value: phase},
+			":seq": &types.AttributeValueMemberN{Value: seq},
+		},
+	})
+	return err
+}
+
+// Entries reads the whole ledger, by saga.
+func (l *Ledger) Entries(ctx context.Context) (map[string][]Entry, error) {
+	out := map[string][]Entry{}
+	var start map[string]types.AttributeValue
+	for {
+		page, err := l.Client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(l.Table), ExclusiveStartKey: start, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range page.Items {
+			pk := it["pk"].(*types.AttributeValueMemberS).Value
+			if pk == "SEQ" {
+				continue
+			}
+			e := Entry{Key: pk[len("EFFECT#"):], Saga: str(it, "saga"), Step: str(it, "step"), Phase: str(it, "phase")}
+			e.Seq, _ = strconv.ParseInt(num(it, "seq"), 10, 64)
+			e.Calls, _ = strconv.ParseInt(num(it, "calls"), 10, 64)
+			out[e.Saga] = append(out[e.Saga], e)
+		}
+		if page.LastEvaluatedKey == nil {
+			return out, nil
+		}
+		start = page.LastEvaluatedKey
+	}
+}
+
+func str(it map[string]types.AttributeValue, k string) string {
+	if v, ok := it[k].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func num(it map[string]types.AttributeValue, k string) string {
+	if v, ok := it[k].(*types.AttributeValueMemberN); ok {
+		return v.Value
+	}
+	return "0"
+}
+
+var errNoTable = errors.New("ledger table not set")
+
+// FromEnv is the ledger the function's environment names.
+func FromEnv(client *dynamodb.Client, table string) (*Ledger, error) {
+	if table == "" {
+		return nil, fmt.Errorf("%w: set %s", errNoTable, EnvLedgerTable)
+	}
+	return &Ledger{Client: client, Table: table}, nil
+}
