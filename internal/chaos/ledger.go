@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -51,7 +53,9 @@ func (l *Ledger) CreateTable(ctx context.Context) error {
 	return dynamodb.NewTableExistsWaiter(l.Client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(l.Table)}, 30e9)
 }
 
-// Register adds ledger.do and ledger.undo to reg.
+// Register adds ledger.do and ledger.undo to reg. Each takes 20 to 50 ms
+// after applying its effect, as a real call would, so that kills land in
+// the window between an effect and the write that records it.
 func (l *Ledger) Register(reg *engine.Registry) {
 	reg.MustRegister("ledger.do", func(ctx context.Context, c engine.Call) (any, error) {
 		if in, _ := c.Input.(map[string]any); in["fail"] == true {
@@ -65,7 +69,8 @@ func (l *Ledger) Register(reg *engine.Registry) {
 }
 
 // apply counts the call and records the effect once per key.
-func (l *Ledger) apply(ctx context.Context, c engine.Call, phase string) error {
+func (l *Ledger) apply(ctx context.Context, c engine.Call, phase string) (err error) {
+	defer func() { time.Sleep(time.Duration(20+rand.IntN(30)) * time.Millisecond) }()
 	out, err := l.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.Table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "SEQ"}},
 		UpdateExpression: aws.String("ADD n :one"), ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
