@@ -149,11 +149,14 @@ func (e *encoder) str(tag int, s string) {
 	e.b = append(e.b, s...)
 }
 
+// time writes zigzag(UnixNano)+1, so that 0 stays free for "no time"
+// and the Unix epoch is a time like any other.
 func (e *encoder) time(tag int, t time.Time) {
 	if t.IsZero() {
 		return
 	}
-	e.uint(tag, zigzag(t.UnixNano()))
+	e.key(tag, wireVarint)
+	e.b = binary.AppendUvarint(e.b, zigzag(t.UnixNano())+1)
 }
 
 func (e *encoder) stepError(tag int, se *StepError) {
@@ -425,7 +428,13 @@ func (d *decoder) bytes() []byte {
 
 func (d *decoder) str() string { return string(d.bytes()) }
 
-func (d *decoder) time() time.Time { return time.Unix(0, unzigzag(d.uint())).UTC() }
+func (d *decoder) time() time.Time {
+	v := d.uint()
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, unzigzag(v-1)).UTC()
+}
 
 func (d *decoder) skip(wire int) {
 	switch wire {

@@ -143,3 +143,20 @@ func FuzzStateDecode(f *testing.F) {
 		}
 	})
 }
+
+// Found by FuzzStateDecode: the Unix epoch is a time like any other, not
+// "no time", and the zero time stays zero.
+func TestStateTimesAtTheEpoch(t *testing.T) {
+	st := &engine.State{SagaID: "e", CreatedAt: time.Unix(0, 0).UTC(), UpdatedAt: time.Unix(-1, 0).UTC()}
+	b, err := st.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got engine.State
+	if err := got.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	if !got.CreatedAt.Equal(st.CreatedAt) || got.CreatedAt.IsZero() || !got.UpdatedAt.Equal(st.UpdatedAt) || !got.Deadline.IsZero() {
+		t.Fatalf("created %v updated %v deadline %v", got.CreatedAt, got.UpdatedAt, got.Deadline)
+	}
+}
