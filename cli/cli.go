@@ -45,6 +45,7 @@ func commands() []command {
 		{"run", "FILE --input JSON|@FILE [--fail STEP]... [--json] [--id ID] [--timeout D]", "run a saga in this process and watch it", runRun},
 		{"graph", "FILE", "print the definition as a Mermaid flowchart", runGraph},
 		{"plan", "FILE --fail STEP [--input JSON|@FILE]", "show what a failure at STEP would compensate, running nothing", runPlan},
+		{"cost", "FILE [--steps-per-month N] [--memory MB] [--duration D] [--state-bytes N] [--fail STEP]", "estimate the AWS cost of a saga, next to Step Functions Standard", runCost},
 		{"start", "FILE --input JSON|@FILE [--id ID] (--local | --table T --advance-queue-url U --compensate-queue-url U)", "start a saga on a deployed stack or the local loop", runStart},
 		{"status", "ID (--local | --table ...)", "show a saga", runStatus},
 		{"cancel", "ID (--local | --table ...)", "stop a running saga; it compensates", runCancel},
@@ -80,7 +81,7 @@ func Main(args []string, cfg Config) int {
 			return cmd.run(&cfg, args[1:])
 		}
 	}
-	cfg.errorf("unknown command %q (commands: validate, run, graph, plan, start, status, cancel, resume, local, help)", args[0])
+	cfg.errorf("unknown command %q (commands: validate, run, graph, plan, cost, start, status, cancel, resume, local, help)", args[0])
 	return ExitUsage
 }
 

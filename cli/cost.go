@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"flag"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/cost"
+)
+
+func runCost(c *Config, args []string) int {
+	fs := flag.NewFlagSet("cost", flag.ContinueOnError)
+	steps := fs.Float64("steps-per-month", 1e6, "action steps per month (sagas = steps / action steps per saga)")
+	sagas := fs.Float64("sagas-per-month", 0, "sagas per month (instead of --steps-per-month)")
+	memory := fs.Int("memory", 256, "function memory in MB (the template's)")
+	duration := fs.Duration("duration", 10*time.Millisecond, "billed duration of one invocation (measure yours: the REPORT lines of your function's logs)")
+	stateBytes := fs.Int("state-bytes", 600, "the saga's state item size in bytes (sagactl status --json shows the version; bench/README.md has measured sizes)")
+	batch := fs.Float64("batch-size", 1, "messages per invocation on average (1 under light traffic)")
+	input := fs.String("input", "", "the input whose path is costed: JSON or @FILE (default: zero values)")
+	var fails stringList
+	fs.Var(&fails, "fail", "cost the path where STEP fails for good (compensations included); repeatable")
+	files, ok := c.flags(fs, args)
+	if !ok {
+		return ExitUsage
+	}
+	if len(files) != 1 {
+		c.errorf("cost: name exactly one definition file (got %d)", len(files))
+		return ExitUsage
+	}
+	plan, ok := c.load(files[0])
+	if !ok {
+		return ExitUsage
+	}
+	var in map[string]any
+	if *input != "" {
+		if in, ok = c.readInput(*input); !ok {
+			return ExitUsage
+		}
+	} else {
+		in = zeroInput(plan.Definition())
+	}
+	failing, ok := c.checkFails(plan, fails)
+	if !ok {
+		return ExitUsage
+	}
+	p := cost.Params{MemoryMB: *memory, Duration: *duration, StateBytes: *stateBytes, BatchSize: *batch, Input: in}
+	s, err := cost.Walk(plan, p, failing)
+	if err != nil {
+		c.errorf("cost: %v", err)
+		return ExitUsage
+	}
+	n := *sagas
+	if n == 0 && s.ActionSteps > 0 {
+		n = *steps / float64(s.ActionSteps)
+	}
+	s.Report(c.Stdout, plan.Name(), p, n)
+	return ExitOK
+}

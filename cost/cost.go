@@ -1,0 +1,203 @@
+// Package cost estimates what a saga costs on AWS with lambdasaga, next to
+// what the same saga would cost on Step Functions Standard, from the
+// definition (its path is walked with Advance, actions succeeding) and the
+// list prices in Prices.
+package cost
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+)
+
+// Prices are AWS list prices, us-east-1, on-demand, without free tiers.
+// Checked against the public pricing pages in November 2026; they are the
+// one table to update when prices change.
+type Prices struct {
+	LambdaPerMillionRequests float64 // $0.20
+	LambdaArmPerGBSecond     float64 // $0.0000133334
+	SQSPerMillionRequests    float64 // standard queues, $0.40 per million 64 KB chunks
+	DynamoPerMillionWRU      float64 // on-demand write request units, $0.625
+	DynamoPerMillionRRU      float64 // on-demand read request units, $0.125
+	StepFunctionsPerMillion  float64 // Standard workflows, per state transition, $25
+}
+
+// ListPrices is the table.
+var ListPrices = Prices{
+	LambdaPerMillionRequests: 0.20,
+	LambdaArmPerGBSecond:     0.0000133334,
+	SQSPerMillionRequests:    0.40,
+	DynamoPerMillionWRU:      0.625,
+	DynamoPerMillionRRU:      0.125,
+	StepFunctionsPerMillion:  25.0,
+}
+
+// Params describe the deployment and the measurements the estimate uses.
+type Params struct {
+	SagasPerMonth float64
+	MemoryMB      int           // the functions' memory (template: 256)
+	Duration      time.Duration // billed duration of one invocation (one action step), measured
+	StateBytes    int           // the saga's state item size, measured
+	MessageBytes  int           // one message (about 100 bytes)
+	// BatchSize is how many messages one invocation handles on average
+	// (1 when traffic is light; up to the event source's batch size).
+	BatchSize float64
+	Input     map[string]any // the input whose path is costed; nil: zero values
+}
+
+// Saga counts the work of one saga on one path.
+type Saga struct {
+	Path             []string // steps run, in order
+	ActionSteps      int      // messages and invocations
+	Compensations    int
+	Transitions      int // state writes, start included
+	SFNTransitions   int // Step Functions state transitions for the same path
+	DynamoReads      int
+	DynamoWrites     int
+	RRUPerRead       float64
+	WRUPerWrite      float64
+	SQSRequests      float64
+	LambdaInvokes    float64
+	LambdaGBSeconds  float64
+	CostLambdaSaga   float64
+	CostStepFnsSaga  float64
+	CostBreakdownUSD map[string]float64
+}
+
+// Walk runs the saga with Advance alone (actions succeed with their input
+// as output, except fail) and counts what each piece of the path costs.
+func Walk(plan *engine.Plan, p Params, fail map[string]bool) (*Saga, error) {
+	if p.MemoryMB == 0 {
+		p.MemoryMB = 256
+	}
+	if p.Duration == 0 {
+		p.Duration = 10 * time.Millisecond
+	}
+	if p.StateBytes == 0 {
+		p.StateBytes = 600
+	}
+	if p.MessageBytes == 0 {
+		p.MessageBytes = 110
+	}
+	if p.BatchSize < 1 {
+		p.BatchSize = 1
+	}
+	in, err := plan.CheckInput(p.Input)
+	if err != nil {
+		return nil, err
+	}
+	s := &Saga{CostBreakdownUSD: map[string]float64{}}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	onStep := func(rec engine.StepRecord) {
+		if rec.Outcome == engine.OutcomeStarted {
+			return
+		}
+		if rec.Compensation {
+			s.Compensations++
+			s.SFNTransitions++
+			return
+		}
+		s.Path = append(s.Path, rec.Step)
+		s.SFNTransitions++
+	}
+	st := &engine.State{}
+	if _, err := plan.Advance(st, engine.Event{Kind: engine.EventStart, Now: now, SagaID: "cost", Input: in, OnStep: onStep}); err != nil {
+		return nil, err
+	}
+	s.Transitions = 1
+	for range 10_000 {
+		call, err := plan.Call(st, now)
+		if err != nil {
+			break
+		}
+		s.ActionSteps++
+		var out any = call.Input
+		var callErr error
+		if fail[call.Step] && !call.Compensation {
+			out, callErr = nil, engine.Permanent(engine.NewError("Failed", "costed failure"))
+		}
+		if _, err := plan.Advance(st, engine.Event{Kind: engine.EventResult, Now: now, Output: out, Err: callErr, OnStep: onStep}); err != nil {
+			return nil, err
+		}
+		s.Transitions++
+	}
+	// Step Functions bills each state entered; counted conservatively
+	// (nothing for the start or the end, one state per step).
+	s.DynamoReads = s.ActionSteps
+	s.DynamoWrites = s.Transitions
+	s.RRUPerRead = math.Ceil(float64(p.StateBytes) / 4096)                // strongly consistent: 1 RRU per 4 KB
+	s.WRUPerWrite = math.Ceil(float64(p.StateBytes) / 1024)               // 1 WRU per 1 KB
+	chunks := math.Ceil(float64(p.MessageBytes) / 65536)                  // SQS bills 64 KB chunks
+	s.SQSRequests = float64(s.ActionSteps) * chunks * (1 + 2/p.BatchSize) // a send each; a receive and a delete per batch
+	s.LambdaInvokes = float64(s.ActionSteps) / p.BatchSize
+	s.LambdaGBSeconds = float64(s.ActionSteps) * p.Duration.Seconds() * float64(p.MemoryMB) / 1024
+	pr := ListPrices
+	s.CostBreakdownUSD["lambda requests"] = s.LambdaInvokes * pr.LambdaPerMillionRequests / 1e6
+	s.CostBreakdownUSD["lambda compute"] = s.LambdaGBSeconds * pr.LambdaArmPerGBSecond
+	s.CostBreakdownUSD["sqs"] = s.SQSRequests * pr.SQSPerMillionRequests / 1e6
+	s.CostBreakdownUSD["dynamodb writes"] = float64(s.DynamoWrites) * s.WRUPerWrite * pr.DynamoPerMillionWRU / 1e6
+	s.CostBreakdownUSD["dynamodb reads"] = float64(s.DynamoReads) * s.RRUPerRead * pr.DynamoPerMillionRRU / 1e6
+	for _, v := range s.CostBreakdownUSD {
+		s.CostLambdaSaga += v
+	}
+	s.CostStepFnsSaga = float64(s.SFNTransitions) * pr.StepFunctionsPerMillion / 1e6
+	return s, nil
+}
+
+// Report writes the estimate for sagasPerMonth sagas.
+func (s *Saga) Report(w io.Writer, name string, p Params, sagasPerMonth float64) {
+	fmt.Fprintf(w, "saga %s, path %v", name, s.Path)
+	if s.Compensations > 0 {
+		fmt.Fprintf(w, " then %d compensation(s)", s.Compensations)
+	}
+	fmt.Fprintf(w, "\nper saga: %d action steps, %d state writes, %d reads, %.1f SQS requests, %.2f Lambda invocations, %.5f GB-s\n",
+		s.ActionSteps, s.DynamoWrites, s.DynamoReads, s.SQSRequests, s.LambdaInvokes, s.LambdaGBSeconds)
+	fmt.Fprintf(w, "assumed: %d MB arm64 functions, %s billed per invocation, %d-byte state (%g WRU per write, %g RRU per read), batch size %g\n",
+		orDefault(p.MemoryMB, 256), orDur(p.Duration), orDefault(p.StateBytes, 600), s.WRUPerWrite, s.RRUPerRead, math.Max(1, p.BatchSize))
+	fmt.Fprintf(w, "\n%-22s %14s %16s\n", "", "per saga", fmt.Sprintf("per %s sagas", human(sagasPerMonth)))
+	for _, k := range []string{"lambda requests", "lambda compute", "sqs", "dynamodb writes", "dynamodb reads"} {
+		fmt.Fprintf(w, "%-22s %14s %16s\n", k, usd(s.CostBreakdownUSD[k]), usd(s.CostBreakdownUSD[k]*sagasPerMonth))
+	}
+	fmt.Fprintf(w, "%-22s %14s %16s\n", "lambdasaga total", usd(s.CostLambdaSaga), usd(s.CostLambdaSaga*sagasPerMonth))
+	fmt.Fprintf(w, "%-22s %14s %16s   (%d state transitions at $25 per million)\n", "Step Functions Std", usd(s.CostStepFnsSaga), usd(s.CostStepFnsSaga*sagasPerMonth), s.SFNTransitions)
+	if s.CostLambdaSaga > 0 {
+		fmt.Fprintf(w, "Step Functions Standard costs %.1fx as much for this saga.\n", s.CostStepFnsSaga/s.CostLambdaSaga)
+	}
+}
+
+func orDefault(v, d int) int {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+func orDur(d time.Duration) time.Duration {
+	if d == 0 {
+		return 10 * time.Millisecond
+	}
+	return d
+}
+
+func usd(v float64) string {
+	switch {
+	case v == 0:
+		return "$0"
+	case v < 0.01:
+		return fmt.Sprintf("$%.8f", v)
+	}
+	return fmt.Sprintf("$%.2f", v)
+}
+
+func human(n float64) string {
+	switch {
+	case n >= 1e6:
+		return fmt.Sprintf("%.3gM", n/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.3gk", n/1e3)
+	}
+	return fmt.Sprintf("%.0f", n)
+}

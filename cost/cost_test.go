@@ -1,0 +1,48 @@
+package cost_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/cost"
+	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/examples/order"
+)
+
+func TestOrderSagaCost(t *testing.T) {
+	plan, err := engine.Compile("order.yaml", order.Definition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]any{"order_id": "o", "customer": "c", "amount": 1.0, "currency": "EUR", "card": "4242", "items": []any{"a"}}
+	p := cost.Params{MemoryMB: 256, Duration: 10 * time.Millisecond, StateBytes: 600, BatchSize: 1, Input: in}
+	s, err := cost.Walk(plan, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// reserve, price, charge, check, ship, done: three action steps, four writes.
+	if s.ActionSteps != 3 || s.DynamoWrites != 4 || s.DynamoReads != 3 || s.SQSRequests != 9 || s.SFNTransitions != 6 || len(s.Path) != 6 {
+		t.Fatalf("%+v", s)
+	}
+	// Per saga: 3 invocations ($0.2/M), 3 x 0.01 s x 0.25 GB, 9 SQS requests,
+	// 4 WRU, 3 RRU.
+	want := 3*0.2/1e6 + 3*0.01*0.25*0.0000133334 + 9*0.4/1e6 + 4*0.625/1e6 + 3*0.125/1e6
+	if math.Abs(s.CostLambdaSaga-want) > 1e-12 {
+		t.Fatalf("cost %v, want %v", s.CostLambdaSaga, want)
+	}
+	if s.CostStepFnsSaga != 6*25.0/1e6 || s.CostStepFnsSaga <= s.CostLambdaSaga {
+		t.Fatalf("step functions %v vs %v", s.CostStepFnsSaga, s.CostLambdaSaga)
+	}
+	var b strings.Builder
+	s.Report(&b, "order", p, 1e6)
+	if !strings.Contains(b.String(), "Step Functions Standard costs") {
+		t.Fatal(b.String())
+	}
+	// The compensating path: ship fails, charge and reserve are undone.
+	f, err := cost.Walk(plan, p, map[string]bool{"ship": true})
+	if err != nil || f.Compensations != 2 || f.ActionSteps != 5 {
+		t.Fatalf("%+v %v", f, err)
+	}
+}
