@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -44,6 +45,7 @@ const (
 	tagFailure           = 15
 	tagCompensationError = 16
 	tagOutput            = 17
+	tagOutputIsVars      = 18 // the output is the vars map itself (a saga ending without succeed)
 )
 
 // Value type bytes.
@@ -116,7 +118,10 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 	e.time(tagDeadline, st.Deadline)
 	e.stepError(tagFailure, st.Failure)
 	e.stepError(tagCompensationError, st.CompensationError)
-	if st.Output != nil {
+	switch {
+	case st.Output != nil && sameMap(st.Output, st.Vars):
+		e.uint(tagOutputIsVars, 1)
+	case st.Output != nil:
 		e.value(tagOutput, st.Output)
 	}
 	if e.err != nil {
@@ -269,6 +274,7 @@ func (st *State) UnmarshalBinary(data []byte) error {
 		return fmt.Errorf("%w: version %d (this build reads version %d)", ErrUnknownFormat, data[2], formatVersion)
 	}
 	d := decoder{b: data[3:]}
+	outputIsVars := false
 	for d.more() {
 		tag, wire := d.key()
 		switch {
@@ -364,12 +370,19 @@ func (st *State) UnmarshalBinary(data []byte) error {
 			st.CompensationError = d.stepError()
 		case tag == tagOutput && wire == wireBytes:
 			st.Output = d.valueField()
+		case tag == tagOutputIsVars && wire == wireVarint:
+			if d.uint() == 1 {
+				outputIsVars = true
+			}
 		default:
 			d.skip(wire)
 		}
 	}
 	for i := range st.Outbox {
 		st.Outbox[i].SagaID = st.SagaID
+	}
+	if outputIsVars {
+		st.Output = st.Vars
 	}
 	if d.err != nil {
 		return fmt.Errorf("decode state: %w", d.err)
@@ -600,4 +613,10 @@ func intern(b []byte) string {
 	}
 	interned.Unlock()
 	return s
+}
+
+// sameMap reports whether out is the very map vars (not merely equal).
+func sameMap(out any, vars map[string]any) bool {
+	m, ok := out.(map[string]any)
+	return ok && vars != nil && reflect.ValueOf(m).UnsafePointer() == reflect.ValueOf(vars).UnsafePointer()
 }

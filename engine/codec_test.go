@@ -160,3 +160,33 @@ func TestStateTimesAtTheEpoch(t *testing.T) {
 		t.Fatalf("created %v updated %v deadline %v", got.CreatedAt, got.UpdatedAt, got.Deadline)
 	}
 }
+
+// Found measuring payload sizes: a saga that ends without a succeed step has
+// its vars as output, and the state must not hold them twice.
+func TestStateOutputThatIsVarsIsStoredOnce(t *testing.T) {
+	blob := strings.Repeat("x", 100_000)
+	st := &engine.State{SagaID: "s", Vars: map[string]any{"r0": map[string]any{"blob": blob}}}
+	st.Output = st.Vars
+	b, err := st.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 110_000 {
+		t.Fatalf("state is %d bytes: the vars are stored twice", len(b))
+	}
+	var got engine.State
+	if err := got.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Output, got.Vars) || !reflect.DeepEqual(got.Vars, st.Vars) {
+		t.Fatal("output is not the vars after decoding")
+	}
+	// An output that merely equals the vars, but is another map, is kept as it is.
+	st.Output = map[string]any{"r0": map[string]any{"blob": blob}}
+	b, _ = st.MarshalBinary()
+	var again engine.State
+	_ = again.UnmarshalBinary(b)
+	if !reflect.DeepEqual(again.Output, st.Output) {
+		t.Fatal("a separate output changed")
+	}
+}

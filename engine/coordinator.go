@@ -354,11 +354,12 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 	if errors.Is(err, ErrTooLarge) {
 		// Fail the step instead: reload the version we read and advance it
 		// with the error, so the saga compensates rather than sticks.
+		cause := err
 		_, st, _, err = c.load(ctx, msg.SagaID)
 		if err != nil {
 			return "", err
 		}
-		ev.Output, ev.Err = nil, Permanent(NewError(ErrorTypeStateTooLarge, fmt.Sprintf("step %s: the saga's state would exceed %d bytes", msg.Step, MaxStateBytes)))
+		ev.Output, ev.Err = nil, Permanent(NewError(ErrorTypeStateTooLarge, fmt.Sprintf("step %s: the saga's state is too large to store (%v)", msg.Step, cause)))
 		if _, err := plan.Advance(st, ev); err != nil {
 			return "", err
 		}

@@ -1,0 +1,128 @@
+package bench_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/examples/order"
+)
+
+// stepCost is what handling one message cost.
+type stepCost struct {
+	step                 string
+	reads, writes, sends int
+	rru, wru             float64
+	stateBytes           int
+	took                 time.Duration
+}
+
+// handleAll starts a saga and handles its messages one by one, counting
+// each message's requests.
+func handleAll(t *testing.T, b *backend, coord *engine.Coordinator, plan *engine.Plan, id string, in map[string]any) (start stepCost, steps []stepCost) {
+	t.Helper()
+	ctx := context.Background()
+	b.counter.Reset()
+	if _, err := coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: id, Input: in}); err != nil {
+		t.Fatal(err)
+	}
+	start = b.snapshot("start")
+	for range 100 {
+		ds, err := b.queue.Receive(ctx, &engine.ReceiveParams{Queue: engine.QueueAdvance, Max: 1, Wait: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) == 0 {
+			break
+		}
+		msg, _ := engine.DecodeMessage(ds[0].Body)
+		b.counter.Reset()
+		began := time.Now()
+		if out, err := coord.Handle(ctx, ds[0].Body); err != nil || out != engine.HandledStep {
+			t.Fatalf("handle %s: %s %v", msg.Step, out, err)
+		}
+		c := b.snapshot(msg.Step)
+		c.took = time.Since(began)
+		rec, err := b.store.SagaGet(ctx, &engine.SagaGetParams{SagaID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.stateBytes = len(rec.State)
+		steps = append(steps, c)
+		_ = b.queue.Delete(ctx, &engine.DeleteParams{Queue: ds[0].Queue, ReceiptHandle: ds[0].ReceiptHandle})
+	}
+	return start, steps
+}
+
+func (b *backend) snapshot(step string) stepCost {
+	s := b.counter.Snapshot()
+	return stepCost{step: step, reads: s["DynamoDB.GetItem"].Calls, writes: s["DynamoDB.PutItem"].Calls,
+		sends: s["SQS.SendMessage"].Calls + s["SQS.SendMessageBatch"].Calls,
+		rru:   s["DynamoDB.GetItem"].ReadUnits, wru: s["DynamoDB.PutItem"].WriteUnits}
+}
+
+// TestRequestEconomy asserts, for the order saga and a 10-step linear saga,
+// at most one read, one write and one send per action step, one write unit
+// per transition for small states, and prints the table in bench/README.md.
+func TestRequestEconomy(t *testing.T) {
+	b := newBackend(t)
+	reg := engine.NewRegistry()
+	order.NewServices().Register(reg)
+	reg.MustRegister("work", func(ctx context.Context, c engine.Call) (any, error) {
+		return map[string]any{"id": c.IdempotencyKey}, nil
+	})
+	reg.MustRegister("undo", func(context.Context, engine.Call) (any, error) { return nil, nil })
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: b.store, Queue: b.queue, Actions: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orderPlan, _ := engine.Compile("order.yaml", order.Definition)
+	linear, err := engine.Compile("linear.yaml", []byte(linearSaga(10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	orderIn := map[string]any{"order_id": "o-1", "customer": "ada", "amount": 42.5, "currency": "EUR", "card": "4242", "items": []any{"book", "lamp"}}
+	for _, c := range []struct {
+		name string
+		plan *engine.Plan
+		in   map[string]any
+		n    int
+	}{{"order", orderPlan, orderIn, 3}, {"linear-10", linear, nil, 10}} {
+		start, steps := handleAll(t, b, coord, c.plan, "econ-"+c.name, c.in)
+		if len(steps) != c.n {
+			t.Fatalf("%s: %d steps handled, want %d", c.name, len(steps), c.n)
+		}
+		var reads, writes, sends int
+		var wru, rru float64
+		maxState := 0
+		for _, s := range steps {
+			if s.reads > 1 || s.writes > 1 || s.sends > 1 {
+				t.Errorf("%s step %s: %d reads, %d writes, %d sends: over one each", c.name, s.step, s.reads, s.writes, s.sends)
+			}
+			if s.wru != 1 {
+				t.Errorf("%s step %s: %.1f write units, want 1 for a %d-byte state", c.name, s.step, s.wru, s.stateBytes)
+			}
+			reads, writes, sends, wru, rru = reads+s.reads, writes+s.writes, sends+s.sends, wru+s.wru, rru+s.rru
+			maxState = max(maxState, s.stateBytes)
+		}
+		line := fmt.Sprintf("| %s | %d | %d reads (%.0f RRU) | %d writes (%.0f WRU) | %d sends | per action step: %.2f / %.2f / %.2f | start: %d writes, %d send | largest state %d bytes |",
+			c.name, c.n, reads, rru, writes+start.writes, wru+start.wru, sends+start.sends,
+			float64(reads)/float64(c.n), float64(writes)/float64(c.n), float64(sends)/float64(c.n), start.writes, start.sends, maxState)
+		t.Log(line)
+		if out := os.Getenv("BENCH_REPORT"); out != "" {
+			appendLine(t, out, line)
+		}
+	}
+}
+
+func appendLine(t *testing.T, file, line string) {
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fmt.Fprintln(f, line)
+}

@@ -1,0 +1,76 @@
+package bench_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+)
+
+// TestPayloadSize measures how write units and step latency grow with the
+// size of a saga's variables, and that a state past the limit fails its
+// step with a clear error (and compensates) instead of being written.
+func TestPayloadSize(t *testing.T) {
+	b := newBackend(t)
+	plan, err := engine.Compile("linear.yaml", []byte(linearSaga(3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kb := range []int{1, 10, 100, 250, 320} {
+		reg := engine.NewRegistry()
+		blob := strings.Repeat("x", kb<<10)
+		reg.MustRegister("work", func(ctx context.Context, c engine.Call) (any, error) {
+			if c.Step == "s0" {
+				return map[string]any{"blob": blob}, nil
+			}
+			return map[string]any{"id": c.IdempotencyKey}, nil
+		})
+		reg.MustRegister("undo", func(context.Context, engine.Call) (any, error) { return nil, nil })
+		coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: b.store, Queue: b.queue, Actions: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := fmt.Sprintf("payload-%d", kb)
+		_, steps := handleAll(t, b, coord, plan, id, nil)
+		st, err := coord.Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kb*1024 > engine.MaxStateBytes {
+			// Over the limit: the step that would have grown the state fails, nothing is written past the limit.
+			if st.Status != engine.StatusCompensated || st.Failure == nil || st.Failure.Type != engine.ErrorTypeStateTooLarge || !strings.Contains(st.Failure.Message, "bytes") {
+				t.Fatalf("%d KB: %s %+v, want compensated with StateTooLarge", kb, st.Status, st.Failure)
+			}
+			line := fmt.Sprintf("| %d KB | step s0 fails: %s: %s; the saga compensates |", kb, st.Failure.Type, st.Failure.Message)
+			t.Log(line)
+			report(t, line)
+			continue
+		}
+		if st.Status != engine.StatusSucceeded {
+			t.Fatalf("%d KB: %s %+v", kb, st.Status, st.Failure)
+		}
+		// Steps after s0 carry the blob in their state.
+		later := steps[1]
+		var total time.Duration
+		for _, s := range steps[1:] {
+			total += s.took
+		}
+		line := fmt.Sprintf("| %d KB | state %d bytes | %.0f WRU and %.0f RRU per step | %s per step (Handle, mean of %d) |",
+			kb, later.stateBytes, later.wru, later.rru, (total / time.Duration(len(steps)-1)).Round(100*time.Microsecond), len(steps)-1)
+		t.Log(line)
+		report(t, line)
+		if wantWRU := float64((later.stateBytes + 1023 + 300) / 1024); later.wru < wantWRU-1 || later.wru > wantWRU+1 {
+			t.Errorf("%d KB: %.0f WRU for a %d-byte state", kb, later.wru, later.stateBytes)
+		}
+	}
+}
+
+func report(t *testing.T, line string) {
+	if out := os.Getenv("BENCH_REPORT"); out != "" {
+		appendLine(t, out, line)
+	}
+}
