@@ -15,7 +15,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 FUNCTIONS := AdvanceFunction=./functions/advance CompensateFunction=./functions/compensate
 ORDER_FN := ./examples/order/cmd/orderfn
 
-.PHONY: help demo test unit race bench bench-once build lint fmt emulators e2e local sam-check sim sim-long chaos
+.PHONY: help demo test unit race bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -62,8 +62,16 @@ sim-long: ## the simulation at size: 100 seeds of 10,000 sagas
 bench-once: ## every benchmark once, so none can rot
 	$(GO) test -run '^$$' -bench . -benchtime=1x ./...
 
-bench: ## the benchmarks with allocation counts (figures go to bench/README.md)
+bench: emulators ## the benchmarks with allocation counts, then the request economy and payload tables on the emulators (figures go to bench/README.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+	@mkdir -p $(BIN)
+	$(WITH_EMULATORS) $(GO) test -count=1 -v -run 'TestRequestEconomy|TestPayloadSize' ./bench | grep -E '^\s+\w+_test.go:[0-9]+: \||^(ok|FAIL|---)'
+	@$(GO) run ./cmd/sagactl cost examples/order/order.yaml --input @examples/order/testdata/ok.json
+
+BENCH_E2E_SAGAS ?= 100
+bench-e2e: emulators ## sagas per second and step latency on the emulators with 1, 2 and 4 workers, next to the raw-call floor
+	@mkdir -p $(BIN)
+	LAMBDASAGA_BENCH_E2E=1 BENCH_E2E_SAGAS=$(BENCH_E2E_SAGAS) $(WITH_EMULATORS) $(GO) test -count=1 -v -timeout 20m -run TestE2EThroughput ./bench | grep -E '^\s+\w+_test.go:[0-9]+: \||^(ok|FAIL|---)' 
 
 build: ## the Lambda bootstraps for provided.al2023 arm64 (as sam build makes them, into .aws-sam/build), sagactl and the example
 	@for f in $(FUNCTIONS); do \
