@@ -147,6 +147,26 @@ func (c *Config) load(file string) (*engine.Plan, bool) {
 	return plan, true
 }
 
+// oneDefinition checks that the command named exactly one definition file
+// and compiles it, printing every problem.
+func (c *Config) oneDefinition(cmd string, files []string) (*engine.Plan, string, bool) {
+	if len(files) != 1 {
+		c.errorf("%s: name exactly one definition file (got %d)", cmd, len(files))
+		return nil, "", false
+	}
+	plan, ok := c.load(files[0])
+	return plan, files[0], ok
+}
+
+// inputOrZero reads --input, or makes zero values of the declared fields
+// when it is empty (for commands that only walk a definition's path).
+func (c *Config) inputOrZero(plan *engine.Plan, arg string) (map[string]any, bool) {
+	if arg == "" {
+		return zeroInput(plan.Definition()), true
+	}
+	return c.readInput(arg)
+}
+
 // readInput reads --input: inline JSON or @file.
 func (c *Config) readInput(arg string) (map[string]any, bool) {
 	if arg == "" {

@@ -22,21 +22,13 @@ func runCost(c *Config, args []string) int {
 	if !ok {
 		return ExitUsage
 	}
-	if len(files) != 1 {
-		c.errorf("cost: name exactly one definition file (got %d)", len(files))
-		return ExitUsage
-	}
-	plan, ok := c.load(files[0])
+	plan, _, ok := c.oneDefinition("cost", files)
 	if !ok {
 		return ExitUsage
 	}
-	var in map[string]any
-	if *input != "" {
-		if in, ok = c.readInput(*input); !ok {
-			return ExitUsage
-		}
-	} else {
-		in = zeroInput(plan.Definition())
+	in, ok := c.inputOrZero(plan, *input)
+	if !ok {
+		return ExitUsage
 	}
 	failing, ok := c.checkFails(plan, fails)
 	if !ok {

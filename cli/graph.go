@@ -15,11 +15,7 @@ func runGraph(c *Config, args []string) int {
 	if !ok {
 		return ExitUsage
 	}
-	if len(files) != 1 {
-		c.errorf("graph: name exactly one definition file (got %d)", len(files))
-		return ExitUsage
-	}
-	plan, ok := c.load(files[0])
+	plan, _, ok := c.oneDefinition("graph", files)
 	if !ok {
 		return ExitUsage
 	}

@@ -17,15 +17,11 @@ func runPlan(c *Config, args []string) int {
 	if !ok {
 		return ExitUsage
 	}
-	if len(files) != 1 {
-		c.errorf("plan: name exactly one definition file (got %d)", len(files))
-		return ExitUsage
-	}
 	if len(fails) == 0 {
 		c.errorf("plan: say which step fails with --fail STEP")
 		return ExitUsage
 	}
-	plan, ok := c.load(files[0])
+	plan, _, ok := c.oneDefinition("plan", files)
 	if !ok {
 		return ExitUsage
 	}
@@ -33,13 +29,9 @@ func runPlan(c *Config, args []string) int {
 	if !ok {
 		return ExitUsage
 	}
-	var in map[string]any
-	if *input != "" {
-		if in, ok = c.readInput(*input); !ok {
-			return ExitUsage
-		}
-	} else {
-		in = zeroInput(plan.Definition())
+	in, ok := c.inputOrZero(plan, *input)
+	if !ok {
+		return ExitUsage
 	}
 	checked, err := plan.CheckInput(in)
 	if err != nil {

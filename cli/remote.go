@@ -91,11 +91,7 @@ func runStart(c *Config, args []string) int {
 	if !ok {
 		return ExitUsage
 	}
-	if len(files) != 1 {
-		c.errorf("start: name exactly one definition file (got %d)", len(files))
-		return ExitUsage
-	}
-	plan, ok := c.load(files[0])
+	plan, file, ok := c.oneDefinition("start", files)
 	if !ok {
 		return ExitUsage
 	}
@@ -114,8 +110,8 @@ func runStart(c *Config, args []string) int {
 		c.errorf("%v", err)
 		return ExitUsage
 	}
-	src, _ := os.ReadFile(files[0])
-	st, err := cl.Start(ctx, client.StartParams{File: filepath.Base(files[0]), Definition: src, SagaID: *id, Input: in})
+	src, _ := os.ReadFile(file)
+	st, err := cl.Start(ctx, client.StartParams{File: filepath.Base(file), Definition: src, SagaID: *id, Input: in})
 	if err != nil {
 		c.errorf("start: %v", err)
 		return ExitUsage

@@ -103,15 +103,11 @@ func runRun(c *Config, args []string) int {
 	if !ok {
 		return ExitUsage
 	}
-	if len(files) != 1 {
-		c.errorf("run: name exactly one definition file (got %d)", len(files))
-		return ExitUsage
-	}
 	if (be.dynamoEndpoint == "") != (be.sqsEndpoint == "") {
 		c.errorf("--dynamodb-endpoint and --sqs-endpoint go together")
 		return ExitUsage
 	}
-	plan, ok := c.load(files[0])
+	plan, _, ok := c.oneDefinition("run", files)
 	if !ok {
 		return ExitUsage
 	}
