@@ -300,3 +300,19 @@ func TestStartNeedsALocation(t *testing.T) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// The README's example definition must stay valid.
+func TestReadmeExampleValidates(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "```yaml\n")
+	if !ok {
+		t.Fatal("no yaml block in README.md")
+	}
+	def, _, _ := strings.Cut(rest, "```")
+	if _, err := engine.Compile("README.md", []byte(def)); err != nil {
+		t.Fatalf("README example: %v", err)
+	}
+}
