@@ -18,7 +18,7 @@ ORDER_FN := ./examples/order/cmd/orderfn
 .PHONY: help demo test unit race bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 demo: ## run the order saga in process: one that succeeds, one whose payment is declined and compensates
 	@$(GO) build -o $(BIN)/ordersaga ./examples/order/cmd/ordersaga
@@ -31,7 +31,7 @@ demo: ## run the order saga in process: one that succeeds, one whose payment is 
 	@echo "== what a shipping failure would undo (nothing runs)"
 	@$(BIN)/ordersaga plan examples/order/order.yaml --fail ship
 
-test: lint unit race e2e chaos bench-once sam-check ## everything CI runs: lint, tests (allocation pins), race detector, e2e through the real binaries, each benchmark once, the SAM checks
+test: lint unit race e2e chaos bench-once sam-check ## everything CI runs: lint, tests with the emulators (allocation pins, the simulation), race detector, e2e and kill tests through the real binaries, each benchmark once, the SAM checks
 
 unit: emulators ## go test ./... with the emulators started (fuzz seed corpora included)
 	@mkdir -p $(BIN)
