@@ -154,13 +154,18 @@ func (e *Env) Down() {
 	e.riesMu.Lock()
 	defer e.riesMu.Unlock()
 	for _, cmd := range e.ries {
+		// The functions run in process groups of their own (RIE makes them):
+		// end them first, then RIE.
+		for _, d := range descendants(cmd.Process.Pid) {
+			_ = syscall.Kill(-d, syscall.SIGTERM)
+		}
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(3 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			killTree(cmd.Process.Pid)
 			<-done
 		}
 	}
@@ -335,9 +340,7 @@ func (e *Env) Kill(i int) error {
 	if wk.cmd == nil || wk.cmd.Process == nil {
 		return fmt.Errorf("worker %d is not running", i)
 	}
-	if err := syscall.Kill(-wk.cmd.Process.Pid, syscall.SIGKILL); err != nil {
-		return err
-	}
+	killTree(wk.cmd.Process.Pid)
 	_ = wk.cmd.Wait()
 	e.riesMu.Lock()
 	for j, c := range e.ries {
