@@ -50,6 +50,7 @@ func commands() []command {
 		{"status", "ID (--local | --table ...)", "show a saga", runStatus},
 		{"cancel", "ID (--local | --table ...)", "stop a running saga; it compensates", runCancel},
 		{"resume", "ID (--local | --table ...)", "continue a saga parked in compensation_failed", runResume},
+		{"sweep", "[--idle-for D] (--local | --table ...)", "re-send the messages of unfinished sagas idle too long (a start or cancel cut off before its send)", runSweep},
 		{"local", "[up|down] [--main FUNCTION=PACKAGE]... [--workers N] [--visibility D]", "run the deployed shape here: emulators, the real bootstraps under aws-lambda-rie, queue pollers", runLocal},
 		{"help", "", "show this help", nil},
 	}
@@ -81,7 +82,7 @@ func Main(args []string, cfg Config) int {
 			return cmd.run(&cfg, args[1:])
 		}
 	}
-	cfg.errorf("unknown command %q (commands: validate, run, graph, plan, cost, start, status, cancel, resume, local, help)", args[0])
+	cfg.errorf("unknown command %q (commands: validate, run, graph, plan, cost, start, status, cancel, resume, sweep, local, help)", args[0])
 	return ExitUsage
 }
 

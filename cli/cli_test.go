@@ -288,6 +288,10 @@ func TestStartStatusCancelOnEmulators(t *testing.T) {
 	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "compensated") || !strings.Contains(r.stdout, "Cancelled") {
 		t.Fatalf("cancel: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	r = sagactl(t, nil, append([]string{"sweep", "--idle-for", "0s"}, where...)...)
+	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "sweep: 0 unfinished sagas checked") {
+		t.Fatalf("sweep: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	r = sagactl(t, nil, append([]string{"status", "missing"}, where...)...)
 	if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "saga missing: not found") {
 		t.Fatalf("missing: exit %d %s", r.code, r.stderr)

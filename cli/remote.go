@@ -216,3 +216,30 @@ func (c *Config) printState(ctx context.Context, cl *client.Client, st *engine.S
 	}
 	return ExitOK
 }
+
+func runSweep(c *Config, args []string) int {
+	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
+	idle := fs.Duration("idle-for", 20*time.Minute, "pick up unfinished sagas not updated for this long (above the longest retry delay, 15m)")
+	var stack stackFlags
+	stack.register(fs)
+	if rest, ok := c.flags(fs, args); !ok {
+		return ExitUsage
+	} else if len(rest) > 0 {
+		c.errorf("sweep: unexpected arguments %v", rest)
+		return ExitUsage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cl, err := stack.client(ctx)
+	if err != nil {
+		c.errorf("%v", err)
+		return ExitUsage
+	}
+	res, err := cl.Sweep(ctx, *idle)
+	if err != nil {
+		c.errorf("%v", err)
+		return ExitUsage
+	}
+	fmt.Fprintf(c.Stdout, "sweep: %d unfinished sagas checked, %d idle for %s or more had their messages sent again\n", res.Checked, res.Resent, *idle)
+	return ExitOK
+}

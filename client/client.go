@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -130,4 +131,10 @@ func (c *Client) Resume(ctx context.Context, sagaID string) (*engine.State, erro
 // List pages through sagas, most recently updated first.
 func (c *Client) List(ctx context.Context, p *engine.SagaListParams) (*engine.SagaListResult, error) {
 	return c.coord.List(ctx, p)
+}
+
+// Sweep re-sends the stored outbox of unfinished sagas idle for at least
+// idleFor (see engine.Coordinator.Sweep).
+func (c *Client) Sweep(ctx context.Context, idleFor time.Duration) (*engine.SweepResult, error) {
+	return c.coord.Sweep(ctx, &engine.SweepParams{IdleFor: idleFor})
 }

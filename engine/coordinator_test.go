@@ -440,3 +440,39 @@ func TestCoordinatorResumeAndCancelRetryAfterFailedSend(t *testing.T) {
 		})
 	}
 }
+
+// A saga whose message was never sent (a crash between the write and the
+// send, and a caller that never retried) is picked up by a sweep, which
+// re-sends the outbox of sagas idle for too long.
+func TestCoordinatorSweepResendsStrandedSagas(t *testing.T) {
+	r := newRig(t, "testdata/valid/order.yaml")
+	r.queue.failSends.Store(1)
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "stranded", Input: orderIn(10)}); err == nil {
+		t.Fatal("start reported success without sending")
+	}
+	r.start("moving", orderIn(10))
+	if r.q.Len(engine.QueueAdvance) != 1 {
+		t.Fatalf("%d messages", r.q.Len(engine.QueueAdvance))
+	}
+	// Nothing is idle long enough yet.
+	res, err := r.coord.Sweep(context.Background(), &engine.SweepParams{IdleFor: 10 * time.Minute})
+	if err != nil || res.Resent != 0 || res.Checked != 2 {
+		t.Fatalf("early sweep: %+v %v", res, err)
+	}
+	r.clock.Advance(11 * time.Minute)
+	res, err = r.coord.Sweep(context.Background(), &engine.SweepParams{IdleFor: 10 * time.Minute})
+	if err != nil || res.Resent != 2 {
+		t.Fatalf("sweep: %+v %v", res, err)
+	}
+	r.drain()
+	for _, id := range []string{"stranded", "moving"} {
+		if st := r.get(id); st.Status != engine.StatusSucceeded {
+			t.Fatalf("%s: %s", id, st.Status)
+		}
+	}
+	// Finished sagas are left alone.
+	res, _ = r.coord.Sweep(context.Background(), &engine.SweepParams{IdleFor: 0})
+	if res.Resent != 0 {
+		t.Fatalf("a sweep re-sent for finished sagas: %+v", res)
+	}
+}

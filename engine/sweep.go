@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// SweepParams say which sagas a sweep picks up.
+type SweepParams struct {
+	// IdleFor: sagas not updated for at least this long are picked up.
+	// Choose it above the longest retry delay (15 minutes at most), so that
+	// sagas merely waiting for a delayed message are left alone; re-sending
+	// to them anyway is harmless, just wasted requests.
+	IdleFor time.Duration
+}
+
+// SweepResult counts what a sweep did.
+type SweepResult struct {
+	Checked int // unfinished sagas looked at
+	Resent  int // sagas whose outbox was sent again
+}
+
+// Sweep re-sends the stored outbox of every unfinished saga idle for
+// IdleFor or longer. It closes the one window the protocol leaves to its
+// callers: a Start, Cancel or Resume whose write landed but whose send did
+// not, when the caller never retries. Sending an outbox again is always
+// safe: the protocol drops what it has already handled. Run it now and then
+// (sagactl sweep, or a schedule).
+func (c *Coordinator) Sweep(ctx context.Context, p *SweepParams) (*SweepResult, error) {
+	res := &SweepResult{}
+	now := c.cfg.Clock.Now()
+	for _, status := range []Status{StatusRunning, StatusWaiting, StatusCompensating} {
+		cursor := ""
+		for {
+			page, err := c.cfg.Store.SagaList(ctx, &SagaListParams{Status: status, Limit: 100, Cursor: cursor})
+			if err != nil {
+				return res, fmt.Errorf("sweep: %w", err)
+			}
+			for _, sm := range page.Sagas {
+				res.Checked++
+				if now.Sub(sm.UpdatedAt) < p.IdleFor {
+					continue
+				}
+				st, err := c.Get(ctx, sm.SagaID)
+				if err != nil {
+					return res, fmt.Errorf("sweep: %w", err)
+				}
+				if st.Status.Final() || len(st.Outbox) == 0 {
+					continue
+				}
+				if err := c.send(ctx, st.Outbox); err != nil {
+					return res, fmt.Errorf("sweep: saga %s: %w", st.SagaID, err)
+				}
+				res.Resent++
+				c.log.LogAttrs(ctx, slog.LevelInfo, "sweep re-sent outbox", slog.String("saga_id", st.SagaID),
+					slog.Uint64("version", st.Version), slog.String("status", string(st.Status)), slog.Duration("idle", now.Sub(sm.UpdatedAt)))
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			cursor = page.NextCursor
+		}
+	}
+	return res, nil
+}
