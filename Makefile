@@ -12,7 +12,7 @@ SAM_VERSION := 1.170.0
 SAM_VENV := .tools/sam-$(SAM_VERSION)
 SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 # Lambda functions: logical id in infra/template.yaml = Go package (its CodeUri).
-FUNCTIONS := AdvanceFunction=./functions/advance CompensateFunction=./functions/compensate
+FUNCTIONS := AdvanceFunction=./functions/advance CompensateFunction=./functions/compensate SweepFunction=./functions/sweep
 ORDER_FN := ./examples/order/cmd/orderfn
 
 .PHONY: help demo test unit race bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos

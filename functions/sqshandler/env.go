@@ -37,6 +37,17 @@ const (
 // in reg; `lambda:<function>` actions run through Lambda Invoke. Call it
 // once, outside the handler.
 func FromEnvironment(ctx context.Context, reg *engine.Registry) (*Handler, error) {
+	coord, log, margin, err := CoordinatorFromEnvironment(ctx, reg)
+	if err != nil {
+		return nil, err
+	}
+	return New(Config{Coordinator: coord, Logger: log, Margin: margin})
+}
+
+// CoordinatorFromEnvironment builds the coordinator FromEnvironment uses,
+// with its logger and the deadline margin, for functions that are not SQS
+// batch handlers (the sweep).
+func CoordinatorFromEnvironment(ctx context.Context, reg *engine.Registry) (*engine.Coordinator, *slog.Logger, time.Duration, error) {
 	var missing []string
 	get := func(name string) string {
 		v := os.Getenv(name)
@@ -47,13 +58,13 @@ func FromEnvironment(ctx context.Context, reg *engine.Registry) (*Handler, error
 	}
 	table, advanceURL, compensateURL := get(EnvTable), get(EnvAdvanceQueueURL), get(EnvCompensateQueueURL)
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("environment: %s not set", strings.Join(missing, ", "))
+		return nil, nil, 0, fmt.Errorf("environment: %s not set", strings.Join(missing, ", "))
 	}
 	retention := 30 * 24 * time.Hour
 	if v := os.Getenv(EnvRetentionDays); v != "" {
 		days, err := strconv.Atoi(v)
 		if err != nil || days < 1 {
-			return nil, fmt.Errorf("environment: %s=%q is not a whole number of days", EnvRetentionDays, v)
+			return nil, nil, 0, fmt.Errorf("environment: %s=%q is not a whole number of days", EnvRetentionDays, v)
 		}
 		retention = time.Duration(days) * 24 * time.Hour
 	}
@@ -61,23 +72,23 @@ func FromEnvironment(ctx context.Context, reg *engine.Registry) (*Handler, error
 	if v := os.Getenv(EnvDeadlineMargin); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("environment: %s=%q is not a positive duration", EnvDeadlineMargin, v)
+			return nil, nil, 0, fmt.Errorf("environment: %s=%q is not a positive duration", EnvDeadlineMargin, v)
 		}
 		margin = d
 	}
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("aws config: %w", err)
+		return nil, nil, 0, fmt.Errorf("aws config: %w", err)
 	}
 	store, err := dynamo.New(dynamo.Config{Client: dynamodb.NewFromConfig(awsCfg), Table: table, Retention: retention})
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
 	queue, err := sqs.New(sqs.Config{Client: awssqs.NewFromConfig(awsCfg), URLs: map[engine.QueueName]string{
 		engine.QueueAdvance: advanceURL, engine.QueueCompensate: compensateURL,
 	}})
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
 	invoker := &lambdaaction.Invoker{Client: awslambda.NewFromConfig(awsCfg)}
 	reg.SetFallback(func(ctx context.Context, call engine.Call) (any, error) {
@@ -90,7 +101,7 @@ func FromEnvironment(ctx context.Context, reg *engine.Registry) (*Handler, error
 	log := slog.New(lambdacontext.NewLogHandler())
 	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: store, Queue: queue, Actions: reg, Logger: log})
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
-	return New(Config{Coordinator: coord, Logger: log, Margin: margin})
+	return coord, log, margin, nil
 }

@@ -120,6 +120,10 @@ func Up(ctx context.Context, cfg Config) (env *Env, err error) {
 		}
 	}()
 	for _, fn := range tpl.Functions {
+		if len(fn.Events) == 0 {
+			e.logf("%s has no SQS event source (scheduled): not run locally; use sagactl sweep", fn.Name)
+			continue
+		}
 		bootstrap, err := e.build(ctx, fn)
 		if err != nil {
 			return nil, err

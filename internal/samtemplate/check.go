@@ -44,13 +44,16 @@ func (t *Template) Check() []string {
 				if strings.Contains(r.Literal, "*") {
 					add("function %s: policy statement %s: wildcard resource %q", f.Name, st.Sid, r.Literal)
 				}
+				if r.Other == "!Sub" && strings.Contains(r.Literal, "*") {
+					add("function %s: policy statement %s: wildcard resource %q", f.Name, st.Sid, r.Literal)
+				}
 				if r.Other != "" && r.Other != "!Sub" {
 					add("function %s: policy statement %s: resource %s cannot be checked for wildcards", f.Name, st.Sid, r.Other)
 				}
 			}
 		}
-		if len(f.Events) == 0 {
-			add("function %s: no SQS event source", f.Name)
+		if len(f.Events) == 0 && !f.Scheduled {
+			add("function %s: neither an SQS event source nor a schedule", f.Name)
 		}
 		for _, ev := range f.Events {
 			if !ev.ReportBatchItemFailures {

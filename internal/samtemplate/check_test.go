@@ -19,7 +19,7 @@ func TestTemplatePassesChecks(t *testing.T) {
 	if problems := tpl.Check(); len(problems) > 0 {
 		t.Fatalf("infra/template.yaml:\n%s", strings.Join(problems, "\n"))
 	}
-	if len(tpl.Functions) != 2 || len(tpl.Queues) != 4 || len(tpl.Tables) != 1 {
+	if len(tpl.Functions) != 3 || len(tpl.Queues) != 4 || len(tpl.Tables) != 1 || !tpl.Functions[2].Scheduled {
 		t.Fatalf("%d functions, %d queues, %d tables", len(tpl.Functions), len(tpl.Queues), len(tpl.Tables))
 	}
 	adv := tpl.Functions[0]
@@ -51,6 +51,7 @@ func TestChecksCatchBreaches(t *testing.T) {
 		{"visibility too short", "VisibilityTimeout: 180 # at least six times the function timeout\n      MessageRetentionPeriod: 1209600\n      SqsManagedSseEnabled: true\n      RedrivePolicy:\n        deadLetterTargetArn: !GetAtt AdvanceDeadLetterQueue.Arn", "VisibilityTimeout: 60\n      MessageRetentionPeriod: 1209600\n      SqsManagedSseEnabled: true\n      RedrivePolicy:\n        deadLetterTargetArn: !GetAtt AdvanceDeadLetterQueue.Arn", "VisibilityTimeout 60s is under six times function AdvanceFunction's timeout of 30s"},
 		{"no encryption", "      SSESpecification:\n        SSEEnabled: true\n", "", "SSESpecification.SSEEnabled is not true"},
 		{"no TTL", "TimeToLiveSpecification:", "TimeToLiveSpecificationX:", "no TimeToLiveSpecification"},
+		{"wildcard in a !Sub resource", `!Sub "${SagaTable.Arn}/index/by_status"`, `!Sub "${SagaTable.Arn}/index/*"`, `wildcard resource "${SagaTable.Arn}/index/*"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -72,7 +72,8 @@ type Function struct {
 	Runtime     string
 	Arch        string
 	Environment map[string]Value
-	Events      []EventSource
+	Events      []EventSource // SQS event sources
+	Scheduled   bool          // has a Schedule event
 	Policies    []Statement
 }
 
@@ -218,6 +219,9 @@ func value(n *yaml.Node) Value {
 		}
 		return Value{GetAtt: n.Value}
 	}
+	if n.Tag == "!Sub" && n.Kind == yaml.ScalarNode {
+		return Value{Other: "!Sub", Literal: n.Value} // the text is checked for wildcards
+	}
 	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") { // "!!int" and the like are YAML's own
 		return Value{Other: n.Tag}
 	}
@@ -341,6 +345,9 @@ func (t *Template) function(name string, p *yaml.Node) (Function, error) {
 		}
 	}
 	for evName, ev := range pairs(get(p, "Events")) {
+		if scalar(get(ev, "Type")) == "Schedule" || scalar(get(ev, "Type")) == "ScheduleV2" {
+			f.Scheduled = true
+		}
 		if scalar(get(ev, "Type")) != "SQS" {
 			continue
 		}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/examples/order"
+	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	smem "github.com/lambdasaga/lambdasaga/store/memory"
+)
+
+// failingQueue refuses the first send: a start cut off after its write.
+type failingQueue struct {
+	engine.Queue
+	fail bool
+}
+
+func (q *failingQueue) Send(ctx context.Context, msgs []engine.Message) error {
+	if q.fail {
+		q.fail = false
+		return os.ErrDeadlineExceeded
+	}
+	return q.Queue.Send(ctx, msgs)
+}
+
+func TestSweepHandlerResendsStrandedSaga(t *testing.T) {
+	clock := engine.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	mq := qmem.New(qmem.Config{Clock: clock})
+	q := &failingQueue{Queue: mq, fail: true}
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: smem.New(), Queue: q, Actions: engine.NewRegistry(), Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, _ := engine.Compile("order.yaml", order.Definition)
+	in := map[string]any{"order_id": "o", "customer": "c", "amount": 1.0, "currency": "EUR", "card": "4242", "items": []any{"a"}}
+	if _, err := coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "stranded", Input: in}); err == nil {
+		t.Fatal("start sent its message despite the failing queue")
+	}
+	clock.Advance(30 * time.Minute)
+	s := &sweeper{coord: coord, log: slog.New(slog.DiscardHandler), idleFor: 20 * time.Minute}
+	event, err := os.ReadFile("../../infra/events/schedule.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := lambda.NewHandler(s.handle).Invoke(context.Background(), event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res engine.SweepResult
+	if err := json.Unmarshal(out, &res); err != nil || res.Resent != 1 || res.Checked != 1 {
+		t.Fatalf("%s %v", out, err)
+	}
+	if mq.Len(engine.QueueAdvance) != 1 {
+		t.Fatalf("%d messages after the sweep", mq.Len(engine.QueueAdvance))
+	}
+}
