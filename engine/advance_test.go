@@ -509,3 +509,29 @@ func TestAdvanceRejectsEventsThatDoNotApply(t *testing.T) {
 		})
 	}
 }
+
+// CheckValue returns plain values as they are: an action output of nested
+// maps and lists is not copied when nothing in it needs widening.
+func TestCheckValueDoesNotCopyPlainValues(t *testing.T) {
+	out := map[string]any{"id": "p-1", "nested": map[string]any{"n": int64(1)}, "list": []any{"a", map[string]any{}}}
+	got, err := engine.CheckValue(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.(map[string]any)["marker"] = true
+	if out["marker"] != true {
+		t.Fatal("a plain value was copied")
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = engine.CheckValue(out) }); n != 0 {
+		t.Fatalf("%v allocations checking a plain value", n)
+	}
+	// A value that needs widening deep down is copied along its path, never changed in place.
+	in := map[string]any{"a": map[string]any{"n": 3}, "b": "x"}
+	w, err := engine.CheckValue(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.(map[string]any)["a"].(map[string]any)["n"] != int64(3) || in["a"].(map[string]any)["n"] != 3 {
+		t.Fatalf("widened %#v, original %#v", w, in)
+	}
+}

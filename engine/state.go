@@ -121,46 +121,52 @@ type Message struct {
 // hold (nil, bool, int64, uint64, float64, string, []byte, time.Time,
 // time.Duration, []any, map[string]any), and returns it with Go's other
 // integer and float types widened. It never modifies v.
-func CheckValue(v any) (any, error) { return checkValue(v, 0) }
+func CheckValue(v any) (any, error) {
+	out, _, err := checkValue(v, 0)
+	return out, err
+}
 
-func checkValue(v any, depth int) (any, error) {
+// checkValue returns v, widened where needed, and whether anything changed:
+// a map or list is copied only when something inside it changed.
+func checkValue(v any, depth int) (any, bool, error) {
 	if depth > 64 {
-		return nil, fmt.Errorf("value nested deeper than 64 levels")
+		return nil, false, fmt.Errorf("value nested deeper than 64 levels")
 	}
 	switch t := v.(type) {
 	case nil, bool, int64, uint64, string, []byte, time.Time, time.Duration:
-		return v, nil
+		return v, false, nil
 	case int:
-		return int64(t), nil
+		return int64(t), true, nil
 	case int8:
-		return int64(t), nil
+		return int64(t), true, nil
 	case int16:
-		return int64(t), nil
+		return int64(t), true, nil
 	case int32:
-		return int64(t), nil
+		return int64(t), true, nil
 	case uint:
-		return uint64(t), nil
+		return uint64(t), true, nil
 	case uint8:
-		return uint64(t), nil
+		return uint64(t), true, nil
 	case uint16:
-		return uint64(t), nil
+		return uint64(t), true, nil
 	case uint32:
-		return uint64(t), nil
+		return uint64(t), true, nil
 	case float32:
-		return checkValue(float64(t), depth)
+		f, _, err := checkValue(float64(t), depth)
+		return f, true, err
 	case float64:
 		if math.IsNaN(t) || math.IsInf(t, 0) {
-			return nil, fmt.Errorf("%v is not a finite number", t)
+			return nil, false, fmt.Errorf("%v is not a finite number", t)
 		}
-		return v, nil
+		return v, false, nil
 	case []any:
 		var out []any
 		for i, e := range t {
-			c, err := checkValue(e, depth+1)
+			c, changed, err := checkValue(e, depth+1)
 			if err != nil {
-				return nil, fmt.Errorf("[%d]: %w", i, err)
+				return nil, false, fmt.Errorf("[%d]: %w", i, err)
 			}
-			if widened(e) {
+			if changed {
 				if out == nil {
 					out = append([]any(nil), t...)
 				}
@@ -168,17 +174,17 @@ func checkValue(v any, depth int) (any, error) {
 			}
 		}
 		if out != nil {
-			return out, nil
+			return out, true, nil
 		}
-		return v, nil
+		return v, false, nil
 	case map[string]any:
 		var out map[string]any
 		for k, e := range t {
-			c, err := checkValue(e, depth+1)
+			c, changed, err := checkValue(e, depth+1)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", k, err)
+				return nil, false, fmt.Errorf("%s: %w", k, err)
 			}
-			if widened(e) {
+			if changed {
 				if out == nil {
 					out = make(map[string]any, len(t))
 					for k2, e2 := range t {
@@ -189,20 +195,9 @@ func checkValue(v any, depth int) (any, error) {
 			}
 		}
 		if out != nil {
-			return out, nil
+			return out, true, nil
 		}
-		return v, nil
+		return v, false, nil
 	}
-	return nil, fmt.Errorf("a %T cannot be stored (use JSON-like values: maps with string keys, lists, strings, numbers, bools)", v)
-}
-
-// widened reports whether checkValue returns something other than e itself.
-func widened(e any) bool {
-	switch e.(type) {
-	case nil, bool, int64, uint64, string, []byte, time.Time, time.Duration, float64:
-		return false
-	case []any, map[string]any:
-		return true // may hold widened values; copying is the safe answer
-	}
-	return true
+	return nil, false, fmt.Errorf("a %T cannot be stored (use JSON-like values: maps with string keys, lists, strings, numbers, bools)", v)
 }
