@@ -35,7 +35,7 @@ func runCost(c *Config, args []string) int {
 		return ExitUsage
 	}
 	p := cost.Params{MemoryMB: *memory, Duration: *duration, StateBytes: *stateBytes, BatchSize: *batch, Input: in}
-	s, err := cost.Walk(plan, p, failing)
+	s, err := cost.Walk(plan, p, failing.fails)
 	if err != nil {
 		c.errorf("cost: %v", err)
 		return ExitUsage

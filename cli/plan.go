@@ -3,7 +3,6 @@ package cli
 import (
 	"flag"
 	"fmt"
-	"time"
 
 	"github.com/lambdasaga/lambdasaga/engine"
 )
@@ -64,41 +63,28 @@ func runPlan(c *Config, args []string) int {
 
 type plannedComp struct{ step, action string }
 
-// simulate runs the saga with Advance alone: every action succeeds with its
-// input as output, except those in fail.
+// simulate dry-runs the saga: every action succeeds with its input as
+// output, except those in fail.
 func simulate(plan *engine.Plan, in map[string]any, fail failSet) ([]string, []plannedComp, *engine.State, error) {
 	var (
 		path  []string
 		comps []plannedComp
 	)
-	now := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
-	onStep := func(rec engine.StepRecord) {
-		if !rec.Compensation && rec.Outcome != engine.OutcomeStarted {
-			path = append(path, rec.Step)
-		}
-	}
-	st := &engine.State{}
-	if _, err := plan.Advance(st, engine.Event{Kind: engine.EventStart, Now: now, SagaID: "plan", Input: in, OnStep: onStep}); err != nil {
-		return nil, nil, nil, err
-	}
-	for range 10_000 {
-		call, err := plan.Call(st, now)
-		if err != nil {
-			break
-		}
-		var out any = call.Input
-		var callErr error
-		if call.Compensation {
-			comps = append(comps, plannedComp{call.Step, call.Action})
-		}
-		if fail.fails(call) {
-			out, callErr = nil, engine.Permanent(engine.NewError(ErrorTypeSimulated, "--fail"))
-		}
-		if _, err := plan.Advance(st, engine.Event{Kind: engine.EventResult, Now: now, Output: out, Err: callErr, OnStep: onStep}); err != nil {
-			return nil, nil, nil, err
-		}
-	}
-	return path, comps, st, nil
+	st, err := plan.DryRun(engine.DryRunParams{
+		Input: in,
+		Act:   fail.act,
+		OnStep: func(rec engine.StepRecord) {
+			if !rec.Compensation && rec.Outcome != engine.OutcomeStarted {
+				path = append(path, rec.Step)
+			}
+		},
+		OnCall: func(c engine.Call) {
+			if c.Compensation {
+				comps = append(comps, plannedComp{c.Step, c.Action})
+			}
+		},
+	})
+	return path, comps, st, err
 }
 
 func zeroInput(def *engine.Definition) map[string]any {

@@ -29,6 +29,15 @@ func (f failSet) fails(call engine.Call) bool {
 	return f[call.Step]
 }
 
+// act answers a dry run's call: it fails for good if --fail names it, and
+// otherwise succeeds with its input as output.
+func (f failSet) act(call engine.Call) (any, error) {
+	if f.fails(call) {
+		return nil, engine.Permanent(engine.NewError(ErrorTypeSimulated, "--fail"))
+	}
+	return call.Input, nil
+}
+
 // checkFails makes sure every --fail names an action step (or the
 // compensation of one that declares it).
 func (c *Config) checkFails(plan *engine.Plan, names []string) (failSet, bool) {

@@ -67,9 +67,13 @@ type Saga struct {
 	CostBreakdownUSD map[string]float64
 }
 
-// Walk runs the saga with Advance alone (actions succeed with their input
-// as output, except fail) and counts what each piece of the path costs.
-func Walk(plan *engine.Plan, p Params, fail map[string]bool) (*Saga, error) {
+// Walk dry-runs the saga (actions succeed with their input as output,
+// except the calls fail names; nil: none) and counts what each piece of
+// the path costs.
+func Walk(plan *engine.Plan, p Params, fail func(engine.Call) bool) (*Saga, error) {
+	if fail == nil {
+		fail = func(engine.Call) bool { return false }
+	}
 	if p.MemoryMB == 0 {
 		p.MemoryMB = 256
 	}
@@ -89,43 +93,33 @@ func Walk(plan *engine.Plan, p Params, fail map[string]bool) (*Saga, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Saga{CostBreakdownUSD: map[string]float64{}}
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	onStep := func(rec engine.StepRecord) {
-		if rec.Outcome == engine.OutcomeStarted {
-			return
-		}
-		if rec.Compensation {
-			s.Compensations++
+	s := &Saga{CostBreakdownUSD: map[string]float64{}, Transitions: 1}
+	_, err = plan.DryRun(engine.DryRunParams{
+		Input: in,
+		Act: func(call engine.Call) (any, error) {
+			if fail(call) {
+				return nil, engine.Permanent(engine.NewError("Failed", "costed failure"))
+			}
+			return call.Input, nil
+		},
+		OnCall: func(engine.Call) { s.ActionSteps++; s.Transitions++ },
+		OnStep: func(rec engine.StepRecord) {
+			if rec.Outcome == engine.OutcomeStarted {
+				return
+			}
+			// Step Functions bills each state entered; counted conservatively
+			// (nothing for the start or the end, one state per step).
 			s.SFNTransitions++
-			return
-		}
-		s.Path = append(s.Path, rec.Step)
-		s.SFNTransitions++
-	}
-	st := &engine.State{}
-	if _, err := plan.Advance(st, engine.Event{Kind: engine.EventStart, Now: now, SagaID: "cost", Input: in, OnStep: onStep}); err != nil {
+			if rec.Compensation {
+				s.Compensations++
+			} else {
+				s.Path = append(s.Path, rec.Step)
+			}
+		},
+	})
+	if err != nil {
 		return nil, err
 	}
-	s.Transitions = 1
-	for range 10_000 {
-		call, err := plan.Call(st, now)
-		if err != nil {
-			break
-		}
-		s.ActionSteps++
-		var out any = call.Input
-		var callErr error
-		if fail[call.Step] && !call.Compensation {
-			out, callErr = nil, engine.Permanent(engine.NewError("Failed", "costed failure"))
-		}
-		if _, err := plan.Advance(st, engine.Event{Kind: engine.EventResult, Now: now, Output: out, Err: callErr, OnStep: onStep}); err != nil {
-			return nil, err
-		}
-		s.Transitions++
-	}
-	// Step Functions bills each state entered; counted conservatively
-	// (nothing for the start or the end, one state per step).
 	s.DynamoReads = s.ActionSteps
 	s.DynamoWrites = s.Transitions
 	s.RRUPerRead = math.Ceil(float64(p.StateBytes) / 4096)                // strongly consistent: 1 RRU per 4 KB

@@ -41,7 +41,7 @@ func TestOrderSagaCost(t *testing.T) {
 		t.Fatal(b.String())
 	}
 	// The compensating path: ship fails, charge and reserve are undone.
-	f, err := cost.Walk(plan, p, map[string]bool{"ship": true})
+	f, err := cost.Walk(plan, p, func(c engine.Call) bool { return c.Step == "ship" && !c.Compensation })
 	if err != nil || f.Compensations != 2 || f.ActionSteps != 5 {
 		t.Fatalf("%+v %v", f, err)
 	}

@@ -535,3 +535,33 @@ func TestCheckValueDoesNotCopyPlainValues(t *testing.T) {
 		t.Fatalf("widened %#v, original %#v", w, in)
 	}
 }
+
+func TestDryRun(t *testing.T) {
+	p := mustCompileFile(t, "testdata/valid/order.yaml")
+	in, _ := p.CheckInput(orderIn(10))
+	var calls []string
+	st, err := p.DryRun(engine.DryRunParams{
+		Input: in,
+		Act: func(c engine.Call) (any, error) {
+			if c.Step == "charge" && !c.Compensation {
+				return nil, engine.Permanent(errors.New("declined"))
+			}
+			return map[string]any{"id": c.Step}, nil
+		},
+		OnCall: func(c engine.Call) {
+			name := c.Step
+			if c.Compensation {
+				name += ".compensate"
+			}
+			calls = append(calls, name)
+		},
+	})
+	if err != nil || st.Status != engine.StatusCompensated || join(calls) != "reserve charge reserve.compensate" {
+		t.Fatalf("%v %s %v", err, st.Status, calls)
+	}
+	// Without Act every call succeeds with its input as output.
+	st, err = p.DryRun(engine.DryRunParams{Input: in})
+	if err != nil || st.Status != engine.StatusCompensated || st.Failure.Step != "check" {
+		t.Fatalf("echoed outputs carry no payment status, so the assert fails: %v %s %+v", err, st.Status, st.Failure)
+	}
+}

@@ -1,0 +1,44 @@
+package engine
+
+import "time"
+
+// DryRunParams drive a dry run.
+type DryRunParams struct {
+	Input map[string]any // checked with CheckInput
+	// Act answers each call; nil: every call succeeds with its input as output.
+	Act func(Call) (any, error)
+	// OnStep and OnCall, when set, hear of every step and every call.
+	OnStep func(StepRecord)
+	OnCall func(Call)
+}
+
+// dryRunStart is the fixed time of a dry run: its result depends on nothing else.
+var dryRunStart = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// DryRun runs a saga with Advance alone, in memory, answering its calls
+// with Act, and returns its final state: for showing a path, what a
+// failure would compensate, or what a saga costs, without running anything.
+func (p *Plan) DryRun(params DryRunParams) (*State, error) {
+	st := &State{}
+	if _, err := p.Advance(st, Event{Kind: EventStart, Now: dryRunStart, SagaID: "dry-run", Input: params.Input, OnStep: params.OnStep}); err != nil {
+		return nil, err
+	}
+	for range 10_000 {
+		call, err := p.Call(st, dryRunStart)
+		if err != nil {
+			break // nothing pending: the saga is final
+		}
+		if params.OnCall != nil {
+			params.OnCall(call)
+		}
+		var out any = call.Input
+		var callErr error
+		if params.Act != nil {
+			out, callErr = params.Act(call)
+		}
+		if _, err := p.Advance(st, Event{Kind: EventResult, Now: dryRunStart, Output: out, Err: callErr, OnStep: params.OnStep}); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
