@@ -559,9 +559,12 @@ func TestDryRun(t *testing.T) {
 	if err != nil || st.Status != engine.StatusCompensated || join(calls) != "reserve charge reserve.compensate" {
 		t.Fatalf("%v %s %v", err, st.Status, calls)
 	}
-	// Without Act every call succeeds with its input as output.
+	// Without Act every call succeeds with its input as output. The echoed
+	// payment has no status, so check fails; refunding it needs
+	// vars.payment.id, which the echo lacks: building that call fails, as a
+	// permanent failure of the compensation, and the saga parks.
 	st, err = p.DryRun(engine.DryRunParams{Input: in})
-	if err != nil || st.Status != engine.StatusCompensated || st.Failure.Step != "check" {
-		t.Fatalf("echoed outputs carry no payment status, so the assert fails: %v %s %+v", err, st.Status, st.Failure)
+	if err != nil || st.Status != engine.StatusCompensationFailed || st.Failure.Step != "check" || st.CompensationError.Step != "charge" {
+		t.Fatalf("%v %s %+v %+v", err, st.Status, st.Failure, st.CompensationError)
 	}
 }

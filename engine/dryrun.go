@@ -24,17 +24,22 @@ func (p *Plan) DryRun(params DryRunParams) (*State, error) {
 		return nil, err
 	}
 	for range 10_000 {
-		call, err := p.Call(st, dryRunStart)
-		if err != nil {
-			break // nothing pending: the saga is final
+		if _, pending := st.Pending(); !pending {
+			break // the saga is final
 		}
-		if params.OnCall != nil {
-			params.OnCall(call)
-		}
-		var out any = call.Input
-		var callErr error
-		if params.Act != nil {
-			out, callErr = params.Act(call)
+		var out any
+		call, callErr := p.Call(st, dryRunStart)
+		if callErr != nil {
+			// Building the input failed: the step fails, as in the coordinator.
+			callErr = Permanent(callErr)
+		} else {
+			if params.OnCall != nil {
+				params.OnCall(call)
+			}
+			out = call.Input
+			if params.Act != nil {
+				out, callErr = params.Act(call)
+			}
 		}
 		if _, err := p.Advance(st, Event{Kind: EventResult, Now: dryRunStart, Output: out, Err: callErr, OnStep: params.OnStep}); err != nil {
 			return nil, err
