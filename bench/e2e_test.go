@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"fmt"
+	"github.com/lambdasaga/lambdasaga/internal/awstest"
 	"os"
 	"slices"
 	"strconv"
@@ -55,7 +56,7 @@ func TestE2EThroughput(t *testing.T) {
 // runEngine returns the wall time for n sagas and the per-step latencies
 // (each saga's time from start to end, divided by its steps).
 func runEngine(t *testing.T, plan *engine.Plan, n, steps, workers int) (time.Duration, []time.Duration) {
-	b := newBackend(t)
+	b := awstest.New(t)
 	reg := engine.NewRegistry()
 	reg.MustRegister("work", func(ctx context.Context, c engine.Call) (any, error) { return map[string]any{"ok": true}, nil })
 	reg.MustRegister("undo", func(context.Context, engine.Call) (any, error) { return nil, nil })
@@ -80,7 +81,7 @@ func runEngine(t *testing.T, plan *engine.Plan, n, steps, workers int) (time.Dur
 			}
 		}
 	}
-	rt, err := embedded.Start(embedded.Config{Actions: reg, Store: b.store, Queue: b.queue, Receiver: b.queue, Workers: workers, Visibility: 30 * time.Second, PollInterval: 5 * time.Millisecond, OnStep: onStep})
+	rt, err := embedded.Start(embedded.Config{Actions: reg, Store: b.Store, Queue: b.Queue, Receiver: b.Queue, Workers: workers, Visibility: 30 * time.Second, PollInterval: 5 * time.Millisecond, OnStep: onStep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,9 +112,9 @@ func runEngine(t *testing.T, plan *engine.Plan, n, steps, workers int) (time.Dur
 
 // runFloor does per step what the engine must at least do, with raw calls.
 func runFloor(t *testing.T, n, steps, workers int) time.Duration {
-	b := newBackend(t)
+	b := awstest.New(t)
 	ctx := context.Background()
-	url := b.urls[engine.QueueAdvance]
+	url := b.URLs[engine.QueueAdvance]
 	item := func(id string, v int) map[string]types.AttributeValue {
 		return map[string]types.AttributeValue{
 			"pk": &types.AttributeValueMemberS{Value: "SAGA#" + id}, "sk": &types.AttributeValueMemberS{Value: "STATE"},
@@ -123,10 +124,10 @@ func runFloor(t *testing.T, n, steps, workers int) time.Duration {
 	began := time.Now()
 	for i := range n {
 		id := fmt.Sprintf("floor-%d", i)
-		if _, err := b.ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: &b.table, Item: item(id, 1)}); err != nil {
+		if _, err := b.DynamoDB.PutItem(ctx, &dynamodb.PutItemInput{TableName: &b.Table, Item: item(id, 1)}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.sq.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(id + " 1")}); err != nil {
+		if _, err := b.SQS.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(id + " 1")}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -136,7 +137,7 @@ func runFloor(t *testing.T, n, steps, workers int) time.Duration {
 	for range workers {
 		wg.Go(func() {
 			for done.Load() < int64(n) {
-				out, err := b.sq.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+				out, err := b.SQS.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
 				if err != nil {
 					t.Error(err)
 					return
@@ -146,24 +147,24 @@ func runFloor(t *testing.T, n, steps, workers int) time.Duration {
 					var v int
 					fmt.Sscanf(aws.ToString(m.Body), "%s %d", &id, &v)
 					key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "SAGA#" + id}, "sk": &types.AttributeValueMemberS{Value: "STATE"}}
-					if _, err := b.ddb.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.table, Key: key, ConsistentRead: aws.Bool(true)}); err != nil {
+					if _, err := b.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.Table, Key: key, ConsistentRead: aws.Bool(true)}); err != nil {
 						t.Error(err)
 						return
 					}
-					if _, err := b.ddb.PutItem(ctx, &dynamodb.PutItemInput{TableName: &b.table, Item: item(id, v+1),
+					if _, err := b.DynamoDB.PutItem(ctx, &dynamodb.PutItemInput{TableName: &b.Table, Item: item(id, v+1),
 						ConditionExpression: aws.String("v = :v"), ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: strconv.Itoa(v)}}}); err != nil {
 						t.Error(err)
 						return
 					}
 					if v < steps {
-						if _, err := b.sq.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(fmt.Sprintf("%s %d", id, v+1))}); err != nil {
+						if _, err := b.SQS.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(fmt.Sprintf("%s %d", id, v+1))}); err != nil {
 							t.Error(err)
 							return
 						}
 					} else if done.Add(1) == int64(n) {
 						finished.Store(int64(time.Since(began)))
 					}
-					if _, err := b.sq.DeleteMessage(ctx, &awssqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle}); err != nil {
+					if _, err := b.SQS.DeleteMessage(ctx, &awssqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle}); err != nil {
 						t.Error(err)
 						return
 					}

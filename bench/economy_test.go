@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"fmt"
+	"github.com/lambdasaga/lambdasaga/internal/awstest"
 	"os"
 	"testing"
 	"time"
@@ -22,16 +23,16 @@ type stepCost struct {
 
 // handleAll starts a saga and handles its messages one by one, counting
 // each message's requests.
-func handleAll(t *testing.T, b *backend, coord *engine.Coordinator, plan *engine.Plan, id string, in map[string]any) (start stepCost, steps []stepCost) {
+func handleAll(t *testing.T, b *awstest.Backend, coord *engine.Coordinator, plan *engine.Plan, id string, in map[string]any) (start stepCost, steps []stepCost) {
 	t.Helper()
 	ctx := context.Background()
-	b.counter.Reset()
+	b.Counter.Reset()
 	if _, err := coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: id, Input: in}); err != nil {
 		t.Fatal(err)
 	}
-	start = b.snapshot("start")
+	start = snapshot(b, "start")
 	for range 100 {
-		ds, err := b.queue.Receive(ctx, &engine.ReceiveParams{Queue: engine.QueueAdvance, Max: 1, Wait: 200 * time.Millisecond})
+		ds, err := b.Queue.Receive(ctx, &engine.ReceiveParams{Queue: engine.QueueAdvance, Max: 1, Wait: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,26 +40,26 @@ func handleAll(t *testing.T, b *backend, coord *engine.Coordinator, plan *engine
 			break
 		}
 		msg, _ := engine.DecodeMessage(ds[0].Body)
-		b.counter.Reset()
+		b.Counter.Reset()
 		began := time.Now()
 		if out, err := coord.Handle(ctx, ds[0].Body); err != nil || out != engine.HandledStep {
 			t.Fatalf("handle %s: %s %v", msg.Step, out, err)
 		}
-		c := b.snapshot(msg.Step)
+		c := snapshot(b, msg.Step)
 		c.took = time.Since(began)
-		rec, err := b.store.SagaGet(ctx, &engine.SagaGetParams{SagaID: id})
+		rec, err := b.Store.SagaGet(ctx, &engine.SagaGetParams{SagaID: id})
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.stateBytes = len(rec.State)
 		steps = append(steps, c)
-		_ = b.queue.Delete(ctx, &engine.DeleteParams{Queue: ds[0].Queue, ReceiptHandle: ds[0].ReceiptHandle})
+		_ = b.Queue.Delete(ctx, &engine.DeleteParams{Queue: ds[0].Queue, ReceiptHandle: ds[0].ReceiptHandle})
 	}
 	return start, steps
 }
 
-func (b *backend) snapshot(step string) stepCost {
-	s := b.counter.Snapshot()
+func snapshot(b *awstest.Backend, step string) stepCost {
+	s := b.Counter.Snapshot()
 	return stepCost{step: step, reads: s["DynamoDB.GetItem"].Calls, writes: s["DynamoDB.PutItem"].Calls,
 		sends: s["SQS.SendMessage"].Calls + s["SQS.SendMessageBatch"].Calls,
 		rru:   s["DynamoDB.GetItem"].ReadUnits, wru: s["DynamoDB.PutItem"].WriteUnits}
@@ -68,14 +69,14 @@ func (b *backend) snapshot(step string) stepCost {
 // at most one read, one write and one send per action step, one write unit
 // per transition for small states, and prints the table in bench/README.md.
 func TestRequestEconomy(t *testing.T) {
-	b := newBackend(t)
+	b := awstest.New(t)
 	reg := engine.NewRegistry()
 	order.NewServices().Register(reg)
 	reg.MustRegister("work", func(ctx context.Context, c engine.Call) (any, error) {
 		return map[string]any{"id": c.IdempotencyKey}, nil
 	})
 	reg.MustRegister("undo", func(context.Context, engine.Call) (any, error) { return nil, nil })
-	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: b.store, Queue: b.queue, Actions: reg})
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: b.Store, Queue: b.Queue, Actions: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"fmt"
+	"github.com/lambdasaga/lambdasaga/internal/awstest"
 	"os"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ import (
 // size of a saga's variables, and that a state past the limit fails its
 // step with a clear error (and compensates) instead of being written.
 func TestPayloadSize(t *testing.T) {
-	b := newBackend(t)
+	b := awstest.New(t)
 	plan, err := engine.Compile("linear.yaml", []byte(linearSaga(3)))
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +31,7 @@ func TestPayloadSize(t *testing.T) {
 			return map[string]any{"id": c.IdempotencyKey}, nil
 		})
 		reg.MustRegister("undo", func(context.Context, engine.Call) (any, error) { return nil, nil })
-		coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: b.store, Queue: b.queue, Actions: reg})
+		coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: b.Store, Queue: b.Queue, Actions: reg})
 		if err != nil {
 			t.Fatal(err)
 		}

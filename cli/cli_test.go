@@ -2,22 +2,18 @@ package cli_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lambdasaga/lambdasaga/cli"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
-	"github.com/lambdasaga/lambdasaga/queue/sqs"
-	"github.com/lambdasaga/lambdasaga/store/dynamo"
+	"github.com/lambdasaga/lambdasaga/internal/awstest"
 )
 
 const orderFile = "../examples/order/order.yaml"
@@ -225,7 +221,7 @@ func TestPlan(t *testing.T) {
 	if r.code != cli.ExitUsage {
 		t.Fatalf("bad step accepted: %s", r.stdout)
 	}
-	// A path that a switch sends elsewhere never reaches the failing step.
+	// A failure at the first step has nothing completed to undo.
 	r = sagactl(t, nil, "plan", "../engine/testdata/valid/loop.yaml", "--fail", "poll", "--input", `{"job": "j"}`)
 	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "nothing to compensate") {
 		t.Fatalf("exit %d: %s%s", r.code, r.stdout, r.stderr)
@@ -262,19 +258,9 @@ func TestRunOnEmulators(t *testing.T) {
 }
 
 func TestStartStatusCancelOnEmulators(t *testing.T) {
-	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
-	sqsEP := awslocal.Endpoint(t, awslocal.EnvSQS)
-	ctx := context.Background()
-	table := "cli-start-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	if err := dynamo.CreateTable(ctx, awslocal.DynamoDB(dyn), table); err != nil {
-		t.Fatal(err)
-	}
-	urls, err := sqs.CreateQueues(ctx, awslocal.SQS(sqsEP), sqs.QueueSpec{Prefix: table + "-"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	where := []string{"--table", table, "--advance-queue-url", urls[engine.QueueAdvance], "--compensate-queue-url", urls[engine.QueueCompensate],
-		"--dynamodb-endpoint", dyn, "--sqs-endpoint", sqsEP}
+	b := awstest.New(t)
+	where := []string{"--table", b.Table, "--advance-queue-url", b.URLs[engine.QueueAdvance], "--compensate-queue-url", b.URLs[engine.QueueCompensate],
+		"--dynamodb-endpoint", b.DynamoDBEndpoint, "--sqs-endpoint", b.SQSEndpoint}
 	r := sagactl(t, nil, append([]string{"start", orderFile, "--input", "@../examples/order/testdata/ok.json", "--id", "cli-1"}, where...)...)
 	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "saga cli-1 (order): running, version 1") || !strings.Contains(r.stdout, "waiting on: reserve (attempt 1)") {
 		t.Fatalf("start: exit %d\n%s%s", r.code, r.stdout, r.stderr)

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -17,9 +16,6 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/emulators"
 	"github.com/lambdasaga/lambdasaga/internal/local"
 )
-
-// rieModule is the Go package of aws-lambda-rie, pinned as a tool in go.mod.
-const rieModule = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie"
 
 // mainsFlag collects --main FUNCTION=PACKAGE.
 type mainsFlag map[string]string
@@ -69,8 +65,8 @@ func runLocal(c *Config, args []string) int {
 	defer stop()
 	if _, err := os.Stat(*rie); err != nil {
 		fmt.Fprintf(c.Stdout, "building %s ...\n", *rie)
-		if out, err := exec.CommandContext(ctx, "go", "build", "-o", *rie, rieModule).CombinedOutput(); err != nil {
-			c.errorf("local: build aws-lambda-rie: %v\n%s", err, out)
+		if err := local.BuildRIE(ctx, *rie); err != nil {
+			c.errorf("local: %v", err)
 			return ExitUsage
 		}
 	}

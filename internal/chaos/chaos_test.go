@@ -8,7 +8,6 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -59,8 +58,8 @@ func TestChaos(t *testing.T) {
 
 	dir := t.TempDir()
 	rie := filepath.Join(dir, "aws-lambda-rie")
-	if out, err := exec.Command("go", "build", "-o", rie, "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie").CombinedOutput(); err != nil {
-		t.Fatalf("build aws-lambda-rie: %v\n%s", err, out)
+	if err := local.BuildRIE(context.Background(), rie); err != nil {
+		t.Fatal(err)
 	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -53,8 +52,8 @@ func TestE2E(t *testing.T) {
 	sq := awslocal.Endpoint(t, awslocal.EnvSQS)
 	dir := t.TempDir()
 	rie := filepath.Join(dir, "aws-lambda-rie")
-	if out, err := exec.Command("go", "build", "-o", rie, "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie").CombinedOutput(); err != nil {
-		t.Fatalf("build aws-lambda-rie: %v\n%s", err, out)
+	if err := local.BuildRIE(context.Background(), rie); err != nil {
+		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

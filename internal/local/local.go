@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -107,11 +108,9 @@ func Up(ctx context.Context, cfg Config) (env *Env, err error) {
 	if err := createTable(ctx, ddb, tpl.Tables[0], e.Table); err != nil {
 		return nil, err
 	}
-	var arns map[string]string
-	if e.QueueURLs, arns, err = createQueues(ctx, sq, tpl, cfg.Prefix, cfg.Visibility); err != nil {
+	if e.QueueURLs, err = createQueues(ctx, sq, tpl, cfg.Prefix, cfg.Visibility); err != nil {
 		return nil, err
 	}
-	_ = arns
 	pctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	defer func() {
@@ -313,7 +312,7 @@ func (w *prefixWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	w.buf = append(w.buf, p...)
 	for {
-		i := indexByte(w.buf, '\n')
+		i := bytes.IndexByte(w.buf, '\n')
 		if i < 0 {
 			break
 		}
@@ -323,15 +322,6 @@ func (w *prefixWriter) Write(p []byte) (int, error) {
 		w.buf = w.buf[i+1:]
 	}
 	return len(p), nil
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
 }
 
 // Workers counts the running workers (RIEs).
@@ -363,4 +353,16 @@ func (e *Env) Restart(ctx context.Context, i int) error {
 	wk := e.workers[i]
 	_, err := e.startRIE(ctx, wk, wk.addr)
 	return err
+}
+
+// RIEModule is the Go package of aws-lambda-rie, pinned as a tool in go.mod.
+const RIEModule = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie"
+
+// BuildRIE builds aws-lambda-rie into path from the version go.mod pins.
+// It must run inside this module.
+func BuildRIE(ctx context.Context, path string) error {
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", path, RIEModule).CombinedOutput(); err != nil {
+		return fmt.Errorf("build aws-lambda-rie: %v\n%s", err, out)
+	}
+	return nil
 }

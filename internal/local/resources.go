@@ -55,11 +55,11 @@ func createTable(ctx context.Context, client *dynamodb.Client, tb samtemplate.Ta
 }
 
 // createQueues creates every queue of the template, dead-letter queues
-// first, and returns their URLs and ARNs by logical id. visibility, when
+// first, and returns their URLs by logical id. visibility, when
 // set, replaces the template's visibility timeouts (local runs use short
 // ones so that failed messages come back quickly).
-func createQueues(ctx context.Context, client *awssqs.Client, tpl *samtemplate.Template, prefix string, visibility time.Duration) (urls, arns map[string]string, err error) {
-	urls, arns = map[string]string{}, map[string]string{}
+func createQueues(ctx context.Context, client *awssqs.Client, tpl *samtemplate.Template, prefix string, visibility time.Duration) (map[string]string, error) {
+	urls, arns := map[string]string{}, map[string]string{}
 	create := func(q samtemplate.Queue) error {
 		attrs := map[string]string{"VisibilityTimeout": strconv.Itoa(q.VisibilityTimeout)}
 		if visibility > 0 {
@@ -87,10 +87,10 @@ func createQueues(ctx context.Context, client *awssqs.Client, tpl *samtemplate.T
 		for _, q := range tpl.Queues {
 			if (q.DeadLetterQueue != "") == pass {
 				if err := create(q); err != nil {
-					return nil, nil, err
+					return nil, err
 				}
 			}
 		}
 	}
-	return urls, arns, nil
+	return urls, nil
 }

@@ -2,53 +2,23 @@ package dynamo_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/accounting"
 	"github.com/lambdasaga/lambdasaga/engine"
-	"github.com/lambdasaga/lambdasaga/internal/awslocal"
+	"github.com/lambdasaga/lambdasaga/internal/awstest"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 	"github.com/lambdasaga/lambdasaga/store/storetest"
 )
 
-// newStore makes a store on a table of its own in the emulator.
-func newStore(t *testing.T, counter *accounting.Counter) *dynamo.Store {
-	t.Helper()
-	ep := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
-	client := awslocal.DynamoDB(ep)
-	if counter != nil {
-		client = awslocal.DynamoDB(ep, counter.Register)
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	table := "t_" + strings.NewReplacer("/", "_").Replace(t.Name())
-	if len(table) > 200 {
-		table = table[:200]
-	}
-	table += "_" + hex.EncodeToString(b[:])
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := dynamo.CreateTable(ctx, client, table); err != nil {
-		t.Fatal(err)
-	}
-	s, err := dynamo.New(dynamo.Config{Client: client, Table: table})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func TestConformance(t *testing.T) {
-	storetest.Exercise(t, func(t *testing.T) engine.Store { return newStore(t, nil) })
+	storetest.Exercise(t, func(t *testing.T) engine.Store { return awstest.New(t).Store })
 }
 
 func TestItemSizeIsCheckedBeforeWriting(t *testing.T) {
-	s := newStore(t, nil)
+	s := awstest.New(t).Store
 	r := engine.SagaRecord{SagaID: "big-1", Version: 1, Status: engine.StatusRunning, Name: "order", DefinitionHash: "h", UpdatedAt: time.Now(), State: make([]byte, dynamo.MaxItemBytes)}
 	err := s.SagaCreate(context.Background(), &engine.SagaCreateParams{Record: r})
 	if !errors.Is(err, engine.ErrTooLarge) || !strings.Contains(err.Error(), "saga big-1") || !strings.Contains(err.Error(), "bytes") {
@@ -59,8 +29,8 @@ func TestItemSizeIsCheckedBeforeWriting(t *testing.T) {
 // One transition of a small saga costs one consistent read and one write of
 // one write unit.
 func TestWriteUnitsPerTransition(t *testing.T) {
-	counter := accounting.New()
-	s := newStore(t, counter)
+	b := awstest.New(t)
+	s, counter := b.Store, b.Counter
 	ctx := context.Background()
 	st := make([]byte, 300)
 	r := engine.SagaRecord{SagaID: "wu-1", Version: 1, Status: engine.StatusRunning, Name: "order", DefinitionHash: strings.Repeat("a", 64), UpdatedAt: time.Now(), State: st}
