@@ -44,6 +44,7 @@ func (c *Counter) Register(stack *middleware.Stack) error {
 }
 
 func (c *Counter) record(op string, result any, err error) {
+	read, write := capacity(result)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.stats[op]
@@ -55,66 +56,35 @@ func (c *Counter) record(op string, result any, err error) {
 	if err != nil {
 		s.Errors++
 	}
-	for _, cc := range consumed(result) {
-		if cc == nil {
-			continue
-		}
-		r, w := units(cc)
-		s.ReadUnits += r
-		s.WriteUnits += w
-	}
+	s.ReadUnits += read
+	s.WriteUnits += write
 }
 
-func units(cc *types.ConsumedCapacity) (read, write float64) {
-	if cc.ReadCapacityUnits != nil || cc.WriteCapacityUnits != nil {
-		if cc.ReadCapacityUnits != nil {
-			read = *cc.ReadCapacityUnits
+// capacity is the capacity a DynamoDB call consumed (with
+// ReturnConsumedCapacity set): its total, as read units for reads and as
+// write units for writes.
+func capacity(result any) (read, write float64) {
+	total := func(cc *types.ConsumedCapacity) float64 {
+		if cc == nil || cc.CapacityUnits == nil {
+			return 0
 		}
-		if cc.WriteCapacityUnits != nil {
-			write = *cc.WriteCapacityUnits
-		}
-		return read, write
+		return *cc.CapacityUnits
 	}
-	if cc.CapacityUnits == nil {
-		return 0, 0
-	}
-	return 0, *cc.CapacityUnits // the caller knows reads from writes by operation
-}
-
-func consumed(result any) []*types.ConsumedCapacity {
 	switch r := result.(type) {
 	case *dynamodb.GetItemOutput:
-		return readUnits(r.ConsumedCapacity)
+		return total(r.ConsumedCapacity), 0
 	case *dynamodb.QueryOutput:
-		return readUnits(r.ConsumedCapacity)
+		return total(r.ConsumedCapacity), 0
 	case *dynamodb.ScanOutput:
-		return readUnits(r.ConsumedCapacity)
+		return total(r.ConsumedCapacity), 0
 	case *dynamodb.PutItemOutput:
-		return []*types.ConsumedCapacity{writeUnits(r.ConsumedCapacity)}
+		return 0, total(r.ConsumedCapacity)
 	case *dynamodb.UpdateItemOutput:
-		return []*types.ConsumedCapacity{writeUnits(r.ConsumedCapacity)}
+		return 0, total(r.ConsumedCapacity)
 	case *dynamodb.DeleteItemOutput:
-		return []*types.ConsumedCapacity{writeUnits(r.ConsumedCapacity)}
+		return 0, total(r.ConsumedCapacity)
 	}
-	return nil
-}
-
-// readUnits and writeUnits put a total into the right column when the
-// service reports only CapacityUnits.
-func readUnits(cc *types.ConsumedCapacity) []*types.ConsumedCapacity {
-	if cc == nil || cc.CapacityUnits == nil || cc.ReadCapacityUnits != nil {
-		return []*types.ConsumedCapacity{cc}
-	}
-	v := *cc.CapacityUnits
-	return []*types.ConsumedCapacity{{ReadCapacityUnits: &v}}
-}
-
-func writeUnits(cc *types.ConsumedCapacity) *types.ConsumedCapacity {
-	if cc == nil || cc.CapacityUnits == nil || cc.WriteCapacityUnits != nil {
-		return cc
-	}
-	v := *cc.CapacityUnits
-	return &types.ConsumedCapacity{WriteCapacityUnits: &v}
+	return 0, 0
 }
 
 // Snapshot returns a copy of the counts so far.

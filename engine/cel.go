@@ -125,19 +125,6 @@ type exprProblem struct {
 	msg       string
 }
 
-// varReads lists the NAMEs of vars.NAME and vars["NAME"] in a checked
-// expression; has(vars.NAME) tests presence and does not count.
-func varReads(ast *cel.Ast) []string {
-	var reads []string
-	nav := celNavigate(ast)
-	for _, n := range nav {
-		if n.name != "" {
-			reads = append(reads, n.name)
-		}
-	}
-	return reads
-}
-
 // eval runs the program against the activation.
 func (p *program) eval(act *activation) (ref.Val, error) {
 	var (

@@ -7,11 +7,10 @@ import (
 	"github.com/google/cel-go/common/types"
 )
 
-type varRef struct{ name string }
-
-// celNavigate walks an expression and reports each read of a named var.
-func celNavigate(a *cel.Ast) []varRef {
-	var out []varRef
+// varReads lists the NAMEs of vars.NAME and vars["NAME"] in a checked
+// expression; has(vars.NAME) tests presence and does not count.
+func varReads(a *cel.Ast) []string {
+	var out []string
 	var walk func(e celast.Expr)
 	walk = func(e celast.Expr) {
 		switch e.Kind() {
@@ -19,7 +18,7 @@ func celNavigate(a *cel.Ast) []varRef {
 			s := e.AsSelect()
 			if op := s.Operand(); op.Kind() == celast.IdentKind && op.AsIdent() == "vars" {
 				if !s.IsTestOnly() {
-					out = append(out, varRef{name: s.FieldName()})
+					out = append(out, s.FieldName())
 				}
 				return
 			}
@@ -30,7 +29,7 @@ func celNavigate(a *cel.Ast) []varRef {
 				obj, key := c.Args()[0], c.Args()[1]
 				if obj.Kind() == celast.IdentKind && obj.AsIdent() == "vars" && key.Kind() == celast.LiteralKind {
 					if s, ok := key.AsLiteral().(types.String); ok {
-						out = append(out, varRef{name: string(s)})
+						out = append(out, string(s))
 						return
 					}
 				}

@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -906,5 +904,3 @@ func splitTemplate(s string) ([]InterpPart, error) {
 	}
 	return parts, nil
 }
-
-func isDeadline(err error) bool { return errors.Is(err, context.DeadlineExceeded) }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -77,7 +78,7 @@ func TestDefinitionLimits(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("saga: big\nsteps:\n")
 	for i := range engine.MaxSteps + 1 {
-		b.WriteString("  - {id: s" + itoa(i) + ", set: {x: 1}}\n")
+		b.WriteString("  - {id: s" + strconv.Itoa(i) + ", set: {x: 1}}\n")
 	}
 	tests := []struct {
 		name, src, want string
@@ -95,10 +96,6 @@ func TestDefinitionLimits(t *testing.T) {
 			}
 		})
 	}
-}
-
-func itoa(i int) string {
-	return strings.TrimLeft(strings.Repeat(" ", 0)+string(rune('0'+i/100%10))+string(rune('0'+i/10%10))+string(rune('0'+i%10)), "")
 }
 
 func TestCheckInput(t *testing.T) {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -137,6 +138,8 @@ func (e *DefinitionError) Error() string {
 }
 
 func (e *DefinitionError) Is(target error) bool { return target == ErrInvalidDefinition }
+
+func isDeadline(err error) bool { return errors.Is(err, context.DeadlineExceeded) }
 
 // errorMessage is err's text without the type prefix an ActionError adds,
 // since StepError keeps the type apart.

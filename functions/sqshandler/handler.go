@@ -79,7 +79,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		if hasDeadline {
 			rctx, cancel = context.WithDeadline(ctx, deadline.Add(-h.margin/2))
 		}
-		outcome, err := h.coord.Handle(rctx, r.Body)
+		_, err := h.coord.Handle(rctx, r.Body)
 		cancel()
 		if err != nil {
 			h.log.LogAttrs(ctx, slog.LevelWarn, "message not handled; it will be delivered again",
@@ -88,7 +88,6 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			failed = append(failed, r.MessageID)
 			continue
 		}
-		_ = outcome
 		handled++
 	}
 	h.log.LogAttrs(ctx, slog.LevelInfo, "batch done", slog.Int("records", len(recs)), slog.Int("handled", handled), slog.Int("failed", len(failed)))

@@ -6,7 +6,6 @@ package emulators
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -128,7 +127,7 @@ func waitHTTP(ctx context.Context, url string) error {
 			resp.Body.Close()
 			return nil
 		}
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) || ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -5,7 +5,7 @@
 //
 //	item        pk               sk       attributes
 //	saga        SAGA#<id>        STATE    v (N, version), st (S, status), name (S), def (S, hash),
-//	                                      upd (N, updated, Unix ms), state (B, engine state),
+//	                                      upd (N, updated, Unix ns), state (B, engine state),
 //	                                      gsi1pk (S, STATUS#<status>), gsi1sk (S, <updated ns, 20 digits>#<id>),
 //	                                      ttl (N, Unix seconds; only once the saga is final)
 //	definition  DEF#<hash>       DEF      name (S), src (B)
@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -118,7 +119,7 @@ func (s *Store) item(r *engine.SagaRecord) (map[string]types.AttributeValue, err
 	it[attrStatus] = &types.AttributeValueMemberS{Value: string(r.Status)}
 	it[attrName] = &types.AttributeValueMemberS{Value: r.Name}
 	it[attrDef] = &types.AttributeValueMemberS{Value: r.DefinitionHash}
-	it[attrUpdated] = &types.AttributeValueMemberN{Value: strconv.FormatInt(r.UpdatedAt.UnixMilli(), 10)}
+	it[attrUpdated] = &types.AttributeValueMemberN{Value: strconv.FormatInt(r.UpdatedAt.UnixNano(), 10)}
 	it[attrState] = &types.AttributeValueMemberB{Value: r.State}
 	it[attrGSI1PK] = &types.AttributeValueMemberS{Value: "STATUS#" + string(r.Status)}
 	it[attrGSI1SK] = &types.AttributeValueMemberS{Value: gsi1sk(r.UpdatedAt, r.SagaID)}
@@ -170,18 +171,10 @@ func decodeRecord(id string, it map[string]types.AttributeValue) (*engine.SagaRe
 	r.Status = engine.Status(strAttr(it, attrStatus))
 	r.Name = strAttr(it, attrName)
 	r.DefinitionHash = strAttr(it, attrDef)
-	ms, _ := numAttr(it, attrUpdated)
-	r.UpdatedAt = time.UnixMilli(int64(ms)).UTC()
+	ns, _ := numAttr(it, attrUpdated)
+	r.UpdatedAt = time.Unix(0, int64(ns)).UTC()
 	if b, ok := it[attrState].(*types.AttributeValueMemberB); ok {
 		r.State = b.Value
-	}
-	// Sort keys carry the exact update time; keep it when present.
-	if sk := strAttr(it, attrGSI1SK); sk != "" {
-		if ns, _, ok := strings.Cut(sk, "#"); ok {
-			if v, err := strconv.ParseInt(ns, 10, 64); err == nil {
-				r.UpdatedAt = time.Unix(0, v).UTC()
-			}
-		}
 	}
 	return r, nil
 }
@@ -270,28 +263,17 @@ func (s *Store) SagaList(ctx context.Context, p *engine.SagaListParams) (*engine
 		}
 	}
 	// Newest first across statuses: the sort key orders by time, then id.
-	sortDesc(all, func(f found) string { return f.sk })
+	slices.SortFunc(all, func(a, b found) int { return strings.Compare(b.sk, a.sk) })
 	res := &engine.SagaListResult{}
-	for i, f := range all {
-		if i == limit {
-			res.NextCursor = all[i-1].sk
-			break
-		}
+	for _, f := range all[:min(limit, len(all))] {
 		res.Sagas = append(res.Sagas, f.sm)
 	}
-	if len(all) == limit && len(res.Sagas) == limit {
-		// A full page may have more behind it; an empty next page ends the listing.
+	// A full page may have more behind it (each status query stopped at
+	// limit); the next page starts below its last key, and may be empty.
+	if len(all) >= limit {
 		res.NextCursor = all[limit-1].sk
 	}
 	return res, nil
-}
-
-func sortDesc[T any](xs []T, key func(T) string) {
-	for i := 1; i < len(xs); i++ {
-		for j := i; j > 0 && key(xs[j]) > key(xs[j-1]); j-- {
-			xs[j], xs[j-1] = xs[j-1], xs[j]
-		}
-	}
 }
 
 // DefinitionPut implements engine.Store.
