@@ -1,0 +1,36 @@
+package engine
+
+import "time"
+
+// Limits that more than one part of the engine enforces. Each is defined
+// once here, so a check and the code that relies on it cannot disagree.
+
+// MaxDataDepth is how deeply data values (inputs, action outputs, vars, CEL
+// results) may nest: a map or list inside another counts one level. The
+// value check and the state codec both count from the value itself, so a
+// value CheckValue accepts can always be encoded.
+const MaxDataDepth = 64
+
+// MaxSagaTimeout bounds a saga's timeout, as Step Functions and Lambda
+// durable functions bound an execution: one year.
+const MaxSagaTimeout = 365 * 24 * time.Hour
+
+// ResultReserve is the time an invocation keeps after an action for writing
+// its outcome and sending the next message: an action's context ends this
+// long before the invocation's deadline.
+const ResultReserve = 2 * time.Second
+
+// StepTimeoutLimit is the longest step timeout a function whose timeout is
+// functionTimeout can give an action: its timeout less ResultReserve.
+// Zero or negative when the function cannot run an action at all.
+func StepTimeoutLimit(functionTimeout time.Duration) time.Duration {
+	return functionTimeout - ResultReserve
+}
+
+// MaxErrorMessageBytes bounds the message of a failure kept in state: a
+// longer one is cut, so an action's error cannot grow the state.
+const MaxErrorMessageBytes = 1024
+
+// DefaultMaxVisits bounds the action visits one saga may make (Options),
+// so a loop through a catch cannot run forever.
+const DefaultMaxVisits = 10_000
