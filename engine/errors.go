@@ -42,7 +42,18 @@ const (
 	ErrorTypeCancelled    = "Cancelled"
 	ErrorTypeStepLimit    = "StepLimitExceeded"
 	ErrorTypeOutputFormat = "InvalidOutput"
+	// ErrorTypeVisitLimit: the saga made more action visits than
+	// Options.MaxVisits allows (a loop through a catch, say).
+	ErrorTypeVisitLimit = "VisitLimitExceeded"
 )
+
+// Uncatchable reports whether a failure of type typ goes straight to
+// compensation, past every catch clause (even "*"): the failures that a
+// catch route could only repeat. A definition naming one in a catch is
+// refused.
+func Uncatchable(typ string) bool {
+	return typ == ErrorTypeStateTooLarge || typ == ErrorTypeStepLimit || typ == ErrorTypeVisitLimit
+}
 
 // ActionError is an error with a type name that catch clauses and
 // retry.permanent lists match against.
