@@ -658,9 +658,18 @@ func (p *parser) condition(n *yaml.Node, field string) string {
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool" {
 		return n.Value
 	}
-	s := p.str(n, field)
+	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
+		p.str(n, field) // reports the wrong type
+		return ""
+	}
+	s := n.Value
 	if inner, ok := exactExpr(s); ok {
 		s = inner
+	}
+	if strings.TrimSpace(s) == "" {
+		// An empty condition would compile to no program at all.
+		p.errorf(n, field, "empty expression: a condition is a CEL expression that yields a bool")
+		return ""
 	}
 	if len(s) > MaxExpressionBytes {
 		p.errorf(n, field, "expression is %d bytes, over the limit of %d", len(s), MaxExpressionBytes)
@@ -794,6 +803,10 @@ func (p *parser) template(n *yaml.Node, field string, v *Value) {
 	s := n.Value
 	v.column = n.Column + quoteOffset(n)
 	if inner, ok := exactExpr(s); ok {
+		if strings.TrimSpace(inner) == "" {
+			p.errorf(n, field, "empty expression: ${} must hold a CEL expression (write $${} for the text itself)")
+			return
+		}
 		if len(inner) > MaxExpressionBytes {
 			p.errorf(n, field, "expression is %d bytes, over the limit of %d", len(inner), MaxExpressionBytes)
 			return
@@ -886,7 +899,7 @@ func splitTemplate(s string) ([]InterpPart, error) {
 			}
 			expr := s[i+2 : end]
 			if strings.TrimSpace(expr) == "" {
-				return nil, fmt.Errorf("empty ${} at offset %d", i)
+				return nil, fmt.Errorf("empty expression: the ${} at offset %d holds nothing (write $${} for the text itself)", i)
 			}
 			if text.Len() > 0 {
 				parts = append(parts, InterpPart{Text: text.String()})

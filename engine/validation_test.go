@@ -1,0 +1,118 @@
+package engine_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+)
+
+// refused compiles src and expects a DefinitionError whose text holds every
+// one of want (file:line:column, step, field and message parts).
+func refused(t *testing.T, src string, opts engine.Options, want ...string) {
+	t.Helper()
+	_, err := engine.Compile("test.yaml", []byte(src), opts)
+	if !errors.Is(err, engine.ErrInvalidDefinition) {
+		t.Fatalf("compiled, want a refusal mentioning %q\n%s", want, src)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q:\n%v", w, err)
+		}
+	}
+}
+
+func accepted(t *testing.T, src string, opts engine.Options) *engine.Plan {
+	t.Helper()
+	p, err := engine.Compile("test.yaml", []byte(src), opts)
+	if err != nil {
+		t.Fatalf("refused a valid definition: %v\n%s", err, src)
+	}
+	return p
+}
+
+// An empty or blank expression is refused wherever an expression can stand:
+// before, an empty condition matched always (switch) or panicked (assert).
+func TestEmptyExpressionsRefused(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		{"switch if ${}", `saga: x
+steps:
+  - id: a
+    switch:
+      - {if: "${}", next: b}
+      - {default: b}
+  - id: b
+    action: work
+`, []string{"test.yaml:5:", "step a: switch[0].if: ", "empty expression"}},
+		{"switch if blank ${ }", `saga: x
+steps:
+  - id: a
+    switch:
+      - {if: "${  }", next: b}
+      - {default: b}
+  - id: b
+    action: work
+`, []string{"test.yaml:5:", "step a: switch[0].if: ", "empty expression"}},
+		{"switch if blank text", `saga: x
+steps:
+  - id: a
+    switch:
+      - {if: "   ", next: b}
+      - {default: b}
+  - id: b
+    action: work
+`, []string{"test.yaml:5:", "step a: switch[0].if: ", "empty expression"}},
+		{"assert if ${}", `saga: x
+steps:
+  - id: a
+    action: work
+  - id: b
+    assert: {if: "${}"}
+`, []string{"test.yaml:6:", "step b: assert.if: ", "empty expression"}},
+		{"with ${}", `saga: x
+steps:
+  - id: a
+    action: work
+    with: {v: "${}"}
+`, []string{"test.yaml:5:", "step a: with.v: ", "empty expression"}},
+		{"set ${ }", `saga: x
+steps:
+  - id: a
+    set: {v: "${ }"}
+  - id: b
+    action: work
+`, []string{"test.yaml:4:", "step a: set.v: ", "empty expression"}},
+		{"succeed ${}", `saga: x
+steps:
+  - id: a
+    action: work
+  - id: b
+    succeed: {output: "${}"}
+`, []string{"test.yaml:6:", "step b: succeed.output: ", "empty expression"}},
+		{"interpolation ${}", `saga: x
+steps:
+  - id: a
+    action: work
+    with: {v: "a ${} b"}
+`, []string{"test.yaml:5:", "step a: with.v: ", "empty"}},
+		{"interpolation blank", `saga: x
+steps:
+  - id: a
+    action: work
+    with: {v: "a ${   } b"}
+`, []string{"test.yaml:5:", "step a: with.v: ", "empty"}},
+		{"compensation with ${}", `saga: x
+steps:
+  - id: a
+    action: work
+    compensate: {action: undo, with: {v: ["${}"]}}
+`, []string{"test.yaml:5:", "step a: compensate.with.v[0]: ", "empty expression"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { refused(t, tt.src, engine.Options{}, tt.want...) })
+	}
+}
