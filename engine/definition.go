@@ -258,7 +258,13 @@ func (p *parser) parse(src []byte) (def *Definition) {
 		case "input":
 			def.Input = p.input(v)
 		case "timeout":
+			// Unbounded, a deadline far enough away wraps when stored as Unix
+			// nanoseconds and lands in the past.
 			def.Timeout = p.duration(v, "timeout", 0)
+			if def.Timeout > MaxSagaTimeout {
+				p.errorf(v, "timeout", "%s is longer than the limit of %s (one year)", v.Value, shortDuration(MaxSagaTimeout))
+				def.Timeout = 0
+			}
 		case "steps":
 			stepsNode = v
 		}
@@ -392,9 +398,21 @@ func (p *parser) duration(n *yaml.Node, field string, max time.Duration) time.Du
 		return 0
 	}
 	if max > 0 && d > max {
-		p.errorf(n, field, "%s is longer than the limit of %s", n.Value, max)
+		p.errorf(n, field, "%s is longer than the limit of %s", n.Value, shortDuration(max))
 	}
 	return d
+}
+
+// shortDuration writes d without zero minutes and seconds: 8760h, 15m, 28s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func (p *parser) input(n *yaml.Node) []InputField {

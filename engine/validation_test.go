@@ -116,3 +116,13 @@ steps:
 		t.Run(tt.name, func(t *testing.T) { refused(t, tt.src, engine.Options{}, tt.want...) })
 	}
 }
+
+// A saga timeout is at most MaxSagaTimeout: past about 236 years it wrapped
+// to a deadline in the past.
+func TestSagaTimeoutBounded(t *testing.T) {
+	for _, d := range []string{"8761h", "2200000h"} {
+		refused(t, "saga: x\ntimeout: "+d+"\nsteps: [{id: a, action: work}]\n", engine.Options{},
+			"test.yaml:2:", "timeout: ", "longer than the limit of 8760h (one year)")
+	}
+	accepted(t, "saga: x\ntimeout: 8760h\nsteps: [{id: a, action: work}]\n", engine.Options{})
+}
