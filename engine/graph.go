@@ -204,9 +204,16 @@ func (c *compiler) flowVars(succ [][]int, onSuccess [][]bool, reachable []bool) 
 	for i := range avail {
 		avail[i] = map[string]bool{}
 	}
-	work := []int{0}
+	// Every reachable step starts queued: a step that gains nothing from its
+	// predecessors must still pass its own writes on.
+	var work []int
 	queued := make([]bool, n)
-	queued[0] = true
+	for i := range n {
+		if reachable[i] {
+			work = append(work, i)
+			queued[i] = true
+		}
+	}
 	for len(work) > 0 {
 		i := work[0]
 		work = work[1:]

@@ -126,3 +126,29 @@ func TestSagaTimeoutBounded(t *testing.T) {
 	}
 	accepted(t, "saga: x\ntimeout: 8760h\nsteps: [{id: a, action: work}]\n", engine.Options{})
 }
+
+// An action without out, then a set, then a read of the set var: the var
+// flow used to stop after the step that writes nothing.
+func TestVarFlowPastStepsThatWriteNothing(t *testing.T) {
+	accepted(t, `saga: x
+steps:
+  - id: a
+    action: work
+  - id: b
+    set: {x: 1}
+  - id: c
+    action: work
+    with: {v: "${vars.x}"}
+`, engine.Options{})
+	accepted(t, `saga: x
+steps:
+  - id: a
+    action: work
+  - id: pick
+    switch: [{default: b}]
+  - id: b
+    set: {x: 1}
+  - id: c
+    assert: {if: "vars.x == 1"}
+`, engine.Options{})
+}
