@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 )
 
@@ -244,6 +245,69 @@ func (c *compiler) flowVars(succ [][]int, onSuccess [][]bool, reachable []bool) 
 		}
 	}
 	c.avail = avail
+	c.sure = sureVars(succ, onSuccess, reachable, writes)
+}
+
+// sureVars computes, for each reachable step, the vars every path to it has
+// set: the meet over its predecessors of what they had plus what the edge
+// adds (a step's writes on a success edge only). Vars are never removed, so
+// these exist whenever the step runs, and ever after.
+func sureVars(succ [][]int, onSuccess [][]bool, reachable []bool, writes [][]string) []map[string]bool {
+	n := len(succ)
+	universe := map[string]bool{}
+	for _, ws := range writes {
+		for _, w := range ws {
+			universe[w] = true
+		}
+	}
+	sure := make([]map[string]bool, n)
+	for i := range sure {
+		sure[i] = map[string]bool{}
+		if i != 0 {
+			for w := range universe {
+				sure[i][w] = true
+			}
+		}
+	}
+	// Iterate to the greatest fixed point: sets only shrink, so this ends.
+	for changed := true; changed; {
+		changed = false
+		for j := 1; j < n; j++ {
+			if !reachable[j] {
+				continue
+			}
+			var meet map[string]bool
+			for i := range n {
+				if !reachable[i] {
+					continue
+				}
+				for k, to := range succ[i] {
+					if to != j {
+						continue
+					}
+					in := maps.Clone(sure[i])
+					if onSuccess[i][k] {
+						for _, w := range writes[i] {
+							in[w] = true
+						}
+					}
+					if meet == nil {
+						meet = in
+						continue
+					}
+					for w := range meet {
+						if !in[w] {
+							delete(meet, w)
+						}
+					}
+				}
+			}
+			if meet != nil && len(meet) != len(sure[j]) {
+				sure[j], changed = meet, true
+			}
+		}
+	}
+	return sure
 }
 
 // checkReads reports vars an expression reads that no earlier step sets.
@@ -256,8 +320,11 @@ func (c *compiler) checkReads(s *Step, field string, pos Pos, prg *program) {
 			continue
 		}
 		why := "no earlier step sets it"
-		if !c.allWrites[name] {
+		switch {
+		case !c.allWrites[name]:
 			why = "no step sets it"
+		case c.compensating:
+			why = "it may not exist when this compensation runs: a compensation reads only vars written on every path up to and including its own step"
 		}
 		c.errorf(pos, s.ID, field, "reads vars.%s, but %s%s", name, why, c.suggestVar(name))
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -140,10 +141,12 @@ type compiler struct {
 	problems []Problem
 	plan     *Plan
 
-	avail     []map[string]bool // vars some path may have set before each step
-	allWrites map[string]bool   // vars any step sets
-	allowed   map[string]bool   // vars the expression being compiled may read, nil: do not check
-	reachable []bool
+	avail        []map[string]bool // vars some path may have set before each step
+	sure         []map[string]bool // vars every path has set before each step
+	compensating bool              // the expression being compiled is a compensation's
+	allWrites    map[string]bool   // vars any step sets
+	allowed      map[string]bool   // vars the expression being compiled may read, nil: do not check
+	reachable    []bool
 }
 
 func (c *compiler) result() error {
@@ -279,13 +282,19 @@ func (c *compiler) compileStep(ps *planStep) {
 				cc.retry = *s.Compensate.Retry
 			}
 			if s.Compensate.With != nil {
-				// Compensation runs later, when any var set so far is visible.
+				// Compensation runs at some later time, on whatever path led
+				// there: it may read only what every path to this step has
+				// written, and the step's own out.
 				saved := c.allowed
 				if saved != nil {
-					c.allowed = c.allWrites
+					c.allowed = maps.Clone(c.sure[ps.idx])
+					if s.Out != "" {
+						c.allowed[s.Out] = true
+					}
 				}
+				c.compensating = true
 				cc.with = c.template(s, "compensate.with", s.Compensate.With)
-				c.allowed = saved
+				c.allowed, c.compensating = saved, false
 			}
 			ps.comp = cc
 		}

@@ -152,3 +152,51 @@ steps:
     assert: {if: "vars.x == 1"}
 `, engine.Options{})
 }
+
+// A compensation may read only the vars that surely exist when it runs:
+// those written on every path up to and including its own step.
+func TestCompensationReads(t *testing.T) {
+	refused(t, `saga: x
+steps:
+  - id: a
+    action: work
+    compensate: {action: undo, with: {id: "${vars.later.id}"}}
+  - id: b
+    action: work
+    out: later
+`, engine.Options{}, "test.yaml:5:", "step a: compensate.with.id: ", "reads vars.later", "when this compensation runs")
+
+	// Written on one branch only: the compensation of c may run without it.
+	refused(t, `saga: x
+input: {big: bool}
+steps:
+  - id: pick
+    switch:
+      - {if: "input.big", next: flag}
+      - {default: c}
+  - id: flag
+    set: {flagged: true}
+  - id: c
+    action: work
+    compensate: {action: undo, with: {f: "${vars.flagged}"}}
+`, engine.Options{}, "test.yaml:12:", "step c: compensate.with.f: ", "reads vars.flagged")
+
+	// Its own out, and vars written on every path before it, are fine.
+	accepted(t, `saga: x
+input: {big: bool}
+steps:
+  - id: first
+    action: work
+    out: one
+  - id: pick
+    switch:
+      - {if: "input.big", next: flag}
+      - {default: c}
+  - id: flag
+    set: {flagged: true}
+  - id: c
+    action: work
+    out: two
+    compensate: {action: undo, with: {a: "${vars.one}", b: "${vars.two}", f: "${has(vars.flagged)}"}}
+`, engine.Options{})
+}
