@@ -261,9 +261,19 @@ func (c *compiler) compileStep(ps *planStep) {
 		}
 	}
 	for i, ct := range s.Catch {
+		field := fmt.Sprintf("catch[%d]", i)
+		for _, typ := range ct.Errors {
+			if Uncatchable(typ) {
+				c.errorf(ct.Pos, s.ID, field+".errors", "%s always compensates: no catch can route it, so do not list it", typ)
+			}
+		}
 		next := end
-		if ct.Next != "" {
-			next = c.target(s, fmt.Sprintf("catch[%d].next", i), ct.Next, ct.Pos)
+		if ct.Next == s.ID && s.ID != "" {
+			// A catch back to its own step repeats the step at once, with a
+			// new visit each lap and no backoff: that is what retry is for.
+			c.errorf(ct.Pos, s.ID, field+".next", "routes a failure back to its own step, a loop with no backoff: to try the step again, use retry (attempts, backoff)")
+		} else if ct.Next != "" {
+			next = c.target(s, field+".next", ct.Next, ct.Pos)
 		}
 		ps.catch = append(ps.catch, compiledCatch{errors: ct.Errors, next: next})
 	}

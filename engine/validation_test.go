@@ -200,3 +200,23 @@ steps:
     compensate: {action: undo, with: {a: "${vars.one}", b: "${vars.two}", f: "${has(vars.flagged)}"}}
 `, engine.Options{})
 }
+
+func TestCatchRefusals(t *testing.T) {
+	refused(t, `saga: x
+steps:
+  - id: a
+    action: work
+    catch: [{errors: ["*"], next: a}]
+`, engine.Options{}, "test.yaml:5:", "step a: catch[0].next: ", "its own step", "retry")
+
+	for _, typ := range []string{engine.ErrorTypeStateTooLarge, engine.ErrorTypeStepLimit, engine.ErrorTypeVisitLimit} {
+		refused(t, `saga: x
+steps:
+  - id: a
+    action: work
+    catch: [{errors: [Timeout, `+typ+`], next: b}]
+  - id: b
+    action: work
+`, engine.Options{}, "test.yaml:5:", "step a: catch[0].errors: ", typ, "always compensates")
+	}
+}
