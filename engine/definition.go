@@ -110,6 +110,8 @@ type Compensation struct {
 	Retry   *RetryPolicy
 	Timeout time.Duration
 	Pos     Pos
+
+	timeoutPos Pos
 }
 
 // Assignment is one name: value pair of a set step.
@@ -748,6 +750,7 @@ func (p *parser) compensation(n *yaml.Node) *Compensation {
 			c.Retry = p.retry(v, "compensate.retry")
 		case "timeout":
 			c.Timeout = p.duration(v, "compensate.timeout", MaxDelay)
+			c.timeoutPos = Pos{v.Line, v.Column}
 		}
 	})
 	if n.Kind == yaml.MappingNode && !p.hasKey(n, "action") {

@@ -22,6 +22,14 @@ type Options struct {
 	// MaxInlineSteps bounds the pure steps one transition may run before the
 	// saga fails with StepLimitExceeded.
 	MaxInlineSteps int
+	// MaxVisits bounds the action visits of one saga; past it the step fails
+	// with VisitLimitExceeded. Default DefaultMaxVisits.
+	MaxVisits int
+	// MaxStepTimeout, when positive, is the longest step timeout (action or
+	// compensation) Compile accepts: what the function that runs the
+	// actions can give one, its timeout less ResultReserve
+	// (StepTimeoutLimit). Zero: only the 15-minute cap applies.
+	MaxStepTimeout time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -33,6 +41,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxInlineSteps == 0 {
 		o.MaxInlineSteps = 10_000
+	}
+	if o.MaxVisits == 0 {
+		o.MaxVisits = DefaultMaxVisits
 	}
 	return o
 }
@@ -279,6 +290,10 @@ func (c *compiler) compileStep(ps *planStep) {
 	}
 	switch s.Kind {
 	case KindAction:
+		c.checkStepTimeout(s, "timeout", s.Timeout, s.pos["timeout"])
+		if s.Compensate != nil {
+			c.checkStepTimeout(s, "compensate.timeout", s.Compensate.Timeout, s.Compensate.timeoutPos)
+		}
 		ps.retry = DefaultRetry
 		if s.Retry != nil {
 			ps.retry = *s.Retry
@@ -338,6 +353,20 @@ func (c *compiler) compileStep(ps *planStep) {
 			ps.succeed = c.template(s, "succeed.output", s.Succeed)
 		}
 	}
+}
+
+// checkStepTimeout refuses a step timeout the function running the action
+// cannot give it, when Options.MaxStepTimeout says what it can.
+func (c *compiler) checkStepTimeout(s *Step, field string, d time.Duration, pos Pos) {
+	limit := c.opts.MaxStepTimeout
+	if limit <= 0 || d <= limit {
+		return
+	}
+	if pos.Line == 0 {
+		pos = s.Pos
+	}
+	c.errorf(pos, s.ID, field, "%s is longer than the %s the function can give an action (its timeout less the %s kept to record the result): shorten it, or raise the function's timeout",
+		shortDuration(d), shortDuration(limit), shortDuration(ResultReserve))
 }
 
 func (c *compiler) condition(s *Step, field, src string, pos Pos) *program {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/engine"
 )
@@ -219,4 +220,31 @@ steps:
     action: work
 `, engine.Options{}, "test.yaml:5:", "step a: catch[0].errors: ", typ, "always compensates")
 	}
+}
+
+func TestMaxStepTimeout(t *testing.T) {
+	opts := engine.Options{MaxStepTimeout: engine.StepTimeoutLimit(30 * time.Second)}
+	refused(t, `saga: x
+steps:
+  - id: a
+    action: work
+    timeout: 29s
+`, opts, "test.yaml:5:", "step a: timeout: ", "28s", "function", "2s")
+	refused(t, `saga: x
+steps:
+  - id: a
+    action: work
+    compensate: {action: undo, timeout: 1m}
+`, opts, "test.yaml:5:", "step a: compensate.timeout: ", "28s")
+	ok := `saga: x
+steps:
+  - id: a
+    action: work
+    timeout: 28s
+    compensate: {action: undo, timeout: 15m}
+`
+	refused(t, ok, opts, "compensate.timeout")
+	ok = strings.Replace(ok, "15m", "1s", 1)
+	accepted(t, ok, opts)
+	accepted(t, strings.Replace(ok, "28s", "15m", 1), engine.Options{})
 }
