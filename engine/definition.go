@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"regexp"
 	"slices"
@@ -232,9 +234,17 @@ func (p *parser) parse(src []byte) (def *Definition) {
 		return def
 	}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(src, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	if err := dec.Decode(&doc); err != nil && err != io.EOF {
 		p.problems = append(p.problems, yamlProblem(p.file, err))
 		return def
+	}
+	// The decoder reads one document; a second one would be ignored.
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		p.errorf(&extra, "", "a second YAML document starts here: a definition is one YAML document")
+	} else if err != io.EOF {
+		p.problems = append(p.problems, yamlProblem(p.file, err))
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		p.errorf(nil, "", "definition is empty")
@@ -308,8 +318,8 @@ func yamlProblem(file string, err error) Problem {
 	return pr
 }
 
-// checkNoAliases rejects anchors and aliases: they make documents that
-// expand exponentially, and a definition never needs them.
+// checkNoAliases rejects anchors and aliases (they make documents that
+// expand exponentially, and a definition never needs them) and the merge key.
 func (p *parser) checkNoAliases(n *yaml.Node) bool {
 	ok := true
 	var walk func(n *yaml.Node, depth int)
@@ -326,6 +336,16 @@ func (p *parser) checkNoAliases(n *yaml.Node) bool {
 			p.errorf(n, "", "YAML anchors and aliases are not supported")
 			ok = false
 			return
+		}
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i < len(n.Content); i += 2 {
+				if k := n.Content[i]; k.ShortTag() == "!!merge" {
+					// The YAML library would keep "<<" as a literal key.
+					p.errorf(k, "", "the merge key << is not supported: write the fields out (quote it, \"<<\", for a key of that name)")
+					ok = false
+					return
+				}
+			}
 		}
 		for _, c := range n.Content {
 			walk(c, depth+1)

@@ -248,3 +248,12 @@ steps:
 	accepted(t, ok, opts)
 	accepted(t, strings.Replace(ok, "28s", "15m", 1), engine.Options{})
 }
+
+func TestYAMLDocumentShape(t *testing.T) {
+	refused(t, "saga: x\nsteps: [{id: a, action: work}]\n---\nsaga: y\nsteps: [{id: b, action: work}]\n", engine.Options{},
+		"test.yaml:3:", "one YAML document")
+	refused(t, "saga: x\nsteps:\n  - id: a\n    action: work\n    with:\n      <<: {a: 1}\n      b: 2\n", engine.Options{},
+		"test.yaml:6:", "merge key")
+	accepted(t, "---\nsaga: x\nsteps: [{id: a, action: work}]\n", engine.Options{})
+	accepted(t, "saga: x\nsteps: [{id: a, action: work, with: {\"<<\": 1}}]\n", engine.Options{})
+}
