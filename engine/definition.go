@@ -193,7 +193,27 @@ type InterpPart struct {
 var (
 	namePattern  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,79}$`)
 	identPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+	// goActionPattern: the name of an action registered in a Registry.
+	goActionPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_./-]{0,127}$`)
+	// lambdaFunctionPattern: what Lambda Invoke takes as FunctionName (a
+	// name, a partial ARN or an ARN, with an optional version or alias).
+	lambdaFunctionPattern = regexp.MustCompile(`^(arn:aws[a-zA-Z-]*:lambda:)?([a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]:)?([0-9]{12}:)?(function:)?[a-zA-Z0-9_-]{1,64}(:(\$LATEST|[a-zA-Z0-9_-]{1,128}))?$`)
 )
+
+// lambdaActionPrefix marks an action run by Lambda Invoke (see package
+// lambdaaction, which strips it and invokes the rest as the function name).
+const lambdaActionPrefix = "lambda:"
+
+// ValidActionName reports whether name can name an action in a definition:
+// either a Go action (a letter, then letters, digits, '_', '.', '-' or '/',
+// at most 128), or "lambda:" followed by a Lambda function name, partial ARN
+// or ARN, with an optional :version or :alias.
+func ValidActionName(name string) bool {
+	if fn, ok := strings.CutPrefix(name, lambdaActionPrefix); ok {
+		return len(fn) <= 170 && lambdaFunctionPattern.MatchString(fn)
+	}
+	return goActionPattern.MatchString(name)
+}
 
 // Parse reads a YAML or JSON saga definition. It checks the shape of the
 // document (known fields, their types, durations, limits); Compile checks the
@@ -409,6 +429,14 @@ func (p *parser) stepID(n *yaml.Node, field string) string {
 	return s
 }
 
+func (p *parser) action(n *yaml.Node, field string) string {
+	s := p.str(n, field)
+	if s != "" && !ValidActionName(s) {
+		p.errorf(n, field, "not a valid action name: a Go action is a letter, then letters, digits, '_', '.', '-' or '/' (at most 128); a Lambda action is lambda:FUNCTION, with a function name, partial ARN or ARN and an optional :version or :alias")
+	}
+	return s
+}
+
 func (p *parser) duration(n *yaml.Node, field string, max time.Duration) time.Duration {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
 		p.errorf(n, field, "must be a duration such as 500ms, 30s, 5m or 24h")
@@ -522,7 +550,7 @@ func (p *parser) stepNode(i int, n *yaml.Node) *Step {
 	kn := fields[string(s.Kind)]
 	switch s.Kind {
 	case KindAction:
-		s.Action = p.str(kn, "action")
+		s.Action = p.action(kn, "action")
 		if v, ok := fields["with"]; ok {
 			s.With = p.value(v, "with", 0)
 		}
@@ -763,7 +791,7 @@ func (p *parser) compensation(n *yaml.Node) *Compensation {
 	p.eachField(n, "compensate.", []string{"action", "with", "retry", "timeout"}, func(key string, k, v *yaml.Node) {
 		switch key {
 		case "action":
-			c.Action = p.str(v, "compensate.action")
+			c.Action = p.action(v, "compensate.action")
 		case "with":
 			c.With = p.value(v, "compensate.with", 0)
 		case "retry":

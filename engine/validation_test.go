@@ -257,3 +257,17 @@ func TestYAMLDocumentShape(t *testing.T) {
 	accepted(t, "---\nsaga: x\nsteps: [{id: a, action: work}]\n", engine.Options{})
 	accepted(t, "saga: x\nsteps: [{id: a, action: work, with: {\"<<\": 1}}]\n", engine.Options{})
 }
+
+func TestActionNames(t *testing.T) {
+	for _, name := range []string{`" "`, `"lambda:"`, `"a b"`, `"lambda: fn"`, `"lambda:my fn"`, `"-x"`, `"x:y"`, `"lambda:arn:aws:s3:::bucket"`} {
+		t.Run(name, func(t *testing.T) {
+			refused(t, "saga: x\nsteps:\n  - id: a\n    action: "+name+"\n", engine.Options{}, "test.yaml:4:", "step a: action: ", "not a valid action name")
+			refused(t, "saga: x\nsteps:\n  - id: a\n    action: work\n    compensate: {action: "+name+"}\n", engine.Options{}, "test.yaml:5:", "step a: compensate.action: ", "not a valid action name")
+		})
+	}
+	for _, name := range []string{"inventory.reserve", "svc/charge-v2", "lambda:my-function", "lambda:my_function:prod",
+		"lambda:123456789012:function:my-function", "lambda:arn:aws:lambda:us-west-2:123456789012:function:my-function",
+		"lambda:arn:aws-us-gov:lambda:us-gov-west-1:123456789012:function:fn:$LATEST"} {
+		accepted(t, "saga: x\nsteps:\n  - id: a\n    action: "+name+"\n", engine.Options{})
+	}
+}
