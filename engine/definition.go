@@ -485,6 +485,10 @@ func (p *parser) input(n *yaml.Node) []InputField {
 	return fields
 }
 
+// compensateSuffix turns a step id into the name of its compensation; no
+// step id may end with it, so the two cannot be confused.
+const compensateSuffix = ".compensate"
+
 var stepFields = []string{"id", "next", "catch", "action", "with", "out", "retry", "timeout", "compensate", "set", "switch", "assert", "fail", "succeed"}
 
 func (p *parser) stepNode(i int, n *yaml.Node) *Step {
@@ -499,6 +503,9 @@ func (p *parser) stepNode(i int, n *yaml.Node) *Step {
 	for j := 0; j+1 < len(n.Content); j += 2 {
 		if n.Content[j].Value == "id" {
 			s.ID = p.stepID(n.Content[j+1], "id")
+			if strings.HasSuffix(s.ID, compensateSuffix) {
+				p.errorf(n.Content[j+1], "id", "the suffix %s is reserved: STEP%s names the compensation of STEP (in sagactl run --fail and in idempotency keys)", compensateSuffix, compensateSuffix)
+			}
 			if s.ID != "" {
 				p.step = s.ID
 			}

@@ -271,3 +271,8 @@ func TestActionNames(t *testing.T) {
 		accepted(t, "saga: x\nsteps:\n  - id: a\n    action: "+name+"\n", engine.Options{})
 	}
 }
+
+func TestCompensateSuffixReserved(t *testing.T) {
+	refused(t, "saga: x\nsteps:\n  - id: pay.compensate\n    action: work\n", engine.Options{},
+		"test.yaml:3:", "id: ", "reserved")
+}
