@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -222,9 +223,19 @@ func Parse(file string, src []byte) (*Definition, error) {
 	p := &parser{file: file}
 	def := p.parse(src)
 	if len(p.problems) > 0 {
-		return def, &DefinitionError{Problems: p.problems}
+		return def, &DefinitionError{Problems: sortProblems(p.problems)}
 	}
 	return def, nil
+}
+
+// sortProblems puts problems in source order, breaking ties on every other
+// field so the same definition always reads the same, and drops repeats.
+func sortProblems(ps []Problem) []Problem {
+	slices.SortFunc(ps, func(a, b Problem) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column),
+			cmp.Compare(a.Step, b.Step), cmp.Compare(a.Field, b.Field), cmp.Compare(a.Message, b.Message))
+	})
+	return slices.Compact(ps)
 }
 
 type parser struct {

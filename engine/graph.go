@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 )
 
@@ -331,8 +332,10 @@ func (c *compiler) checkReads(s *Step, field string, pos Pos, prg *program) {
 }
 
 func (c *compiler) suggestVar(name string) string {
+	// The closest name, and of those the first in sorted order, so the
+	// answer never varies.
 	best, bestD := "", 3
-	for other := range c.allWrites {
+	for _, other := range slices.Sorted(maps.Keys(c.allWrites)) {
 		if d := editDistance(name, other); d < bestD && other != name {
 			best, bestD = other, d
 		}

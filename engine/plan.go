@@ -161,13 +161,7 @@ type compiler struct {
 }
 
 func (c *compiler) result() error {
-	slices.SortStableFunc(c.problems, func(a, b Problem) int {
-		if a.Line != b.Line {
-			return a.Line - b.Line
-		}
-		return a.Column - b.Column
-	})
-	return &DefinitionError{Problems: slices.Compact(c.problems)}
+	return &DefinitionError{Problems: sortProblems(c.problems)}
 }
 
 func (c *compiler) errorf(pos Pos, step, field, format string, args ...any) {
@@ -228,12 +222,16 @@ func (c *compiler) target(s *Step, field, id string, at ...Pos) int {
 	return i
 }
 
-// suggest names a step id close to a mistyped one.
+// suggest names a step id close to a mistyped one: the closest, and of
+// those the first in the definition, so the answer never varies.
 func (c *compiler) suggest(id string) string {
 	best, bestD := "", 3
-	for other := range c.plan.index {
-		if d := editDistance(id, other); d < bestD {
-			best, bestD = other, d
+	for _, s := range c.def.Steps {
+		if s.ID == "" {
+			continue
+		}
+		if d := editDistance(id, s.ID); d < bestD {
+			best, bestD = s.ID, d
 		}
 	}
 	if best == "" {

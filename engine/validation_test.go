@@ -276,3 +276,42 @@ func TestCompensateSuffixReserved(t *testing.T) {
 	refused(t, "saga: x\nsteps:\n  - id: pay.compensate\n    action: work\n", engine.Options{},
 		"test.yaml:3:", "id: ", "reserved")
 }
+
+// The same definition gives the same problems, in the same order, on every
+// compile: suggestions used to come from iterating a map.
+func TestProblemsDeterministic(t *testing.T) {
+	src := `saga: x
+steps:
+  - id: stepa
+    action: work
+    next: stepx
+    with: {v: "${vars.vy}"}
+  - id: stepb
+    action: work
+    out: va
+    catch: [{errors: ["*"], next: stepz}]
+  - id: stepc
+    action: work
+    out: vb
+    with: {v: "${vars.vz}"}
+  - id: pick
+    switch: [{if: "vars.vq == 1", next: stepy}, {default: stepw}]
+`
+	var first string
+	for i := range 50 {
+		_, err := engine.Compile("test.yaml", []byte(src))
+		if err == nil {
+			t.Fatal("compiled")
+		}
+		if i == 0 {
+			first = err.Error()
+			if !strings.Contains(first, "did you mean") {
+				t.Fatalf("no suggestion:\n%s", first)
+			}
+			continue
+		}
+		if err.Error() != first {
+			t.Fatalf("compile %d differs:\n%s\n--- first\n%s", i, err, first)
+		}
+	}
+}
