@@ -514,11 +514,11 @@ func (p *parser) stepNode(i int, n *yaml.Node) *Step {
 	for j := 0; j+1 < len(n.Content); j += 2 {
 		if n.Content[j].Value == "id" {
 			s.ID = p.stepID(n.Content[j+1], "id")
-			if strings.HasSuffix(s.ID, compensateSuffix) {
-				p.errorf(n.Content[j+1], "id", "the suffix %s is reserved: STEP%s names the compensation of STEP (in sagactl run --fail and in idempotency keys)", compensateSuffix, compensateSuffix)
-			}
 			if s.ID != "" {
 				p.step = s.ID
+			}
+			if strings.HasSuffix(s.ID, compensateSuffix) {
+				p.errorf(n.Content[j+1], "id", "the suffix %s is reserved: STEP%s names the compensation of STEP (in sagactl run --fail and in idempotency keys)", compensateSuffix, compensateSuffix)
 			}
 		}
 	}
