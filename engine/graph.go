@@ -246,69 +246,93 @@ func (c *compiler) flowVars(succ [][]int, onSuccess [][]bool, reachable []bool) 
 		}
 	}
 	c.avail = avail
-	c.sure = sureVars(succ, onSuccess, reachable, writes)
+	c.sure = c.sureVars(succ, onSuccess, reachable, writes)
 }
 
 // sureVars computes, for each reachable step, the vars every path to it has
-// set: the meet over its predecessors of what they had plus what the edge
-// adds (a step's writes on a success edge only). Vars are never removed, so
-// these exist whenever the step runs, and ever after.
-func sureVars(succ [][]int, onSuccess [][]bool, reachable []bool, writes [][]string) []map[string]bool {
+// set: the meet over its incoming edges of what the source had plus what
+// the edge adds (a step's writes, on a success edge only). Vars are never
+// removed, so these exist whenever the step runs, and ever after. Sets are
+// bitsets over the sorted var names; only steps with a compensation get
+// their set as a map (the others are nil): nothing else reads it.
+func (c *compiler) sureVars(succ [][]int, onSuccess [][]bool, reachable []bool, writes [][]string) []map[string]bool {
 	n := len(succ)
-	universe := map[string]bool{}
-	for _, ws := range writes {
+	names := slices.Sorted(maps.Keys(c.allWrites))
+	words := (len(names) + 63) / 64
+	bit := make(map[string]int, len(names))
+	for k, name := range names {
+		bit[name] = k
+	}
+	adds := make([][]uint64, n) // what a success edge out of step i adds
+	for i, ws := range writes {
+		adds[i] = make([]uint64, words)
 		for _, w := range ws {
-			universe[w] = true
+			adds[i][bit[w]/64] |= 1 << (bit[w] % 64)
 		}
 	}
-	sure := make([]map[string]bool, n)
+	type edge struct {
+		from    int
+		success bool
+	}
+	preds := make([][]edge, n)
+	for i := range n {
+		if !reachable[i] {
+			continue
+		}
+		for k, j := range succ[i] {
+			if j != end {
+				preds[j] = append(preds[j], edge{i, onSuccess[i][k]})
+			}
+		}
+	}
+	sure := make([][]uint64, n)
 	for i := range sure {
-		sure[i] = map[string]bool{}
-		if i != 0 {
-			for w := range universe {
-				sure[i][w] = true
+		sure[i] = make([]uint64, words)
+		if i != 0 { // the first step starts with nothing; the rest start full and shrink
+			for w := range sure[i] {
+				sure[i][w] = ^uint64(0)
 			}
 		}
 	}
 	// Iterate to the greatest fixed point: sets only shrink, so this ends.
+	meet := make([]uint64, words)
 	for changed := true; changed; {
 		changed = false
 		for j := 1; j < n; j++ {
-			if !reachable[j] {
+			if !reachable[j] || len(preds[j]) == 0 {
 				continue
 			}
-			var meet map[string]bool
-			for i := range n {
-				if !reachable[i] {
-					continue
-				}
-				for k, to := range succ[i] {
-					if to != j {
-						continue
+			for w := range meet {
+				meet[w] = ^uint64(0)
+			}
+			for _, e := range preds[j] {
+				for w := range meet {
+					in := sure[e.from][w]
+					if e.success {
+						in |= adds[e.from][w]
 					}
-					in := maps.Clone(sure[i])
-					if onSuccess[i][k] {
-						for _, w := range writes[i] {
-							in[w] = true
-						}
-					}
-					if meet == nil {
-						meet = in
-						continue
-					}
-					for w := range meet {
-						if !in[w] {
-							delete(meet, w)
-						}
-					}
+					meet[w] &= in
 				}
 			}
-			if meet != nil && len(meet) != len(sure[j]) {
-				sure[j], changed = meet, true
+			if !slices.Equal(meet, sure[j]) {
+				copy(sure[j], meet)
+				changed = true
 			}
 		}
 	}
-	return sure
+	out := make([]map[string]bool, n)
+	for i, ps := range c.plan.steps {
+		if ps.Compensate == nil {
+			continue
+		}
+		out[i] = map[string]bool{}
+		for k, name := range names {
+			if sure[i][k/64]&(1<<(k%64)) != 0 {
+				out[i][name] = true
+			}
+		}
+	}
+	return out
 }
 
 // checkReads reports vars an expression reads that no earlier step sets.
