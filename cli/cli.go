@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -23,6 +24,12 @@ const (
 	ExitCompensated        = 2 // the saga failed and was compensated
 	ExitCompensationFailed = 3 // the saga failed and a compensation failed too
 )
+
+// MaxInputFileBytes bounds what sagactl reads of an input, inline or
+// @FILE. engine.MaxInputBytes is measured on the input's compact JSON and
+// checked after; this leaves room for a file's indentation, and keeps a
+// huge file (or /dev/zero) out of memory.
+const MaxInputFileBytes = 2 * engine.MaxInputBytes
 
 // Config is what a sagactl build brings.
 type Config struct {
@@ -127,9 +134,9 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // load reads and compiles a definition, printing every problem.
 func (c *Config) load(file string) (*engine.Plan, bool) {
-	src, err := os.ReadFile(file)
+	src, err := readFile(file, engine.MaxDefinitionBytes, "a definition")
 	if err != nil {
-		c.errorf("read definition: %v", err)
+		c.errorf("definition %v", err)
 		return nil, false
 	}
 	plan, err := engine.Compile(file, src)
@@ -146,6 +153,36 @@ func (c *Config) load(file string) (*engine.Plan, bool) {
 		return nil, false
 	}
 	return plan, true
+}
+
+// readFile reads file whole if it holds at most limit bytes; a larger one
+// (or an endless one: /dev/zero, a pipe) is refused after limit+1 bytes,
+// never read into memory whole. Errors start with the file's name; what
+// says what the file is for.
+func readFile(file string, limit int, what string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fileError(file, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, fileError(file, err)
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("%s: over the limit of %d bytes for %s", file, limit, what)
+	}
+	return b, nil
+}
+
+// fileError names file once: the *fs.PathError's own text would repeat it
+// after an operation name ("open FILE: ...").
+func fileError(file string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("%s: %w", file, err)
 }
 
 // oneDefinition checks that the command named exactly one definition file
@@ -176,12 +213,15 @@ func (c *Config) readInput(arg string) (map[string]any, bool) {
 	src := []byte(arg)
 	what := "--input"
 	if file, ok := strings.CutPrefix(arg, "@"); ok {
-		b, err := os.ReadFile(file)
+		b, err := readFile(file, MaxInputFileBytes, "an input")
 		if err != nil {
 			c.errorf("--input: %v", err)
 			return nil, false
 		}
 		src, what = b, "--input "+arg
+	} else if len(src) > MaxInputFileBytes {
+		c.errorf("--input: %d bytes, over the limit of %d bytes for an input", len(src), MaxInputFileBytes)
+		return nil, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(src))
 	dec.UseNumber()

@@ -143,11 +143,11 @@ func TestBadInputGetsOneClearMessage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "missing.yaml", "--input", "{}"}, "read definition: open missing.yaml: no such file or directory"},
+		{[]string{"run", "missing.yaml", "--input", "{}"}, "definition missing.yaml: no such file or directory"},
 		{[]string{"run", orderFile, "--input", "{nope"}, "--input: not valid JSON"},
 		{[]string{"run", orderFile, "--input", "@" + bad}, "--input @" + bad + ": not valid JSON"},
 		{[]string{"run", orderFile, "--input", "[1]"}, "--input: must be a JSON object"},
-		{[]string{"run", orderFile, "--input", "@nowhere.json"}, "--input: open nowhere.json: no such file or directory"},
+		{[]string{"run", orderFile, "--input", "@nowhere.json"}, "--input: nowhere.json: no such file or directory"},
 		{[]string{"run", orderFile, "--input", `{"order_id": 5}`}, "input.order_id: want string, got int64 5"},
 		{[]string{"run", orderFile, "--colour"}, "run: flag provided but not defined: -colour"},
 		{[]string{"run", orderFile, "--input", "{}", "--fail", "nosuch"}, `--fail nosuch: saga order has no step "nosuch"`},

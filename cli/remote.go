@@ -110,7 +110,8 @@ func runStart(c *Config, args []string) int {
 		c.errorf("%v", err)
 		return ExitUsage
 	}
-	src, _ := os.ReadFile(file)
+	// The source compiled above, not the file read again.
+	src := plan.Definition().Source
 	st, err := cl.Start(ctx, client.StartParams{File: filepath.Base(file), Definition: src, SagaID: *id, Input: in})
 	if err != nil {
 		c.errorf("start: %v", err)
