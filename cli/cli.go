@@ -106,24 +106,53 @@ func (c *Config) errorf(format string, args ...any) {
 }
 
 // flags parses args with flags and positional arguments in any order.
-func (c *Config) flags(fs *flag.FlagSet, args []string) ([]string, bool) {
+// When it returns false the command ends with the exit code it returns:
+// ExitOK after --help (the command's usage, on stdout), ExitUsage after a
+// bad flag.
+func (c *Config) flags(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 	fs.SetOutput(io.Discard)
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			msg := err.Error()
 			if errors.Is(err, flag.ErrHelp) {
-				msg = "help requested"
+				c.commandUsage(fs)
+				return nil, ExitOK, false
 			}
-			c.errorf("%s: %s (see %s help)", fs.Name(), msg, c.Name)
-			return nil, false
+			c.errorf("%s: %s (see %s %s --help)", fs.Name(), err, c.Name, fs.Name())
+			return nil, ExitUsage, false
 		}
 		if fs.NArg() == 0 {
-			return positional, true
+			return positional, ExitOK, true
 		}
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+}
+
+// commandUsage prints one command's usage and flags on stdout.
+func (c *Config) commandUsage(fs *flag.FlagSet) {
+	for _, cmd := range commands() {
+		if cmd.name == fs.Name() {
+			fmt.Fprintf(c.Stdout, "Usage: %s %s %s\n  %s\n", c.Name, cmd.name, cmd.args, cmd.summary)
+		}
+	}
+	var b strings.Builder
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	if b.Len() > 0 {
+		fmt.Fprintf(c.Stdout, "\nFlags:\n%s", b.String())
+	}
+}
+
+// checkID refuses an --id that cannot name a saga, before anything starts.
+// Empty is fine: the command makes one up.
+func (c *Config) checkID(id string) bool {
+	if id != "" && !engine.ValidSagaID(id) {
+		c.errorf("--id: not a saga id: use 1 to 128 letters, digits, '_', '.', ':' or '-', starting with a letter or digit")
+		return false
+	}
+	return true
 }
 
 // stringList is a repeatable string flag.
@@ -249,15 +278,15 @@ func (c *Config) readInput(arg string) (map[string]any, bool) {
 
 func runValidate(c *Config, args []string) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	files, ok := c.flags(fs, args)
+	files, code, ok := c.flags(fs, args)
 	if !ok {
-		return ExitUsage
+		return code
 	}
 	if len(files) == 0 {
 		c.errorf("validate: name at least one definition file")
 		return ExitUsage
 	}
-	code := ExitOK
+	code = ExitOK
 	for _, f := range files {
 		plan, ok := c.load(f)
 		if !ok {

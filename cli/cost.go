@@ -18,9 +18,9 @@ func runCost(c *Config, args []string) int {
 	input := fs.String("input", "", "the input whose path is costed: JSON or @FILE (default: zero values)")
 	var fails stringList
 	fs.Var(&fails, "fail", "cost the path where STEP fails for good (compensations included); repeatable")
-	files, ok := c.flags(fs, args)
+	files, code, ok := c.flags(fs, args)
 	if !ok {
-		return ExitUsage
+		return code
 	}
 	plan, _, ok := c.oneDefinition("cost", files)
 	if !ok {

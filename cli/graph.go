@@ -11,9 +11,9 @@ import (
 
 func runGraph(c *Config, args []string) int {
 	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
-	files, ok := c.flags(fs, args)
+	files, code, ok := c.flags(fs, args)
 	if !ok {
-		return ExitUsage
+		return code
 	}
 	plan, _, ok := c.oneDefinition("graph", files)
 	if !ok {

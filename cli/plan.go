@@ -12,9 +12,9 @@ func runPlan(c *Config, args []string) int {
 	input := fs.String("input", "", "saga input: JSON, or @FILE (default: zero values of the declared fields)")
 	var fails stringList
 	fs.Var(&fails, "fail", "the step (or STEP.compensate) that fails for good; repeatable")
-	files, ok := c.flags(fs, args)
+	files, code, ok := c.flags(fs, args)
 	if !ok {
-		return ExitUsage
+		return code
 	}
 	if len(fails) == 0 {
 		c.errorf("plan: say which step fails with --fail STEP")

@@ -108,8 +108,15 @@ func runRun(c *Config, args []string) int {
 	fs.Var(&fails, "fail", "make STEP (or STEP.compensate) fail for good; repeatable")
 	var be backendFlags
 	be.register(fs)
-	files, ok := c.flags(fs, args)
+	files, code, ok := c.flags(fs, args)
 	if !ok {
+		return code
+	}
+	if !c.checkID(*id) {
+		return ExitUsage
+	}
+	if *timeout <= 0 {
+		c.errorf("--timeout: must be positive")
 		return ExitUsage
 	}
 	if (be.dynamoEndpoint == "") != (be.sqsEndpoint == "") {
