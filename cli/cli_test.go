@@ -150,7 +150,10 @@ func TestBadInputGetsOneClearMessage(t *testing.T) {
 		{[]string{"run", orderFile, "--input", "@nowhere.json"}, "--input: nowhere.json: no such file or directory"},
 		{[]string{"run", orderFile, "--input", `{"order_id": 5}`}, "input.order_id: want string, got int64 5"},
 		{[]string{"run", orderFile, "--colour"}, "run: flag provided but not defined: -colour"},
-		{[]string{"run", orderFile, "--input", "{}", "--fail", "nosuch"}, `--fail nosuch: saga order has no step "nosuch"`},
+		{[]string{"run", orderFile, "--input", "{}", "--fail", "nosuch"}, "--fail nosuch: saga order has no action step or compensation by that name; " +
+			"--fail takes one of: reserve, reserve.compensate, charge, charge.compensate, ship, ship.compensate\n"},
+		{[]string{"plan", orderFile, "--fail", "price.compensate"}, "--fail price.compensate: step price is a set step"},
+		{[]string{"cost", orderFile, "--fail", "ship.undo"}, "--fail ship.undo: saga order has no action step or compensation by that name"},
 		{[]string{"run", orderFile, "--input", "{}", "--fail", "price"}, "step price is a set step"},
 		{[]string{"run", orderFile, "--input", "{}", "--fail", "check"}, "step check is an assert step"},
 		{[]string{"run", "../engine/testdata/invalid/vars.yaml"}, "vars.yaml: 3 problem(s)"},
