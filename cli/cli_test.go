@@ -226,7 +226,7 @@ func TestPlan(t *testing.T) {
 	}
 	// A failure at the first step has nothing completed to undo.
 	r = sagactl(t, nil, "plan", "../engine/testdata/valid/loop.yaml", "--fail", "poll", "--input", `{"job": "j"}`)
-	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "nothing to compensate") {
+	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "nothing is compensated") {
 		t.Fatalf("exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
 }

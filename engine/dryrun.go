@@ -7,8 +7,12 @@ type DryRunParams struct {
 	Input map[string]any // checked with CheckInput
 	// Act answers each call; nil: every call succeeds with its input as output.
 	Act func(Call) (any, error)
-	// OnStep and OnCall, when set, hear of every step and every call.
+	// OnStep, when set, hears of every step and compensation, and how it
+	// ended: the account of what the saga did.
 	OnStep func(StepRecord)
+	// OnCall, when set, hears of every call made. A call whose input cannot
+	// be built is not made: OnStep hears that its step (or compensation)
+	// failed.
 	OnCall func(Call)
 }
 
