@@ -196,19 +196,19 @@ func TestGraph(t *testing.T) {
 	}
 	for _, want := range []string{
 		"flowchart TD\n",
-		"    start((start)) --> s_reserve\n",
-		"    s_reserve[\"reserve<br/>inventory.reserve\"]\n",
-		"    s_reserve -.->|compensate| s_reserve_undo\n",
-		"    s_charge_undo[/\"undo charge<br/>payments.refund\"/]\n",
-		"    s_check -->|false| compensate\n",
-		"    s_done --> succeeded\n",
+		"    start((start)) --> s0\n",
+		"    s0[\"reserve<br/>inventory.reserve\"]\n",
+		"    s0 -.->|compensate| u0\n",
+		"    u2[/\"undo charge<br/>payments.refund\"/]\n",
+		"    s3 -->|false| compensate\n",
+		"    s5 --> succeeded\n",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("graph lacks %q", want)
 		}
 	}
 	r = sagactl(t, nil, "graph", "../engine/testdata/valid/order.yaml")
-	if !strings.Contains(r.stdout, `s_route -->|"input.amount #gt; 1000.0"| s_review`) || !strings.Contains(r.stdout, "s_route -->|default| s_charge") {
+	if !strings.Contains(r.stdout, `s1 -->|"input.amount #gt; 1000.0"| s2`) || !strings.Contains(r.stdout, "s1 -->|default| s3") {
 		t.Fatalf("switch edges missing:\n%s", r.stdout)
 	}
 }
