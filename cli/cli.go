@@ -48,7 +48,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"validate", "FILE...", "check definitions; print every problem, exit 1 on any", runValidate},
+		{"validate", "FILE... [--function-timeout D | --template FILE]", "check definitions, and their step timeouts against the functions' timeout; print every problem, exit 1 on any", runValidate},
 		{"run", "FILE --input JSON|@FILE [--fail STEP]... [--json] [--id ID] [--timeout D]", "run a saga in this process and watch it", runRun},
 		{"graph", "FILE", "print the definition as a Mermaid flowchart", runGraph},
 		{"plan", "FILE --fail STEP [--input JSON|@FILE]", "show what a failure at STEP would compensate, running nothing", runPlan},
@@ -274,26 +274,4 @@ func (c *Config) readInput(arg string) (map[string]any, bool) {
 		return nil, false
 	}
 	return norm.(map[string]any), true
-}
-
-func runValidate(c *Config, args []string) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	files, code, ok := c.flags(fs, args)
-	if !ok {
-		return code
-	}
-	if len(files) == 0 {
-		c.errorf("validate: name at least one definition file")
-		return ExitUsage
-	}
-	code = ExitOK
-	for _, f := range files {
-		plan, ok := c.load(f)
-		if !ok {
-			code = ExitUsage
-			continue
-		}
-		fmt.Fprintf(c.Stdout, "%s: ok (saga %s, %d steps, hash %s)\n", f, plan.Name(), len(plan.Definition().Steps), plan.Hash()[:12])
-	}
-	return code
 }
