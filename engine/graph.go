@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -257,8 +259,10 @@ func (c *compiler) checkReads(s *Step, field string, pos Pos, prg *program) {
 }
 
 func (c *compiler) suggestVar(name string) string {
+	// In sorted order, so that of two names as close the first wins, the
+	// same on every run.
 	best, bestD := "", 3
-	for other := range c.allWrites {
+	for _, other := range slices.Sorted(maps.Keys(c.allWrites)) {
 		if d := editDistance(name, other); d < bestD && other != name {
 			best, bestD = other, d
 		}
