@@ -265,7 +265,7 @@ func (c *Config) readInput(arg string) (map[string]any, bool) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		c.errorf("%s: must be a JSON object, got %s", what, strings.TrimSpace(string(src[:min(len(src), 40)])))
+		c.errorf("%s: must be a JSON object, got %s", what, jsonKind(v))
 		return nil, false
 	}
 	norm, err := engine.NormalizeJSON(m)
@@ -274,4 +274,22 @@ func (c *Config) readInput(arg string) (map[string]any, bool) {
 		return nil, false
 	}
 	return norm.(map[string]any), true
+}
+
+// jsonKind names what a decoded JSON value is, for errors that must not
+// echo the value itself.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a bool"
+	case []any:
+		return "a list"
+	}
+	return fmt.Sprintf("%T", v)
 }

@@ -94,3 +94,20 @@ func TestMissingDefinitionSaysItOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestInputThatIsNotAnObjectSaysItsType: the error names what the input
+// is, never echoes it (it may be a card number).
+func TestInputThatIsNotAnObjectSaysItsType(t *testing.T) {
+	for in, want := range map[string]string{
+		`"4111111111111111"`: "got a string",
+		`4111111111111111`:   "got a number",
+		`[4111111111111111]`: "got a list",
+		`true`:               "got a bool",
+		`null`:               "got null",
+	} {
+		r := sagactl(t, nil, "run", orderFile, "--input", in)
+		if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--input: must be a JSON object, "+want) || strings.Contains(r.stderr, "4111") {
+			t.Errorf("--input %s: exit %d, stderr %q", in, r.code, r.stderr)
+		}
+	}
+}
