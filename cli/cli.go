@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -23,6 +24,12 @@ const (
 	ExitCompensated        = 2 // the saga failed and was compensated
 	ExitCompensationFailed = 3 // the saga failed and a compensation failed too
 )
+
+// MaxInputFileBytes bounds what sagactl reads of an input, inline or
+// @FILE. engine.MaxInputBytes is measured on the input's compact JSON and
+// checked after; this leaves room for a file's indentation, and keeps a
+// huge file (or /dev/zero) out of memory.
+const MaxInputFileBytes = 2 * engine.MaxInputBytes
 
 // Config is what a sagactl build brings.
 type Config struct {
@@ -41,7 +48,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"validate", "FILE...", "check definitions; print every problem, exit 1 on any", runValidate},
+		{"validate", "FILE... [--function-timeout D | --template FILE]", "check definitions, and their step timeouts against the functions' timeout; print every problem, exit 1 on any", runValidate},
 		{"run", "FILE --input JSON|@FILE [--fail STEP]... [--json] [--id ID] [--timeout D]", "run a saga in this process and watch it", runRun},
 		{"graph", "FILE", "print the definition as a Mermaid flowchart", runGraph},
 		{"plan", "FILE --fail STEP [--input JSON|@FILE]", "show what a failure at STEP would compensate, running nothing", runPlan},
@@ -99,24 +106,53 @@ func (c *Config) errorf(format string, args ...any) {
 }
 
 // flags parses args with flags and positional arguments in any order.
-func (c *Config) flags(fs *flag.FlagSet, args []string) ([]string, bool) {
+// When it returns false the command ends with the exit code it returns:
+// ExitOK after --help (the command's usage, on stdout), ExitUsage after a
+// bad flag.
+func (c *Config) flags(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 	fs.SetOutput(io.Discard)
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			msg := err.Error()
 			if errors.Is(err, flag.ErrHelp) {
-				msg = "help requested"
+				c.commandUsage(fs)
+				return nil, ExitOK, false
 			}
-			c.errorf("%s: %s (see %s help)", fs.Name(), msg, c.Name)
-			return nil, false
+			c.errorf("%s: %s (see %s %s --help)", fs.Name(), err, c.Name, fs.Name())
+			return nil, ExitUsage, false
 		}
 		if fs.NArg() == 0 {
-			return positional, true
+			return positional, ExitOK, true
 		}
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+}
+
+// commandUsage prints one command's usage and flags on stdout.
+func (c *Config) commandUsage(fs *flag.FlagSet) {
+	for _, cmd := range commands() {
+		if cmd.name == fs.Name() {
+			fmt.Fprintf(c.Stdout, "Usage: %s %s %s\n  %s\n", c.Name, cmd.name, cmd.args, cmd.summary)
+		}
+	}
+	var b strings.Builder
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	if b.Len() > 0 {
+		fmt.Fprintf(c.Stdout, "\nFlags:\n%s", b.String())
+	}
+}
+
+// checkID refuses an --id that cannot name a saga, before anything starts.
+// Empty is fine: the command makes one up.
+func (c *Config) checkID(id string) bool {
+	if id != "" && !engine.ValidSagaID(id) {
+		c.errorf("--id: not a saga id: use 1 to 128 letters, digits, '_', '.', ':' or '-', starting with a letter or digit")
+		return false
+	}
+	return true
 }
 
 // stringList is a repeatable string flag.
@@ -127,9 +163,9 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // load reads and compiles a definition, printing every problem.
 func (c *Config) load(file string) (*engine.Plan, bool) {
-	src, err := os.ReadFile(file)
+	src, err := readFile(file, engine.MaxDefinitionBytes, "a definition")
 	if err != nil {
-		c.errorf("read definition: %v", err)
+		c.errorf("definition %v", err)
 		return nil, false
 	}
 	plan, err := engine.Compile(file, src)
@@ -146,6 +182,36 @@ func (c *Config) load(file string) (*engine.Plan, bool) {
 		return nil, false
 	}
 	return plan, true
+}
+
+// readFile reads file whole if it holds at most limit bytes; a larger one
+// (or an endless one: /dev/zero, a pipe) is refused after limit+1 bytes,
+// never read into memory whole. Errors start with the file's name; what
+// says what the file is for.
+func readFile(file string, limit int, what string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fileError(file, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, fileError(file, err)
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("%s: over the limit of %d bytes for %s", file, limit, what)
+	}
+	return b, nil
+}
+
+// fileError names file once: the *fs.PathError's own text would repeat it
+// after an operation name ("open FILE: ...").
+func fileError(file string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("%s: %w", file, err)
 }
 
 // oneDefinition checks that the command named exactly one definition file
@@ -176,12 +242,15 @@ func (c *Config) readInput(arg string) (map[string]any, bool) {
 	src := []byte(arg)
 	what := "--input"
 	if file, ok := strings.CutPrefix(arg, "@"); ok {
-		b, err := os.ReadFile(file)
+		b, err := readFile(file, MaxInputFileBytes, "an input")
 		if err != nil {
 			c.errorf("--input: %v", err)
 			return nil, false
 		}
 		src, what = b, "--input "+arg
+	} else if len(src) > MaxInputFileBytes {
+		c.errorf("--input: %d bytes, over the limit of %d bytes for an input", len(src), MaxInputFileBytes)
+		return nil, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(src))
 	dec.UseNumber()
@@ -196,7 +265,7 @@ func (c *Config) readInput(arg string) (map[string]any, bool) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		c.errorf("%s: must be a JSON object, got %s", what, strings.TrimSpace(string(src[:min(len(src), 40)])))
+		c.errorf("%s: must be a JSON object, got %s", what, jsonKind(v))
 		return nil, false
 	}
 	norm, err := engine.NormalizeJSON(m)
@@ -207,24 +276,20 @@ func (c *Config) readInput(arg string) (map[string]any, bool) {
 	return norm.(map[string]any), true
 }
 
-func runValidate(c *Config, args []string) int {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	files, ok := c.flags(fs, args)
-	if !ok {
-		return ExitUsage
+// jsonKind names what a decoded JSON value is, for errors that must not
+// echo the value itself.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a bool"
+	case []any:
+		return "a list"
 	}
-	if len(files) == 0 {
-		c.errorf("validate: name at least one definition file")
-		return ExitUsage
-	}
-	code := ExitOK
-	for _, f := range files {
-		plan, ok := c.load(f)
-		if !ok {
-			code = ExitUsage
-			continue
-		}
-		fmt.Fprintf(c.Stdout, "%s: ok (saga %s, %d steps, hash %s)\n", f, plan.Name(), len(plan.Definition().Steps), plan.Hash()[:12])
-	}
-	return code
+	return fmt.Sprintf("%T", v)
 }

@@ -143,14 +143,17 @@ func TestBadInputGetsOneClearMessage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "missing.yaml", "--input", "{}"}, "read definition: open missing.yaml: no such file or directory"},
+		{[]string{"run", "missing.yaml", "--input", "{}"}, "definition missing.yaml: no such file or directory"},
 		{[]string{"run", orderFile, "--input", "{nope"}, "--input: not valid JSON"},
 		{[]string{"run", orderFile, "--input", "@" + bad}, "--input @" + bad + ": not valid JSON"},
 		{[]string{"run", orderFile, "--input", "[1]"}, "--input: must be a JSON object"},
-		{[]string{"run", orderFile, "--input", "@nowhere.json"}, "--input: open nowhere.json: no such file or directory"},
+		{[]string{"run", orderFile, "--input", "@nowhere.json"}, "--input: nowhere.json: no such file or directory"},
 		{[]string{"run", orderFile, "--input", `{"order_id": 5}`}, "input.order_id: want string, got int64 5"},
 		{[]string{"run", orderFile, "--colour"}, "run: flag provided but not defined: -colour"},
-		{[]string{"run", orderFile, "--input", "{}", "--fail", "nosuch"}, `--fail nosuch: saga order has no step "nosuch"`},
+		{[]string{"run", orderFile, "--input", "{}", "--fail", "nosuch"}, "--fail nosuch: saga order has no action step or compensation by that name; " +
+			"--fail takes one of: reserve, reserve.compensate, charge, charge.compensate, ship, ship.compensate\n"},
+		{[]string{"plan", orderFile, "--fail", "price.compensate"}, "--fail price.compensate: step price is a set step"},
+		{[]string{"cost", orderFile, "--fail", "ship.undo"}, "--fail ship.undo: saga order has no action step or compensation by that name"},
 		{[]string{"run", orderFile, "--input", "{}", "--fail", "price"}, "step price is a set step"},
 		{[]string{"run", orderFile, "--input", "{}", "--fail", "check"}, "step check is an assert step"},
 		{[]string{"run", "../engine/testdata/invalid/vars.yaml"}, "vars.yaml: 3 problem(s)"},
@@ -193,19 +196,19 @@ func TestGraph(t *testing.T) {
 	}
 	for _, want := range []string{
 		"flowchart TD\n",
-		"    start((start)) --> s_reserve\n",
-		"    s_reserve[\"reserve<br/>inventory.reserve\"]\n",
-		"    s_reserve -.->|compensate| s_reserve_undo\n",
-		"    s_charge_undo[/\"undo charge<br/>payments.refund\"/]\n",
-		"    s_check -->|false| compensate\n",
-		"    s_done --> succeeded\n",
+		"    start((start)) --> s0\n",
+		"    s0[\"reserve<br/>inventory.reserve\"]\n",
+		"    s0 -.->|compensate| u0\n",
+		"    u2[/\"undo charge<br/>payments.refund\"/]\n",
+		"    s3 -->|false| compensate\n",
+		"    s5 --> succeeded\n",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("graph lacks %q", want)
 		}
 	}
 	r = sagactl(t, nil, "graph", "../engine/testdata/valid/order.yaml")
-	if !strings.Contains(r.stdout, `s_route -->|"input.amount #gt; 1000.0"| s_review`) || !strings.Contains(r.stdout, "s_route -->|default| s_charge") {
+	if !strings.Contains(r.stdout, `s1 -->|"input.amount #gt; 1000.0"| s2`) || !strings.Contains(r.stdout, "s1 -->|default| s3") {
 		t.Fatalf("switch edges missing:\n%s", r.stdout)
 	}
 }
@@ -223,7 +226,7 @@ func TestPlan(t *testing.T) {
 	}
 	// A failure at the first step has nothing completed to undo.
 	r = sagactl(t, nil, "plan", "../engine/testdata/valid/loop.yaml", "--fail", "poll", "--input", `{"job": "j"}`)
-	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "nothing to compensate") {
+	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "nothing is compensated") {
 		t.Fatalf("exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"flag"
+	"math"
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/cost"
@@ -18,9 +19,31 @@ func runCost(c *Config, args []string) int {
 	input := fs.String("input", "", "the input whose path is costed: JSON or @FILE (default: zero values)")
 	var fails stringList
 	fs.Var(&fails, "fail", "cost the path where STEP fails for good (compensations included); repeatable")
-	files, ok := c.flags(fs, args)
+	files, code, ok := c.flags(fs, args)
 	if !ok {
-		return ExitUsage
+		return code
+	}
+	// Every figure is a finite number above zero: a negative, zero or NaN
+	// one would print a cost that means nothing.
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	positive := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v > 0 }
+	const above0 = "a finite number above zero"
+	for _, f := range []struct {
+		name, want string
+		ok         bool
+	}{
+		{"steps-per-month", above0, positive(*steps)},
+		{"sagas-per-month", above0, !given["sagas-per-month"] || positive(*sagas)}, // unset: from --steps-per-month
+		{"memory", "a number of MB above zero", *memory > 0},
+		{"duration", "a duration above zero", *duration > 0},
+		{"state-bytes", "a number of bytes above zero", *stateBytes > 0},
+		{"batch-size", "a finite number, 1 or more (messages per invocation)", positive(*batch) && *batch >= 1},
+	} {
+		if !f.ok {
+			c.errorf("cost: --%s: must be %s", f.name, f.want)
+			return ExitUsage
+		}
 	}
 	plan, _, ok := c.oneDefinition("cost", files)
 	if !ok {

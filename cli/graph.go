@@ -11,9 +11,9 @@ import (
 
 func runGraph(c *Config, args []string) int {
 	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
-	files, ok := c.flags(fs, args)
+	files, code, ok := c.flags(fs, args)
 	if !ok {
-		return ExitUsage
+		return code
 	}
 	plan, _, ok := c.oneDefinition("graph", files)
 	if !ok {
@@ -29,15 +29,25 @@ func mermaidText(s string) string {
 	return r.Replace(s)
 }
 
-// nodeID makes a step id safe as a Mermaid node id.
-func nodeID(id string) string {
-	return "s_" + strings.NewReplacer(".", "_", "-", "_").Replace(id)
-}
-
 // writeMermaid draws the definition: solid edges for the forward path,
 // labelled edges for switch cases and catches, dotted edges to each step's
 // compensation, and the terminal outcomes.
+//
+// Node ids come from the steps' indexes (s0, s1, ...; u0 for the undo of
+// step 0), never from their ids: ids such as a.b, a_b and a-b, or a step
+// a_undo beside the undo of a, would otherwise name one node. The labels
+// carry the step ids.
 func writeMermaid(w io.Writer, def *engine.Definition) {
+	index := make(map[string]int, len(def.Steps))
+	for i, s := range def.Steps {
+		index[s.ID] = i
+	}
+	nodeID := func(id string) string {
+		if i, ok := index[id]; ok {
+			return fmt.Sprintf("s%d", i)
+		}
+		return "unknown" // a compiled plan has no such target
+	}
 	fmt.Fprintf(w, "flowchart TD\n")
 	fmt.Fprintf(w, "    start((start)) --> %s\n", nodeID(def.Steps[0].ID))
 	fmt.Fprintf(w, "    succeeded((succeeded))\n")
@@ -94,8 +104,9 @@ func writeMermaid(w io.Writer, def *engine.Definition) {
 			fmt.Fprintf(w, "    %s -->|\"catch %s\"| %s\n", id, mermaidText(strings.Join(ct.Errors, ", ")), nodeID(ct.Next))
 		}
 		if s.Compensate != nil {
-			fmt.Fprintf(w, "    %s_undo[/\"undo %s<br/>%s\"/]\n", id, mermaidText(s.ID), mermaidText(s.Compensate.Action))
-			fmt.Fprintf(w, "    %s -.->|compensate| %s_undo\n", id, id)
+			undo := fmt.Sprintf("u%d", i)
+			fmt.Fprintf(w, "    %s[/\"undo %s<br/>%s\"/]\n", undo, mermaidText(s.ID), mermaidText(s.Compensate.Action))
+			fmt.Fprintf(w, "    %s -.->|compensate| %s\n", id, undo)
 		}
 	}
 }

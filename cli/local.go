@@ -48,8 +48,8 @@ func runLocal(c *Config, args []string) int {
 	logFile := fs.String("log", ".lambdasaga/local.log", "where the functions' output goes")
 	mains := mainsFlag{}
 	fs.Var(mains, "main", "build FUNCTION from PACKAGE instead of its CodeUri (your function with Go actions); repeatable")
-	if rest, ok := c.flags(fs, args); !ok {
-		return ExitUsage
+	if rest, code, ok := c.flags(fs, args); !ok {
+		return code
 	} else if len(rest) > 0 {
 		c.errorf("local: unexpected arguments %v", rest)
 		return ExitUsage

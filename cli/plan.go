@@ -3,6 +3,8 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/lambdasaga/lambdasaga/engine"
 )
@@ -12,9 +14,9 @@ func runPlan(c *Config, args []string) int {
 	input := fs.String("input", "", "saga input: JSON, or @FILE (default: zero values of the declared fields)")
 	var fails stringList
 	fs.Var(&fails, "fail", "the step (or STEP.compensate) that fails for good; repeatable")
-	files, ok := c.flags(fs, args)
+	files, code, ok := c.flags(fs, args)
 	if !ok {
-		return ExitUsage
+		return code
 	}
 	if len(fails) == 0 {
 		c.errorf("plan: say which step fails with --fail STEP")
@@ -50,37 +52,78 @@ func runPlan(c *Config, args []string) int {
 	if st.Failure.Type == ErrorTypeSimulated {
 		what = "step " + st.Failure.Step + " fails for good"
 	}
-	fmt.Fprintf(c.Stdout, "if %s (path: %s), compensation runs:\n", what, join(path))
-	if len(comps) == 0 {
-		fmt.Fprintf(c.Stdout, "  nothing to compensate: no completed step declares compensate\n")
-	}
-	for i, cp := range comps {
-		fmt.Fprintf(c.Stdout, "  %d. undo %s: %s\n", i+1, cp.step, cp.action)
-	}
-	fmt.Fprintf(c.Stdout, "the saga ends %s\n", st.Status)
+	writePlan(c.Stdout, plan, st, what, path, comps)
 	return ExitOK
 }
 
-type plannedComp struct{ step, action string }
+// writePlan tells what compensation does after the failure, from what the
+// dry run did: each compensation that ran and how it ended, those a failed
+// one kept from running, and the end, so that the lines cannot disagree.
+func writePlan(w io.Writer, plan *engine.Plan, st *engine.State, what string, path []string, comps []engine.StepRecord) {
+	if len(comps) == 0 {
+		fmt.Fprintf(w, "if %s (path: %s), nothing is compensated: no completed step declares compensate\n", what, join(path))
+	} else {
+		fmt.Fprintf(w, "if %s (path: %s), compensation runs:\n", what, join(path))
+	}
+	for i, rec := range comps {
+		line := fmt.Sprintf("  %d. undo %s: %s", i+1, rec.Step, compAction(plan, rec.Step))
+		if rec.Outcome == engine.OutcomeCompensationFailed {
+			line += ": fails for good"
+			if rec.Error != nil {
+				line += " (" + rec.Error.Type + ": " + rec.Error.Message + ")"
+			}
+		}
+		fmt.Fprintln(w, line)
+	}
+	if st.Status == engine.StatusCompensationFailed {
+		// The stack keeps what is still to undo, newest last; the
+		// compensation that failed may still be on top.
+		failed := ""
+		if n := len(comps); n > 0 && comps[n-1].Outcome == engine.OutcomeCompensationFailed {
+			failed = comps[n-1].Step
+		}
+		var left []string
+		defs := plan.Definition().Steps
+		for i := len(st.Stack) - 1; i >= 0; i-- {
+			id := defs[st.Stack[i].Step].ID
+			if i == len(st.Stack)-1 && id == failed {
+				continue
+			}
+			left = append(left, "undo "+id)
+		}
+		if len(left) > 0 {
+			fmt.Fprintf(w, "  not run: %s (compensation stops at the first that fails)\n", strings.Join(left, ", "))
+		}
+		fmt.Fprintf(w, "the saga ends %s, parked for an operator\n", st.Status)
+		return
+	}
+	fmt.Fprintf(w, "the saga ends %s\n", st.Status)
+}
+
+func compAction(plan *engine.Plan, id string) string {
+	if s, ok := plan.Step(id); ok && s.Compensate != nil {
+		return s.Compensate.Action
+	}
+	return "?"
+}
 
 // simulate dry-runs the saga: every action succeeds with its input as
-// output, except those in fail.
-func simulate(plan *engine.Plan, in map[string]any, fail failSet) ([]string, []plannedComp, *engine.State, error) {
+// output, except those in fail. It returns the forward path and how each
+// compensation that ran ended, in order.
+func simulate(plan *engine.Plan, in map[string]any, fail failSet) ([]string, []engine.StepRecord, *engine.State, error) {
 	var (
 		path  []string
-		comps []plannedComp
+		comps []engine.StepRecord
 	)
 	st, err := plan.DryRun(engine.DryRunParams{
 		Input: in,
 		Act:   fail.act,
 		OnStep: func(rec engine.StepRecord) {
-			if !rec.Compensation && rec.Outcome != engine.OutcomeStarted {
+			switch {
+			case !rec.Compensation && rec.Outcome != engine.OutcomeStarted:
 				path = append(path, rec.Step)
-			}
-		},
-		OnCall: func(c engine.Call) {
-			if c.Compensation {
-				comps = append(comps, plannedComp{c.Step, c.Action})
+			case rec.Compensation && (rec.Outcome == engine.OutcomeCompensated || rec.Outcome == engine.OutcomeCompensationFailed):
+				comps = append(comps, rec)
 			}
 		},
 	})

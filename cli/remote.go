@@ -87,8 +87,11 @@ func runStart(c *Config, args []string) int {
 	asJSON := fs.Bool("json", false, "print the saga as JSON")
 	var stack stackFlags
 	stack.register(fs)
-	files, ok := c.flags(fs, args)
+	files, code, ok := c.flags(fs, args)
 	if !ok {
+		return code
+	}
+	if !c.checkID(*id) {
 		return ExitUsage
 	}
 	plan, file, ok := c.oneDefinition("start", files)
@@ -110,7 +113,8 @@ func runStart(c *Config, args []string) int {
 		c.errorf("%v", err)
 		return ExitUsage
 	}
-	src, _ := os.ReadFile(file)
+	// The source compiled above, not the file read again.
+	src := plan.Definition().Source
 	st, err := cl.Start(ctx, client.StartParams{File: filepath.Base(file), Definition: src, SagaID: *id, Input: in})
 	if err != nil {
 		c.errorf("start: %v", err)
@@ -139,9 +143,9 @@ func (c *Config) sagaCommand(name string, args []string, act func(context.Contex
 	asJSON := fs.Bool("json", false, "print the saga as JSON")
 	var stack stackFlags
 	stack.register(fs)
-	ids, ok := c.flags(fs, args)
+	ids, code, ok := c.flags(fs, args)
 	if !ok {
-		return ExitUsage
+		return code
 	}
 	if len(ids) != 1 {
 		c.errorf("%s: name exactly one saga id (got %d)", name, len(ids))
@@ -222,8 +226,8 @@ func runSweep(c *Config, args []string) int {
 	idle := fs.Duration("idle-for", 20*time.Minute, "pick up unfinished sagas not updated for this long (above the longest retry delay, 15m)")
 	var stack stackFlags
 	stack.register(fs)
-	if rest, ok := c.flags(fs, args); !ok {
-		return ExitUsage
+	if rest, code, ok := c.flags(fs, args); !ok {
+		return code
 	} else if len(rest) > 0 {
 		c.errorf("sweep: unexpected arguments %v", rest)
 		return ExitUsage

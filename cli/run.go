@@ -19,14 +19,19 @@ import (
 // ErrorTypeSimulated is the error type of a failure forced with --fail.
 const ErrorTypeSimulated = "SimulatedFailure"
 
-// failSet is what --fail names: steps, and STEP.compensate for compensations.
-type failSet map[string]bool
+// failSet is what --fail names: action steps that fail for good, and
+// steps whose compensation does. The two are kept apart, so a name means
+// one thing.
+type failSet struct {
+	steps map[string]bool // by step id
+	comps map[string]bool // by the id of the step compensated
+}
 
 func (f failSet) fails(call engine.Call) bool {
 	if call.Compensation {
-		return f[call.Step+".compensate"]
+		return f.comps[call.Step]
 	}
-	return f[call.Step]
+	return f.steps[call.Step]
 }
 
 // act answers a dry run's call: it fails for good if --fail names it, and
@@ -38,27 +43,71 @@ func (f failSet) act(call engine.Call) (any, error) {
 	return call.Input, nil
 }
 
-// checkFails makes sure every --fail names an action step (or the
-// compensation of one that declares it).
+// checkFails resolves every --fail (resolveFails), printing the first
+// name that resolves to nothing.
 func (c *Config) checkFails(plan *engine.Plan, names []string) (failSet, bool) {
-	set := failSet{}
-	for _, name := range names {
-		id, comp := strings.CutSuffix(name, ".compensate")
-		s, ok := plan.Step(id)
-		switch {
-		case !ok:
-			c.errorf("--fail %s: saga %s has no step %q", name, plan.Name(), id)
-			return nil, false
-		case s.Kind != engine.KindAction:
-			c.errorf("--fail %s: step %s is %s %s step; only action steps (and their compensations) can be made to fail", name, id, article(string(s.Kind)), s.Kind)
-			return nil, false
-		case comp && s.Compensate == nil:
-			c.errorf("--fail %s: step %s declares no compensate", name, id)
-			return nil, false
-		}
-		set[name] = true
+	set, err := resolveFails(plan.Name(), plan.Definition().Steps, names)
+	if err != nil {
+		c.errorf("%v", err)
+		return failSet{}, false
 	}
 	return set, true
+}
+
+// resolveFails resolves what each --fail names among a saga's steps: a
+// step id names that step, which must be an action; X.compensate, when no
+// step has that id, names the compensation of step X, which must declare
+// one. Anything else is refused with the list of the names that resolve,
+// in the definition's order.
+func resolveFails(saga string, steps []*engine.Step, names []string) (failSet, error) {
+	byID := make(map[string]*engine.Step, len(steps))
+	for _, s := range steps {
+		byID[s.ID] = s
+	}
+	set := failSet{steps: map[string]bool{}, comps: map[string]bool{}}
+	for _, name := range names {
+		if s, ok := byID[name]; ok {
+			if s.Kind != engine.KindAction {
+				return failSet{}, fmt.Errorf("--fail %s: step %s is %s %s step; only action steps and their compensations can be made to fail; %s",
+					name, s.ID, article(string(s.Kind)), s.Kind, failNames(steps, byID))
+			}
+			set.steps[s.ID] = true
+			continue
+		}
+		id, comp := strings.CutSuffix(name, ".compensate")
+		s, ok := byID[id]
+		switch {
+		case !comp || !ok:
+			return failSet{}, fmt.Errorf("--fail %s: saga %s has no action step or compensation by that name; %s", name, saga, failNames(steps, byID))
+		case s.Kind != engine.KindAction:
+			return failSet{}, fmt.Errorf("--fail %s: step %s is %s %s step; only action steps and their compensations can be made to fail; %s",
+				name, s.ID, article(string(s.Kind)), s.Kind, failNames(steps, byID))
+		case s.Compensate == nil:
+			return failSet{}, fmt.Errorf("--fail %s: step %s declares no compensate; %s", name, s.ID, failNames(steps, byID))
+		}
+		set.comps[s.ID] = true
+	}
+	return set, nil
+}
+
+// failNames lists what --fail accepts, in the definition's order: each
+// action step, then its compensation (unless a step has that very id, as
+// validation no longer allows: the name then means the step).
+func failNames(steps []*engine.Step, byID map[string]*engine.Step) string {
+	var names []string
+	for _, s := range steps {
+		if s.Kind != engine.KindAction {
+			continue
+		}
+		names = append(names, s.ID)
+		if _, taken := byID[s.ID+".compensate"]; s.Compensate != nil && !taken {
+			names = append(names, s.ID+".compensate")
+		}
+	}
+	if len(names) == 0 {
+		return "the saga has no action step"
+	}
+	return "--fail takes one of: " + strings.Join(names, ", ")
 }
 
 // invoker runs registered actions, simulates the rest (output = input), and
@@ -108,8 +157,15 @@ func runRun(c *Config, args []string) int {
 	fs.Var(&fails, "fail", "make STEP (or STEP.compensate) fail for good; repeatable")
 	var be backendFlags
 	be.register(fs)
-	files, ok := c.flags(fs, args)
+	files, code, ok := c.flags(fs, args)
 	if !ok {
+		return code
+	}
+	if !c.checkID(*id) {
+		return ExitUsage
+	}
+	if *timeout <= 0 {
+		c.errorf("--timeout: must be positive")
 		return ExitUsage
 	}
 	if (be.dynamoEndpoint == "") != (be.sqsEndpoint == "") {

@@ -48,6 +48,27 @@ type Params struct {
 	Input     map[string]any // the input whose path is costed; nil: zero values
 }
 
+// check refuses figures no deployment has: negative or not finite. Zero
+// means the default.
+func (p Params) check() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"SagasPerMonth", p.SagasPerMonth},
+		{"MemoryMB", float64(p.MemoryMB)},
+		{"Duration", float64(p.Duration)},
+		{"StateBytes", float64(p.StateBytes)},
+		{"MessageBytes", float64(p.MessageBytes)},
+		{"BatchSize", p.BatchSize},
+	} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+			return fmt.Errorf("cost.Params.%s: must be a finite number, zero (the default) or more", f.name)
+		}
+	}
+	return nil
+}
+
 // Saga counts the work of one saga on one path.
 type Saga struct {
 	Path             []string // steps run, in order
@@ -69,8 +90,11 @@ type Saga struct {
 
 // Walk dry-runs the saga (actions succeed with their input as output,
 // except the calls fail names; nil: none) and counts what each piece of
-// the path costs.
+// the path costs. A negative or non-finite figure in p is an error.
 func Walk(plan *engine.Plan, p Params, fail func(engine.Call) bool) (*Saga, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
 	if fail == nil {
 		fail = func(engine.Call) bool { return false }
 	}

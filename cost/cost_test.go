@@ -46,3 +46,35 @@ func TestOrderSagaCost(t *testing.T) {
 		t.Fatalf("%+v %v", f, err)
 	}
 }
+
+// TestWalkRefusesFiguresThatCannotBe: a negative or non-finite figure
+// would print a negative or NaN cost; zero still means the default.
+func TestWalkRefusesFiguresThatCannotBe(t *testing.T) {
+	plan, err := engine.Compile("order.yaml", order.Definition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := map[string]any{"order_id": "o", "customer": "c", "amount": 1.0, "currency": "EUR", "card": "4242", "items": []any{"a"}}
+	for _, tt := range []struct {
+		p     cost.Params
+		field string
+	}{
+		{cost.Params{BatchSize: math.NaN()}, "BatchSize"},
+		{cost.Params{BatchSize: math.Inf(1)}, "BatchSize"},
+		{cost.Params{BatchSize: -2}, "BatchSize"},
+		{cost.Params{MemoryMB: -256}, "MemoryMB"},
+		{cost.Params{Duration: -time.Millisecond}, "Duration"},
+		{cost.Params{StateBytes: -1}, "StateBytes"},
+		{cost.Params{MessageBytes: -1}, "MessageBytes"},
+		{cost.Params{SagasPerMonth: math.NaN()}, "SagasPerMonth"},
+	} {
+		tt.p.Input = in
+		s, err := cost.Walk(plan, tt.p, nil)
+		if err == nil || !strings.Contains(err.Error(), tt.field) {
+			t.Errorf("%+v: got %+v, %v; want an error naming %s", tt.p, s, err, tt.field)
+		}
+	}
+	if _, err := cost.Walk(plan, cost.Params{Input: in}, nil); err != nil {
+		t.Fatalf("zero figures take the defaults: %v", err)
+	}
+}

@@ -1,31 +1,45 @@
 package engine
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // DryRunParams drive a dry run.
 type DryRunParams struct {
 	Input map[string]any // checked with CheckInput
 	// Act answers each call; nil: every call succeeds with its input as output.
 	Act func(Call) (any, error)
-	// OnStep and OnCall, when set, hear of every step and every call.
+	// OnStep, when set, hears of every step and compensation, and how it
+	// ended: the account of what the saga did.
 	OnStep func(StepRecord)
+	// OnCall, when set, hears of every call made. A call whose input cannot
+	// be built is not made: OnStep hears that its step (or compensation)
+	// failed.
 	OnCall func(Call)
 }
 
 // dryRunStart is the fixed time of a dry run: its result depends on nothing else.
 var dryRunStart = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// dryRunMaxCalls bounds the calls of one dry run: beyond the action visits
+// a saga may make (DefaultMaxVisits), room for their compensations and
+// retries.
+const dryRunMaxCalls = 3 * DefaultMaxVisits
+
 // DryRun runs a saga with Advance alone, in memory, answering its calls
 // with Act, and returns its final state: for showing a path, what a
 // failure would compensate, or what a saga costs, without running anything.
+// A saga that Act's answers keep in a loop is not final after
+// dryRunMaxCalls calls: DryRun then returns an error saying so.
 func (p *Plan) DryRun(params DryRunParams) (*State, error) {
 	st := &State{}
 	if _, err := p.Advance(st, Event{Kind: EventStart, Now: dryRunStart, SagaID: "dry-run", Input: params.Input, OnStep: params.OnStep}); err != nil {
 		return nil, err
 	}
-	for range 10_000 {
+	for range dryRunMaxCalls {
 		if _, pending := st.Pending(); !pending {
-			break // the saga is final
+			return st, nil // the saga is final
 		}
 		var out any
 		call, callErr := p.Call(st, dryRunStart)
@@ -44,6 +58,9 @@ func (p *Plan) DryRun(params DryRunParams) (*State, error) {
 		if _, err := p.Advance(st, Event{Kind: EventResult, Now: dryRunStart, Output: out, Err: callErr, OnStep: params.OnStep}); err != nil {
 			return nil, err
 		}
+	}
+	if _, pending := st.Pending(); pending {
+		return nil, fmt.Errorf("dry run of saga %s did not end within %d calls: a loop its answers never leave (each output is its input unless a failure is forced)", p.Name(), dryRunMaxCalls)
 	}
 	return st, nil
 }

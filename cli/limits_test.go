@@ -1,0 +1,113 @@
+package cli_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lambdasaga/lambdasaga/cli"
+	"github.com/lambdasaga/lambdasaga/engine"
+)
+
+// padTo writes prefix padded with spaces to exactly n bytes.
+func padTo(t *testing.T, name, prefix string, n int) string {
+	t.Helper()
+	if len(prefix) > n {
+		t.Fatalf("prefix of %d bytes is over %d", len(prefix), n)
+	}
+	file := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(file, []byte(prefix+strings.Repeat(" ", n-len(prefix))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// TestFilesAreReadWithinALimit: no file sagactl reads (a definition, an
+// @FILE input) is read into memory past its limit, so /dev/zero is refused
+// with a message naming it, instead of running out of memory.
+func TestFilesAreReadWithinALimit(t *testing.T) {
+	def, err := os.ReadFile(orderFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := os.ReadFile("../examples/order/testdata/ok.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defAt := padTo(t, "at.yaml", string(def), engine.MaxDefinitionBytes)
+	defOver := padTo(t, "over.yaml", string(def), engine.MaxDefinitionBytes+1)
+	inAt := padTo(t, "at.json", string(ok), cli.MaxInputFileBytes)
+	inOver := padTo(t, "over.json", string(ok), cli.MaxInputFileBytes+1)
+	defLimit := fmt.Sprintf("over the limit of %d bytes for a definition", engine.MaxDefinitionBytes)
+	inLimit := fmt.Sprintf("over the limit of %d bytes for an input", cli.MaxInputFileBytes)
+
+	for _, args := range [][]string{
+		{"validate", defAt},
+		{"plan", defAt, "--fail", "ship", "--input", "@" + inAt},
+	} {
+		if r := sagactl(t, nil, args...); r.code != cli.ExitOK {
+			t.Errorf("%v: a file at its limit is refused: exit %d\n%s", args, r.code, r.stderr)
+		}
+	}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"validate", "/dev/zero"}, "/dev/zero: " + defLimit},
+		{[]string{"validate", defOver}, defOver + ": " + defLimit},
+		{[]string{"graph", "/dev/zero"}, "/dev/zero: " + defLimit},
+		{[]string{"run", defOver, "--input", "{}"}, defOver + ": " + defLimit},
+		{[]string{"run", orderFile, "--input", "@/dev/zero"}, "--input: /dev/zero: " + inLimit},
+		{[]string{"plan", orderFile, "--fail", "ship", "--input", "@" + inOver}, "--input: " + inOver + ": " + inLimit},
+		{[]string{"cost", orderFile, "--input", "@/dev/zero"}, "--input: /dev/zero: " + inLimit},
+		{[]string{"run", orderFile, "--input", string(ok) + strings.Repeat(" ", cli.MaxInputFileBytes)}, " bytes, " + inLimit},
+	}
+	for _, tt := range tests {
+		name := strings.Join(tt.args, " ")
+		t.Run(name[:min(len(name), 80)], func(t *testing.T) {
+			r := sagactl(t, nil, tt.args...)
+			if r.code != cli.ExitUsage || !strings.Contains(r.stderr, tt.want) {
+				t.Fatalf("exit %d, stderr %q, want %q", r.code, r.stderr, tt.want)
+			}
+		})
+	}
+}
+
+// TestMissingDefinitionSaysItOnce: the file is named once, with why it
+// cannot be read.
+func TestMissingDefinitionSaysItOnce(t *testing.T) {
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"validate", "missing.yaml"}, "sagactl: definition missing.yaml: no such file or directory\n"},
+		{[]string{"run", "missing.yaml", "--input", "{}"}, "sagactl: definition missing.yaml: no such file or directory\n"},
+		{[]string{"validate", dir}, "sagactl: definition " + dir + ": is a directory\n"},
+		{[]string{"run", orderFile, "--input", "@nowhere.json"}, "sagactl: --input: nowhere.json: no such file or directory\n"},
+	} {
+		r := sagactl(t, nil, tt.args...)
+		if r.code != cli.ExitUsage || r.stderr != tt.want {
+			t.Errorf("%v: exit %d, stderr %q, want %q", tt.args, r.code, r.stderr, tt.want)
+		}
+	}
+}
+
+// TestInputThatIsNotAnObjectSaysItsType: the error names what the input
+// is, never echoes it (it may be a card number).
+func TestInputThatIsNotAnObjectSaysItsType(t *testing.T) {
+	for in, want := range map[string]string{
+		`"4111111111111111"`: "got a string",
+		`4111111111111111`:   "got a number",
+		`[4111111111111111]`: "got a list",
+		`true`:               "got a bool",
+		`null`:               "got null",
+	} {
+		r := sagactl(t, nil, "run", orderFile, "--input", in)
+		if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--input: must be a JSON object, "+want) || strings.Contains(r.stderr, "4111") {
+			t.Errorf("--input %s: exit %d, stderr %q", in, r.code, r.stderr)
+		}
+	}
+}
