@@ -148,7 +148,7 @@ func TestBadInputGetsOneClearMessage(t *testing.T) {
 		{[]string{"run", orderFile, "--input", "@" + bad}, "--input @" + bad + ": not valid JSON"},
 		{[]string{"run", orderFile, "--input", "[1]"}, "--input: must be a JSON object"},
 		{[]string{"run", orderFile, "--input", "@nowhere.json"}, "--input: nowhere.json: no such file or directory"},
-		{[]string{"run", orderFile, "--input", `{"order_id": 5}`}, "input.order_id: want string, got int64 5"},
+		{[]string{"run", orderFile, "--input", `{"order_id": 5}`}, "input.order_id: want string, got an int"},
 		{[]string{"run", orderFile, "--colour"}, "run: flag provided but not defined: -colour"},
 		{[]string{"run", orderFile, "--input", "{}", "--fail", "nosuch"}, "--fail nosuch: saga order has no action step or compensation by that name; " +
 			"--fail takes one of: reserve, reserve.compensate, charge, charge.compensate, ship, ship.compensate\n"},

@@ -119,8 +119,8 @@ steps: [{id: a, set: {x: 1}}]
 	if !errors.Is(err, engine.ErrInvalidInput) {
 		t.Fatalf("err %v", err)
 	}
-	for _, want := range []string{"input.name: want string, got float64 1", "input.n: want int, got float64 1.5", "input.any: missing (declared any)",
-		"input.extra: not declared by saga in", `input.at: want an RFC 3339 timestamp, got "tomorrow"`, "input.blob: want base64 text"} {
+	for _, want := range []string{"input.name: want string, got a double", "input.n: want int, got a double", "input.any: missing (declared any)",
+		"input.extra: not declared by saga in", "input.at: want an RFC 3339 timestamp, got a string", "input.blob: want base64 text"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}

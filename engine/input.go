@@ -3,9 +3,11 @@ package engine
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -17,7 +19,12 @@ const MaxInputBytes = 128 << 10
 // returns it converted to them: JSON numbers become int64, uint64 or
 // float64 as declared, RFC 3339 strings timestamps, "90s" strings durations,
 // base64 strings bytes. A definition without input declarations takes any
-// JSON object. Every problem is reported, each naming its field.
+// JSON object. Every problem is reported, each naming its field and the
+// type it got, never the value (inputs carry card numbers and addresses).
+//
+// Timestamps, wherever they are in the input, come back in UTC, as the
+// stored state holds them: the same input given twice converts to equal
+// values whatever offset it was written with, so Start stays idempotent.
 func (p *Plan) CheckInput(input map[string]any) (map[string]any, error) {
 	if input == nil {
 		input = map[string]any{}
@@ -26,9 +33,12 @@ func (p *Plan) CheckInput(input map[string]any) (map[string]any, error) {
 	var problems []string
 	if p.def.Input == nil {
 		for k, v := range input {
-			c, err := CheckValue(normalizeJSON(v))
+			c, err := normalizeJSON(v)
+			if err == nil {
+				c, err = CheckValue(c)
+			}
 			if err != nil {
-				problems = append(problems, fmt.Sprintf("input.%s: %v", k, err))
+				problems = append(problems, fmt.Sprintf("input.%s%v", k, pathError(err)))
 				continue
 			}
 			out[k] = c
@@ -42,9 +52,14 @@ func (p *Plan) CheckInput(input map[string]any) (map[string]any, error) {
 				problems = append(problems, fmt.Sprintf("input.%s: missing (declared %s)", f.Name, f.Type))
 				continue
 			}
-			c, err := convertInput(f.Type, normalizeJSON(v))
+			c, err := normalizeJSON(v)
+			if err == nil {
+				c, err = convertInput(f.Type, c)
+			} else if ve, ok := err.(*valueError); ok && ve.path == "" && ve.err == errNumberRange && isNumberType(f.Type) {
+				err = numberRangeError(f.Type)
+			}
 			if err != nil {
-				problems = append(problems, fmt.Sprintf("input.%s: %v", f.Name, err))
+				problems = append(problems, fmt.Sprintf("input.%s%v", f.Name, pathError(err)))
 				continue
 			}
 			out[f.Name] = c
@@ -67,44 +82,138 @@ func (p *Plan) CheckInput(input map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
+// errNumberRange is a JSON number no Go number type holds.
+var errNumberRange = errors.New("number out of range")
+
+func isNumberType(typ string) bool { return typ == "int" || typ == "uint" || typ == "double" }
+
+func numberRangeError(typ string) error { return fmt.Errorf("number out of range for %s", typ) }
+
+// valueError is a problem at path inside a value: "", "[2]", ".x[0]".
+type valueError struct {
+	path string
+	err  error
+}
+
+func (e *valueError) Error() string {
+	if e.path == "" {
+		return e.err.Error()
+	}
+	return strings.TrimPrefix(e.path, ".") + ": " + e.err.Error()
+}
+
+func (e *valueError) Unwrap() error { return e.err }
+
+// pathError formats err to follow a field name: "[2][0]: why" or
+// ".x: why" for a problem inside the field's value, ": why" for the field.
+func pathError(err error) string {
+	if ve, ok := err.(*valueError); ok && ve.path != "" {
+		return ve.path + ": " + ve.err.Error()
+	}
+	return ": " + err.Error()
+}
+
 // normalizeJSON turns json.Number (from a decoder with UseNumber) into
-// int64 when the text is whole and float64 otherwise, recursively.
-func normalizeJSON(v any) any {
+// int64 when the text is a whole number that fits, uint64 when it is whole,
+// positive and fits only that, and float64 otherwise; a number beyond a
+// float64 is errNumberRange. Timestamps become UTC (and lose any monotonic
+// clock reading), and nil lists, maps and bytes empty ones, as the stored
+// state decodes them. Lists and maps are copied, recursively.
+func normalizeJSON(v any) (any, error) {
 	switch t := v.(type) {
 	case json.Number:
-		if i, err := t.Int64(); err == nil {
-			return i
+		s := t.String()
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return i, nil
 		}
-		if f, err := t.Float64(); err == nil {
-			return f
+		if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+			return u, nil
 		}
-		return t.String()
+		f, err := strconv.ParseFloat(s, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			return nil, &valueError{err: errNumberRange}
+		}
+		if err != nil {
+			return nil, &valueError{err: errors.New("a json.Number that is not a number")}
+		}
+		return f, nil
+	case time.Time:
+		return t.UTC(), nil
+	case []byte:
+		if t == nil {
+			return []byte{}, nil
+		}
 	case []any:
 		out := make([]any, len(t))
 		for i, e := range t {
-			out[i] = normalizeJSON(e)
+			c, err := normalizeJSON(e)
+			if err != nil {
+				return nil, inside(fmt.Sprintf("[%d]", i), err)
+			}
+			out[i] = c
 		}
-		return out
+		return out, nil
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for k, e := range t {
-			out[k] = normalizeJSON(e)
+			c, err := normalizeJSON(e)
+			if err != nil {
+				return nil, inside("."+k, err)
+			}
+			out[k] = c
 		}
-		return out
+		return out, nil
 	}
-	return v
+	return v, nil
+}
+
+func inside(step string, err error) error {
+	if ve, ok := err.(*valueError); ok {
+		return &valueError{path: step + ve.path, err: ve.err}
+	}
+	return &valueError{path: step, err: err}
 }
 
 // NormalizeJSON converts values decoded from JSON (with or without
-// UseNumber) into the plain values state holds.
-func NormalizeJSON(v any) (any, error) { return CheckValue(normalizeJSON(v)) }
-
-func describe(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil || len(b) > 40 {
-		return fmt.Sprintf("a %T", v)
+// UseNumber) into the plain values state holds. A number beyond a float64
+// is an error naming where it is, never its text.
+func NormalizeJSON(v any) (any, error) {
+	n, err := normalizeJSON(v)
+	if err != nil {
+		return nil, err
 	}
-	return fmt.Sprintf("%T %s", v, b)
+	return CheckValue(n)
+}
+
+// describe names v's type in the definition language's words ("a string",
+// "an int", "a map"), never its value.
+func describe(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a bool"
+	case int, int8, int16, int32, int64:
+		return "an int"
+	case uint, uint8, uint16, uint32, uint64:
+		return "a uint"
+	case float32, float64:
+		return "a double"
+	case []byte:
+		return "bytes"
+	case time.Time:
+		return "a timestamp"
+	case time.Duration:
+		return "a duration"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a map"
+	default:
+		return fmt.Sprintf("a Go %T", t)
+	}
 }
 
 func convertInput(typ string, v any) (any, error) {
@@ -126,10 +235,21 @@ func convertInput(typ string, v any) (any, error) {
 			return n, nil
 		case int:
 			return int64(n), nil
-		case float64:
-			if n == math.Trunc(n) && math.Abs(n) < 1<<53 {
-				return int64(n), nil
+		case uint64:
+			if n > math.MaxInt64 {
+				return nil, numberRangeError(typ)
 			}
+			return int64(n), nil
+		case float64:
+			switch {
+			case n != math.Trunc(n):
+				return nil, bad()
+			case math.Abs(n) < 1<<53:
+				return int64(n), nil
+			case n >= 1<<63 || n <= -(1<<63): // -2^63 too: it is also where -2^63-1 rounds to
+				return nil, numberRangeError(typ)
+			}
+			return nil, fmt.Errorf("want int, got a double past 2^53, which may have lost digits (write it without a fraction or exponent)")
 		}
 	case "uint":
 		switch n := v.(type) {
@@ -137,12 +257,26 @@ func convertInput(typ string, v any) (any, error) {
 			if n >= 0 {
 				return uint64(n), nil
 			}
+			return nil, fmt.Errorf("want uint, got a negative int")
+		case int:
+			if n >= 0 {
+				return uint64(n), nil
+			}
+			return nil, fmt.Errorf("want uint, got a negative int")
 		case uint64:
 			return n, nil
 		case float64:
-			if n >= 0 && n == math.Trunc(n) && n < 1<<53 {
+			switch {
+			case n != math.Trunc(n):
+				return nil, bad()
+			case n < 0:
+				return nil, fmt.Errorf("want uint, got a negative double")
+			case n < 1<<53:
 				return uint64(n), nil
+			case n >= 1<<64:
+				return nil, numberRangeError(typ)
 			}
+			return nil, fmt.Errorf("want uint, got a double past 2^53, which may have lost digits (write it without a fraction or exponent)")
 		}
 	case "double":
 		switch n := v.(type) {
@@ -151,6 +285,8 @@ func convertInput(typ string, v any) (any, error) {
 		case int64:
 			return float64(n), nil
 		case int:
+			return float64(n), nil
+		case uint64:
 			return float64(n), nil
 		}
 	case "bytes":
@@ -175,13 +311,13 @@ func convertInput(typ string, v any) (any, error) {
 	case "timestamp":
 		switch t := v.(type) {
 		case time.Time:
-			return t, nil
+			return t, nil // UTC already: normalizeJSON
 		case string:
 			ts, err := time.Parse(time.RFC3339Nano, t)
 			if err != nil {
-				return nil, fmt.Errorf("want an RFC 3339 timestamp, got %q", t)
+				return nil, fmt.Errorf("want an RFC 3339 timestamp, got a string")
 			}
-			return ts, nil
+			return ts.UTC(), nil
 		}
 	case "duration":
 		switch t := v.(type) {
@@ -190,7 +326,7 @@ func convertInput(typ string, v any) (any, error) {
 		case string:
 			d, err := time.ParseDuration(t)
 			if err != nil {
-				return nil, fmt.Errorf("want a duration such as 90s, got %q", t)
+				return nil, fmt.Errorf("want a duration such as 90s, got a string")
 			}
 			return d, nil
 		}

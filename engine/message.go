@@ -9,6 +9,12 @@ import (
 // MaxMessageBytes bounds a message body; real ones are about 100 bytes.
 const MaxMessageBytes = 4 << 10
 
+// MaxVersion is the highest version a message may carry. No saga reaches
+// it (a transition every nanosecond would take 292 years), and a handler
+// adds one to a message's version, which above it could wrap to 0: a
+// message with a higher version is malformed, never taken as stale.
+const MaxVersion = 1<<63 - 1
+
 // ValidSagaID reports whether id can name a saga: 1 to 128 letters,
 // digits, '_', '.', ':' and '-', starting with a letter or digit.
 func ValidSagaID(id string) bool {
@@ -72,6 +78,8 @@ func DecodeMessage(body []byte) (Message, error) {
 		return Message{}, fmt.Errorf("%w: bad saga_id %q", ErrMalformedMessage, mb.SagaID)
 	case mb.Version == 0:
 		return Message{}, fmt.Errorf("%w: missing version", ErrMalformedMessage)
+	case mb.Version > MaxVersion:
+		return Message{}, fmt.Errorf("%w: version past %d, which no saga reaches", ErrMalformedMessage, uint64(MaxVersion))
 	case mb.Queue != string(QueueAdvance) && mb.Queue != string(QueueCompensate):
 		return Message{}, fmt.Errorf("%w: unknown queue %q", ErrMalformedMessage, mb.Queue)
 	case mb.Attempt < 1:

@@ -9,7 +9,7 @@ import (
 )
 
 func TestMessageRoundTrip(t *testing.T) {
-	m := engine.Message{SagaID: "order:2026-11-30.a_b", Version: 1<<63 + 5, Queue: engine.QueueCompensate, Step: "charge.card", Attempt: 12}
+	m := engine.Message{SagaID: "order:2026-11-30.a_b", Version: engine.MaxVersion, Queue: engine.QueueCompensate, Step: "charge.card", Attempt: 12}
 	got, err := engine.DecodeMessage(engine.AppendMessage(nil, m))
 	if err != nil || got != m {
 		t.Fatalf("got %+v %v", got, err)
@@ -35,6 +35,21 @@ func TestDecodeMessageRejects(t *testing.T) {
 		if _, err := engine.DecodeMessage([]byte(body)); !errors.Is(err, engine.ErrMalformedMessage) {
 			t.Errorf("%q: %v, want ErrMalformedMessage", body, err)
 		}
+	}
+	// A version no saga can reach is malformed, not stale: the coordinator
+	// adds one to it, and 2^64-1 + 1 would wrap to 0 and drop the message.
+	for _, v := range []string{"9223372036854775808", "18446744073709551615"} {
+		for _, body := range []string{
+			`{"v":1,"saga_id":"s","version":` + v + `,"queue":"advance","step":"a","attempt":1}`,
+			` {"version":` + v + `, "v":1,"saga_id":"s","queue":"advance","step":"a","attempt":1,"x":null}`, // the slow path
+		} {
+			if _, err := engine.DecodeMessage([]byte(body)); !errors.Is(err, engine.ErrMalformedMessage) {
+				t.Errorf("%s: %v, want ErrMalformedMessage", body, err)
+			}
+		}
+	}
+	if m, err := engine.DecodeMessage([]byte(`{"v":1,"saga_id":"s","version":9223372036854775807,"queue":"advance","step":"a","attempt":1}`)); err != nil || m.Version != engine.MaxVersion {
+		t.Errorf("version 2^63-1: %+v %v", m, err)
 	}
 	// Unusual but valid JSON takes the slow path and still decodes.
 	m, err := engine.DecodeMessage([]byte(` { "attempt" : 2 , "v":1, "saga_id":"s\u002d1", "version":3, "queue":"advance", "step":"a", "extra": {"x": [1]}} `))
@@ -77,7 +92,7 @@ func decodeWithJSON(body []byte) (engine.Message, error) {
 	if err := json.Unmarshal(body, &mb); err != nil {
 		return engine.Message{}, err
 	}
-	if mb.V != 1 || !engine.ValidSagaID(mb.SagaID) || mb.Version == 0 || (mb.Queue != "advance" && mb.Queue != "compensate") || mb.Attempt < 1 {
+	if mb.V != 1 || !engine.ValidSagaID(mb.SagaID) || mb.Version == 0 || mb.Version > engine.MaxVersion || (mb.Queue != "advance" && mb.Queue != "compensate") || mb.Attempt < 1 {
 		return engine.Message{}, errors.New("invalid")
 	}
 	return engine.Message{SagaID: mb.SagaID, Version: mb.Version, Queue: engine.QueueName(mb.Queue), Step: mb.Step, Attempt: mb.Attempt}, nil

@@ -8,7 +8,10 @@ package sqshandler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -54,7 +57,8 @@ func New(cfg Config) (*Handler, error) {
 // Handle processes the batch in order. Records that failed, that are
 // malformed (they reach the dead-letter queue untouched after the queue's
 // receive limit), or that the deadline leaves no time for are reported as
-// batch item failures; the rest are deleted by Lambda.
+// batch item failures; the rest are deleted by Lambda. A panic while
+// handling one record fails that record alone.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	deadline, hasDeadline := ctx.Deadline()
 	recs := sqs.Records(ev)
@@ -70,7 +74,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			break
 		}
 		if r.Err != nil {
-			h.log.LogAttrs(ctx, slog.LevelError, "malformed message: reported failed, it will reach the dead-letter queue untouched",
+			h.log.LogAttrs(ctx, slog.LevelError, poisonMessage,
 				slog.String("message_id", r.MessageID), slog.Int("receive_count", r.ReceiveCount), slog.String("error", r.Err.Error()))
 			failed = append(failed, r.MessageID)
 			continue
@@ -79,17 +83,59 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		if hasDeadline {
 			rctx, cancel = context.WithDeadline(ctx, deadline.Add(-h.margin/2))
 		}
-		_, err := h.coord.Handle(rctx, r.Body)
+		err := h.handleRecord(rctx, r)
 		cancel()
 		if err != nil {
-			h.log.LogAttrs(ctx, slog.LevelWarn, "message not handled; it will be delivered again",
+			failed = append(failed, r.MessageID)
+			if errors.Is(err, errPanicked) {
+				continue // logged with its stack
+			}
+			level, msg := slog.LevelWarn, "message not handled; it will be delivered again"
+			if errors.Is(err, engine.ErrMalformedMessage) {
+				level, msg = slog.LevelError, poisonMessage
+			}
+			h.log.LogAttrs(ctx, level, msg,
 				slog.String("message_id", r.MessageID), slog.String("saga_id", r.Message.SagaID), slog.String("step", r.Message.Step),
 				slog.Uint64("version", r.Message.Version), slog.Int("receive_count", r.ReceiveCount), slog.String("error", err.Error()))
-			failed = append(failed, r.MessageID)
 			continue
 		}
 		handled++
 	}
 	h.log.LogAttrs(ctx, slog.LevelInfo, "batch done", slog.Int("records", len(recs)), slog.Int("handled", handled), slog.Int("failed", len(failed)))
 	return sqs.BatchResponse(failed), nil
+}
+
+// poisonMessage is logged for a record that can never be handled: a body
+// that is no message, a saga that does not exist, a message for another
+// queue or step. It keeps failing until the queue's redrive policy moves it.
+const poisonMessage = "poison message: reported failed; it goes to the dead-letter queue after maxReceiveCount deliveries"
+
+// errPanicked is a record whose handling panicked. It comes back, and
+// reaches the dead-letter queue if it keeps panicking.
+var errPanicked = errors.New("handling the record panicked")
+
+// handleRecord runs one record through the coordinator. A panic (a bug,
+// a damaged state item, a panicking expression) is recovered, logged with
+// the saga's id and a stack, and returned as the record's failure, so the
+// other records of the batch are handled as usual.
+func (h *Handler) handleRecord(ctx context.Context, r sqs.Record) (err error) {
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		// The panic's own text only when the runtime raised it: a value
+		// passed to panic by other code may hold saga data.
+		what := fmt.Sprintf("a panic with a %T", p)
+		if re, ok := p.(runtime.Error); ok {
+			what = re.Error()
+		}
+		h.log.LogAttrs(ctx, slog.LevelError, "panic while handling a record: reported failed; it will be delivered again, and goes to the dead-letter queue after maxReceiveCount deliveries",
+			slog.String("message_id", r.MessageID), slog.String("saga_id", r.Message.SagaID), slog.String("step", r.Message.Step),
+			slog.Uint64("version", r.Message.Version), slog.Int("receive_count", r.ReceiveCount),
+			slog.String("panic", what), slog.String("stack", string(debug.Stack())))
+		err = fmt.Errorf("saga %s: %w: %s", r.Message.SagaID, errPanicked, what)
+	}()
+	_, err = h.coord.Handle(ctx, r.Body)
+	return err
 }

@@ -7,7 +7,8 @@
 //	saga        SAGA#<id>        STATE    v (N, version), st (S, status), name (S), def (S, hash),
 //	                                      upd (N, updated, Unix ns), state (B, engine state),
 //	                                      gsi1pk (S, STATUS#<status>), gsi1sk (S, <updated ns, 20 digits>#<id>),
-//	                                      ttl (N, Unix seconds; only once the saga is final)
+//	                                      ttl (N, Unix seconds; only once succeeded or compensated,
+//	                                      never while parked in compensation_failed)
 //	definition  DEF#<hash>       DEF      name (S), src (B)
 //
 // The global secondary index "by_status" (gsi1pk, gsi1sk; projecting v,
@@ -63,8 +64,9 @@ const MaxItemBytes = 390 << 10
 type Config struct {
 	Client *dynamodb.Client
 	Table  string
-	// Retention is how long a finished saga stays before DynamoDB's TTL
-	// removes it; default 30 days. Negative: keep forever (no ttl attribute).
+	// Retention is how long a succeeded or compensated saga stays before
+	// DynamoDB's TTL removes it; default 30 days. Negative: keep forever (no
+	// ttl attribute). Sagas parked in compensation_failed never expire.
 	Retention time.Duration
 }
 
@@ -123,10 +125,20 @@ func (s *Store) item(r *engine.SagaRecord) (map[string]types.AttributeValue, err
 	it[attrState] = &types.AttributeValueMemberB{Value: r.State}
 	it[attrGSI1PK] = &types.AttributeValueMemberS{Value: "STATUS#" + string(r.Status)}
 	it[attrGSI1SK] = &types.AttributeValueMemberS{Value: gsi1sk(r.UpdatedAt, r.SagaID)}
-	if r.Status.Final() && s.retention > 0 {
+	if expires(r.Status) && s.retention > 0 {
 		it[attrTTL] = &types.AttributeValueMemberN{Value: strconv.FormatInt(r.UpdatedAt.Add(s.retention).Unix(), 10)}
 	}
 	return it, nil
+}
+
+// expires reports whether a saga in status is over for good, so DynamoDB's
+// TTL may delete it after the retention period: succeeded and compensated
+// only. A saga parked in compensation_failed is final too, but it waits for
+// an operator and is kept however long that takes. Every write replaces the
+// whole item, so a write that moves a saga out of these statuses (a resume)
+// removes the ttl attribute.
+func expires(status engine.Status) bool {
+	return status == engine.StatusSucceeded || status == engine.StatusCompensated
 }
 
 // SagaCreate implements engine.Store.

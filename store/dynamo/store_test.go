@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
@@ -54,4 +58,47 @@ func TestWriteUnitsPerTransition(t *testing.T) {
 		t.Fatalf("write units %v, read units %v; want 1 and 1 for a 300-byte state", put.WriteUnits, get.ReadUnits)
 	}
 	t.Logf("transition of a 300-byte state: %v read unit(s), %v write unit(s)", get.ReadUnits, put.WriteUnits)
+}
+
+// A parked saga keeps no ttl attribute, a finished one gets it, and a write
+// that moves a saga out of a final status removes it (each write replaces
+// the whole item).
+func TestTTLOnlyOnSagasOverForGood(t *testing.T) {
+	b := awstest.New(t)
+	ctx := context.Background()
+	hasTTL := func(id string) bool {
+		t.Helper()
+		out, err := b.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.Table, ConsistentRead: aws.Bool(true), Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: "SAGA#" + id}, "sk": &types.AttributeValueMemberS{Value: "STATE"},
+		}})
+		if err != nil || out.Item == nil {
+			t.Fatalf("get %s: %v", id, err)
+		}
+		_, ok := out.Item[dynamo.TTLAttribute]
+		return ok
+	}
+	r := engine.SagaRecord{SagaID: "ttl-1", Version: 1, Status: engine.StatusRunning, Name: "order", DefinitionHash: "h", UpdatedAt: time.Now(), State: []byte{1}}
+	if err := b.Store.SagaCreate(ctx, &engine.SagaCreateParams{Record: r}); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		status engine.Status
+		ttl    bool
+	}{
+		{engine.StatusCompensating, false},
+		{engine.StatusCompensationFailed, false}, // parked: waits for an operator
+		{engine.StatusCompensating, false},       // resumed
+		{engine.StatusCompensated, true},
+		{engine.StatusRunning, false}, // out of a final status: the ttl goes
+		{engine.StatusSucceeded, true},
+	} {
+		r.Version++
+		r.Status = step.status
+		if err := b.Store.SagaUpdate(ctx, &engine.SagaUpdateParams{Record: r, ExpectedVersion: r.Version - 1}); err != nil {
+			t.Fatal(err)
+		}
+		if got := hasTTL("ttl-1"); got != step.ttl {
+			t.Errorf("v%d %s: ttl attribute %v, want %v", r.Version, step.status, got, step.ttl)
+		}
+	}
 }

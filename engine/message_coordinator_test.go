@@ -1,0 +1,25 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+)
+
+// A message whose version is 2^64-1 was taken as a stale duplicate (the
+// coordinator adds one to it, which wrapped to 0) and deleted; it is
+// malformed, so it fails and reaches the dead-letter queue.
+func TestHandleRefusesImpossibleVersion(t *testing.T) {
+	r := newRig(t, "testdata/valid/order.yaml")
+	r.start("o-1", orderIn(10))
+	body := engine.AppendMessage(nil, engine.Message{SagaID: "o-1", Version: 1<<64 - 1, Queue: engine.QueueAdvance, Step: "reserve", Attempt: 1})
+	outcome, err := r.coord.Handle(context.Background(), body)
+	if !errors.Is(err, engine.ErrMalformedMessage) {
+		t.Fatalf("outcome %q, err %v: want ErrMalformedMessage", outcome, err)
+	}
+	if st := r.get("o-1"); st.Version != 1 {
+		t.Fatalf("saga moved to v%d", st.Version)
+	}
+}
