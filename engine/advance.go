@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -50,6 +51,15 @@ type Event struct {
 
 	// OnStep, when set, hears of every step the transition goes through.
 	OnStep func(StepRecord)
+
+	// StoreLimit, when positive, makes the transition measure the encoded
+	// state after each step. The step that takes it past StoreLimit bytes
+	// fails with StateTooLarge (which no catch takes) and its writes are
+	// undone; an action's output that does not fit is dropped, and the
+	// action still counts as completed, so it is compensated. The
+	// coordinator sets it to replay a transition whose result it could not
+	// store, so that the saga fails in a state that can be stored.
+	StoreLimit int
 }
 
 // StepOutcome says how a step ended within a transition.
@@ -113,14 +123,60 @@ func (p *Plan) Advance(st *State, ev Event) (Result, error) {
 			r.actionResult()
 		}
 	case EventCancel:
+		if cur, ok := st.Pending(); ok && !cur.Compensating && st.Status == StatusRunning {
+			// The pending action may be running now, and may take effect:
+			// wait for its outcome, then compensate it with the rest. Its
+			// message goes out again at this version, since the one in
+			// flight names the version before.
+			st.CancelRequested = true
+			r.send(QueueAdvance, p.steps[cur.Step].ID, cur.Attempt, 0)
+			break
+		}
 		st.Cursors = st.Cursors[:0]
-		r.compensate(&StepError{Type: ErrorTypeCancelled, Message: "saga cancelled"})
+		r.compensate(cancelled())
 	case EventResume:
 		st.CompensationError = nil
 		st.Status = StatusCompensating
 		r.nextCompensation()
 	}
+	if ev.StoreLimit > 0 && st.Status == StatusRunning && !r.fits() {
+		// Only starting the next action is left to blame: undo it.
+		step := ""
+		if cur, ok := st.Pending(); ok {
+			step = p.steps[cur.Step].ID
+		}
+		st.Outbox = st.Outbox[:0]
+		r.compensate(r.tooLarge(step, "starting it"))
+	}
 	return Result{Messages: st.Outbox}, nil
+}
+
+// invalidOutputError is the EventResult error of an action that returned
+// success with an output state cannot hold: the action took effect, so it
+// counts as completed (and is compensated), and its step fails with
+// InvalidOutput.
+type invalidOutputError struct{ msg string }
+
+func (e *invalidOutputError) Error() string { return e.msg }
+
+func asInvalidOutput(err error) *invalidOutputError {
+	if err == nil {
+		return nil
+	}
+	var bad *invalidOutputError
+	if errors.As(err, &bad) {
+		return bad
+	}
+	return nil
+}
+
+// InvalidOutput returns the EventResult error for an action that returned
+// success with an output that cannot be kept (for callers driving Advance
+// themselves, such as dry runs).
+func InvalidOutput(msg string) error { return &invalidOutputError{msg: msg} }
+
+func cancelled() *StepError {
+	return &StepError{Type: ErrorTypeCancelled, Message: "saga cancelled"}
 }
 
 // admit checks that ev applies to st before anything changes.
@@ -156,10 +212,46 @@ func (p *Plan) admit(st *State, ev Event) error {
 
 // runner carries one transition.
 type runner struct {
-	p   *Plan
-	st  *State
-	ev  Event
-	act activation
+	p       *Plan
+	st      *State
+	ev      Event
+	act     activation
+	scratch []byte // for measuring the state under ev.StoreLimit
+}
+
+// fits reports whether the state, encoded, is within ev.StoreLimit (always
+// true without one).
+func (r *runner) fits() bool {
+	if r.ev.StoreLimit <= 0 {
+		return true
+	}
+	b, err := r.st.AppendBinary(r.scratch[:0])
+	if err != nil {
+		return false
+	}
+	r.scratch = b[:0]
+	return len(b) <= r.ev.StoreLimit
+}
+
+func (r *runner) tooLarge(step, what string) *StepError {
+	return newStepError(step, ErrorTypeStateTooLarge, fmt.Sprintf("%s would take the saga's state past its limit of %d bytes", what, r.ev.StoreLimit))
+}
+
+// savedVar is a var's value before a step wrote it, to undo the write.
+type savedVar struct {
+	name string
+	v    any
+	had  bool
+}
+
+func (r *runner) restore(saved []savedVar) {
+	for i := len(saved) - 1; i >= 0; i-- {
+		if sv := saved[i]; sv.had {
+			r.st.Vars[sv.name] = sv.v
+		} else {
+			delete(r.st.Vars, sv.name)
+		}
+	}
 }
 
 func (r *runner) record(rec StepRecord) {
@@ -173,7 +265,9 @@ func (r *runner) activation(vars map[string]any, attempt int) *activation {
 	return &r.act
 }
 
-// run executes steps from idx inline until an action, the end, or a failure.
+// run executes steps from idx inline until an action, the end, or a
+// failure. Catches route within the loop, so a route back counts against
+// MaxInlineSteps like any other step.
 func (r *runner) run(idx int) {
 	st, p := r.st, r.p
 	for n := 0; ; n++ {
@@ -187,11 +281,15 @@ func (r *runner) run(idx int) {
 		}
 		s := p.steps[idx]
 		if n >= p.opts.MaxInlineSteps {
-			r.stepFailed(s, 1, &StepError{Step: s.ID, Type: ErrorTypeStepLimit, Message: fmt.Sprintf("ran %d steps in one transition without an action", n)})
+			r.caught(s, 1, &StepError{Step: s.ID, Type: ErrorTypeStepLimit, Message: fmt.Sprintf("ran %d steps in one transition without an action", n)})
 			return
 		}
 		switch s.Kind {
 		case KindAction:
+			if st.Seq >= uint64(p.opts.MaxVisits) {
+				r.caught(s, 1, &StepError{Step: s.ID, Type: ErrorTypeVisitLimit, Message: fmt.Sprintf("the saga made %d action visits, its limit", st.Seq)})
+				return
+			}
 			st.Seq++
 			st.Cursors = append(st.Cursors[:0], Cursor{Step: idx, Attempt: 1, Seq: st.Seq})
 			st.Status = StatusRunning
@@ -199,34 +297,57 @@ func (r *runner) run(idx int) {
 			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeStarted, Attempt: 1})
 			return
 		case KindSet:
+			var saved []savedVar
+			failed := false
 			for _, a := range s.set {
 				v, err := a.val.eval(r.activation(st.Vars, 1))
 				if err != nil {
-					r.stepFailed(s, 1, exprError(s.ID, err))
+					if next, ok := r.caught(s, 1, exprError(s.ID, err)); ok {
+						idx, failed = next, true
+						break
+					}
 					return
 				}
+				if r.ev.StoreLimit > 0 {
+					old, had := st.Vars[a.name]
+					saved = append(saved, savedVar{a.name, old, had})
+				}
 				st.Vars[a.name] = v
+			}
+			if failed {
+				continue
+			}
+			if !r.fits() {
+				r.restore(saved)
+				r.caught(s, 1, r.tooLarge(s.ID, "the values step "+s.ID+" sets"))
+				return
 			}
 			idx = s.next
 		case KindSwitch:
 			next, err := r.choose(s)
 			if err != nil {
-				r.stepFailed(s, 1, exprError(s.ID, err))
+				if next, ok := r.caught(s, 1, exprError(s.ID, err)); ok {
+					idx = next
+					continue
+				}
 				return
 			}
 			idx = next
 		case KindAssert:
 			ok, err := r.holds(s.assert)
-			if err != nil {
-				r.stepFailed(s, 1, exprError(s.ID, err))
-				return
-			}
-			if !ok {
+			var se *StepError
+			switch {
+			case err != nil:
+				se = exprError(s.ID, err)
+			case !ok:
 				msg := s.Assert.Message
 				if msg == "" {
 					msg = "assertion failed: " + s.Assert.If
 				}
-				if next, caught := r.caught(s, 1, &StepError{Step: s.ID, Type: s.Assert.Error, Message: msg}); caught {
+				se = &StepError{Step: s.ID, Type: s.Assert.Error, Message: msg}
+			}
+			if se != nil {
+				if next, caught := r.caught(s, 1, se); caught {
 					idx = next
 					continue
 				}
@@ -247,13 +368,21 @@ func (r *runner) run(idx int) {
 			if s.succeed != nil {
 				v, err := s.succeed.eval(r.activation(st.Vars, 1))
 				if err != nil {
-					r.stepFailed(s, 1, exprError(s.ID, err))
+					if next, ok := r.caught(s, 1, exprError(s.ID, err)); ok {
+						idx = next
+						continue
+					}
 					return
 				}
 				out = v
 			}
-			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
 			r.succeed(out)
+			if !r.fits() {
+				st.Output, st.Status = nil, StatusRunning
+				r.caught(s, 1, r.tooLarge(s.ID, "the output of step "+s.ID))
+				return
+			}
+			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
 			return
 		}
 		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
@@ -283,13 +412,13 @@ func (r *runner) holds(prg *program) (bool, error) {
 	}
 	b, ok := v.Value().(bool)
 	if !ok {
-		return false, &ActionError{Type: ErrorTypeExpression, Message: fmt.Sprintf("${%s} is %v, not a bool", prg.src, v.Value())}
+		return false, &ActionError{Type: ErrorTypeExpression, Message: fmt.Sprintf("${%s} is a %s, not a bool", prg.src, v.Type().TypeName())}
 	}
 	return b, nil
 }
 
 func exprError(step string, err error) *StepError {
-	return &StepError{Step: step, Type: ErrorType(err), Message: errorMessage(err)}
+	return newStepError(step, ErrorType(err), errorMessage(err))
 }
 
 func (r *runner) succeed(out any) {
@@ -311,9 +440,18 @@ func (r *runner) stepFailed(s *planStep, attempt int, err *StepError) {
 }
 
 // caught records a failure and reports whether a catch clause takes it;
-// if none does, the saga starts compensating.
+// if none does, the saga starts compensating. Uncatchable failures, and
+// any failure of a saga whose cancel is pending, go past every catch.
 func (r *runner) caught(s *planStep, attempt int, err *StepError) (int, bool) {
+	if r.st.CancelRequested {
+		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: attempt, Error: err})
+		r.compensate(cancelled())
+		return 0, false
+	}
 	for _, c := range s.catch {
+		if Uncatchable(err.Type) {
+			break
+		}
 		if slices.Contains(c.errors, err.Type) || slices.Contains(c.errors, "*") {
 			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCaught, Attempt: attempt, Error: err})
 			return c.next, true
@@ -328,34 +466,68 @@ func (r *runner) actionResult() {
 	st, ev := r.st, r.ev
 	cur := st.Cursors[0]
 	s := r.p.steps[cur.Step]
-	if ev.Err == nil {
-		out, err := CheckValue(ev.Output)
-		if err != nil {
-			r.actionFailed(s, cur, Permanent(&ActionError{Type: ErrorTypeOutputFormat, Message: "action output: " + err.Error()}))
-			return
-		}
-		if s.Out != "" {
-			st.Vars[s.Out] = out
-		}
-		if s.comp != nil {
-			c := Completion{Step: cur.Step, Seq: cur.Seq}
-			if s.inLoop && s.Out != "" {
-				c.Out, c.HasOut = out, true
-			}
-			st.Stack = append(st.Stack, c)
-		}
-		st.Cursors = st.Cursors[:0]
-		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: cur.Attempt})
-		r.run(s.next)
+	bad := asInvalidOutput(ev.Err)
+	if ev.Err != nil && bad == nil {
+		r.actionFailed(s, cur, ev.Err)
 		return
 	}
-	r.actionFailed(s, cur, ev.Err)
+	// The action returned success: from here on it is on the compensation
+	// stack, whatever happens to its output.
+	st.Cursors = st.Cursors[:0]
+	out, err := CheckValue(ev.Output)
+	if bad != nil || err != nil {
+		msg := "action output: "
+		if bad != nil {
+			msg += bad.msg
+		} else {
+			msg += err.Error()
+		}
+		r.complete(s, cur, nil, false)
+		r.stepFailed(s, cur.Attempt, newStepError(s.ID, ErrorTypeOutputFormat, msg))
+		return
+	}
+	var saved []savedVar
+	if r.ev.StoreLimit > 0 && s.Out != "" {
+		old, had := st.Vars[s.Out]
+		saved = append(saved, savedVar{s.Out, old, had})
+	}
+	r.complete(s, cur, out, true)
+	if !r.fits() {
+		r.restore(saved)
+		if n := len(st.Stack); s.comp != nil && n > 0 {
+			st.Stack[n-1].Out, st.Stack[n-1].HasOut, st.Stack[n-1].OutDropped = nil, false, s.Out != ""
+		}
+		r.stepFailed(s, cur.Attempt, r.tooLarge(s.ID, "the output of action "+s.Action))
+		return
+	}
+	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: cur.Attempt})
+	if st.CancelRequested {
+		r.compensate(cancelled())
+		return
+	}
+	r.run(s.next)
+}
+
+// complete records a succeeded action: its output in its var (when kept)
+// and the step on the compensation stack if it declares compensate.
+func (r *runner) complete(s *planStep, cur Cursor, out any, keep bool) {
+	st := r.st
+	if keep && s.Out != "" {
+		st.Vars[s.Out] = out
+	}
+	if s.comp != nil {
+		c := Completion{Step: cur.Step, Seq: cur.Seq, OutDropped: !keep && s.Out != ""}
+		if keep && s.inLoop && s.Out != "" {
+			c.Out, c.HasOut = out, true
+		}
+		st.Stack = append(st.Stack, c)
+	}
 }
 
 func (r *runner) actionFailed(s *planStep, cur Cursor, err error) {
 	st := r.st
 	typ := ErrorType(err)
-	se := &StepError{Step: s.ID, Type: typ, Message: errorMessage(err)}
+	se := newStepError(s.ID, typ, errorMessage(err))
 	if r.retryable(s.retry, cur.Attempt, err, typ) {
 		r.retry(s, s.retry, cur, QueueAdvance, false, se)
 		return
@@ -400,6 +572,7 @@ func Backoff(pol RetryPolicy, attempt int, rand float64) time.Duration {
 func (r *runner) compensate(cause *StepError) {
 	st := r.st
 	st.Failure = cause
+	st.CancelRequested = false
 	st.Status = StatusCompensating
 	st.Cursors = st.Cursors[:0]
 	r.nextCompensation()
@@ -428,7 +601,7 @@ func (r *runner) compensationResult() {
 		return
 	}
 	typ := ErrorType(ev.Err)
-	se := &StepError{Step: s.ID, Type: typ, Message: errorMessage(ev.Err)}
+	se := newStepError(s.ID, typ, errorMessage(ev.Err))
 	if r.retryable(s.comp.retry, cur.Attempt, ev.Err, typ) {
 		r.retry(s, s.comp.retry, cur, QueueCompensate, true, se)
 		return

@@ -409,16 +409,28 @@ func TestAdvanceCancelAndResume(t *testing.T) {
 	}
 	step(engine.Event{Kind: engine.EventStart, SagaID: "c-1", Input: in})
 	step(engine.Event{Kind: engine.EventResult, Output: map[string]any{"id": "r-1"}}) // reserve done, charge pending
+	// The charge is pending and may be running: the cancel waits for its
+	// outcome, sending its message again at the new version.
 	res := step(engine.Event{Kind: engine.EventCancel})
-	if st.Status != engine.StatusCompensating || st.Failure.Type != engine.ErrorTypeCancelled {
-		t.Fatalf("after cancel: %s %+v", st.Status, st.Failure)
+	if st.Status != engine.StatusRunning || !st.CancelRequested || st.Failure != nil {
+		t.Fatalf("after cancel: %s requested %v %+v", st.Status, st.CancelRequested, st.Failure)
 	}
-	if len(res.Messages) != 1 || res.Messages[0].Queue != engine.QueueCompensate || res.Messages[0].Step != "reserve" {
+	if len(res.Messages) != 1 || res.Messages[0].Queue != engine.QueueAdvance || res.Messages[0].Step != "charge" || res.Messages[0].Version != st.Version {
+		t.Fatalf("messages %+v", res.Messages)
+	}
+	// The charge went through: it is compensated with the rest, and no
+	// later step runs.
+	res = step(engine.Event{Kind: engine.EventResult, Output: map[string]any{"id": "p-1", "status": "captured"}})
+	if st.Status != engine.StatusCompensating || st.Failure.Type != engine.ErrorTypeCancelled || st.CancelRequested {
+		t.Fatalf("after the charge: %s %+v", st.Status, st.Failure)
+	}
+	if len(res.Messages) != 1 || res.Messages[0].Queue != engine.QueueCompensate || res.Messages[0].Step != "charge" {
 		t.Fatalf("messages %+v", res.Messages)
 	}
 	if _, err := p.Advance(st, engine.Event{Kind: engine.EventCancel, Now: t0}); !errors.Is(err, engine.ErrInvalidEvent) {
 		t.Fatalf("second cancel: %v", err)
 	}
+	step(engine.Event{Kind: engine.EventResult}) // refunded
 	step(engine.Event{Kind: engine.EventResult, Err: engine.Permanent(errors.New("warehouse offline"))})
 	if st.Status != engine.StatusCompensationFailed || st.CompensationError.Step != "reserve" {
 		t.Fatalf("after failed release: %s %+v", st.Status, st.CompensationError)

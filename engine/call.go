@@ -49,12 +49,16 @@ func (p *Plan) Call(st *State, now time.Time) (Call, error) {
 	s := p.steps[cur.Step]
 	c := Call{SagaID: st.SagaID, Step: s.ID, Action: s.Action, Attempt: cur.Attempt, Timeout: s.Timeout, Compensation: cur.Compensating}
 	with, vars := s.with, st.Vars
+	dropped := false
 	if cur.Compensating {
 		c.Action, c.Timeout, with = s.comp.action, s.comp.timeout, s.comp.with
 		c.IdempotencyKey = idempotencyKey(st.SagaID, s.ID+".compensate", cur.Seq)
 		for _, done := range st.Stack {
 			if done.Seq == cur.Seq && done.HasOut {
 				vars = overlay(st.Vars, s.Out, done.Out)
+			}
+			if done.Seq == cur.Seq && done.OutDropped {
+				dropped = true
 			}
 		}
 	} else {
@@ -63,6 +67,10 @@ func (p *Plan) Call(st *State, now time.Time) (Call, error) {
 	if with != nil {
 		act := &activation{st: st, vars: vars, attempt: int64(cur.Attempt), now: now}
 		in, err := with.eval(act)
+		if err != nil && dropped {
+			return c, fmt.Errorf("step %s: compensate.with: the action succeeded but its output could not be kept (vars.%s was never written), so its compensation cannot be built; undo it by hand (idempotency key %s) and resume: %w",
+				s.ID, s.Out, idempotencyKey(st.SagaID, s.ID, cur.Seq), err)
+		}
 		if err != nil {
 			return c, fmt.Errorf("step %s: with: %w", s.ID, err)
 		}

@@ -186,7 +186,14 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 // toNative turns a CEL result into the plain values state holds: nil, bool,
 // int64, uint64, float64, string, []byte, time.Time, time.Duration, []any and
 // map[string]any.
-func toNative(v ref.Val) (any, error) {
+func toNative(v ref.Val) (any, error) { return toNativeAt(v, 0) }
+
+// toNativeAt converts v found depth levels down, refusing values nested
+// past MaxDataDepth as CheckValue does.
+func toNativeAt(v ref.Val, depth int) (any, error) {
+	if depth > MaxDataDepth {
+		return nil, errTooDeep
+	}
 	switch t := v.(type) {
 	case types.Null:
 		return nil, nil
@@ -220,9 +227,9 @@ func toNative(v ref.Val) (any, error) {
 			k := it.Next()
 			ks, ok := k.(types.String)
 			if !ok {
-				return nil, fmt.Errorf("map key %v is a %s: only string keys can be stored", k, k.Type().TypeName())
+				return nil, fmt.Errorf("a map key is a %s: only string keys can be stored", k.Type().TypeName())
 			}
-			ev, err := toNative(t.Get(k))
+			ev, err := toNativeAt(t.Get(k), depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -234,7 +241,7 @@ func toNative(v ref.Val) (any, error) {
 		out := make([]any, 0, int(n))
 		it := t.Iterator()
 		for it.HasNext() == types.True {
-			ev, err := toNative(it.Next())
+			ev, err := toNativeAt(it.Next(), depth+1)
 			if err != nil {
 				return nil, err
 			}

@@ -46,6 +46,7 @@ const (
 	tagCompensationError = 16
 	tagOutput            = 17
 	tagOutputIsVars      = 18 // the output is the vars map itself (a saga ending without succeed)
+	tagCancelRequested   = 19
 )
 
 // Value type bytes.
@@ -78,11 +79,13 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 	e.str(tagDefinitionHash, st.DefinitionHash)
 	e.uint(tagStatus, uint64(slices.Index(statusCodes, st.Status)))
 	e.uint(tagVersion, st.Version)
+	// Input and vars are maps of values: each value's depth counts from
+	// itself, as CheckValue counts it, so the map is level -1.
 	if st.Input != nil {
-		e.value(tagInput, st.Input)
+		e.valueAt(tagInput, st.Input, -1)
 	}
 	if st.Vars != nil {
-		e.value(tagVars, st.Vars)
+		e.valueAt(tagVars, st.Vars, -1)
 	}
 	for _, c := range st.Cursors {
 		at := e.begin(tagCursor)
@@ -101,6 +104,9 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 		if c.HasOut {
 			e.value(3, c.Out)
 		}
+		if c.OutDropped {
+			e.uint(4, 1)
+		}
 		e.end(at)
 	}
 	for _, m := range st.Outbox {
@@ -118,6 +124,9 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 	e.time(tagDeadline, st.Deadline)
 	e.stepError(tagFailure, st.Failure)
 	e.stepError(tagCompensationError, st.CompensationError)
+	if st.CancelRequested {
+		e.uint(tagCancelRequested, 1)
+	}
 	switch {
 	case st.Output != nil && sameMap(st.Output, st.Vars):
 		e.uint(tagOutputIsVars, 1)
@@ -197,9 +206,11 @@ func (e *encoder) end(start int) {
 	copy(e.b[start-1:], lb[:w])
 }
 
-func (e *encoder) value(tag int, v any) {
+func (e *encoder) value(tag int, v any) { e.valueAt(tag, v, 0) }
+
+func (e *encoder) valueAt(tag int, v any, depth int) {
 	at := e.begin(tag)
-	e.val(v, 0)
+	e.val(v, depth)
 	e.end(at)
 }
 
@@ -207,8 +218,11 @@ func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
 func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
 func (e *encoder) val(v any, depth int) {
-	if depth > 64 {
-		e.err = errors.New("encode state: value nested deeper than 64 levels")
+	if depth > MaxDataDepth {
+		if e.err == nil {
+			e.err = fmt.Errorf("encode state: %w", errTooDeep)
+		}
+		e.b = append(e.b, valNil)
 		return
 	}
 	switch t := v.(type) {
@@ -297,6 +311,8 @@ func (st *State) UnmarshalBinary(data []byte) error {
 			st.Input = d.mapValue()
 		case tag == tagVars && wire == wireBytes:
 			st.Vars = d.mapValue()
+		case tag == tagCancelRequested && wire == wireVarint:
+			st.CancelRequested = d.uint() == 1
 		case tag == tagCursor && wire == wireBytes:
 			var c Cursor
 			d.nested(func(tag, wire int) bool {
@@ -325,6 +341,8 @@ func (st *State) UnmarshalBinary(data []byte) error {
 					c.Seq = d.uint()
 				case 3:
 					c.Out, c.HasOut = d.valueField(), true
+				case 4:
+					c.OutDropped = d.uint() == 1
 				default:
 					return false
 				}
@@ -495,11 +513,13 @@ func (d *decoder) stepError() *StepError {
 	return se
 }
 
-func (d *decoder) valueField() any {
+func (d *decoder) valueField() any { return d.valueFieldAt(0) }
+
+func (d *decoder) valueFieldAt(depth int) any {
 	body := d.bytes()
 	outer := d.b
 	d.b = body
-	v := d.val(0)
+	v := d.val(depth)
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d stray bytes after a value", len(d.b))
 	}
@@ -509,8 +529,9 @@ func (d *decoder) valueField() any {
 	return v
 }
 
+// mapValue reads a map of values (input, vars): level -1, as it is written.
 func (d *decoder) mapValue() map[string]any {
-	v := d.valueField()
+	v := d.valueFieldAt(-1)
 	if m, ok := v.(map[string]any); ok {
 		return m
 	}
@@ -521,8 +542,8 @@ func (d *decoder) mapValue() map[string]any {
 }
 
 func (d *decoder) val(depth int) any {
-	if depth > 64 {
-		d.fail("value nested deeper than 64 levels")
+	if depth > MaxDataDepth {
+		d.fail("value nested deeper than %d levels", MaxDataDepth)
 		return nil
 	}
 	if len(d.b) == 0 {

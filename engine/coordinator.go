@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"reflect"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -23,6 +24,22 @@ const MaxStateBytes = 300 << 10
 // ErrorTypeStateTooLarge is the type of a step failure caused by a state
 // that grew past MaxStateBytes.
 const ErrorTypeStateTooLarge = "StateTooLarge"
+
+// maxSettledStateBytes bounds the state of a saga that failed and no longer
+// runs forward (compensating, compensated or parked). It leaves room over MaxStateBytes for
+// the failure a saga records when it stops growing, so a saga that failed
+// for its size can always be stored; DynamoDB's item limit is 400 KB.
+const maxSettledStateBytes = MaxStateBytes + 32<<10
+
+// errUnstorable marks a state that cannot be encoded (a value too deep, a
+// type state cannot hold): like ErrTooLarge, it will never store as it is.
+var errUnstorable = errors.New("state cannot be stored")
+
+// unstorable reports whether a write failed for a reason that will not
+// change however often it is retried.
+func unstorable(err error) bool {
+	return errors.Is(err, ErrTooLarge) || errors.Is(err, errUnstorable)
+}
 
 // Clock tells the time. Tests inject a virtual one.
 type Clock interface{ Now() time.Time }
@@ -146,11 +163,21 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*State, error)
 	if err := c.cfg.Plans.ensureStored(ctx, c.cfg.Store, plan); err != nil {
 		return nil, fmt.Errorf("start %s: store definition: %w", id, err)
 	}
-	st := &State{}
-	if _, err := plan.Advance(st, Event{Kind: EventStart, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), SagaID: id, Input: input, OnStep: c.observer(id, st, nil)}); err != nil {
-		return nil, err
+	now, rnd := c.cfg.Clock.Now(), c.cfg.Rand()
+	first := func(limit int) (*State, SagaRecord, error) {
+		st := &State{}
+		if _, err := plan.Advance(st, Event{Kind: EventStart, Now: now, Rand: rnd, SagaID: id, Input: input, OnStep: c.observer(id, st, nil), StoreLimit: limit}); err != nil {
+			return nil, SagaRecord{}, err
+		}
+		rec, err := record(st, nil)
+		return st, rec, err
 	}
-	rec, err := record(st, nil)
+	st, rec, err := first(0)
+	if unstorable(err) {
+		// The first steps grew the state past what can be stored: run them
+		// again measuring, so the saga fails in a state that can be.
+		st, rec, err = first(MaxStateBytes)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
@@ -247,7 +274,7 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind) 
 func already(st *State, kind EventKind) bool {
 	switch kind {
 	case EventCancel:
-		return st.Status == StatusCompensating || (st.Status.Final() && st.Status != StatusSucceeded && st.Failure != nil && st.Failure.Type == ErrorTypeCancelled)
+		return st.CancelRequested || st.Status == StatusCompensating || (st.Status.Final() && st.Status != StatusSucceeded && st.Failure != nil && st.Failure.Type == ErrorTypeCancelled)
 	case EventResume:
 		return st.Status == StatusCompensating
 	}
@@ -275,7 +302,36 @@ func (c *Coordinator) load(ctx context.Context, sagaID string) (*SagaRecord, *St
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("saga %s: %w", sagaID, err)
 	}
+	if err := plan.checkState(st); err != nil {
+		return nil, nil, nil, fmt.Errorf("saga %s: %w: %v", sagaID, ErrDamagedState, err)
+	}
 	return rec, st, plan, nil
+}
+
+// checkState reports what in st does not fit the plan, so that a damaged
+// item is an error rather than a panic.
+func (p *Plan) checkState(st *State) error {
+	if !st.Status.Valid() {
+		return fmt.Errorf("status %q", st.Status)
+	}
+	for _, c := range st.Cursors {
+		if c.Step < 0 || c.Step >= len(p.steps) {
+			return fmt.Errorf("a cursor at step %d of %d", c.Step, len(p.steps))
+		}
+		if c.Attempt < 1 {
+			return fmt.Errorf("a cursor at attempt %d", c.Attempt)
+		}
+		s := p.steps[c.Step]
+		if s.Kind != KindAction || (c.Compensating && s.comp == nil) {
+			return fmt.Errorf("a cursor at step %s, which has no such action", s.ID)
+		}
+	}
+	for _, c := range st.Stack {
+		if c.Step < 0 || c.Step >= len(p.steps) || p.steps[c.Step].comp == nil {
+			return fmt.Errorf("a completion of step %d, which has no compensation", c.Step)
+		}
+	}
+	return nil
 }
 
 // Outcome says what Handle did with a message.
@@ -341,6 +397,11 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 		return "", fmt.Errorf("%w: message for %s %s attempt %d, but saga %s version %d waits on %s attempt %d",
 			ErrMalformedMessage, msg.Queue, msg.Step, msg.Attempt, msg.SagaID, st.Version, id, cur.Attempt)
 	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= ResultReserve {
+		// Too little of the invocation is left to run the action and record
+		// its outcome: hand the message back for a fresh invocation.
+		return "", fmt.Errorf("saga %s: %w: %s left before the invocation's deadline, not enough to run %s and record it", msg.SagaID, ErrNoTime, time.Until(dl).Round(time.Millisecond), msg.Step)
+	}
 	now := c.cfg.Clock.Now()
 	out, actErr, took := c.invoke(ctx, plan, st, now)
 	ev := Event{Kind: EventResult, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Output: out, Err: actErr}
@@ -351,19 +412,29 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 		return "", err
 	}
 	err = c.write(ctx, st, msg.Version)
-	if errors.Is(err, ErrTooLarge) {
-		// Fail the step instead: reload the version we read and advance it
-		// with the error, so the saga compensates rather than sticks.
+	if unstorable(err) {
+		// The transition can never be stored (too large, too deep). Replay
+		// it on the version we read, measuring the state after each step:
+		// the step that made it too large fails in a state that can be
+		// stored, and an action that succeeded stays on the compensation
+		// stack, so the saga compensates it rather than retrying forever.
 		cause := err
 		_, st, _, err = c.load(ctx, msg.SagaID)
 		if err != nil {
 			return "", err
 		}
-		ev.Output, ev.Err = nil, Permanent(NewError(ErrorTypeStateTooLarge, fmt.Sprintf("step %s: the saga's state is too large to store (%v)", msg.Step, cause)))
+		if st.Version != msg.Version {
+			return "", fmt.Errorf("saga %s: %w", msg.SagaID, ErrConflict)
+		}
+		ev.StoreLimit = MaxStateBytes
 		if _, err := plan.Advance(st, ev); err != nil {
 			return "", err
 		}
-		err = c.write(ctx, st, msg.Version)
+		if err = c.write(ctx, st, msg.Version); err != nil && !errors.Is(err, ErrConflict) {
+			c.log.LogAttrs(ctx, slog.LevelError, "transition cannot be stored even after failing its step",
+				slog.String("saga_id", msg.SagaID), slog.String("step", msg.Step), slog.Uint64("version", msg.Version),
+				slog.String("cause", cause.Error()), slog.String("error", err.Error()))
+		}
 	}
 	if err != nil {
 		return "", err
@@ -404,10 +475,17 @@ func (c *Coordinator) invoke(ctx context.Context, plan *Plan, st *State, now tim
 	if err != nil {
 		return nil, Permanent(err), 0
 	}
+	// The action's context ends ResultReserve before the invocation's,
+	// so that its outcome, whatever it is, is always written and sent.
 	actx := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithDeadline(context.WithoutCancel(ctx), dl.Add(-ResultReserve))
+		defer cancel()
+	}
 	if call.Timeout > 0 {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(ctx, call.Timeout)
+		actx, cancel = context.WithTimeout(actx, call.Timeout)
 		defer cancel()
 	}
 	start := c.cfg.Clock.Now()
@@ -418,14 +496,18 @@ func (c *Coordinator) invoke(ctx context.Context, plan *Plan, st *State, now tim
 		err = nil
 	}
 	if err != nil {
-		if actx.Err() != nil && ctx.Err() == nil && !IsPermanent(err) {
-			err = &ActionError{Type: ErrorTypeTimeout, Message: fmt.Sprintf("action %s did not finish within %s", call.Action, call.Timeout)}
+		if actx.Err() != nil && !IsPermanent(err) {
+			msg := fmt.Sprintf("action %s did not finish within %s", call.Action, call.Timeout)
+			if dl, ok := actx.Deadline(); ok && (call.Timeout <= 0 || dl.Before(start.Add(call.Timeout))) {
+				msg = fmt.Sprintf("action %s was stopped %s before the invocation's deadline, to record its outcome", call.Action, ResultReserve)
+			}
+			err = &ActionError{Type: ErrorTypeTimeout, Message: msg}
 		}
 		return nil, err, took
 	}
 	norm, err := normalizeOutput(out)
 	if err != nil {
-		return nil, Permanent(&ActionError{Type: ErrorTypeOutputFormat, Message: fmt.Sprintf("action %s: %v", call.Action, err)}), took
+		return nil, &invalidOutputError{msg: fmt.Sprintf("action %s returned success with an output state cannot hold: %v", call.Action, err)}, took
 	}
 	return norm, nil, took
 }
@@ -434,7 +516,13 @@ func (c *Coordinator) invoke(ctx context.Context, plan *Plan, st *State, now tim
 func (c *Coordinator) safeInvoke(ctx context.Context, call Call) (out any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("action %s panicked: %v", call.Action, r)
+			// The panic's value may carry data: name its kind only, unless
+			// it is the runtime's own.
+			if re, ok := r.(runtime.Error); ok {
+				err = fmt.Errorf("action %s panicked: %v", call.Action, re)
+			} else {
+				err = fmt.Errorf("action %s panicked (a %T)", call.Action, r)
+			}
 		}
 	}()
 	return c.cfg.Actions.Invoke(ctx, call)
@@ -466,10 +554,14 @@ var stateBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); retur
 func record(st *State, buf []byte) (SagaRecord, error) {
 	b, err := st.AppendBinary(buf)
 	if err != nil {
-		return SagaRecord{}, err
+		return SagaRecord{}, fmt.Errorf("%w: saga %s: %w", errUnstorable, st.SagaID, err)
 	}
-	if len(b) > MaxStateBytes {
-		return SagaRecord{}, fmt.Errorf("%w: saga %s would be %d bytes, over %d", ErrTooLarge, st.SagaID, len(b), MaxStateBytes)
+	limit := MaxStateBytes
+	if st.Failure != nil && st.Status != StatusRunning {
+		limit = maxSettledStateBytes
+	}
+	if len(b) > limit {
+		return SagaRecord{}, fmt.Errorf("%w: saga %s would be %d bytes, over %d", ErrTooLarge, st.SagaID, len(b), limit)
 	}
 	return SagaRecord{SagaID: st.SagaID, Version: st.Version, Status: st.Status, Name: st.Name, DefinitionHash: st.DefinitionHash, UpdatedAt: st.UpdatedAt, State: b}, nil
 }

@@ -316,12 +316,15 @@ func TestCoordinatorActionBehaviours(t *testing.T) {
 		{"a panic is a retryable failure", func(ctx context.Context, c engine.Call) (any, error) {
 			panic("boom")
 		}, engine.StatusCompensated, "charge Error"},
-		{"an output that grows the state too far fails the step", func(ctx context.Context, c engine.Call) (any, error) {
+		// The charge succeeded, so it must be refunded; its refund reads the
+		// output that could not be kept, so the saga parks for an operator
+		// rather than report a compensation it did not do.
+		{"an output that grows the state too far fails the step, and parks its compensation", func(ctx context.Context, c engine.Call) (any, error) {
 			return map[string]any{"id": "p", "status": "captured", "blob": strings.Repeat("x", engine.MaxStateBytes)}, nil
-		}, engine.StatusCompensated, "charge StateTooLarge"},
-		{"an output that is not JSON-like fails the step", func(ctx context.Context, c engine.Call) (any, error) {
+		}, engine.StatusCompensationFailed, "charge StateTooLarge"},
+		{"an output that is not JSON-like fails the step, and parks its compensation", func(ctx context.Context, c engine.Call) (any, error) {
 			return make(chan int), nil
-		}, engine.StatusCompensated, "charge InvalidOutput"},
+		}, engine.StatusCompensationFailed, "charge InvalidOutput"},
 		{"a step timeout is a Timeout error", func(ctx context.Context, c engine.Call) (any, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
@@ -341,6 +344,9 @@ func TestCoordinatorActionBehaviours(t *testing.T) {
 			}
 			if st.Status != tt.status || got != tt.failure {
 				t.Fatalf("%s %q (%v), want %s %q", st.Status, got, st.Failure, tt.status, tt.failure)
+			}
+			if tt.status == engine.StatusCompensationFailed && (st.CompensationError == nil || st.CompensationError.Step != "charge" || !strings.Contains(st.CompensationError.Message, "undo it by hand")) {
+				t.Fatalf("compensation error %+v, want the charge's refund, saying why", st.CompensationError)
 			}
 		})
 	}

@@ -30,6 +30,12 @@ var (
 	ErrThrottled = errors.New("throttled")
 	// ErrTooLarge: a saga's state would exceed the size the store accepts.
 	ErrTooLarge = errors.New("state too large")
+	// ErrDamagedState: a stored state does not fit its definition (a cursor
+	// past the plan, say); the message that found it cannot be handled.
+	ErrDamagedState = errors.New("damaged saga state")
+	// ErrNoTime: too little of the invocation was left to run an action and
+	// record its outcome; the message is handed back, nothing was done.
+	ErrNoTime = errors.New("not enough time left in the invocation")
 )
 
 // Error type names the engine itself produces. Actions choose their own.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unicode/utf8"
 )
 
 // Status is where a saga stands. There are exactly six.
@@ -62,6 +63,11 @@ type State struct {
 	// CompensationError is why compensation stopped, in compensation_failed.
 	CompensationError *StepError
 	Output            any
+	// CancelRequested marks a running saga that was cancelled while an
+	// action was pending: the action's outcome is still awaited (it may have
+	// taken effect), and then the saga compensates, that action included if
+	// it succeeded.
+	CancelRequested bool
 }
 
 // Cursor is work a saga waits for: an action (or compensation) to run.
@@ -80,6 +86,9 @@ type Completion struct {
 	// var a later visit may overwrite before compensation reads it.
 	Out    any
 	HasOut bool
+	// OutDropped: the action succeeded but its output could not be kept
+	// (too large or not a value state holds), so its var was not written.
+	OutDropped bool
 }
 
 // StepError is a failure recorded in state: ids and type, never values.
@@ -87,6 +96,28 @@ type StepError struct {
 	Step    string `json:"step,omitempty"`
 	Type    string `json:"type"`
 	Message string `json:"message"`
+}
+
+// maxErrorTypeBytes bounds an error type kept in state.
+const maxErrorTypeBytes = 128
+
+// newStepError is a StepError with its type and message cut to their
+// bounds, so no error an action returns can grow the state past them.
+func newStepError(step, typ, msg string) *StepError {
+	return &StepError{Step: step, Type: truncate(typ, maxErrorTypeBytes), Message: truncate(msg, MaxErrorMessageBytes)}
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…(cut)"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }
 
 func (e *StepError) Error() string {
@@ -117,6 +148,9 @@ type Message struct {
 	Delay   time.Duration
 }
 
+// errTooDeep is the error of a value nested past MaxDataDepth.
+var errTooDeep = fmt.Errorf("value nested deeper than %d levels", MaxDataDepth)
+
 // CheckValue reports whether v is made only of the plain values state can
 // hold (nil, bool, int64, uint64, float64, string, []byte, time.Time,
 // time.Duration, []any, map[string]any), and returns it with Go's other
@@ -129,8 +163,8 @@ func CheckValue(v any) (any, error) {
 // checkValue returns v, widened where needed, and whether anything changed:
 // a map or list is copied only when something inside it changed.
 func checkValue(v any, depth int) (any, bool, error) {
-	if depth > 64 {
-		return nil, false, fmt.Errorf("value nested deeper than 64 levels")
+	if depth > MaxDataDepth {
+		return nil, false, errTooDeep
 	}
 	switch t := v.(type) {
 	case nil, bool, int64, uint64, string, []byte, time.Time, time.Duration:

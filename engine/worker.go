@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"runtime"
 	"time"
 )
 
@@ -67,13 +69,13 @@ func HandleDelivery(ctx context.Context, c *Coordinator, r Receiver, d Delivery,
 	if log == nil {
 		log = c.log
 	}
-	_, err := c.Handle(ctx, d.Body)
+	_, err := safeHandle(ctx, c, d.Body)
 	if err != nil {
-		level := slog.LevelWarn
-		if errors.Is(err, ErrMalformedMessage) {
-			level = slog.LevelError
+		level, what := slog.LevelWarn, "message not handled; it will be delivered again"
+		if errors.Is(err, ErrMalformedMessage) || errors.Is(err, ErrDamagedState) || errors.Is(err, errPanicked) {
+			level, what = slog.LevelError, "message cannot be handled; it goes to the dead-letter queue after the queue's maxReceiveCount deliveries"
 		}
-		log.LogAttrs(ctx, level, "message not handled; it will be delivered again",
+		log.LogAttrs(ctx, level, what,
 			slog.String("queue", string(d.Queue)), slog.String("message_id", d.MessageID),
 			slog.Int("receive_count", d.ReceiveCount), slog.String("error", err.Error()))
 		return false
@@ -83,6 +85,32 @@ func HandleDelivery(ctx context.Context, c *Coordinator, r Receiver, d Delivery,
 			slog.String("message_id", d.MessageID), slog.String("error", err.Error()))
 	}
 	return true
+}
+
+// errPanicked marks a message whose handling panicked.
+var errPanicked = errors.New("handling panicked")
+
+// safeHandle is Handle with a panic turned into this message's failure
+// alone, so one bad record cannot stop a worker or its batch.
+func safeHandle(ctx context.Context, c *Coordinator, body []byte) (out Outcome, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			id := ""
+			if m, derr := DecodeMessage(body); derr == nil {
+				id = m.SagaID
+			}
+			err = fmt.Errorf("saga %s: %w: %s", id, errPanicked, panicText(r))
+		}
+	}()
+	return c.Handle(ctx, body)
+}
+
+// panicText describes a panic without its value, unless the runtime raised it.
+func panicText(r any) string {
+	if re, ok := r.(runtime.Error); ok {
+		return re.Error()
+	}
+	return fmt.Sprintf("a panic with a %T", r)
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -1,0 +1,482 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	smem "github.com/lambdasaga/lambdasaga/store/memory"
+)
+
+// The tests in this file pin the contract at its edges (issue 10): an
+// action that returned success is compensated if the saga compensates,
+// whatever happens after it.
+
+// edgeRig runs sagas of an inline definition on the memory store and
+// queue, with actions answered by act and every call remembered.
+type edgeRig struct {
+	*rig
+	mu    sync.Mutex
+	log   []string // "step" or "step.compensate" for each call that returned success, by idempotency key order
+	okKey map[string]bool
+}
+
+func newEdgeRig(t *testing.T, src string, act func(ctx context.Context, c engine.Call) (any, error)) *edgeRig {
+	t.Helper()
+	r := &rig{t: t, clock: engine.NewManualClock(t0), reg: engine.NewRegistry()}
+	r.q = qmem.New(qmem.Config{Clock: r.clock, MaxReceives: 3, Visibility: 10 * time.Second})
+	r.store = &faultyStore{Store: smem.New()}
+	r.queue = &faultyQueue{Queue: r.q}
+	r.plan = mustCompile(t, src)
+	e := &edgeRig{rig: r, okKey: map[string]bool{}}
+	r.reg.SetFallback(func(ctx context.Context, c engine.Call) (any, error) {
+		var out any = map[string]any{"id": c.Step + "-1"}
+		var err error
+		if act != nil {
+			out, err = act(ctx, c)
+		}
+		if err == nil {
+			name := c.Step
+			if c.Compensation {
+				name += ".compensate"
+			}
+			e.mu.Lock()
+			e.log = append(e.log, name)
+			e.okKey[c.IdempotencyKey] = true
+			e.mu.Unlock()
+		}
+		return out, err
+	})
+	var err error
+	r.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: r.queue, Actions: r.reg, Clock: r.clock, Rand: func() float64 { return 0.5 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// succeeded lists the calls that returned success, in order.
+func (e *edgeRig) succeeded() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return strings.Join(e.log, " ")
+}
+
+// checkCompensated fails unless every forward action that returned
+// success had its compensation return success too.
+func (e *edgeRig) checkCompensated(t *testing.T, compensable ...string) {
+	t.Helper()
+	calls := " " + e.succeeded() + " "
+	for _, s := range compensable {
+		if strings.Contains(calls, " "+s+" ") && !strings.Contains(calls, " "+s+".compensate ") {
+			t.Errorf("%s returned success and was never compensated; calls: %s", s, strings.TrimSpace(calls))
+		}
+	}
+}
+
+const bigOutputSaga = `
+saga: big
+input: {blob: string}
+steps:
+  - id: reserve
+    action: inv.reserve
+    out: reservation
+    compensate: {action: inv.release, with: {id: "${vars.reservation.id}"}}
+  - id: charge
+    action: pay.charge
+    out: payment
+    compensate: {action: pay.refund}
+  - id: grow
+    set: {copy: "${input.blob + input.blob + input.blob}"}
+  - id: ship
+    action: ship.send
+    out: shipment
+    compensate: {action: ship.cancel}
+`
+
+func TestEdgeOutputTooLargeIsStillCompensated(t *testing.T) {
+	big := strings.Repeat("x", engine.MaxStateBytes)
+	e := newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c engine.Call) (any, error) {
+		if c.Step == "charge" && !c.Compensation {
+			return map[string]any{"receipt": big}, nil
+		}
+		return map[string]any{"id": c.Step + "-1"}, nil
+	})
+	e.start("s-1", map[string]any{"blob": "b"})
+	e.drain()
+	st := e.get("s-1")
+	if st.Status != engine.StatusCompensated {
+		t.Fatalf("status %s, want compensated (failure %v)", st.Status, st.Failure)
+	}
+	if st.Failure == nil || st.Failure.Type != engine.ErrorTypeStateTooLarge || st.Failure.Step != "charge" {
+		t.Fatalf("failure %+v, want StateTooLarge at charge", st.Failure)
+	}
+	if got, want := e.succeeded(), "reserve charge charge.compensate reserve.compensate"; got != want {
+		t.Fatalf("calls %q, want %q", got, want)
+	}
+}
+
+func TestEdgeSetAfterActionGrowsStateIsBlamedOnTheSet(t *testing.T) {
+	blob := strings.Repeat("y", 110<<10) // three copies pass the state limit
+	e := newEdgeRig(t, bigOutputSaga, nil)
+	e.start("s-1", map[string]any{"blob": blob})
+	e.drain()
+	st := e.get("s-1")
+	if st.Status != engine.StatusCompensated {
+		t.Fatalf("status %s, want compensated (failure %v)", st.Status, st.Failure)
+	}
+	if st.Failure == nil || st.Failure.Type != engine.ErrorTypeStateTooLarge || st.Failure.Step != "grow" {
+		t.Fatalf("failure %+v, want StateTooLarge at grow", st.Failure)
+	}
+	if got, want := e.succeeded(), "reserve charge charge.compensate reserve.compensate"; got != want {
+		t.Fatalf("calls %q, want %q", got, want)
+	}
+}
+
+func TestEdgeLargeInputEchoedByActionsIsCompensated(t *testing.T) {
+	// The order saga with 120 items of 1,000 characters: each action echoes
+	// its input, so the state grows past the limit at ship.
+	src := `
+saga: order
+input: {items: list}
+steps:
+  - id: reserve
+    action: inventory.reserve
+    with: {items: "${input.items}"}
+    out: reservation
+    compensate: {action: inventory.release}
+  - id: charge
+    action: payments.charge
+    out: payment
+    compensate: {action: payments.refund}
+  - id: ship
+    action: shipping.ship
+    with: {items: "${input.items}"}
+    out: shipment
+    compensate: {action: shipping.cancel}
+`
+	items := make([]any, 120)
+	for i := range items {
+		items[i] = strings.Repeat("i", 1000)
+	}
+	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) { return c.Input, nil })
+	e.start("s-1", map[string]any{"items": items})
+	e.drain()
+	st := e.get("s-1")
+	if st.Status != engine.StatusCompensated {
+		t.Fatalf("status %s, want compensated", st.Status)
+	}
+	e.checkCompensated(t, "reserve", "charge", "ship")
+}
+
+func TestEdgeCatchRoutingGrowthEnds(t *testing.T) {
+	// StateTooLarge cannot be caught: a catch could only route it into more growth.
+	src := `
+saga: grow
+input: {blob: string}
+steps:
+  - id: first
+    action: a.first
+    compensate: {action: a.undo}
+  - id: act
+    action: a.do
+    out: r
+    compensate: {action: a.undo}
+    catch: [{errors: ["*"], next: grow}]
+  - id: grow
+    set: {x: "${input.blob + input.blob + input.blob}"}
+`
+	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) {
+		if c.Step == "act" && !c.Compensation {
+			return strings.Repeat("r", engine.MaxStateBytes), nil
+		}
+		return nil, nil
+	})
+	e.start("s-1", map[string]any{"blob": strings.Repeat("z", 110<<10)})
+	e.drain()
+	st := e.get("s-1")
+	if st.Status != engine.StatusCompensated || st.Failure.Type != engine.ErrorTypeStateTooLarge {
+		t.Fatalf("status %s failure %+v, want compensated with StateTooLarge", st.Status, st.Failure)
+	}
+	e.checkCompensated(t, "first", "act")
+}
+
+func TestEdgeDepthLimitIsOneLimit(t *testing.T) {
+	nest := func(n int) any {
+		var v any = "leaf"
+		for range n {
+			v = []any{v}
+		}
+		return v
+	}
+	// Whatever CheckValue accepts, the state codec stores, as a var and as input.
+	for _, n := range []int{engine.MaxDataDepth - 1, engine.MaxDataDepth, engine.MaxDataDepth + 1} {
+		v, err := engine.CheckValue(nest(n))
+		if n > engine.MaxDataDepth {
+			if err == nil {
+				t.Errorf("depth %d: CheckValue accepted a value past MaxDataDepth", n)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("depth %d: CheckValue: %v", n, err)
+		}
+		st := &engine.State{SagaID: "s", Input: map[string]any{"v": v}, Vars: map[string]any{"v": v}}
+		st.Output = v
+		st.Stack = []engine.Completion{{Out: v, HasOut: true}}
+		b, err := st.MarshalBinary()
+		if err != nil {
+			t.Fatalf("depth %d: CheckValue accepted it but the codec refused: %v", n, err)
+		}
+		var back engine.State
+		if err := back.UnmarshalBinary(b); err != nil {
+			t.Fatalf("depth %d: decode: %v", n, err)
+		}
+	}
+}
+
+func TestEdgeDeepActionOutputFailsTheStepOnce(t *testing.T) {
+	var v any = "leaf"
+	for range engine.MaxDataDepth + 5 {
+		v = map[string]any{"k": v}
+	}
+	calls := 0
+	e := newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c engine.Call) (any, error) {
+		if c.Step == "charge" && !c.Compensation {
+			calls++
+			return v, nil
+		}
+		return map[string]any{"id": c.Step + "-1"}, nil
+	})
+	e.start("s-1", map[string]any{"blob": "b"})
+	e.drain()
+	st := e.get("s-1")
+	if st.Status != engine.StatusCompensated || calls != 1 {
+		t.Fatalf("status %s after %d charge calls, want compensated after 1", st.Status, calls)
+	}
+	e.checkCompensated(t, "reserve", "charge")
+}
+
+func TestEdgeDeepInputWithinTheLimitRuns(t *testing.T) {
+	var v any = "leaf"
+	for range engine.MaxDataDepth - 1 {
+		v = []any{v}
+	}
+	src := `
+saga: order
+input: {items: list}
+steps:
+  - id: reserve
+    action: inventory.reserve
+    with: {items: "${input.items}"}
+    out: reservation
+    compensate: {action: inventory.release}
+`
+	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) { return c.Input, nil })
+	e.start("s-1", map[string]any{"items": v})
+	e.drain()
+	st := e.get("s-1")
+	if st.Status != engine.StatusSucceeded {
+		t.Fatalf("status %s (%v), want succeeded", st.Status, st.Failure)
+	}
+}
+
+func TestEdgeCancelDuringActionCompensatesIt(t *testing.T) {
+	var e *edgeRig
+	e = newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c engine.Call) (any, error) {
+		if c.Step == "charge" && !c.Compensation && c.Attempt == 1 && !strings.Contains(e.succeeded(), "charge") {
+			// The cancel lands while the charge runs.
+			if _, err := e.coord.Cancel(context.Background(), c.SagaID); err != nil {
+				return nil, err
+			}
+		}
+		return map[string]any{"id": c.Step + "-1"}, nil
+	})
+	e.start("s-1", map[string]any{"blob": "b"})
+	e.drain()
+	st := e.get("s-1")
+	if st.Status != engine.StatusCompensated || st.Failure == nil || st.Failure.Type != engine.ErrorTypeCancelled {
+		t.Fatalf("status %s failure %+v, want compensated after a cancel", st.Status, st.Failure)
+	}
+	e.checkCompensated(t, "reserve", "charge")
+	if strings.Contains(e.succeeded(), "ship") {
+		t.Fatalf("a step after the cancel ran: %s", e.succeeded())
+	}
+}
+
+func TestEdgeActionRunningIntoTheInvocationDeadlineIsRecorded(t *testing.T) {
+	src := `
+saga: slow
+steps:
+  - id: first
+    action: a.first
+    compensate: {action: a.undo}
+  - id: slow
+    action: a.slow
+    timeout: 1s
+    retry: {attempts: 2, backoff: 1s}
+`
+	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) {
+		if c.Step == "slow" {
+			<-ctx.Done() // runs until it is stopped
+			return nil, ctx.Err()
+		}
+		return nil, nil
+	})
+	e.start("s-1", nil)
+	d, _ := e.receive()
+	engine.HandleDelivery(context.Background(), e.coord, e.q, d, nil) // first
+	d, _ = e.receive()
+	ctx, cancel := context.WithTimeout(context.Background(), engine.ResultReserve+200*time.Millisecond)
+	defer cancel()
+	if _, err := e.coord.Handle(ctx, d.Body); err != nil {
+		t.Fatalf("the attempt cut off by the deadline was not recorded: %v", err)
+	}
+	st := e.get("s-1")
+	if cur, ok := st.Pending(); !ok || cur.Attempt != 2 {
+		t.Fatalf("after the cut-off attempt: %+v, want attempt 2 pending", st.Cursors)
+	}
+	e.drain()
+	st = e.get("s-1")
+	if st.Status != engine.StatusCompensated || st.Failure.Type != engine.ErrorTypeTimeout {
+		t.Fatalf("status %s failure %+v, want compensated after Timeout", st.Status, st.Failure)
+	}
+	e.checkCompensated(t, "first")
+}
+
+func TestEdgeNoTimeLeftHandsTheMessageBack(t *testing.T) {
+	ran := false
+	e := newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c engine.Call) (any, error) { ran = true; return nil, nil })
+	e.start("s-1", map[string]any{"blob": "b"})
+	d, _ := e.receive()
+	ctx, cancel := context.WithTimeout(context.Background(), engine.ResultReserve/2)
+	defer cancel()
+	if _, err := e.coord.Handle(ctx, d.Body); err == nil || ran {
+		t.Fatalf("with less than ResultReserve left: err %v, action ran %v; want the message handed back unrun", err, ran)
+	}
+	if st := e.get("s-1"); st.Version != 1 {
+		t.Fatalf("version %d, want 1 (nothing written)", st.Version)
+	}
+}
+
+func TestEdgeCatchLoopsEnd(t *testing.T) {
+	tests := []struct{ name, src string }{
+		{"action caught into an earlier step", `
+saga: loop
+steps:
+  - id: a
+    action: x.a
+    compensate: {action: x.undo}
+  - id: b
+    action: x.fails
+    catch: [{errors: ["*"], next: back}]
+  - id: done
+    succeed: {}
+  - id: back
+    set: {n: "${1}"}
+    next: b
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEdgeRig(t, tt.src, func(ctx context.Context, c engine.Call) (any, error) {
+				if c.Step == "b" {
+					return nil, engine.Permanent(engine.NewError("No", "no"))
+				}
+				return nil, nil
+			})
+			e.plan = mustCompileOpts(t, tt.src, engine.Options{MaxVisits: 50})
+			e.start("s-1", nil)
+			for range 200 {
+				d, ok := e.receive()
+				if !ok {
+					break
+				}
+				engine.HandleDelivery(context.Background(), e.coord, e.q, d, nil)
+			}
+			st := e.get("s-1")
+			if st.Status != engine.StatusCompensated {
+				t.Fatalf("status %s, want compensated", st.Status)
+			}
+			if !engine.Uncatchable(st.Failure.Type) {
+				t.Fatalf("failure %+v, want a limit", st.Failure)
+			}
+			e.checkCompensated(t, "a")
+		})
+	}
+}
+
+func mustCompileOpts(t testing.TB, src string, o engine.Options) *engine.Plan {
+	t.Helper()
+	p, err := engine.Compile("test.yaml", []byte(src), o)
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	return p
+}
+
+func TestEdgeDamagedStateIsAnErrorNotAPanic(t *testing.T) {
+	e := newEdgeRig(t, bigOutputSaga, nil)
+	st := e.start("s-1", map[string]any{"blob": "b"})
+	d, _ := e.receive()
+	damaged := *st
+	damaged.Cursors = []engine.Cursor{{Step: 99, Attempt: 1, Seq: 1}}
+	b, err := damaged.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := engine.SagaRecord{SagaID: "s-1", Version: st.Version + 0, Status: st.Status, Name: st.Name, DefinitionHash: st.DefinitionHash, State: b}
+	damaged.Version++
+	if b, err = damaged.MarshalBinary(); err != nil {
+		t.Fatal(err)
+	}
+	rec.State, rec.Version = b, damaged.Version
+	if err := e.store.SagaUpdate(context.Background(), &engine.SagaUpdateParams{Record: rec, ExpectedVersion: st.Version}); err != nil {
+		t.Fatal(err)
+	}
+	var msg engine.Message
+	if msg, err = engine.DecodeMessage(d.Body); err != nil {
+		t.Fatal(err)
+	}
+	msg.Version = damaged.Version
+	body := engine.AppendMessage(nil, msg)
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("Handle panicked on a damaged state: %v", r)
+			}
+		}()
+		_, err = e.coord.Handle(context.Background(), body)
+	}()
+	if !errors.Is(err, engine.ErrDamagedState) {
+		t.Fatalf("err %v, want ErrDamagedState", err)
+	}
+}
+
+func TestEdgeErrorMessagesAreBounded(t *testing.T) {
+	huge := strings.Repeat("e", 1<<20)
+	e := newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c engine.Call) (any, error) {
+		if c.Step == "ship" {
+			return nil, engine.Permanent(engine.NewError(strings.Repeat("T", 10_000), huge))
+		}
+		return map[string]any{"id": c.Step + "-1"}, nil
+	})
+	e.start("s-1", map[string]any{"blob": "b"})
+	e.drain()
+	st := e.get("s-1")
+	if st.Status != engine.StatusCompensated {
+		t.Fatalf("status %s", st.Status)
+	}
+	if n := len(st.Failure.Message) + len(st.Failure.Type); n > 2*engine.MaxErrorMessageBytes {
+		t.Fatalf("failure kept %d bytes", n)
+	}
+	e.checkCompensated(t, "reserve", "charge")
+}
+
+var _ = fmt.Sprint
