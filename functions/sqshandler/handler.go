@@ -20,9 +20,10 @@ import (
 	"github.com/lambdasaga/lambdasaga/queue/sqs"
 )
 
-// DefaultMargin is how much of the invocation's time is kept back: no
-// record starts with less left, and steps must end this much before the
-// deadline.
+// DefaultMargin is how much of the invocation's time a record needs to
+// start: with less left it is handed back for redelivery. The coordinator
+// keeps engine.ResultReserve of it to record the outcome; the rest is the
+// least an action gets.
 const DefaultMargin = 3 * time.Second
 
 // Config sets up a Handler.
@@ -79,19 +80,16 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			failed = append(failed, r.MessageID)
 			continue
 		}
-		rctx, cancel := ctx, context.CancelFunc(func() {})
-		if hasDeadline {
-			rctx, cancel = context.WithDeadline(ctx, deadline.Add(-h.margin/2))
-		}
-		err := h.handleRecord(rctx, r)
-		cancel()
+		// The coordinator ends the action engine.ResultReserve before the
+		// deadline, so that its outcome is written and sent in time.
+		err := h.handleRecord(ctx, r)
 		if err != nil {
 			failed = append(failed, r.MessageID)
 			if errors.Is(err, errPanicked) {
 				continue // logged with its stack
 			}
 			level, msg := slog.LevelWarn, "message not handled; it will be delivered again"
-			if errors.Is(err, engine.ErrMalformedMessage) {
+			if errors.Is(err, engine.ErrMalformedMessage) || errors.Is(err, engine.ErrDamagedState) {
 				level, msg = slog.LevelError, poisonMessage
 			}
 			h.log.LogAttrs(ctx, level, msg,
