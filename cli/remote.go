@@ -132,15 +132,26 @@ func runCancel(c *Config, args []string) int {
 }
 
 func runResume(c *Config, args []string) int {
+	var skip bool
+	flags := func(fs *flag.FlagSet) {
+		fs.BoolVar(&skip, "skip", false, "do not run the compensation that failed: you undid that step by hand")
+	}
 	return c.sagaCommand("resume", args, func(ctx context.Context, cl *client.Client, id string) (*engine.State, error) {
+		if skip {
+			return cl.SkipCompensation(ctx, id)
+		}
 		return cl.Resume(ctx, id)
-	})
+	}, flags)
 }
 
 // sagaCommand runs a command on one saga by id; act nil only reads it.
-func (c *Config) sagaCommand(name string, args []string, act func(context.Context, *client.Client, string) (*engine.State, error)) int {
+// flags, if given, adds the command's own flags.
+func (c *Config) sagaCommand(name string, args []string, act func(context.Context, *client.Client, string) (*engine.State, error), flags ...func(*flag.FlagSet)) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the saga as JSON")
+	for _, f := range flags {
+		f(fs)
+	}
 	var stack stackFlags
 	stack.register(fs)
 	ids, code, ok := c.flags(fs, args)
@@ -176,6 +187,7 @@ type stateReport struct {
 	SagaID            string            `json:"saga_id"`
 	Saga              string            `json:"saga"`
 	Status            engine.Status     `json:"status"`
+	CancelRequested   bool              `json:"cancel_requested,omitempty"`
 	Version           uint64            `json:"version"`
 	Pending           string            `json:"pending,omitempty"`
 	Attempt           int               `json:"attempt,omitempty"`
@@ -187,7 +199,7 @@ type stateReport struct {
 }
 
 func (c *Config) printState(ctx context.Context, cl *client.Client, st *engine.State, asJSON bool) int {
-	r := stateReport{SagaID: st.SagaID, Saga: st.Name, Status: st.Status, Version: st.Version, Failure: st.Failure,
+	r := stateReport{SagaID: st.SagaID, Saga: st.Name, Status: st.Status, CancelRequested: st.CancelRequested, Version: st.Version, Failure: st.Failure,
 		CompensationError: st.CompensationError, Output: jsonable(st.Output), DefinitionHash: st.DefinitionHash, UpdatedAt: st.UpdatedAt}
 	if cur, ok := st.Pending(); ok {
 		if id, err := cl.Step(ctx, st, cur.Step); err == nil {
@@ -208,11 +220,14 @@ func (c *Config) printState(ctx context.Context, cl *client.Client, st *engine.S
 	if r.Pending != "" {
 		fmt.Fprintf(c.Stdout, "  waiting on: %s (attempt %d)\n", r.Pending, r.Attempt)
 	}
+	if r.CancelRequested {
+		fmt.Fprintf(c.Stdout, "  cancel requested: compensates once %s has an outcome\n", r.Pending)
+	}
 	if r.Failure != nil {
 		fmt.Fprintf(c.Stdout, "  failed: %s\n", r.Failure.Error())
 	}
 	if r.CompensationError != nil {
-		fmt.Fprintf(c.Stdout, "  parked: %s (sagactl resume %s continues it)\n", r.CompensationError.Error(), r.SagaID)
+		fmt.Fprintf(c.Stdout, "  parked: %s (sagactl resume %s retries it; --skip if you undid it by hand)\n", r.CompensationError.Error(), r.SagaID)
 	}
 	if st.Status == engine.StatusSucceeded {
 		out, _ := json.Marshal(r.Output)

@@ -128,6 +128,12 @@ func (c *Client) Resume(ctx context.Context, sagaID string) (*engine.State, erro
 	return c.coord.Resume(ctx, sagaID)
 }
 
+// SkipCompensation continues a parked saga without the compensation that
+// failed, which an operator has undone by hand.
+func (c *Client) SkipCompensation(ctx context.Context, sagaID string) (*engine.State, error) {
+	return c.coord.SkipCompensation(ctx, sagaID)
+}
+
 // List pages through sagas, most recently updated first.
 func (c *Client) List(ctx context.Context, p *engine.SagaListParams) (*engine.SagaListResult, error) {
 	return c.coord.List(ctx, p)

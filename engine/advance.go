@@ -43,6 +43,10 @@ type Event struct {
 	// Rand is a draw in [0, 1) from the caller's random source, for jitter.
 	Rand float64
 
+	// Skip, on EventResume, takes the failed compensation off the stack
+	// without running it: an operator undid that step by hand.
+	Skip bool
+
 	SagaID string         // EventStart
 	Input  map[string]any // EventStart: checked with Plan.CheckInput first
 
@@ -73,6 +77,7 @@ const (
 	OutcomeCaught             StepOutcome = "caught"    // it failed, and a catch routed it
 	OutcomeCompensated        StepOutcome = "compensated"
 	OutcomeCompensationFailed StepOutcome = "compensation_failed"
+	OutcomeSkipped            StepOutcome = "skipped" // an operator undid it by hand (resume --skip)
 )
 
 // StepRecord tells an observer about one step of a transition.
@@ -137,6 +142,11 @@ func (p *Plan) Advance(st *State, ev Event) (Result, error) {
 	case EventResume:
 		st.CompensationError = nil
 		st.Status = StatusCompensating
+		if n := len(st.Stack); ev.Skip && n > 0 {
+			s := p.steps[st.Stack[n-1].Step]
+			st.Stack = st.Stack[:n-1]
+			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeSkipped, Compensation: true})
+		}
 		r.nextCompensation()
 	}
 	if ev.StoreLimit > 0 && st.Status == StatusRunning && !r.fits() {
@@ -225,12 +235,20 @@ func (r *runner) fits() bool {
 	if r.ev.StoreLimit <= 0 {
 		return true
 	}
+	return r.fitsWithin(r.ev.StoreLimit)
+}
+
+// settledHeadroom is kept under maxSettledStateBytes for what a failing
+// step adds to the state: its failure, the compensation cursor and message.
+const settledHeadroom = 4 << 10
+
+func (r *runner) fitsWithin(limit int) bool {
 	b, err := r.st.AppendBinary(r.scratch[:0])
 	if err != nil {
 		return false
 	}
 	r.scratch = b[:0]
-	return len(b) <= r.ev.StoreLimit
+	return len(b) <= limit
 }
 
 func (r *runner) tooLarge(step, what string) *StepError {
@@ -493,9 +511,14 @@ func (r *runner) actionResult() {
 	}
 	r.complete(s, cur, out, true)
 	if !r.fits() {
-		r.restore(saved)
-		if n := len(st.Stack); s.comp != nil && n > 0 {
-			st.Stack[n-1].Out, st.Stack[n-1].HasOut, st.Stack[n-1].OutDropped = nil, false, s.Out != ""
+		// The step fails. A failed saga may grow to maxSettledStateBytes:
+		// keep the output there if it fits, so that the compensation can
+		// read it; drop it otherwise.
+		if !r.fitsWithin(maxSettledStateBytes - settledHeadroom) {
+			r.restore(saved)
+			if n := len(st.Stack); s.comp != nil && n > 0 {
+				st.Stack[n-1].Out, st.Stack[n-1].HasOut, st.Stack[n-1].OutDropped = nil, false, s.Out != ""
+			}
 		}
 		r.stepFailed(s, cur.Attempt, r.tooLarge(s.ID, "the output of action "+s.Action))
 		return

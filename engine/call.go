@@ -68,7 +68,7 @@ func (p *Plan) Call(st *State, now time.Time) (Call, error) {
 		act := &activation{st: st, vars: vars, attempt: int64(cur.Attempt), now: now}
 		in, err := with.eval(act)
 		if err != nil && dropped {
-			return c, fmt.Errorf("step %s: compensate.with: the action succeeded but its output could not be kept (vars.%s was never written), so its compensation cannot be built; undo it by hand (idempotency key %s) and resume: %w",
+			return c, fmt.Errorf("step %s: compensate.with: the action succeeded but its output could not be kept (vars.%s was never written), so its compensation cannot be built; undo it by hand (idempotency key %s), then resume with --skip: %w",
 				s.ID, s.Out, idempotencyKey(st.SagaID, s.ID, cur.Seq), err)
 		}
 		if err != nil {

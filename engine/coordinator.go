@@ -26,10 +26,12 @@ const MaxStateBytes = 300 << 10
 const ErrorTypeStateTooLarge = "StateTooLarge"
 
 // maxSettledStateBytes bounds the state of a saga that failed and no longer
-// runs forward (compensating, compensated or parked). It leaves room over MaxStateBytes for
-// the failure a saga records when it stops growing, so a saga that failed
-// for its size can always be stored; DynamoDB's item limit is 400 KB.
-const maxSettledStateBytes = MaxStateBytes + 32<<10
+// runs forward (compensating, compensated or parked). The room it leaves
+// over MaxStateBytes keeps the failure, and the output of an action that
+// took the state past MaxStateBytes when it fits, so that its compensation
+// can read it. An item stays within DynamoDB's 400 KB (store/dynamo writes
+// at most 390 KB with its other attributes).
+const maxSettledStateBytes = 380 << 10
 
 // errUnstorable marks a state that cannot be encoded (a value too deep, a
 // type state cannot hold): like ErrTooLarge, it will never store as it is.
@@ -164,9 +166,10 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*State, error)
 		return nil, fmt.Errorf("start %s: store definition: %w", id, err)
 	}
 	now, rnd := c.cfg.Clock.Now(), c.cfg.Rand()
+	var h heard
 	first := func(limit int) (*State, SagaRecord, error) {
 		st := &State{}
-		if _, err := plan.Advance(st, Event{Kind: EventStart, Now: now, Rand: rnd, SagaID: id, Input: input, OnStep: c.observer(id, st, nil), StoreLimit: limit}); err != nil {
+		if _, err := plan.Advance(st, Event{Kind: EventStart, Now: now, Rand: rnd, SagaID: id, Input: input, OnStep: c.observer(&h, id, st, nil), StoreLimit: limit}); err != nil {
 			return nil, SagaRecord{}, err
 		}
 		rec, err := record(st, nil)
@@ -188,6 +191,7 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*State, error)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
+	h.written()
 	if err := c.send(ctx, st.Outbox); err != nil {
 		return st, fmt.Errorf("start %s: saga stored, first message not sent (start it again with the same id to retry): %w", id, err)
 	}
@@ -235,7 +239,14 @@ func (c *Coordinator) Resume(ctx context.Context, sagaID string) (*State, error)
 	return c.apply(ctx, sagaID, EventResume)
 }
 
-func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind) (*State, error) {
+// SkipCompensation continues a saga parked in compensation_failed without
+// running the compensation that failed: an operator has undone that step
+// by hand. The rest of the compensations run as on Resume.
+func (c *Coordinator) SkipCompensation(ctx context.Context, sagaID string) (*State, error) {
+	return c.apply(ctx, sagaID, EventResume, true)
+}
+
+func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind, skip ...bool) (*State, error) {
 	for range c.cfg.MaxConflictRetries {
 		rec, st, plan, err := c.load(ctx, sagaID)
 		if err != nil {
@@ -250,7 +261,8 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind) 
 			}
 			return st, nil
 		}
-		if _, err := plan.Advance(st, Event{Kind: kind, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), OnStep: c.observer(sagaID, st, nil)}); err != nil {
+		var h heard
+		if _, err := plan.Advance(st, Event{Kind: kind, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Skip: len(skip) > 0 && skip[0], OnStep: c.observer(&h, sagaID, st, nil)}); err != nil {
 			return nil, err
 		}
 		err = c.write(ctx, st, rec.Version)
@@ -260,6 +272,7 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind) 
 		if err != nil {
 			return nil, err
 		}
+		h.written()
 		if err := c.send(ctx, st.Outbox); err != nil {
 			return st, fmt.Errorf("%s %s: written, not sent: %w", kind, sagaID, err)
 		}
@@ -405,8 +418,10 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 	now := c.cfg.Clock.Now()
 	out, actErr, took := c.invoke(ctx, plan, st, now)
 	ev := Event{Kind: EventResult, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Output: out, Err: actErr}
+	var h *heard // only when someone listens: no allocation otherwise
 	if c.cfg.OnStep != nil {
-		ev.OnStep = c.observer(msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating, took: took})
+		h = &heard{}
+		ev.OnStep = c.observer(h, msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating, took: took})
 	}
 	if _, err := plan.Advance(st, ev); err != nil {
 		return "", err
@@ -427,6 +442,9 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 			return "", fmt.Errorf("saga %s: %w", msg.SagaID, ErrConflict)
 		}
 		ev.StoreLimit = MaxStateBytes
+		if h != nil {
+			ev.OnStep = c.observer(h, msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating, took: took})
+		}
 		if _, err := plan.Advance(st, ev); err != nil {
 			return "", err
 		}
@@ -439,6 +457,7 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 	if err != nil {
 		return "", err
 	}
+	h.written()
 	if err := c.send(ctx, st.Outbox); err != nil {
 		return "", fmt.Errorf("saga %s: version %d written, outbox not sent: %w", msg.SagaID, st.Version, err)
 	}
@@ -455,17 +474,38 @@ type stepTiming struct {
 	took time.Duration
 }
 
-func (c *Coordinator) observer(sagaID string, st *State, timing *stepTiming) func(StepRecord) {
+// heard holds the step events of a transition until it is written: a
+// transition that loses its write, or is replayed, is never reported.
+type heard struct {
+	c      *Coordinator
+	events []StepEvent
+}
+
+// observer returns the OnStep of a transition of st, reporting to h; nil
+// when nobody listens.
+func (c *Coordinator) observer(h *heard, sagaID string, st *State, timing *stepTiming) func(StepRecord) {
 	if c.cfg.OnStep == nil {
 		return nil
 	}
+	h.c, h.events = c, h.events[:0]
 	return func(rec StepRecord) {
 		ev := StepEvent{SagaID: sagaID, Version: st.Version, StepRecord: rec}
 		if timing != nil && rec.Step == timing.step && rec.Compensation == timing.comp && rec.Outcome != OutcomeStarted {
 			ev.Duration = timing.took
 		}
-		c.cfg.OnStep(ev)
+		h.events = append(h.events, ev)
 	}
+}
+
+// written reports the held events: their transition is stored.
+func (h *heard) written() {
+	if h == nil || h.c == nil {
+		return
+	}
+	for _, ev := range h.events {
+		h.c.cfg.OnStep(ev)
+	}
+	h.events = h.events[:0]
 }
 
 // invoke runs the pending action with its step timeout. Its error is the

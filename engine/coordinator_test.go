@@ -316,11 +316,15 @@ func TestCoordinatorActionBehaviours(t *testing.T) {
 		{"a panic is a retryable failure", func(ctx context.Context, c engine.Call) (any, error) {
 			panic("boom")
 		}, engine.StatusCompensated, "charge Error"},
-		// The charge succeeded, so it must be refunded; its refund reads the
-		// output that could not be kept, so the saga parks for an operator
-		// rather than report a compensation it did not do.
-		{"an output that grows the state too far fails the step, and parks its compensation", func(ctx context.Context, c engine.Call) (any, error) {
+		// The charge succeeded, so it must be refunded: a failed saga keeps
+		// the output its refund reads when it fits the item...
+		{"an output that grows the state too far fails the step and is compensated", func(ctx context.Context, c engine.Call) (any, error) {
 			return map[string]any{"id": "p", "status": "captured", "blob": strings.Repeat("x", engine.MaxStateBytes)}, nil
+		}, engine.StatusCompensated, "charge StateTooLarge"},
+		// ...and when it cannot be kept at all, the saga parks for an
+		// operator rather than report a compensation it did not do.
+		{"an output too large to keep at all fails the step, and parks its compensation", func(ctx context.Context, c engine.Call) (any, error) {
+			return map[string]any{"id": "p", "status": "captured", "blob": strings.Repeat("x", 2*engine.MaxStateBytes)}, nil
 		}, engine.StatusCompensationFailed, "charge StateTooLarge"},
 		{"an output that is not JSON-like fails the step, and parks its compensation", func(ctx context.Context, c engine.Call) (any, error) {
 			return make(chan int), nil

@@ -480,3 +480,44 @@ func TestEdgeErrorMessagesAreBounded(t *testing.T) {
 }
 
 var _ = fmt.Sprint
+
+func TestEdgeSkipCompensationAfterManualUndo(t *testing.T) {
+	// The charge's refund reads an output that could not be kept: the saga
+	// parks; the operator refunds by hand and resumes with skip, and the
+	// compensations before it run.
+	src := `
+saga: skip
+steps:
+  - id: reserve
+    action: inv.reserve
+    compensate: {action: inv.release}
+  - id: charge
+    action: pay.charge
+    out: payment
+    compensate: {action: pay.refund, with: {id: "${vars.payment.id}"}}
+  - id: fail
+    fail: {error: Nope}
+`
+	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) {
+		if c.Step == "charge" && !c.Compensation {
+			return map[string]any{"id": strings.Repeat("p", 2*engine.MaxStateBytes)}, nil
+		}
+		return nil, nil
+	})
+	e.start("s-1", nil)
+	e.drain()
+	st := e.get("s-1")
+	if st.Status != engine.StatusCompensationFailed || !strings.Contains(st.CompensationError.Message, "resume with --skip") {
+		t.Fatalf("status %s %+v, want parked at the refund, saying how to go on", st.Status, st.CompensationError)
+	}
+	if _, err := e.coord.SkipCompensation(context.Background(), "s-1"); err != nil {
+		t.Fatal(err)
+	}
+	e.drain()
+	if st := e.get("s-1"); st.Status != engine.StatusCompensated {
+		t.Fatalf("after skip: %s", st.Status)
+	}
+	if got := e.succeeded(); got != "reserve charge reserve.compensate" {
+		t.Fatalf("calls %q", got)
+	}
+}
