@@ -162,13 +162,16 @@ func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // load reads and compiles a definition, printing every problem.
-func (c *Config) load(file string) (*engine.Plan, bool) {
+func (c *Config) load(file string) (*engine.Plan, bool) { return c.loadWith(file, engine.Options{}) }
+
+// loadWith is load with compile options.
+func (c *Config) loadWith(file string, opts engine.Options) (*engine.Plan, bool) {
 	src, err := readFile(file, engine.MaxDefinitionBytes, "a definition")
 	if err != nil {
 		c.errorf("definition %v", err)
 		return nil, false
 	}
-	plan, err := engine.Compile(file, src)
+	plan, err := engine.Compile(file, src, opts)
 	if err != nil {
 		var de *engine.DefinitionError
 		if errors.As(err, &de) {

@@ -19,18 +19,20 @@ func TestValidateStepTimeoutsAgainstTheFunction(t *testing.T) {
 		{[]string{orderFile, "--function-timeout", "30s"}, cli.ExitOK, []string{"order.yaml: ok"}},
 		{[]string{orderFile, "--function-timeout", "12s"}, cli.ExitOK, []string{"order.yaml: ok"}}, // limit 10s: the order's 10s fit
 		{[]string{orderFile, "--function-timeout", "10s"}, cli.ExitUsage, []string{
-			"order.yaml:13:5: step reserve: timeout: 10s is longer than 8s, the longest a function with timeout 10s can give an action (its timeout less 2s to record the outcome)\n",
-			"order.yaml:26:5: step charge: timeout: 10s is longer than 8s",
+			"step reserve: timeout: 10s is longer than the 8s the function can give an action (its timeout less the 2s kept to record the result)",
+			"step charge: timeout: 10s is longer than the 8s",
 			"order.yaml: 2 problem(s)",
+			"(step timeouts checked against a function with timeout 10s: at most 8s)",
 		}},
 		{[]string{"testdata/longundo.yaml", "--function-timeout", "30s"}, cli.ExitUsage, []string{
-			"longundo.yaml:9:7: step book: compensate.timeout: 5m0s is longer than 28s, the longest a function with timeout 30s can give an action",
+			"step book: compensate.timeout: 5m is longer than the 28s the function can give an action",
 			"longundo.yaml: 1 problem(s)",
 		}},
 		{[]string{orderFile, "--template", "../infra/template.yaml"}, cli.ExitOK, []string{"order.yaml: ok"}},
 		{[]string{orderFile, "--template", "testdata/short-template.yaml"}, cli.ExitUsage, []string{
-			"order.yaml:13:5: step reserve: timeout: 10s is longer than 3s, the longest function AdvanceFunction of testdata/short-template.yaml (timeout 5s) can give an action (its timeout less 2s to record the outcome)\n",
-			"step charge: timeout: 10s is longer than 3s",
+			"step reserve: timeout: 10s is longer than the 3s the function can give an action",
+			"step charge: timeout: 10s is longer than the 3s",
+			"(step timeouts checked against function AdvanceFunction of testdata/short-template.yaml (timeout 5s): at most 3s)",
 		}},
 		{[]string{orderFile, "--function-timeout", "2s"}, cli.ExitUsage, []string{"--function-timeout: 2s leaves no time for an action: a function keeps 2s of its timeout to record the outcome"}},
 		{[]string{orderFile, "--function-timeout", "-1s"}, cli.ExitUsage, []string{"--function-timeout: must be positive"}},

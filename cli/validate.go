@@ -32,11 +32,11 @@ func runValidate(c *Config, args []string) int {
 	}
 	code = ExitOK
 	for _, f := range files {
-		plan, ok := c.load(f)
-		if ok {
-			ok = c.checkStepTimeouts(plan, limit)
-		}
+		plan, ok := c.loadWith(f, engine.Options{MaxStepTimeout: limit.max})
 		if !ok {
+			if limit.max > 0 {
+				fmt.Fprintf(c.Stderr, "(step timeouts checked against %s: at most %s)\n", limit.from, limit.max)
+			}
 			code = ExitUsage
 			continue
 		}
@@ -123,37 +123,4 @@ func templateFunctionTimeout(file string) (string, time.Duration, error) {
 		return "", 0, errors.New(file + ": no function with an SQS event source: none runs actions")
 	}
 	return name, time.Duration(shortest) * time.Second, nil
-}
-
-// checkStepTimeouts reports, in the style of validation's problems, each
-// step or compensation timeout over l.max, and returns false if any is.
-//
-// This is the CLI's stopgap until compilation takes the limit
-// (engine.Options.MaxStepTimeout): positions are those of the step and of
-// its compensate block, as the definition does not export its fields'.
-func (c *Config) checkStepTimeouts(plan *engine.Plan, l stepTimeoutLimit) bool {
-	if l.max <= 0 {
-		return true
-	}
-	def := plan.Definition()
-	var problems []engine.Problem
-	over := func(s *engine.Step, pos engine.Pos, field string, d time.Duration) {
-		problems = append(problems, engine.Problem{File: def.File, Line: pos.Line, Column: pos.Column, Step: s.ID, Field: field,
-			Message: fmt.Sprintf("%s is longer than %s, the longest %s can give an action (its timeout less %s to record the outcome)", d, l.max, l.from, engine.ResultReserve)})
-	}
-	for _, s := range def.Steps {
-		if s.Timeout > l.max {
-			over(s, s.Pos, "timeout", s.Timeout)
-		}
-		if s.Compensate != nil && s.Compensate.Timeout > l.max {
-			over(s, s.Compensate.Pos, "compensate.timeout", s.Compensate.Timeout)
-		}
-	}
-	for _, p := range problems {
-		fmt.Fprintln(c.Stderr, p.String())
-	}
-	if len(problems) > 0 {
-		c.errorf("%s: %d problem(s)", def.File, len(problems))
-	}
-	return len(problems) == 0
 }
