@@ -1,0 +1,5 @@
+//go:build race
+
+package proptest
+
+const raceEnabled = true

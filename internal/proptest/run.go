@@ -1,0 +1,456 @@
+package proptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/engine"
+	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	smem "github.com/lambdasaga/lambdasaga/store/memory"
+)
+
+// Outcome says how far a case got.
+type Outcome string
+
+const (
+	Refused      Outcome = "refused"       // Compile refused the definition
+	InputRefused Outcome = "input_refused" // Start refused the input with ErrInvalidInput
+	Ran          Outcome = "ran"           // the saga ran (its status says how it ended)
+	Crashed      Outcome = "crashed"       // Compile or Start panicked, or Start failed otherwise
+)
+
+// Violation is a broken property.
+type Violation struct {
+	// Class groups violations of one kind: the property and the shape of
+	// what happened, without ids, sizes or values.
+	Class  string
+	Detail string
+}
+
+// Result is what one case did.
+type Result struct {
+	Outcome    Outcome
+	Status     engine.Status
+	Handled    int // messages handled
+	Bound      int // the most messages the saga may take
+	Violations []Violation
+	calls      []call
+	compileErr error
+}
+
+// sagaID is the id every case's saga runs under.
+const sagaID = "prop-1"
+
+// Bound is the most messages a saga of n steps may take to end: 200 + 50
+// per step.
+func Bound(steps int) int { return 200 + 50*steps }
+
+// Run compiles the case's definition and, if Compile accepts it, runs the
+// saga on the memory store and queue, and checks the properties.
+func Run(c *Case) *Result {
+	res := &Result{Outcome: Crashed}
+	var plan *engine.Plan
+	var err error
+	if p := protect(func() { plan, err = engine.Compile("prop.yaml", c.YAML) }); p != nil {
+		res.violate("panic in Compile", p)
+		return res
+	}
+	if err != nil {
+		var de *engine.DefinitionError
+		if !errors.As(err, &de) || len(de.Problems) == 0 {
+			res.violate("Compile error without problems", err)
+		}
+		res.Outcome, res.compileErr = Refused, err
+		return res
+	}
+	res.Bound = Bound(len(plan.Definition().Steps))
+	if bytes.Contains(c.YAML, []byte(`"${}"`)) {
+		// Every "${}" the generator writes is a whole value or condition.
+		res.violations("Compile accepted an empty expression", `a value or condition "${}" validated`)
+	}
+
+	dec := json.NewDecoder(bytes.NewReader(c.Input))
+	dec.UseNumber()
+	var input map[string]any
+	if err := dec.Decode(&input); err != nil {
+		panic(fmt.Sprintf("generated input is not JSON: %v", err))
+	}
+
+	clock := engine.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	q := qmem.New(qmem.Config{Clock: clock})
+	acts := newActions(c)
+	jitter := rand.New(rand.NewPCG(c.CallSeed, 2))
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{
+		Store: smem.New(), Queue: q, Actions: acts, Clock: clock, Rand: jitter.Float64,
+		NewID: func() string { return sagaID },
+	})
+	if err != nil {
+		panic(err)
+	}
+	acts.coord = coord
+	ctx := context.Background()
+
+	var st *engine.State
+	if p := protect(func() { st, err = coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: sagaID, Input: input}) }); p != nil {
+		res.violate("panic in Start", p)
+		return res
+	}
+	if err != nil {
+		if errors.Is(err, engine.ErrInvalidInput) {
+			res.Outcome = InputRefused
+			return res
+		}
+		res.violate("Start failed for an accepted definition and input", err)
+		return res
+	}
+	res.Outcome, res.Status = Ran, st.Status
+
+	resumes := c.Resumes
+	cancelled := c.CancelAt < 0
+	var lastErr error
+	for idle := 0; ; {
+		if res.Handled > res.Bound {
+			acts.mu.Lock()
+			recent := acts.calls[max(0, len(acts.calls)-100):]
+			kind := "a hot loop: no action call returned success in the last 100 calls"
+			if len(acts.calls) < res.Bound/4 {
+				kind = "a hot loop: steps fail before their action is called"
+			} else if slices.ContainsFunc(recent, func(c call) bool { return c.OK }) {
+				kind = "a long loop: actions keep succeeding"
+			}
+			acts.mu.Unlock()
+			res.violations("no final status within the bound, "+kind,
+				fmt.Sprintf("%d messages handled, %d action calls, status %s", res.Handled, len(acts.calls), status(coord)))
+			break
+		}
+		var ds []engine.Delivery
+		for _, name := range engine.QueueNames() {
+			got, err := q.Receive(ctx, &engine.ReceiveParams{Queue: name, Max: 10})
+			if err != nil {
+				panic(err)
+			}
+			ds = append(ds, got...)
+		}
+		if len(ds) == 0 {
+			st, err := coord.Get(ctx, sagaID)
+			if err != nil {
+				res.violate("saga unreadable", err)
+				break
+			}
+			res.Status = st.Status
+			if st.Status == engine.StatusCompensationFailed && resumes > 0 {
+				resumes--
+				if p := protect(func() { _, err = coord.Resume(ctx, sagaID) }); p != nil {
+					res.violate("panic in Resume", p)
+					break
+				}
+				if err != nil {
+					res.violate("Resume of a parked saga failed", err)
+					break
+				}
+				continue
+			}
+			if st.Status.Final() {
+				break
+			}
+			if q.Len(engine.QueueAdvance)+q.Len(engine.QueueCompensate) == 0 || idle > 1000 {
+				dead := q.Len(engine.DeadLetter(engine.QueueAdvance)) + q.Len(engine.DeadLetter(engine.QueueCompensate))
+				res.violate(fmt.Sprintf("stuck in %s", st.Status), fmt.Errorf("no message left to handle (%d in dead-letter queues); last handling error: %v", dead, lastErr))
+				break
+			}
+			// Delayed retries and messages whose handling failed come back
+			// after their delay or visibility timeout: move time on.
+			clock.Advance(engine.MaxDelay + time.Second)
+			idle++
+			continue
+		}
+		for _, d := range ds {
+			res.Handled++
+			var herr error
+			if p := protect(func() { _, herr = coord.Handle(ctx, d.Body) }); p != nil {
+				res.violate("panic in Handle", p)
+				return res.finish(coord, plan, acts)
+			}
+			if herr != nil {
+				lastErr = herr
+				continue // it comes back after its visibility timeout
+			}
+			if err := q.Delete(ctx, &engine.DeleteParams{Queue: d.Queue, ReceiptHandle: d.ReceiptHandle}); err != nil {
+				panic(err)
+			}
+			if !cancelled && res.Handled >= c.CancelAt {
+				cancelled = true
+				var cerr error
+				if p := protect(func() { _, cerr = coord.Cancel(ctx, sagaID) }); p != nil {
+					res.violate("panic in Cancel", p)
+					return res.finish(coord, plan, acts)
+				}
+				if cerr != nil && !errors.Is(cerr, engine.ErrInvalidEvent) {
+					res.violate("Cancel failed", cerr)
+				}
+			}
+		}
+	}
+	if n := q.Len(engine.DeadLetter(engine.QueueAdvance)) + q.Len(engine.DeadLetter(engine.QueueCompensate)); n > 0 && res.Status.Final() {
+		res.violate("message in a dead-letter queue", fmt.Errorf("%d messages; last handling error: %v", n, lastErr))
+	}
+	return res.finish(coord, plan, acts)
+}
+
+func status(coord *engine.Coordinator) engine.Status {
+	st, err := coord.Get(context.Background(), sagaID)
+	if err != nil {
+		return "unreadable"
+	}
+	return st.Status
+}
+
+// finish checks what the fake services saw against how the saga ended.
+func (res *Result) finish(coord *engine.Coordinator, plan *engine.Plan, acts *actions) *Result {
+	acts.mu.Lock()
+	res.calls = slices.Clone(acts.calls)
+	cancels := slices.Clone(acts.cancels)
+	acts.mu.Unlock()
+	for _, err := range cancels {
+		var p *panicked
+		if errors.As(err, &p) {
+			res.violate("panic in Cancel", p)
+		}
+	}
+	compensated := map[string]bool{} // compensation keys that returned success
+	var compensations int
+	forward := map[string]call{} // successful forward calls by key
+	for _, cl := range res.calls {
+		if cl.Compensation {
+			compensations++
+			if cl.OK {
+				compensated[cl.Key] = true
+			}
+			continue
+		}
+		if cl.OK {
+			forward[cl.Key] = cl
+		}
+	}
+	if res.Status == engine.StatusSucceeded && compensations > 0 {
+		res.violations("succeeded saga ran compensations", fmt.Sprintf("%d compensation calls", compensations))
+	}
+	if res.Status == engine.StatusCompensated {
+		failure := engine.StepError{Type: "?"}
+		if st, err := coord.Get(context.Background(), sagaID); err == nil && st.Failure != nil {
+			failure = *st.Failure
+		}
+		keys := sortedKeys(forward)
+		for _, key := range keys {
+			cl := forward[key]
+			s, ok := plan.Step(cl.Step)
+			if !ok || s.Compensate == nil {
+				continue
+			}
+			if !compensated[compensationKey(key)] {
+				why := "the saga failed with " + failure.Type
+				switch {
+				case failure.Step == cl.Step:
+					why += " at that step"
+				case failure.Step != "":
+					why += " at a later step"
+				}
+				res.violations(fmt.Sprintf("action returned success (%s) but was not compensated; %s", cl.Behaviour.class(), why),
+					fmt.Sprintf("step %s visit %s: saga ended compensated without compensating it; the saga failed at step %s: %s", cl.Step, key, failure.Step, firstLines(failure.Message, 1)))
+			}
+		}
+	}
+	for _, cl := range res.calls {
+		if cl.Compensation {
+			if _, ok := forward[forwardKey(cl.Key)]; !ok {
+				res.violations("compensation of a visit whose action never returned success", fmt.Sprintf("step %s key %s", cl.Step, cl.Key))
+				break
+			}
+		}
+	}
+	return res
+}
+
+// class groups behaviours for failure classes: which way of succeeding.
+func (b Behaviour) class() string {
+	switch b {
+	case Big, Half:
+		return "large output"
+	case Deep:
+		return "deep output"
+	case Unencoded:
+		return "output not JSON"
+	case CancelSaga:
+		return "saga cancelled while it ran"
+	case SlowOK:
+		return "returned after its timeout"
+	case Echo:
+		return "its input echoed"
+	}
+	return "a small output"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// compensationKey is the idempotency key of the compensation of the visit
+// whose key is key: SAGA/STEP/VISIT -> SAGA/STEP.compensate/VISIT.
+func compensationKey(key string) string {
+	i := strings.LastIndexByte(key, '/')
+	if i < 0 {
+		return key + ".compensate"
+	}
+	return key[:i] + ".compensate" + key[i:]
+}
+
+func forwardKey(key string) string {
+	i := strings.LastIndexByte(key, '/')
+	if i < 0 {
+		return key
+	}
+	return strings.TrimSuffix(key[:i], ".compensate") + key[i:]
+}
+
+// violations records a violation of a class named in full.
+func (res *Result) violations(class, detail string) {
+	res.Violations = append(res.Violations, Violation{Class: class, Detail: detail})
+}
+
+// violate records a violation whose class is class and the shape of err.
+func (res *Result) violate(class string, err error) {
+	res.Violations = append(res.Violations, Violation{Class: class + ": " + shape(err), Detail: err.Error()})
+}
+
+var (
+	numbers = regexp.MustCompile(`[0-9]+`)
+	quoted  = regexp.MustCompile(`"[^"]*"|'[^']*'`)
+)
+
+// shape is an error's text without numbers and quoted values, cut short:
+// errors that differ only there are one class.
+func shape(err error) string {
+	s := err.Error()
+	if p, ok := err.(*panicked); ok {
+		s = fmt.Sprint(p.value) + " in " + p.where()
+	}
+	s = quoted.ReplaceAllString(s, "Q")
+	s = numbers.ReplaceAllString(s, "N")
+	s = strings.ReplaceAll(s, "saga prop-N", "saga")
+	if len(s) > 160 {
+		s = s[:160] + "..."
+	}
+	return s
+}
+
+// panicked is a recovered panic with its stack.
+type panicked struct {
+	value any
+	stack []byte
+}
+
+// where names the engine function that panicked.
+func (p *panicked) where() string {
+	_, after, ok := strings.Cut(string(p.stack), "\npanic(")
+	if !ok {
+		return "?"
+	}
+	for _, line := range strings.Split(after, "\n") {
+		if strings.HasPrefix(line, "github.com/lambdasaga/") {
+			name, _, _ := strings.Cut(strings.TrimPrefix(line, "github.com/lambdasaga/lambdasaga/"), "(0x")
+			return name
+		}
+	}
+	return "?"
+}
+
+func (p *panicked) Error() string { return fmt.Sprintf("panic: %v\n%s", p.value, p.stack) }
+
+func protect(fn func()) (p *panicked) {
+	defer func() {
+		if r := recover(); r != nil {
+			p = &panicked{value: r, stack: debug.Stack()}
+		}
+	}()
+	fn()
+	return nil
+}
+
+// Report describes a failing case so that it can be replayed and read.
+func (c *Case) Report(res *Result) string {
+	var b strings.Builder
+	for _, v := range res.Violations {
+		fmt.Fprintf(&b, "VIOLATION %s\n  %s\n", v.Class, firstLines(v.Detail, 14))
+	}
+	if c.Seed != 0 {
+		fmt.Fprintf(&b, "replay: go test ./internal/proptest -run TestProperty -seed %d -v\n", c.Seed)
+	}
+	fmt.Fprintf(&b, "outcome %s, status %s, %d messages handled (bound %d)\n", res.Outcome, res.Status, res.Handled, res.Bound)
+	fmt.Fprintf(&b, "--- definition (long runs of one character shortened)\n%s", elide(string(c.YAML)))
+	in := c.Input
+	if len(in) > 600 {
+		in = append(append(slices.Clone(in[:300]), []byte(" ... ")...), in[len(in)-300:]...)
+	}
+	fmt.Fprintf(&b, "--- input (%d bytes as JSON)\n%s\n", len(c.Input), in)
+	fmt.Fprintf(&b, "--- actions (a behaviour is drawn per call; call seed %d)\n", c.CallSeed)
+	for _, name := range sortedKeys(c.Profiles) {
+		fmt.Fprintf(&b, "  %s: %s\n", name, c.Profiles[name])
+	}
+	if c.CancelAt >= 0 {
+		fmt.Fprintf(&b, "cancel after message %d\n", c.CancelAt)
+	}
+	fmt.Fprintf(&b, "resumes: %d\n--- calls\n", c.Resumes)
+	calls := res.calls
+	if len(calls) > 30 {
+		fmt.Fprintf(&b, "  (%d calls before these)\n", len(calls)-30)
+		calls = calls[len(calls)-30:]
+	}
+	for _, cl := range calls {
+		kind := "action"
+		if cl.Compensation {
+			kind = "compensation"
+		}
+		fmt.Fprintf(&b, "  %s %s %s attempt %d key %s: %s\n", kind, cl.Step, cl.Action, cl.Attempt, cl.Key, cl.Behaviour)
+	}
+	return b.String()
+}
+
+var runs = regexp.MustCompile(`x{40,}`)
+
+// elide shortens the long runs of x the generator writes.
+func elide(s string) string {
+	return runs.ReplaceAllStringFunc(s, func(r string) string { return fmt.Sprintf("xxx<%d x in all>", len(r)) })
+}
+
+func firstLines(s string, n int) string {
+	if i := strings.Index(s, "\npanic("); i >= 0 {
+		// A stack: keep the frames from the one that panicked on.
+		if j := strings.Index(s[i+1:], "\n"); j >= 0 {
+			s = s[:strings.Index(s, "\n")] + s[i+1+j:]
+		}
+	}
+
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = append(lines[:n], "...")
+	}
+	out := strings.Join(lines, "\n  ")
+	if len(out) > 4000 {
+		out = out[:4000] + "..."
+	}
+	return out
+}
