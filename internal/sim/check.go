@@ -17,9 +17,10 @@ func (w *world) violate(invariant, format string, args ...any) {
 }
 
 // check verifies the invariants of the contract after the run.
-func (w *world) check(ctx context.Context, sagas []sagaSpec) {
+func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 	r := w.report
-	for _, k := range []string{"no_saga_lost", "versions_written_once", "stable_idempotency_key", "effects_equal_committed_steps", "compensation_exact_reverse", "dead_letters_only_poison"} {
+	for _, k := range []string{"no_saga_lost", "ends_final", "versions_written_once", "stable_idempotency_key", "effects_equal_committed_steps",
+		"compensation_exact_reverse", "success_compensated", "visits_bounded", "dead_letters_only_poison"} {
 		r.Checks[k] += 0
 		r.Violations[k] += 0
 	}
@@ -27,6 +28,12 @@ func (w *world) check(ctx context.Context, sagas []sagaSpec) {
 	for key, owner := range w.actions.owner {
 		saga, _, _ := strings.Cut(owner, "/")
 		keysBySaga[saga] = append(keysBySaga[saga], key)
+	}
+	dead := map[string]int{}
+	for _, b := range w.queue.dlq {
+		if msg, err := engine.DecodeMessage(b); err == nil {
+			dead[msg.SagaID]++
+		}
 	}
 	for _, s := range sagas {
 		st, err := w.coord.Get(ctx, s.id)
@@ -36,8 +43,13 @@ func (w *world) check(ctx context.Context, sagas []sagaSpec) {
 			continue
 		}
 		r.Outcomes[st.Status]++
+		// Every saga ends succeeded or compensated once faults stop and
+		// operators have resumed what parked: none is left running,
+		// compensating or parked with nothing queued.
+		r.Checks["ends_final"]++
 		if st.Status != engine.StatusSucceeded && st.Status != engine.StatusCompensated {
-			w.violate("no_saga_lost", "saga %s ended %s at version %d", s.id, st.Status, st.Version)
+			w.violate("ends_final", "saga %s (%s) ended %s at version %d (failure %s, %d messages in the dead-letter queue%s)",
+				s.id, s.plan.Name(), st.Status, st.Version, w.failureType(s, st), dead[s.id], map[bool]string{true: ", dropped after looping past its visit bound"}[w.quarantined[s.id]])
 		}
 
 		// Each version written once, in order, and the last one is the state.
@@ -53,9 +65,23 @@ func (w *world) check(ctx context.Context, sagas []sagaSpec) {
 			w.violate("versions_written_once", "saga %s: last write v%d, stored v%d", s.id, writes[len(writes)-1].version, st.Version)
 		}
 
-		// What committed: completed action steps (with their key) and compensations.
-		var completedKeys, compensable, compensated, compKeys []string
+		// What committed: the calls whose result a committed transition
+		// recorded, the completed steps, and the compensations, with keys.
+		recorded := map[string]bool{}
+		lastOK := map[string]bool{} // key -> the last committed record of its call was a success
+		var completedKeys, compKeys, successKeys []string
+		seen := map[string]bool{}
 		for _, wr := range writes {
+			for _, c := range wr.log.calls {
+				recorded[c.IdempotencyKey] = true
+				lastOK[c.IdempotencyKey] = c.ok
+				if c.ok && !c.Compensation && !seen[c.IdempotencyKey] {
+					seen[c.IdempotencyKey] = true
+					if step, _ := s.plan.Step(c.Step); step != nil && step.Compensate != nil {
+						successKeys = append(successKeys, c.IdempotencyKey)
+					}
+				}
+			}
 			for _, ev := range wr.log.events {
 				call, ok := callFor(wr.log.calls, ev.Step, ev.Compensation)
 				switch {
@@ -65,66 +91,124 @@ func (w *world) check(ctx context.Context, sagas []sagaSpec) {
 						continue
 					}
 					completedKeys = append(completedKeys, call.IdempotencyKey)
-					if step, _ := s.plan.Step(ev.Step); step.Compensate != nil {
-						compensable = append(compensable, ev.Step)
-					}
 				case ev.Compensation && ev.Outcome == engine.OutcomeCompensated:
-					compensated = append(compensated, ev.Step)
-					if ok {
-						compKeys = append(compKeys, call.IdempotencyKey)
+					if !ok {
+						w.violate("effects_equal_committed_steps", "saga %s: step %s compensated without a call in its transition", s.id, ev.Step)
+						continue
 					}
+					compKeys = append(compKeys, call.IdempotencyKey)
 				}
 			}
 		}
-		// Applied effects, deduplicated by key, equal the committed steps.
+		// Every effect applied (deduplicated by key) was recorded by a
+		// committed transition, once; every committed completion and
+		// compensation had its effect applied.
 		r.Checks["effects_equal_committed_steps"]++
-		var appliedFwd, appliedComp []string
 		for _, key := range keysBySaga[s.id] {
-			if !w.actions.applied[key] {
-				continue
-			}
-			if w.actions.compKey[key] {
-				appliedComp = append(appliedComp, key)
-			} else {
-				appliedFwd = append(appliedFwd, key)
-			}
-		}
-		for _, key := range append(appliedFwd, appliedComp...) {
 			if n := w.actions.duplicates[key]; n > 0 {
 				w.violate("effects_equal_committed_steps", "saga %s: effect of %s applied %d times", s.id, key, n+1)
 			}
+			if w.actions.applied[key] && !recorded[key] {
+				w.violate("effects_equal_committed_steps", "saga %s (%s, %s, failure %s): effect of %s applied, but no committed transition recorded its call", s.id, s.plan.Name(), st.Status, w.failureType(s, st), key)
+			}
 		}
-		if !sameSet(appliedFwd, completedKeys) {
-			w.violate("effects_equal_committed_steps", "saga %s: effects applied for %v, steps committed for %v", s.id, sorted(appliedFwd), sorted(completedKeys))
+		for _, key := range append(slices.Clone(completedKeys), compKeys...) {
+			if !w.actions.applied[key] {
+				w.violate("effects_equal_committed_steps", "saga %s: %s committed as done, but its effect was never applied", s.id, key)
+			}
 		}
-		if !sameSet(appliedComp, compKeys) {
-			w.violate("effects_equal_committed_steps", "saga %s: compensation effects %v, compensations committed %v", s.id, sorted(appliedComp), sorted(compKeys))
-		}
-		// A failed saga undid exactly its completed compensable steps, newest first.
+		// A failed saga undid exactly the compensable calls whose success
+		// it recorded, newest first; a succeeded one undid nothing.
 		r.Checks["compensation_exact_reverse"]++
 		want := []string{}
 		if st.Status == engine.StatusCompensated {
-			want = slices.Clone(compensable)
-			slices.Reverse(want)
+			for _, k := range slices.Backward(successKeys) {
+				want = append(want, compensationKey(k))
+			}
 		}
-		if compensated == nil {
-			compensated = []string{}
+		if compKeys == nil {
+			compKeys = []string{}
 		}
-		if !slices.Equal(compensated, want) {
-			w.violate("compensation_exact_reverse", "saga %s (%s): completed %v, compensated %v", s.id, st.Status, compensable, compensated)
+		if !slices.Equal(compKeys, want) {
+			w.violate("compensation_exact_reverse", "saga %s (%s, %s, failure %s): compensable successes %v, compensations %v", s.id, s.plan.Name(), st.Status, w.failureType(s, st), successKeys, compKeys)
+		}
+		// The services' view: every action that returned success is
+		// compensated when its saga ends compensated, whatever happened
+		// after it (its result too large or deep to keep, a cancel while
+		// it ran, the deadline). Exempt, and counted: an effect a call
+		// reported as a Timeout, recorded by the engine as that failure
+		// (a duplicate worker may have got the success of a replay and
+		// died before its write); the engine cannot know it happened.
+		r.Checks["success_compensated"]++
+		for _, key := range keysBySaga[s.id] {
+			if w.actions.timedOut[key] && recorded[key] && !lastOK[key] && !w.actions.compKey[key] {
+				r.Unreported++
+			}
+		}
+		if st.Status == engine.StatusCompensated {
+			for _, key := range sorted(keysBySaga[s.id]) {
+				if w.actions.compKey[key] || !w.actions.succeeded[key] || (w.actions.timedOut[key] && recorded[key] && !lastOK[key]) {
+					continue
+				}
+				step, _ := s.plan.Step(strings.TrimPrefix(w.actions.owner[key], s.id+"/"))
+				if step == nil || step.Compensate == nil {
+					continue
+				}
+				if !w.actions.applied[compensationKey(key)] {
+					w.violate("success_compensated", "saga %s (%s, compensated, failure %s): %s returned success and was never compensated", s.id, s.plan.Name(), w.failureType(s, st), key)
+				}
+			}
+		}
+		// Loops end: no saga makes more action visits than its plan allows.
+		r.Checks["visits_bounded"]++
+		if n := w.actions.visits[s.id]; n > s.maxVisits {
+			w.violate("visits_bounded", "saga %s (%s, %s, failure %s) made %d action visits, over its bound of %d", s.id, s.plan.Name(), st.Status, w.failureType(s, st), n, s.maxVisits)
 		}
 	}
 	// The dead-letter queue holds exactly the poison messages, byte for byte.
 	r.Checks["dead_letters_only_poison"]++
 	if !sameBodies(w.queue.dlq, w.queue.poison) {
-		w.violate("dead_letters_only_poison", "dead-letter queue holds %d messages, %d poison injected", len(w.queue.dlq), len(w.queue.poison))
+		w.violate("dead_letters_only_poison", "dead-letter queue holds %d messages, %d poison injected (sagas: %v)", len(w.queue.dlq), len(w.queue.poison), sorted(mapKeys(dead)))
 	}
 }
 
-func callFor(calls []engine.Call, step string, comp bool) (engine.Call, bool) {
+// compensationKey is the idempotency key of the compensation of the
+// visit whose forward key is key: saga/step/seq -> saga/step.compensate/seq.
+func compensationKey(key string) string {
+	i := strings.LastIndexByte(key, '/')
+	return key[:i] + ".compensate" + key[i:]
+}
+
+func (w *world) failureType(s *sagaSpec, st *engine.State) string {
+	t := failureType(st)
+	if cs := w.actions.scripts[s.id].cancels; len(cs) > 0 && t == engine.ErrorTypeCancelled {
+		t += " " + strings.Join(cs, ", then ")
+	}
+	return t
+}
+
+func failureType(st *engine.State) string {
+	if st.Failure == nil {
+		return "none"
+	}
+	if len(st.Failure.Type) > 40 {
+		return fmt.Sprintf("a type of %d bytes", len(st.Failure.Type))
+	}
+	return st.Failure.Type
+}
+
+func mapKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func callFor(calls []loggedCall, step string, comp bool) (engine.Call, bool) {
 	for _, c := range calls {
 		if c.Step == step && c.Compensation == comp {
-			return c, true
+			return c.Call, true
 		}
 	}
 	return engine.Call{}, false

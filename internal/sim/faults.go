@@ -64,15 +64,24 @@ func (s *faultyStore) SagaUpdate(ctx context.Context, p *engine.SagaUpdateParams
 }
 
 // commit moves the current handle's log to the saga's committed writes.
+// A write that parks the saga has an operator resume it, long after.
 func (w *world) commit(saga string, version uint64) {
 	top := w.top()
 	w.committed[saga] = append(w.committed[saga], committedWrite{version: version, log: *top})
+	for _, ev := range top.events {
+		if sc := w.actions.scripts[saga]; ev.Outcome == engine.OutcomeCompensationFailed && sc.lateResumes < 3 {
+			sc.lateResumes++
+			w.scheduleResume(saga, time.Hour+time.Duration(w.rng.Int64N(int64(71*time.Hour))))
+		}
+	}
 }
 
-// delivery is a message in the simulated queue.
+// delivery is a message in the simulated queue, or an operation of a
+// client or operator (op) that runs when it comes due.
 type delivery struct {
 	id        int
 	body      []byte
+	op        func(context.Context)
 	visibleAt time.Time
 	receives  int
 }
@@ -136,6 +145,12 @@ func (q *simQueue) Send(_ context.Context, msgs []engine.Message) error {
 	return nil
 }
 
+// addOp schedules a client's or operator's operation at a virtual time.
+func (q *simQueue) addOp(at time.Time, op func(context.Context)) {
+	q.nextID++
+	heap.Push(&q.hidden, &delivery{id: q.nextID, op: op, visibleAt: at})
+}
+
 func (q *simQueue) poisonMessage(body []byte) {
 	q.poison = append(q.poison, bytes.Clone(body))
 	q.add(body, q.w.clock.Now())
@@ -162,6 +177,9 @@ func (q *simQueue) next() (*delivery, bool) {
 		d := q.visible[i]
 		q.visible[i] = q.visible[len(q.visible)-1]
 		q.visible = q.visible[:len(q.visible)-1]
+		if d.op != nil {
+			return d, true
+		}
 		d.receives++
 		if d.receives > q.w.cfg.MaxReceives {
 			q.dlq = append(q.dlq, d.body)

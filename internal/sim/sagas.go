@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/engine"
 )
@@ -71,32 +72,62 @@ func compilePlans() (plansByName, error) {
 }
 
 type sagaSpec struct {
-	id    string
-	plan  *engine.Plan
-	input map[string]any
+	id        string
+	plan      *engine.Plan
+	input     map[string]any
+	generated bool // a generated definition (gen.go)
+	maxVisits int  // the plan's visit bound
 }
 
-// newSaga picks a saga, its input and its script from the random source.
-func (w *world) newSaga(i int, plans plansByName) sagaSpec {
-	s := sagaSpec{id: fmt.Sprintf("s%d-%d", w.cfg.Seed, i)}
-	if w.rng.IntN(2) == 0 {
+// newSaga picks a saga, its input and its script from the random source:
+// a third each run the transfer, the trip and a generated definition.
+func (w *world) newSaga(i int, plans plansByName, gen []*engine.Plan) *sagaSpec {
+	s := &sagaSpec{id: fmt.Sprintf("s%d-%d", w.cfg.Seed, i), maxVisits: engine.DefaultMaxVisits}
+	switch r := w.rng.IntN(3); {
+	case r == 2 && len(gen) > 0:
+		s.plan, s.generated, s.maxVisits = gen[w.rng.IntN(len(gen))], true, genMaxVisits
+		blob := ""
+		switch q := w.rng.Float64(); {
+		case q < 0.03:
+			// Large inputs, under the input limit: echoed by actions and
+			// doubled by sets, they take the state to its limit.
+			blob = bigBlobs[bigSizes[0]][:[]int{60_000, 100_000, 120_000}[w.rng.IntN(3)]]
+			w.report.Faults["input_near_limit"]++
+		case q < 0.2:
+			blob = bigBlobs[bigSizes[0]][:w.rng.IntN(200)]
+		}
+		s.input = map[string]any{"n": int64(w.rng.IntN(1000)), "blob": blob}
+		w.report.GeneratedSagas++
+	case r == 0:
 		s.plan, s.input = plans["transfer"], map[string]any{"amount": int64(w.rng.IntN(1000))}
-	} else {
+	default:
 		s.plan, s.input = plans["trip"], map[string]any{"cancel": w.rng.IntN(10) == 0}
 	}
-	sc := &script{forward: map[string][]behaviour{}, comp: map[string][]behaviour{}}
+	sc := &script{spec: s, calls: map[string]*callScript{}, stubborn: map[string]bool{}, comp: map[string][]behaviour{}}
+	var actions []string
 	for _, st := range s.plan.Definition().Steps {
 		if st.Kind != engine.KindAction {
 			continue
 		}
-		attempts := engine.DefaultRetry.Attempts
-		if st.Retry != nil {
-			attempts = st.Retry.Attempts
+		actions = append(actions, st.ID)
+		if len(st.Catch) > 0 && w.rng.IntN(10) == 0 {
+			sc.stubborn[st.ID] = true
+			w.report.Faults["step_failing_every_visit"]++
 		}
-		sc.forward[st.ID] = w.pick(attempts, 0.05, 0.03, 0.07)
 		if st.Compensate != nil {
-			sc.comp[st.ID] = w.pick(4, 0.08, 0, 0)
+			sc.comp[st.ID] = w.pick(4, 0.08, 0, 0.03)
 		}
+	}
+	if len(actions) > 0 && w.rng.IntN(25) == 0 {
+		sc.cancelDuring = actions[w.rng.IntN(len(actions))]
+	}
+	if w.rng.IntN(25) == 0 {
+		// A client cancels at a random time, between steps.
+		w.queue.addOp(w.clock.Now().Add(time.Duration(w.rng.Int64N(int64(2*time.Minute)))), func(ctx context.Context) {
+			w.report.Faults["cancel_between_steps"]++
+			sc.cancels = append(sc.cancels, "between steps")
+			w.cancel(ctx, s.id)
+		})
 	}
 	w.actions.scripts[s.id] = sc
 	return s
@@ -131,33 +162,59 @@ func (w *world) pick(attempts int, permanent, exhausted, timeout float64) []beha
 	return nil
 }
 
-// resumeParked plays the operator: every saga parked in
-// compensation_failed is resumed, and a resume that reported an error is
-// tried again (it may have been written but not sent). It reports whether
-// it did anything.
-func (w *world) resumeParked(ctx context.Context, sagas []sagaSpec) bool {
+// resumeParked plays the operator at the end of a run: every saga parked
+// in compensation_failed is resumed, and a resume that reported an error
+// is tried again (it may have been written but not sent). It reports
+// whether it did anything.
+func (w *world) resumeParked(ctx context.Context, sagas []*sagaSpec) bool {
 	did := false
 	for _, s := range sagas {
-		st, err := w.coord.Get(ctx, s.id)
-		if err != nil {
-			continue
-		}
-		retry := w.resumeFailed[s.id] && st.Status == engine.StatusCompensating
-		if st.Status != engine.StatusCompensationFailed && !retry {
-			delete(w.resumeFailed, s.id)
-			continue
-		}
-		if !retry {
-			w.actions.scripts[s.id].resumed++
-		}
-		w.bufs = append(w.bufs, &handleLog{})
-		_, err = w.coord.Resume(ctx, s.id)
-		w.bufs = w.bufs[:len(w.bufs)-1]
-		w.resumeFailed[s.id] = err != nil
-		if err == nil {
+		acted, failed := w.resumeOne(ctx, s.id)
+		if acted && !failed {
 			w.report.Faults["operator_resume"]++
 		}
-		did = true
+		did = did || acted
 	}
 	return did
+}
+
+// resumeOne resumes a parked saga, or retries a resume that reported an
+// error; acted says whether it tried, failed whether the try failed.
+func (w *world) resumeOne(ctx context.Context, id string) (acted, failed bool) {
+	if w.quarantined[id] {
+		return false, false
+	}
+	st, err := w.coord.Get(ctx, id)
+	if err != nil {
+		return false, true
+	}
+	retry := w.resumeFailed[id] && st.Status == engine.StatusCompensating
+	if st.Status != engine.StatusCompensationFailed && !retry {
+		delete(w.resumeFailed, id)
+		return false, false
+	}
+	if !retry {
+		w.actions.scripts[id].resumed++
+	}
+	w.bufs = append(w.bufs, &handleLog{})
+	_, err = w.coord.Resume(ctx, id)
+	w.bufs = w.bufs[:len(w.bufs)-1]
+	w.resumeFailed[id] = err != nil
+	return true, err != nil
+}
+
+// scheduleResume plays an operator who resumes a parked saga long after
+// it parked: hours to days later in virtual time, retrying a resume that
+// failed a few minutes on.
+func (w *world) scheduleResume(id string, delay time.Duration) {
+	w.queue.addOp(w.clock.Now().Add(delay), func(ctx context.Context) {
+		acted, failed := w.resumeOne(ctx, id)
+		if failed {
+			w.scheduleResume(id, time.Duration(1+w.rng.IntN(10))*time.Minute)
+			return
+		}
+		if acted {
+			w.report.Faults["late_resume"]++
+		}
+	})
 }

@@ -4,7 +4,11 @@
 // (crashes before the write, between write and send, between send and
 // delete, mid-compensation; duplicate and reordered delivery; throttling;
 // conflicting workers; poison messages; actions that time out after doing
-// their effect). One goroutine runs everything, so a seed replays exactly.
+// their effect) and on the users' side (generated definitions with every
+// step kind and loops through catches; outputs, nesting and errors at and
+// past every limit; actions that run into the invocation's deadline;
+// cancels during actions and between steps; resumes days after a saga
+// parked). One goroutine runs everything, so a seed replays exactly.
 // After each run the invariants of shared/DESIGN.md section 7 are checked.
 package sim
 
@@ -31,9 +35,21 @@ type Config struct {
 	// MaxReceives is the queues' redrive limit.
 	MaxReceives int
 
+	// Generated is how many definitions to generate (a third of the sagas
+	// run one of them); 0 means one per 100 sagas, at least 20; negative
+	// none.
+	Generated int
+	// EdgeRate is the chance that a visit of a generated saga's action
+	// returns an output at or past a limit: half of them sized around
+	// engine.MaxStateBytes, half nested around engine.MaxDataDepth.
+	// 0 means 0.02.
+	EdgeRate float64
+
 	// Sabotage breaks a guarantee on purpose, to show the checks catch it:
-	// "unconditional-writes" (the store ignores the version condition) or
-	// "ignore-idempotency-keys" (services apply every call's effect).
+	// "unconditional-writes" (the store ignores the version condition),
+	// "ignore-idempotency-keys" (services apply every call's effect) or
+	// "discard-large-results" (an action's result too large to keep is
+	// thrown away and the step failed, though the service did the work).
 	Sabotage string
 }
 
@@ -52,6 +68,15 @@ type Report struct {
 	Violations map[string]int // invariant -> how many times it failed
 	Examples   []string       // the first violations, in words
 	VirtualEnd time.Duration  // virtual time the run took
+
+	Generated      int    // generated definitions that validation accepted
+	Refused        int    // generated definitions that validation refused (drawn again)
+	RefusedExample string // why validation refused the first one
+	GeneratedSagas int    // sagas that ran a generated definition
+	// Unreported counts effects a service applied and reported as a
+	// Timeout, which the engine recorded as that failure: never
+	// compensated, the exposure docs/RELIABILITY.md names.
+	Unreported int
 }
 
 // OK reports whether no invariant failed.
@@ -66,6 +91,8 @@ func (r *Report) OK() bool {
 
 func (r *Report) String() string {
 	s := fmt.Sprintf("seed %d: %d sagas, %d messages handled, %d deliveries, virtual %s\n", r.Seed, r.Sagas, r.Handles, r.Messages, r.VirtualEnd.Round(time.Second))
+	s += fmt.Sprintf("  definitions: %d generated (%d refused by validation and drawn again), run by %d sagas\n", r.Generated, r.Refused, r.GeneratedSagas)
+	s += fmt.Sprintf("  effects reported as a Timeout and recorded so (not compensated: the known exposure): %d\n", r.Unreported)
 	s += "  outcomes:"
 	for _, st := range engine.Statuses() {
 		if n := r.Outcomes[st]; n > 0 {
@@ -114,12 +141,15 @@ type world struct {
 	depth     int
 
 	resumeFailed map[string]bool // sagas whose last resume reported an error
+	// quarantined sagas made far more action visits than their plan
+	// allows: their messages are dropped so the run ends (visits_bounded).
+	quarantined map[string]bool
 }
 
-// handleLog is what one Handle (or Start) did before its write.
+// handleLog is what one Handle (or Start, Cancel, Resume) did before its write.
 type handleLog struct {
 	events []engine.StepEvent
-	calls  []engine.Call
+	calls  []loggedCall
 }
 
 type committedWrite struct {
@@ -148,17 +178,24 @@ func Run(cfg Config) (*Report, error) {
 	if cfg.MaxReceives == 0 {
 		cfg.MaxReceives = 20
 	}
+	if cfg.EdgeRate == 0 {
+		cfg.EdgeRate = 0.02
+	}
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	w := &world{
 		cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5a6a)), clock: engine.NewManualClock(start),
 		report:    &Report{Seed: cfg.Seed, Sagas: cfg.Sagas, Faults: map[string]int{}, Outcomes: map[engine.Status]int{}, Checks: map[string]int{}, Violations: map[string]int{}},
-		committed: map[string][]committedWrite{}, resumeFailed: map[string]bool{},
+		committed: map[string][]committedWrite{}, resumeFailed: map[string]bool{}, quarantined: map[string]bool{},
 	}
 	w.store = &faultyStore{Store: smem.New(), w: w}
 	w.queue = newSimQueue(w)
 	w.actions = newSimActions(w)
+	var services engine.Invoker = w.actions
+	if cfg.Sabotage == "discard-large-results" {
+		services = discardLarge{w: w, inner: services}
+	}
 	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{
-		Store: w.store, Queue: w.queue, Actions: w.actions, Clock: w.clock, Rand: w.rng.Float64,
+		Store: w.store, Queue: w.queue, Actions: recorder{w: w, inner: services}, Clock: w.clock, Rand: w.rng.Float64,
 		OnStep: func(ev engine.StepEvent) { t := w.top(); t.events = append(t.events, ev) },
 	})
 	if err != nil {
@@ -169,13 +206,21 @@ func Run(cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Generated == 0 {
+		cfg.Generated = max(20, cfg.Sagas/100)
+	}
+	gen, err := w.genPlans(max(cfg.Generated, 0))
+	if err != nil {
+		return nil, err
+	}
+	w.report.Generated = len(gen)
 	ctx := context.Background()
 
 	// Start the sagas with faults on; a crashed start is retried by its client.
 	w.faults = true
-	sagas := make([]sagaSpec, cfg.Sagas)
+	sagas := make([]*sagaSpec, cfg.Sagas)
 	for i := range sagas {
-		sagas[i] = w.newSaga(i, plans)
+		sagas[i] = w.newSaga(i, plans, gen)
 		w.start(ctx, sagas[i])
 	}
 	for i := range cfg.Poison {
@@ -207,7 +252,7 @@ func Run(cfg Config) (*Report, error) {
 
 // start begins a saga, retrying a start that crashed or was throttled
 // (Start is idempotent by saga id).
-func (w *world) start(ctx context.Context, s sagaSpec) {
+func (w *world) start(ctx context.Context, s *sagaSpec) {
 	for attempt := 0; ; attempt++ {
 		w.bufs = append(w.bufs, &handleLog{})
 		_, err := w.coord.Start(ctx, &engine.StartParams{Plan: s.plan, SagaID: s.id, Input: s.input})
@@ -229,12 +274,21 @@ func (w *world) step(ctx context.Context) bool {
 	if !ok {
 		return false
 	}
+	if d.op != nil {
+		d.op(ctx)
+		return true
+	}
 	w.report.Messages++
 	w.handle(ctx, d)
 	return true
 }
 
 func (w *world) handle(ctx context.Context, d *delivery) {
+	if len(w.quarantined) > 0 {
+		if msg, err := engine.DecodeMessage(d.body); err == nil && w.quarantined[msg.SagaID] {
+			return // dropped: a saga looping past its visit bound
+		}
+	}
 	w.report.Handles++
 	w.bufs = append(w.bufs, &handleLog{})
 	prev := w.delivery
@@ -259,4 +313,14 @@ func (w *world) handle(ctx context.Context, d *delivery) {
 		return
 	}
 	w.queue.delete(d)
+}
+
+// quarantine stops a saga that made far more action visits than its plan
+// allows (a loop the engine did not bound): its messages are dropped from
+// now on, and the check reports it.
+func (w *world) quarantine(saga string) {
+	if !w.quarantined[saga] {
+		w.quarantined[saga] = true
+		w.report.Faults["quarantined_loop"]++
+	}
 }
