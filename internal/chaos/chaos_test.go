@@ -45,6 +45,10 @@ func envInt(name string, def int) int {
 	return def
 }
 
+// functionTimeout is the functions' timeout in the kill test: short, so
+// that an action running into the deadline is cut off within seconds.
+const functionTimeout = 4 * time.Second
+
 // TestChaos: make chaos (CHAOS_SAGAS, CHAOS_SEED size and seed it).
 func TestChaos(t *testing.T) {
 	if os.Getenv("LAMBDASAGA_CHAOS") == "" {
@@ -74,8 +78,14 @@ func TestChaos(t *testing.T) {
 	env, err := local.Up(ctx, local.Config{
 		Template: "../../infra/template.yaml", DynamoDBEndpoint: dyn, SQSEndpoint: sq, RIE: rie, BuildDir: dir,
 		Mains:   map[string]string{"AdvanceFunction": "./fn", "CompensateFunction": "./fn"},
-		Workers: 3, Visibility: 2 * time.Second, Prefix: "chaos-" + tag + "-", Log: logs,
-		Env: map[string]string{chaos.EnvLedgerTable: ledger.Table},
+		// The visibility timeout outlasts an invocation (the template keeps
+		// it at six times the function timeout; this is shorter, to come
+		// back quickly from kills): a message whose action runs into the
+		// deadline is not delivered again while it still runs.
+		Workers: 3, Visibility: functionTimeout + time.Second, Prefix: "chaos-" + tag + "-", Log: logs,
+		// A short function timeout, so that actions running into the
+		// invocation's deadline are cut off within seconds.
+		Env: map[string]string{chaos.EnvLedgerTable: ledger.Table, "AWS_LAMBDA_FUNCTION_TIMEOUT": strconv.Itoa(int(functionTimeout / time.Second))},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -116,13 +126,57 @@ func TestChaos(t *testing.T) {
 		}
 	}()
 
-	failAt := map[string]string{}
+	// Each saga follows a script: fail at a step, or hang at a step (run
+	// into the invocation's deadline once), or be cancelled while a slow
+	// step runs. Most just fail or succeed.
+	failAt, hangAt, cancelAt := map[string]string{}, map[string]string{}, map[string]string{}
 	steps := []string{"", "", "", "a", "b", "c", "d"}
+	order := []string{"a", "b", "c", "d"}
+	var cancels sync.WaitGroup
+	var cancelMu sync.Mutex
+	cancelLanded := map[string]bool{}
 	for i := range nSagas {
 		id := fmt.Sprintf("chaos-%d", i)
-		failAt[id] = steps[rng.IntN(len(steps))]
-		if _, err := cl.Start(ctx, client.StartParams{File: "chaos.yaml", Definition: def, SagaID: id, Input: map[string]any{"fail_at": failAt[id]}}); err != nil {
+		in := map[string]any{"fail_at": "", "hang_at": "", "slow_at": ""}
+		switch r := rng.IntN(100); {
+		case r < 5:
+			hangAt[id] = order[rng.IntN(len(order))]
+			in["hang_at"] = hangAt[id]
+		case r < 10:
+			cancelAt[id] = order[rng.IntN(3)]
+			in["slow_at"] = cancelAt[id]
+		default:
+			failAt[id] = steps[rng.IntN(len(steps))]
+			in["fail_at"] = failAt[id]
+		}
+		if _, err := cl.Start(ctx, client.StartParams{File: "chaos.yaml", Definition: def, SagaID: id, Input: in}); err != nil {
 			t.Fatal(err)
+		}
+		if step := cancelAt[id]; step != "" {
+			// Cancel once the slow step is pending: its action is running
+			// (or about to), so the cancel lands during it.
+			cancels.Add(1)
+			go func() {
+				defer cancels.Done()
+				for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+					st, err := cl.Status(ctx, id)
+					if err != nil {
+						continue
+					}
+					cur, ok := st.Pending()
+					if pending, _ := cl.Step(ctx, st, cur.Step); !ok || pending != step {
+						if st.Status.Final() {
+							return
+						}
+						continue
+					}
+					_, err = cl.Cancel(ctx, id)
+					cancelMu.Lock()
+					cancelLanded[id] = err == nil
+					cancelMu.Unlock()
+					return
+				}
+			}()
 		}
 		// Paced over about ten seconds, so that kills land while work is in flight.
 		time.Sleep(10 * time.Second / time.Duration(nSagas))
@@ -138,8 +192,14 @@ func TestChaos(t *testing.T) {
 	final := map[string]*engine.State{}
 	deadline := time.Now().Add(2 * time.Minute)
 	killing := true
+	all := map[string]bool{}
+	for _, m := range []map[string]string{failAt, hangAt, cancelAt} {
+		for id := range m {
+			all[id] = true
+		}
+	}
 	for len(final) < nSagas && time.Now().Before(deadline) {
-		for id := range failAt {
+		for id := range all {
 			if final[id] != nil {
 				continue
 			}
@@ -172,13 +232,56 @@ func TestChaos(t *testing.T) {
 			t.Errorf("%s: %s", inv, fmt.Sprintf(format, args...))
 		}
 	}
-	duplicates := 0
-	order := []string{"a", "b", "c", "d"}
-	for id, fail := range failAt {
+	cancels.Wait()
+	duplicates, hung, cancelled := 0, 0, 0
+	for id := range all {
+		fail := failAt[id]
 		st := final[id]
 		checked["no_saga_lost"]++
 		if st == nil {
 			violate("no_saga_lost", "saga %s did not finish", id)
+			continue
+		}
+		var dos, undos []chaos.Entry
+		for _, e := range ledgerEntries[id] {
+			duplicates += int(e.Calls - 1)
+			if e.Phase == "do" {
+				dos = append(dos, e)
+			} else {
+				undos = append(undos, e)
+			}
+		}
+		sort.Slice(dos, func(i, j int) bool { return dos[i].Seq < dos[j].Seq })
+		sort.Slice(undos, func(i, j int) bool { return undos[i].Seq < undos[j].Seq })
+		if step := cancelAt[id]; step != "" {
+			// Cancelled while step ran: every effect done up to it (or one
+			// step further, if the cancel raced its end) is compensated, in
+			// reverse, and nothing after that runs.
+			cancelMu.Lock()
+			landed := cancelLanded[id]
+			cancelMu.Unlock()
+			if !landed {
+				violate("cancel_during_action_compensates_it", "saga %s: the cancel never found %s pending (status %s)", id, step, st.Status)
+				continue
+			}
+			cancelled++
+			checked["cancel_during_action_compensates_it"]++
+			got := stepsOf(dos)
+			compensable := slices.DeleteFunc(slices.Clone(got), func(s string) bool { return s == "d" })
+			wantUndo := slices.Clone(compensable)
+			slices.Reverse(wantUndo)
+			switch {
+			case st.Status != engine.StatusCompensated || st.Failure == nil || st.Failure.Type != engine.ErrorTypeCancelled:
+				violate("cancel_during_action_compensates_it", "saga %s: ended %s (%v), want compensated after its cancel", id, st.Status, st.Failure)
+			case len(got) <= slices.Index(order, step) || !slices.Equal(got, order[:len(got)]):
+				violate("cancel_during_action_compensates_it", "saga %s: effects %v, want a prefix through %s (the step the cancel met)", id, got, step)
+			case !slices.Equal(stepsOf(undos), wantUndo):
+				violate("cancel_during_action_compensates_it", "saga %s: compensations %v, want %v: an effect was left in place", id, stepsOf(undos), wantUndo)
+			}
+			checked["versions_written_once"]++
+			if want := uint64(1 + len(got) + 1 + len(wantUndo)); st.Version != want {
+				violate("versions_written_once", "saga %s (cancelled at %s) is at version %d, want %d", id, step, st.Version, want)
+			}
 			continue
 		}
 		done := order // steps whose effect must have happened
@@ -193,6 +296,16 @@ func TestChaos(t *testing.T) {
 		}
 		want := engine.StatusSucceeded
 		wantVersion := uint64(1 + len(done))
+		if step := hangAt[id]; step != "" {
+			// One attempt ran into the deadline: a Timeout, retried (one
+			// more version), and its effect applied once under its key.
+			hung++
+			wantVersion++
+			checked["deadline_attempt_recorded"]++
+			if i := slices.IndexFunc(dos, func(e chaos.Entry) bool { return e.Step == step }); i < 0 || dos[i].Calls < 2 {
+				violate("deadline_attempt_recorded", "saga %s: step %s should have been called again after running into the deadline (ledger %v)", id, step, dos)
+			}
+		}
 		if fail != "" {
 			want = engine.StatusCompensated
 			wantVersion = uint64(1 + len(done) + 1 + len(compensable))
@@ -206,17 +319,6 @@ func TestChaos(t *testing.T) {
 		if st.Version != wantVersion {
 			violate("versions_written_once", "saga %s (fail_at %q) is at version %d, want %d", id, fail, st.Version, wantVersion)
 		}
-		var dos, undos []chaos.Entry
-		for _, e := range ledgerEntries[id] {
-			duplicates += int(e.Calls - 1)
-			if e.Phase == "do" {
-				dos = append(dos, e)
-			} else {
-				undos = append(undos, e)
-			}
-		}
-		sort.Slice(dos, func(i, j int) bool { return dos[i].Seq < dos[j].Seq })
-		sort.Slice(undos, func(i, j int) bool { return undos[i].Seq < undos[j].Seq })
 		checked["effects_once_per_completed_step"]++
 		if got := stepsOf(dos); !slices.Equal(got, done) {
 			violate("effects_once_per_completed_step", "saga %s (fail_at %q): effects %v, want %v", id, fail, got, done)
@@ -251,8 +353,8 @@ func TestChaos(t *testing.T) {
 	logs.mu.Lock()
 	cut := bytes.Count(logs.b.Bytes(), []byte("invocation failed"))
 	logs.mu.Unlock()
-	t.Logf("chaos report: %d sagas, %d workers killed with SIGKILL, %d invocations cut off mid-flight, %d duplicate action calls absorbed by idempotency keys", nSagas, kills.Load(), cut, duplicates)
-	for _, k := range []string{"no_saga_lost", "status_as_scripted", "versions_written_once", "effects_once_per_completed_step", "compensation_exact_reverse", "dead_letters_only_poison"} {
+	t.Logf("chaos report: %d sagas, %d workers killed with SIGKILL, %d invocations cut off mid-flight, %d duplicate action calls absorbed by idempotency keys, %d actions run into the invocation's deadline, %d sagas cancelled during an action", nSagas, kills.Load(), cut, duplicates, hung, cancelled)
+	for _, k := range []string{"no_saga_lost", "status_as_scripted", "versions_written_once", "effects_once_per_completed_step", "compensation_exact_reverse", "deadline_attempt_recorded", "cancel_during_action_compensates_it", "dead_letters_only_poison"} {
 		t.Logf("  %-32s checked %5d, violated %d", k, checked[k], violated[k])
 	}
 	if kills.Load() == 0 {

@@ -53,15 +53,39 @@ func (l *Ledger) CreateTable(ctx context.Context) error {
 	return dynamodb.NewTableExistsWaiter(l.Client).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(l.Table)}, 30e9)
 }
 
+// SlowFor is how long a ledger.do with `slow` runs after its effect: the
+// window in which the kill test cancels the saga.
+const SlowFor = 1500 * time.Millisecond
+
 // Register adds ledger.do and ledger.undo to reg. Each takes 20 to 50 ms
 // after applying its effect, as a real call would, so that kills land in
 // the window between an effect and the write that records it.
+//
+// ledger.do's input says how it behaves: `fail` refuses for good; `hang`
+// applies its effect on the first attempt and then runs until its context
+// ends (into the invocation's deadline), so its result is lost and the
+// attempt is a Timeout; `slow` runs SlowFor after its effect.
 func (l *Ledger) Register(reg *engine.Registry) {
 	reg.MustRegister("ledger.do", func(ctx context.Context, c engine.Call) (any, error) {
-		if in, _ := c.Input.(map[string]any); in["fail"] == true {
+		in, _ := c.Input.(map[string]any)
+		if in["fail"] == true {
 			return nil, engine.Permanent(engine.NewError("Refused", "step "+c.Step+" refuses"))
 		}
-		return nil, l.apply(ctx, c, "do")
+		if err := l.apply(ctx, c, "do"); err != nil {
+			return nil, err
+		}
+		switch {
+		case in["hang"] == true && c.Attempt == 1:
+			<-ctx.Done()
+			return nil, ctx.Err()
+		case in["slow"] == true:
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(SlowFor):
+			}
+		}
+		return nil, nil
 	})
 	reg.MustRegister("ledger.undo", func(ctx context.Context, c engine.Call) (any, error) {
 		return nil, l.apply(ctx, c, "undo")
