@@ -184,6 +184,7 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*State, error)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
+	h.report()
 	err = c.cfg.Store.SagaCreate(ctx, &SagaCreateParams{Record: rec})
 	if errors.Is(err, ErrExists) {
 		return c.existing(ctx, id, plan, input)
@@ -191,7 +192,6 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*State, error)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
-	h.written()
 	if err := c.send(ctx, st.Outbox); err != nil {
 		return st, fmt.Errorf("start %s: saga stored, first message not sent (start it again with the same id to retry): %w", id, err)
 	}
@@ -265,14 +265,13 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind, 
 		if _, err := plan.Advance(st, Event{Kind: kind, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Skip: len(skip) > 0 && skip[0], OnStep: c.observer(&h, sagaID, st, nil)}); err != nil {
 			return nil, err
 		}
-		err = c.write(ctx, st, rec.Version)
+		err = c.write(ctx, st, rec.Version, &h)
 		if errors.Is(err, ErrConflict) {
 			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		h.written()
 		if err := c.send(ctx, st.Outbox); err != nil {
 			return st, fmt.Errorf("%s %s: written, not sent: %w", kind, sagaID, err)
 		}
@@ -426,7 +425,7 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 	if _, err := plan.Advance(st, ev); err != nil {
 		return "", err
 	}
-	err = c.write(ctx, st, msg.Version)
+	err = c.write(ctx, st, msg.Version, h)
 	if unstorable(err) {
 		// The transition can never be stored (too large, too deep). Replay
 		// it on the version we read, measuring the state after each step:
@@ -448,7 +447,7 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 		if _, err := plan.Advance(st, ev); err != nil {
 			return "", err
 		}
-		if err = c.write(ctx, st, msg.Version); err != nil && !errors.Is(err, ErrConflict) {
+		if err = c.write(ctx, st, msg.Version, h); err != nil && !errors.Is(err, ErrConflict) {
 			c.log.LogAttrs(ctx, slog.LevelError, "transition cannot be stored even after failing its step",
 				slog.String("saga_id", msg.SagaID), slog.String("step", msg.Step), slog.Uint64("version", msg.Version),
 				slog.String("cause", cause.Error()), slog.String("error", err.Error()))
@@ -457,7 +456,6 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 	if err != nil {
 		return "", err
 	}
-	h.written()
 	if err := c.send(ctx, st.Outbox); err != nil {
 		return "", fmt.Errorf("saga %s: version %d written, outbox not sent: %w", msg.SagaID, st.Version, err)
 	}
@@ -474,8 +472,8 @@ type stepTiming struct {
 	took time.Duration
 }
 
-// heard holds the step events of a transition until it is written: a
-// transition that loses its write, or is replayed, is never reported.
+// heard holds the step events of a transition until it is about to be
+// written (see write).
 type heard struct {
 	c      *Coordinator
 	events []StepEvent
@@ -497,8 +495,8 @@ func (c *Coordinator) observer(h *heard, sagaID string, st *State, timing *stepT
 	}
 }
 
-// written reports the held events: their transition is stored.
-func (h *heard) written() {
+// report hands the held events to OnStep.
+func (h *heard) report() {
 	if h == nil || h.c == nil {
 		return
 	}
@@ -606,10 +604,15 @@ func record(st *State, buf []byte) (SagaRecord, error) {
 	return SagaRecord{SagaID: st.SagaID, Version: st.Version, Status: st.Status, Name: st.Name, DefinitionHash: st.DefinitionHash, UpdatedAt: st.UpdatedAt, State: b}, nil
 }
 
-func (c *Coordinator) write(ctx context.Context, st *State, expected uint64) error {
+// write stores st conditionally on the expected version. The step events
+// held in h are reported once the state encodes within its limit, just
+// before the store is asked: a transition replayed because it could not be
+// stored is never reported; one that loses its write may have been.
+func (c *Coordinator) write(ctx context.Context, st *State, expected uint64, h *heard) error {
 	bp := stateBuffers.Get().(*[]byte)
 	rec, err := record(st, (*bp)[:0])
 	if err == nil {
+		h.report()
 		err = c.cfg.Store.SagaUpdate(ctx, &SagaUpdateParams{Record: rec, ExpectedVersion: expected})
 		if cap(rec.State) <= 1<<20 {
 			*bp = rec.State[:0]

@@ -60,7 +60,7 @@ func Run(c *Case) *Result {
 	res := &Result{Outcome: Crashed}
 	var plan *engine.Plan
 	var err error
-	if p := protect(func() { plan, err = engine.Compile("prop.yaml", c.YAML) }); p != nil {
+	if p := protect(func() { plan, err = engine.Compile("prop.yaml", c.YAML, engine.Options{MaxVisits: 50}) }); p != nil {
 		res.violate("panic in Compile", p)
 		return res
 	}
