@@ -97,6 +97,14 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 						continue
 					}
 					compKeys = append(compKeys, call.IdempotencyKey)
+				case ev.Compensation && ev.Outcome == engine.OutcomeSkipped:
+					// Resumed with skip: the operator undid it by hand.
+					if undone := w.handUndone[s.id]; len(undone) > 0 {
+						compKeys = append(compKeys, undone[0])
+						w.handUndone[s.id] = undone[1:]
+					} else {
+						w.violate("compensation_exact_reverse", "saga %s: compensation of %s skipped, but no operator undid it", s.id, ev.Step)
+					}
 				}
 			}
 		}

@@ -197,7 +197,19 @@ func (w *world) resumeOne(ctx context.Context, id string) (acted, failed bool) {
 		w.actions.scripts[id].resumed++
 	}
 	w.bufs = append(w.bufs, &handleLog{})
-	_, err = w.coord.Resume(ctx, id)
+	if n := len(st.Stack); !retry && n > 0 && st.Stack[n-1].OutDropped && st.CompensationError != nil && st.CompensationError.Type == engine.ErrorTypeExpression {
+		// The compensation reads an output that could not be kept: as the
+		// message says, the operator undoes the step by hand (in the
+		// service, under the compensation's key) and resumes with skip.
+		top := st.Stack[n-1]
+		key := fmt.Sprintf("%s/%s.compensate/%d", id, st.CompensationError.Step, top.Seq)
+		w.actions.applied[key], w.actions.succeeded[key] = true, true
+		w.handUndone[id] = append(w.handUndone[id], key)
+		w.report.Faults["operator_undo_by_hand"]++
+		_, err = w.coord.SkipCompensation(ctx, id)
+	} else {
+		_, err = w.coord.Resume(ctx, id)
+	}
 	w.bufs = w.bufs[:len(w.bufs)-1]
 	w.resumeFailed[id] = err != nil
 	return true, err != nil

@@ -141,6 +141,9 @@ type world struct {
 	depth     int
 
 	resumeFailed map[string]bool // sagas whose last resume reported an error
+	// handUndone lists, per saga, the compensation keys an operator undid
+	// by hand before resuming with skip, in order.
+	handUndone map[string][]string
 	// quarantined sagas made far more action visits than their plan
 	// allows: their messages are dropped so the run ends (visits_bounded).
 	quarantined map[string]bool
@@ -185,7 +188,7 @@ func Run(cfg Config) (*Report, error) {
 	w := &world{
 		cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5a6a)), clock: engine.NewManualClock(start),
 		report:    &Report{Seed: cfg.Seed, Sagas: cfg.Sagas, Faults: map[string]int{}, Outcomes: map[engine.Status]int{}, Checks: map[string]int{}, Violations: map[string]int{}},
-		committed: map[string][]committedWrite{}, resumeFailed: map[string]bool{}, quarantined: map[string]bool{},
+		committed: map[string][]committedWrite{}, resumeFailed: map[string]bool{}, handUndone: map[string][]string{}, quarantined: map[string]bool{},
 	}
 	w.store = &faultyStore{Store: smem.New(), w: w}
 	w.queue = newSimQueue(w)
