@@ -77,7 +77,7 @@ func TestChaos(t *testing.T) {
 	logs := &lockedBuffer{}
 	env, err := local.Up(ctx, local.Config{
 		Template: "../../infra/template.yaml", DynamoDBEndpoint: dyn, SQSEndpoint: sq, RIE: rie, BuildDir: dir,
-		Mains:   map[string]string{"AdvanceFunction": "./fn", "CompensateFunction": "./fn"},
+		Mains: map[string]string{"AdvanceFunction": "./fn", "CompensateFunction": "./fn"},
 		// The visibility timeout outlasts an invocation (the template keeps
 		// it at six times the function timeout; this is shorter, to come
 		// back quickly from kills): a message whose action runs into the
