@@ -54,6 +54,10 @@ func runLocal(c *Config, args []string) int {
 		c.errorf("local: unexpected arguments %v", rest)
 		return ExitUsage
 	}
+	if *visibility < 0 || *workers < 1 {
+		c.errorf("local: --visibility must not be negative and --workers must be at least 1")
+		return ExitUsage
+	}
 	if b, err := os.ReadFile(LocalStateFile); err == nil {
 		var ls localState
 		if json.Unmarshal(b, &ls) == nil && ls.PID > 0 && syscall.Kill(ls.PID, 0) == nil {

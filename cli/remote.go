@@ -247,6 +247,10 @@ func runSweep(c *Config, args []string) int {
 		c.errorf("sweep: unexpected arguments %v", rest)
 		return ExitUsage
 	}
+	if *idle <= 0 {
+		c.errorf("sweep: --idle-for must be positive (a sweep re-sends the messages of sagas idle at least that long)")
+		return ExitUsage
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cl, err := stack.client(ctx)

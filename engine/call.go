@@ -72,7 +72,11 @@ func (p *Plan) Call(st *State, now time.Time) (Call, error) {
 				s.ID, s.Out, idempotencyKey(st.SagaID, s.ID, cur.Seq), err)
 		}
 		if err != nil {
-			return c, fmt.Errorf("step %s: with: %w", s.ID, err)
+			field := "with"
+			if cur.Compensating {
+				field = "compensate.with"
+			}
+			return c, fmt.Errorf("step %s: %s: %w", s.ID, field, err)
 		}
 		c.Input = in
 	}

@@ -521,3 +521,27 @@ steps:
 		t.Fatalf("calls %q", got)
 	}
 }
+
+func TestEdgeRegistryRefusesNamesNoDefinitionCanCall(t *testing.T) {
+	reg := engine.NewRegistry()
+	noop := func(context.Context, engine.Call) (any, error) { return nil, nil }
+	for _, name := range []string{" ", "pay ments.charge", "lambda:fn", "1abc"} {
+		if err := reg.Register(name, noop); err == nil {
+			t.Errorf("Register(%q) accepted a name no definition can call", name)
+		}
+	}
+	if err := reg.Register("payments.charge", noop); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEdgeTooDeepSaysSoOnce(t *testing.T) {
+	var v any = "leaf"
+	for range engine.MaxDataDepth + 3 {
+		v = map[string]any{"k": []any{v}}
+	}
+	_, err := engine.CheckValue(v)
+	if err == nil || strings.Count(err.Error(), "k") > 1 || len(err.Error()) > 100 {
+		t.Fatalf("err %q, want one short message", err)
+	}
+}

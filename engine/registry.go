@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -37,6 +38,9 @@ func NewRegistry() *Registry { return &Registry{actions: map[string]ActionFunc{}
 func (r *Registry) Register(name string, fn ActionFunc) error {
 	if name == "" || fn == nil {
 		return fmt.Errorf("register action: a name and a function are required")
+	}
+	if !ValidActionName(name) || strings.HasPrefix(name, "lambda:") {
+		return fmt.Errorf("register action %q: not a name a definition can call (a letter, then letters, digits, '_', '.', '-' or '/'; lambda: names are invoked, not registered)", name)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

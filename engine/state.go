@@ -197,6 +197,9 @@ func checkValue(v any, depth int) (any, bool, error) {
 		var out []any
 		for i, e := range t {
 			c, changed, err := checkValue(e, depth+1)
+			if err == errTooDeep {
+				return nil, false, err // one message, not one prefix per level
+			}
 			if err != nil {
 				return nil, false, fmt.Errorf("[%d]: %w", i, err)
 			}
@@ -215,6 +218,9 @@ func checkValue(v any, depth int) (any, bool, error) {
 		var out map[string]any
 		for k, e := range t {
 			c, changed, err := checkValue(e, depth+1)
+			if err == errTooDeep {
+				return nil, false, err
+			}
 			if err != nil {
 				return nil, false, fmt.Errorf("%s: %w", k, err)
 			}
