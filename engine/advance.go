@@ -107,6 +107,7 @@ func (p *Plan) Advance(st *State, ev Event) (Result, error) {
 		return Result{}, err
 	}
 	r := runner{p: p, st: st, ev: ev}
+	retryDue, retryWaits := pendingRetryDue(st)
 	st.Outbox = st.Outbox[:0]
 	st.Version++
 	st.UpdatedAt = ev.Now
@@ -128,6 +129,13 @@ func (p *Plan) Advance(st *State, ev Event) (Result, error) {
 			r.actionResult()
 		}
 	case EventCancel:
+		if retryWaits && ev.Now.Add(clockSkew).Before(retryDue) {
+			// The pending attempt waits out its backoff: no one can be
+			// running it yet, so nothing is in flight to wait for.
+			st.Cursors = st.Cursors[:0]
+			r.compensate(cancelled())
+			break
+		}
 		if cur, ok := st.Pending(); ok && !cur.Compensating && st.Status == StatusRunning {
 			// The pending action may be running now, and may take effect:
 			// wait for its outcome, then compensate it with the rest. Its
@@ -184,6 +192,26 @@ func asInvalidOutput(err error) *invalidOutputError {
 // success with an output that cannot be kept (for callers driving Advance
 // themselves, such as dry runs).
 func InvalidOutput(msg string) error { return &invalidOutputError{msg: msg} }
+
+// clockSkew is how far apart the clocks of a worker that scheduled a retry
+// and of whoever cancels may be, at most.
+const clockSkew = 5 * time.Second
+
+// pendingRetryDue reports when the pending action's retry becomes visible
+// to workers, for an attempt after the first sent with a delay by the last
+// transition: not before its write plus the delay.
+func pendingRetryDue(st *State) (time.Time, bool) {
+	cur, ok := st.Pending()
+	if !ok || cur.Compensating || cur.Attempt < 2 {
+		return time.Time{}, false
+	}
+	for _, m := range st.Outbox {
+		if m.Queue == QueueAdvance && m.Attempt == cur.Attempt && m.Delay > 0 {
+			return st.UpdatedAt.Add(m.Delay), true
+		}
+	}
+	return time.Time{}, false
+}
 
 func cancelled() *StepError {
 	return &StepError{Type: ErrorTypeCancelled, Message: "saga cancelled"}

@@ -64,6 +64,12 @@ func (p *Plan) Call(st *State, now time.Time) (Call, error) {
 	} else {
 		c.IdempotencyKey = idempotencyKey(st.SagaID, s.ID, cur.Seq)
 	}
+	if dropped && s.Out != "" {
+		// The var holds nothing of this visit: whatever it holds now was
+		// written by another step, or another visit. Never build the
+		// compensation from it.
+		vars = without(vars, s.Out)
+	}
 	if with != nil {
 		act := &activation{st: st, vars: vars, attempt: int64(cur.Attempt), now: now}
 		in, err := with.eval(act)
@@ -90,6 +96,16 @@ func idempotencyKey(sagaID, step string, seq uint64) string {
 	b = append(b, step...)
 	b = append(b, '/')
 	return string(strconv.AppendUint(b, seq, 10))
+}
+
+func without(vars map[string]any, name string) map[string]any {
+	m := make(map[string]any, len(vars))
+	for k, x := range vars {
+		if k != name {
+			m[k] = x
+		}
+	}
+	return m
 }
 
 func overlay(vars map[string]any, name string, v any) map[string]any {
@@ -130,7 +146,14 @@ func (t *template) eval(act *activation) (any, error) {
 			if s, ok := v.ConvertToType(types.StringType).(types.String); ok {
 				b.WriteString(string(s))
 			} else {
-				fmt.Fprint(&b, v.Value())
+				native, err := toNative(v)
+				if err != nil {
+					return nil, &ActionError{Type: ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %v", p.prog.src, err)}
+				}
+				fmt.Fprint(&b, native)
+			}
+			if b.Len() > maxResultBytes {
+				return nil, &ActionError{Type: ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %v", p.prog.src, errResultTooLarge)}
 			}
 		}
 		return b.String(), nil

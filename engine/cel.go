@@ -139,16 +139,33 @@ func (p *program) eval(act *activation) (ref.Val, error) {
 		v, _, err = p.prg.Eval(act)
 	}
 	if err != nil {
-		msg := err.Error()
+		msg := redactEvalError(err.Error())
 		switch {
-		case strings.Contains(msg, "cost limit exceeded"):
-			msg = "expression exceeded its cost limit (runaway expression?): " + msg
+		case strings.Contains(err.Error(), "cost limit exceeded"):
+			msg = "expression exceeded its cost limit (runaway expression?)"
 		case errors.Is(err, context.DeadlineExceeded):
 			msg = "expression exceeded its evaluation deadline: " + msg
 		}
 		return nil, &ActionError{Type: ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %s", p.src, msg)}
 	}
 	return v, nil
+}
+
+// redactEvalError keeps what went wrong in an evaluation and drops the
+// values CEL quotes in its messages (a missing key, an index, the text that
+// failed to parse), which come from inputs and vars: failures are stored
+// and logged, values never are.
+func redactEvalError(msg string) string {
+	if strings.Contains(msg, "overload") {
+		return msg // names functions and types only
+	}
+	if i := strings.IndexAny(msg, "\"'"); i >= 0 {
+		msg = msg[:i]
+	}
+	if i := strings.Index(msg, ": "); i >= 0 {
+		msg = msg[:i]
+	}
+	return strings.TrimRight(msg, " :")
 }
 
 // activation resolves the names expressions see, without copying the state.
@@ -186,13 +203,29 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 // toNative turns a CEL result into the plain values state holds: nil, bool,
 // int64, uint64, float64, string, []byte, time.Time, time.Duration, []any and
 // map[string]any.
-func toNative(v ref.Val) (any, error) { return toNativeAt(v, 0) }
+func toNative(v ref.Val) (any, error) {
+	budget := maxResultBytes
+	return toNativeAt(v, 0, &budget)
+}
+
+// maxResultBytes bounds the size of one expression's result as state would
+// hold it: as much as a failed saga's state may (a compensation's input
+// may be an output kept there). CEL's cost limit bounds evaluation, but a result can share one
+// list many times over (input.l.map(a, input.l)); expanding it must stop
+// long before memory does.
+const maxResultBytes = maxSettledStateBytes
+
+// errResultTooLarge is the error of a result past maxResultBytes.
+var errResultTooLarge = fmt.Errorf("result larger than %d bytes, more than a saga's state can hold", maxResultBytes)
 
 // toNativeAt converts v found depth levels down, refusing values nested
-// past MaxDataDepth as CheckValue does.
-func toNativeAt(v ref.Val, depth int) (any, error) {
+// past MaxDataDepth as CheckValue does, and charging each part to budget.
+func toNativeAt(v ref.Val, depth int, budget *int) (any, error) {
 	if depth > MaxDataDepth {
 		return nil, errTooDeep
+	}
+	if *budget -= 8; *budget < 0 {
+		return nil, errResultTooLarge
 	}
 	switch t := v.(type) {
 	case types.Null:
@@ -209,8 +242,14 @@ func toNativeAt(v ref.Val, depth int) (any, error) {
 		}
 		return float64(t), nil
 	case types.String:
+		if *budget -= len(t); *budget < 0 {
+			return nil, errResultTooLarge
+		}
 		return string(t), nil
 	case types.Bytes:
+		if *budget -= len(t); *budget < 0 {
+			return nil, errResultTooLarge
+		}
 		return []byte(t), nil
 	case types.Timestamp:
 		return t.Time, nil
@@ -229,7 +268,10 @@ func toNativeAt(v ref.Val, depth int) (any, error) {
 			if !ok {
 				return nil, fmt.Errorf("a map key is a %s: only string keys can be stored", k.Type().TypeName())
 			}
-			ev, err := toNativeAt(t.Get(k), depth+1)
+			if *budget -= len(ks); *budget < 0 {
+				return nil, errResultTooLarge
+			}
+			ev, err := toNativeAt(t.Get(k), depth+1, budget)
 			if err != nil {
 				return nil, err
 			}
@@ -241,7 +283,7 @@ func toNativeAt(v ref.Val, depth int) (any, error) {
 		out := make([]any, 0, int(n))
 		it := t.Iterator()
 		for it.HasNext() == types.True {
-			ev, err := toNativeAt(it.Next(), depth+1)
+			ev, err := toNativeAt(it.Next(), depth+1, budget)
 			if err != nil {
 				return nil, err
 			}

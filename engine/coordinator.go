@@ -317,6 +317,9 @@ func (c *Coordinator) load(ctx context.Context, sagaID string) (*SagaRecord, *St
 	if err := plan.checkState(st); err != nil {
 		return nil, nil, nil, fmt.Errorf("saga %s: %w: %v", sagaID, ErrDamagedState, err)
 	}
+	if st.Vars == nil && !st.Status.Final() {
+		st.Vars = map[string]any{} // an item written without vars: steps write into it
+	}
 	return rec, st, plan, nil
 }
 
@@ -398,7 +401,9 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 		c.logHandled(ctx, msg, st, HandledResent, 0)
 		return HandledResent, nil
 	case st.Version < msg.Version:
-		return "", fmt.Errorf("saga %s is at version %d, behind message version %d: store lost a write?", msg.SagaID, st.Version, msg.Version)
+		// Consistent reads never lag a write: the store lost one (a restore
+		// from a backup, say). The message cannot be handled: poison.
+		return "", fmt.Errorf("%w: saga %s is at version %d, behind message version %d: did the store lose a write?", ErrDamagedState, msg.SagaID, st.Version, msg.Version)
 	}
 	cur, ok := st.Pending()
 	if !ok {
@@ -409,10 +414,8 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 		return "", fmt.Errorf("%w: message for %s %s attempt %d, but saga %s version %d waits on %s attempt %d",
 			ErrMalformedMessage, msg.Queue, msg.Step, msg.Attempt, msg.SagaID, st.Version, id, cur.Attempt)
 	}
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= ResultReserve {
-		// Too little of the invocation is left to run the action and record
-		// its outcome: hand the message back for a fresh invocation.
-		return "", fmt.Errorf("saga %s: %w: %s left before the invocation's deadline, not enough to run %s and record it", msg.SagaID, ErrNoTime, time.Until(dl).Round(time.Millisecond), msg.Step)
+	if err := c.timeLeft(ctx, plan, cur, msg); err != nil {
+		return "", err
 	}
 	now := c.cfg.Clock.Now()
 	out, actErr, took := c.invoke(ctx, plan, st, now)
@@ -461,6 +464,50 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 	}
 	c.logHandled(ctx, msg, st, HandledStep, took)
 	return HandledStep, nil
+}
+
+// timeLeft reports ErrNoTime when the invocation has too little left to run
+// the pending attempt and record its outcome: under ResultReserve, or
+// under the step's timeout plus ResultReserve when a fresh invocation
+// (WithInvocationBudget) would give that much. A record after slow ones in
+// a batch is then handed back rather than cut short.
+func (c *Coordinator) timeLeft(ctx context.Context, plan *Plan, cur Cursor, msg Message) error {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return nil
+	}
+	left := time.Until(dl)
+	need := ResultReserve
+	s := plan.steps[cur.Step]
+	t := s.Timeout
+	if cur.Compensating {
+		t = s.comp.timeout
+	}
+	if budget, ok := ctx.Value(budgetKey{}).(time.Duration); ok && t > 0 && t+ResultReserve <= budget {
+		need += t
+	}
+	if left > ResultReserve && left >= need {
+		return nil
+	}
+	return fmt.Errorf("saga %s: %w: %s left before the invocation's deadline, %s needed to run %s and record it", msg.SagaID, ErrNoTime, left.Round(time.Millisecond), need, msg.Step)
+}
+
+type budgetKey struct{}
+
+// WithInvocationBudget tells the coordinator how long a fresh invocation of
+// the function runs (its timeout, less its start-up): an attempt whose step
+// timeout fits a fresh invocation but not what is left of this one is
+// handed back (ErrNoTime) instead of being cut short.
+func WithInvocationBudget(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, budgetKey{}, d)
+}
+
+// HandBack sends msg again at once, for a message handled later by a fresh
+// invocation (after ErrNoTime): the copy is delivered anew, so the
+// original can be deleted without spending its receive count.
+func (c *Coordinator) HandBack(ctx context.Context, msg Message) error {
+	msg.Delay = 0
+	return c.cfg.Queue.Send(ctx, []Message{msg})
 }
 
 // errSagaMissing marks a load that found no saga (as opposed to no definition).

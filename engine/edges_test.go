@@ -123,7 +123,7 @@ func TestEdgeOutputTooLargeIsStillCompensated(t *testing.T) {
 }
 
 func TestEdgeSetAfterActionGrowsStateIsBlamedOnTheSet(t *testing.T) {
-	blob := strings.Repeat("y", 110<<10) // three copies pass the state limit
+	blob := strings.Repeat("y", 90<<10) // three copies and the input pass the state limit
 	e := newEdgeRig(t, bigOutputSaga, nil)
 	e.start("s-1", map[string]any{"blob": blob})
 	e.drain()
@@ -543,5 +543,184 @@ func TestEdgeTooDeepSaysSoOnce(t *testing.T) {
 	_, err := engine.CheckValue(v)
 	if err == nil || strings.Count(err.Error(), "k") > 1 || len(err.Error()) > 100 {
 		t.Fatalf("err %q, want one short message", err)
+	}
+}
+
+func TestEdgeDroppedOutputIsNotReadFromAnEarlierStep(t *testing.T) {
+	// Two steps write vars.p; the second's output is too large to keep. Its
+	// refund must not be built from the first step's p.
+	src := `
+saga: k
+steps:
+  - {id: a, action: pay.charge, with: {n: 1}, out: p, compensate: {action: pay.refund, with: {id: "${vars.p.id}"}}}
+  - {id: b, action: pay.charge, with: {n: 2}, out: p, compensate: {action: pay.refund, with: {id: "${vars.p.id}"}}}
+  - {id: c, action: svc.c}
+`
+	var refunds []string
+	var mu sync.Mutex
+	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) {
+		in, _ := c.Input.(map[string]any)
+		switch {
+		case c.Compensation:
+			mu.Lock()
+			refunds = append(refunds, c.Step+":"+fmt.Sprint(in["id"]))
+			mu.Unlock()
+			return nil, nil
+		case c.Step == "b":
+			return map[string]any{"id": "pay-2", "pad": strings.Repeat("x", 2*engine.MaxStateBytes)}, nil
+		}
+		return map[string]any{"id": "pay-1"}, nil
+	})
+	e.start("s-1", nil)
+	e.drain()
+	st := e.get("s-1")
+	if st.Status != engine.StatusCompensationFailed || st.CompensationError.Step != "b" {
+		t.Fatalf("status %s %+v, want parked at b's refund (its output was not kept)", st.Status, st.CompensationError)
+	}
+	if len(refunds) != 0 {
+		t.Fatalf("refunds %v: b's refund was built from a's payment", refunds)
+	}
+}
+
+func TestEdgeHugeCELResultFailsTheStep(t *testing.T) {
+	src := `
+saga: bomb
+input: {l: list}
+steps:
+  - {id: a, action: x.y, out: o, compensate: {action: x.z}}
+  - {id: b, set: {x: "${input.l.map(a, input.l)}"}}
+  - {id: c, action: x.y}
+`
+	l := make([]any, 4000)
+	for i := range l {
+		l[i] = int64(i)
+	}
+	e := newEdgeRig(t, src, nil)
+	e.start("s-1", map[string]any{"l": l})
+	e.drain()
+	st := e.get("s-1")
+	if st.Status != engine.StatusCompensated || st.Failure.Step != "b" || st.Failure.Type != engine.ErrorTypeExpression || !strings.Contains(st.Failure.Message, "larger than") {
+		t.Fatalf("status %s %+v, want compensated at b: its result is larger than a state can hold", st.Status, st.Failure)
+	}
+	e.checkCompensated(t, "a")
+}
+
+func TestEdgeCancelDuringBackoffCompensatesAtOnce(t *testing.T) {
+	src := `
+saga: r
+steps:
+  - {id: a, action: x.a, compensate: {action: x.undo}}
+  - {id: pay, action: x.pay, retry: {attempts: 3, backoff: 10m, max_backoff: 15m}, compensate: {action: x.refund}}
+`
+	payCalls := 0
+	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) {
+		if c.Step == "pay" && !c.Compensation {
+			payCalls++
+			return nil, errors.New("busy")
+		}
+		return nil, nil
+	})
+	e.start("s-1", nil)
+	for range 2 { // a, then pay's first attempt (fails, retry in 10m)
+		d, _ := e.receive()
+		engine.HandleDelivery(context.Background(), e.coord, e.q, d, nil)
+	}
+	st, err := e.coord.Cancel(context.Background(), "s-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != engine.StatusCompensating || st.CancelRequested {
+		t.Fatalf("after a cancel during the backoff: %s requested %v, want compensating at once", st.Status, st.CancelRequested)
+	}
+	e.drain()
+	if st := e.get("s-1"); st.Status != engine.StatusCompensated || payCalls != 1 {
+		t.Fatalf("status %s, pay called %d times, want compensated with no new attempt", st.Status, payCalls)
+	}
+	e.checkCompensated(t, "a")
+}
+
+func TestEdgeExpressionErrorsDoNotEchoValues(t *testing.T) {
+	src := `
+saga: echo
+input: {m: map, s: string, l: list, n: int}
+steps:
+  - {id: a, set: {x: "${input.m[input.s]}"}}
+`
+	for _, tt := range []struct{ src, secret string }{
+		{src, "4111111111111111"},
+		{strings.Replace(src, "input.m[input.s]", "timestamp(input.s)", 1), "4111111111111111"},
+		{strings.Replace(src, "input.m[input.s]", "input.l[input.n]", 1), "-7777"},
+	} {
+		e := newEdgeRig(t, tt.src, nil)
+		e.start("s-1", map[string]any{"m": map[string]any{}, "s": "4111111111111111", "l": []any{}, "n": -7777})
+		st := e.get("s-1")
+		if st.Failure == nil || strings.Contains(st.Failure.Message, tt.secret) {
+			t.Errorf("failure %+v echoes the input's value", st.Failure)
+		}
+	}
+}
+
+func TestEdgeStateWithoutVarsIsHandled(t *testing.T) {
+	e := newEdgeRig(t, bigOutputSaga, nil)
+	st := e.start("s-1", map[string]any{"blob": "b"})
+	d, _ := e.receive()
+	damaged := *st
+	damaged.Vars, damaged.Input = nil, nil
+	damaged.Version++
+	b, err := damaged.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := engine.SagaRecord{SagaID: "s-1", Version: damaged.Version, Status: st.Status, Name: st.Name, DefinitionHash: st.DefinitionHash, State: b}
+	if err := e.store.SagaUpdate(context.Background(), &engine.SagaUpdateParams{Record: rec, ExpectedVersion: st.Version}); err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := engine.DecodeMessage(d.Body)
+	msg.Version = damaged.Version
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("Handle panicked on a state without vars: %v", r)
+			}
+		}()
+		_, _ = e.coord.Handle(context.Background(), engine.AppendMessage(nil, msg))
+	}()
+}
+
+func TestEdgeInputSizeIsTheJSONTheUserSent(t *testing.T) {
+	p := mustCompile(t, "saga: s\ninput: {s: string}\nsteps: [{id: a, action: x.y}]\n")
+	if _, err := p.CheckInput(map[string]any{"s": strings.Repeat("<", 25000)}); err != nil {
+		t.Fatalf("25,000 '<' (25 kB as JSON) refused: %v", err)
+	}
+}
+
+func TestEdgeStepTimeoutThatNoLongerFitsIsHandedBack(t *testing.T) {
+	src := `
+saga: t
+steps:
+  - {id: a, action: x.a, timeout: 1s}
+`
+	ran := 0
+	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) { ran++; return nil, nil })
+	e.start("s-1", nil)
+	d, _ := e.receive()
+	// 2.5 s left of an invocation that had 10 s: the 1 s step and the 2 s
+	// reserve do not fit, but they would in a fresh invocation.
+	ctx, cancel := context.WithTimeout(engine.WithInvocationBudget(context.Background(), 10*time.Second), 2500*time.Millisecond)
+	defer cancel()
+	if _, err := e.coord.Handle(ctx, d.Body); !errors.Is(err, engine.ErrNoTime) || ran != 0 {
+		t.Fatalf("err %v, ran %d: want the record handed back unrun", err, ran)
+	}
+	// The same time left in an invocation that never had more: run it.
+	ctx2, cancel2 := context.WithTimeout(engine.WithInvocationBudget(context.Background(), 2500*time.Millisecond), 2500*time.Millisecond)
+	defer cancel2()
+	if _, err := e.coord.Handle(ctx2, d.Body); err != nil || ran != 1 {
+		t.Fatalf("err %v, ran %d: want it run, as no invocation could give more", err, ran)
+	}
+	// HandBack sends the message again, at once.
+	msg, _ := engine.DecodeMessage(d.Body)
+	before := e.queue.sent.Load()
+	if err := e.coord.HandBack(context.Background(), msg); err != nil || e.queue.sent.Load() != before+1 {
+		t.Fatalf("hand back: %v, sent %d", err, e.queue.sent.Load()-before)
 	}
 }

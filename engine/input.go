@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -71,8 +72,8 @@ func (p *Plan) CheckInput(input map[string]any) (map[string]any, error) {
 		}
 	}
 	if len(problems) == 0 {
-		if b, err := json.Marshal(input); err == nil && len(b) > MaxInputBytes {
-			problems = append(problems, fmt.Sprintf("input is %d bytes as JSON, over the limit of %d", len(b), MaxInputBytes))
+		if n, err := jsonSize(input); err == nil && n > MaxInputBytes {
+			problems = append(problems, fmt.Sprintf("input is %d bytes as JSON, over the limit of %d", n, MaxInputBytes))
 		}
 	}
 	if len(problems) > 0 {
@@ -111,6 +112,18 @@ func pathError(err error) string {
 		return ve.path + ": " + ve.err.Error()
 	}
 	return ": " + err.Error()
+}
+
+// jsonSize is the size of v as compact JSON, as a user would write it:
+// without Go's HTML escaping, which turns each of <, > and & into six bytes.
+func jsonSize(v any) (int, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return 0, err
+	}
+	return b.Len() - 1, nil // Encode ends with a newline
 }
 
 // normalizeJSON turns json.Number (from a decoder with UseNumber) into
