@@ -62,15 +62,24 @@ func New(cfg Config) (*Handler, error) {
 // handling one record fails that record alone.
 func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	deadline, hasDeadline := ctx.Deadline()
+	if hasDeadline {
+		// What a fresh invocation has: a record whose step timeout fits
+		// that but not what is left is handed back, not cut short.
+		ctx = engine.WithInvocationBudget(ctx, time.Until(deadline))
+	}
 	recs := sqs.Records(ev)
 	var failed []string
-	handled := 0
+	handled, handedBack := 0, 0
 	for i, r := range recs {
 		if hasDeadline && time.Until(deadline) < h.margin {
 			for _, rest := range recs[i:] {
+				if rest.Err == nil && h.handBack(ctx, rest) {
+					handedBack++
+					continue
+				}
 				failed = append(failed, rest.MessageID)
 			}
-			h.log.LogAttrs(ctx, slog.LevelWarn, "invocation deadline near: records handed back for redelivery",
+			h.log.LogAttrs(ctx, slog.LevelWarn, "invocation deadline near: records handed back for a fresh invocation",
 				slog.Int("records", len(recs)-i), slog.Duration("left", time.Until(deadline)))
 			break
 		}
@@ -83,6 +92,10 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		// The coordinator ends the action engine.ResultReserve before the
 		// deadline, so that its outcome is written and sent in time.
 		err := h.handleRecord(ctx, r)
+		if errors.Is(err, engine.ErrNoTime) && h.handBack(ctx, r) {
+			handedBack++
+			continue
+		}
 		if err != nil {
 			failed = append(failed, r.MessageID)
 			if errors.Is(err, errPanicked) {
@@ -99,8 +112,19 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		}
 		handled++
 	}
-	h.log.LogAttrs(ctx, slog.LevelInfo, "batch done", slog.Int("records", len(recs)), slog.Int("handled", handled), slog.Int("failed", len(failed)))
+	h.log.LogAttrs(ctx, slog.LevelInfo, "batch done", slog.Int("records", len(recs)), slog.Int("handled", handled), slog.Int("handed_back", handedBack), slog.Int("failed", len(failed)))
 	return sqs.BatchResponse(failed), nil
+}
+
+// handBack sends r's message again for a fresh invocation, so that r can be
+// deleted without spending a receive toward the dead-letter queue; false if
+// the send failed (then r is reported failed and comes back on its own).
+func (h *Handler) handBack(ctx context.Context, r sqs.Record) bool {
+	if err := h.coord.HandBack(context.WithoutCancel(ctx), r.Message); err != nil {
+		h.log.LogAttrs(ctx, slog.LevelWarn, "hand back failed: record reported failed", slog.String("message_id", r.MessageID), slog.String("error", err.Error()))
+		return false
+	}
+	return true
 }
 
 // poisonMessage is logged for a record that can never be handled: a body
