@@ -31,11 +31,13 @@ func sagactl(t *testing.T, reg *engine.Registry, args ...string) result {
 }
 
 type report struct {
-	SagaID        string          `json:"saga_id"`
-	Status        string          `json:"status"`
-	Output        json.RawMessage `json:"output"`
-	Steps         []stepReport    `json:"steps"`
-	Compensations []stepReport    `json:"compensations"`
+	SagaID            string                       `json:"saga_id"`
+	Status            string                       `json:"status"`
+	Output            json.RawMessage              `json:"output"`
+	Steps             []stepReport                 `json:"steps"`
+	Compensations     []stepReport                 `json:"compensations"`
+	Failure           *struct{ Step, Type string } `json:"failure"`
+	CompensationError *struct{ Step, Type string } `json:"compensation_error"`
 }
 
 type stepReport struct {
@@ -113,6 +115,10 @@ func TestRunCompensatesInReverseAtEachStep(t *testing.T) {
 		_ = json.Unmarshal([]byte(r.stdout), &rep)
 		if r.code != cli.ExitCompensationFailed || rep.Status != "compensation_failed" || !slices.Equal(ids(rep.Compensations), []string{"charge:compensation_failed"}) {
 			t.Fatalf("exit %d %+v", r.code, rep)
+		}
+		// Why it failed and why it parked are in the JSON, as in the text.
+		if rep.Failure == nil || rep.Failure.Step != "ship" || rep.CompensationError == nil || rep.CompensationError.Step != "charge" {
+			t.Fatalf("failure %+v, compensation error %+v", rep.Failure, rep.CompensationError)
 		}
 	})
 }

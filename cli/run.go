@@ -133,11 +133,14 @@ func (v invoker) Invoke(ctx context.Context, call engine.Call) (any, error) {
 
 // runReport is the --json output.
 type runReport struct {
-	SagaID        string        `json:"saga_id"`
-	Status        engine.Status `json:"status"`
-	Output        any           `json:"output"`
-	Steps         []stepReport  `json:"steps"`
-	Compensations []stepReport  `json:"compensations"`
+	SagaID string        `json:"saga_id"`
+	Status engine.Status `json:"status"`
+	Output any           `json:"output"`
+	// Failure is why the saga compensated; CompensationError why it parked.
+	Failure           *engine.StepError `json:"failure,omitempty"`
+	CompensationError *engine.StepError `json:"compensation_error,omitempty"`
+	Steps             []stepReport      `json:"steps"`
+	Compensations     []stepReport      `json:"compensations"`
 }
 
 type stepReport struct {
@@ -246,6 +249,7 @@ func runRun(c *Config, args []string) int {
 	mu.Lock()
 	defer mu.Unlock()
 	report.SagaID, report.Status, report.Output = st.SagaID, st.Status, jsonable(st.Output)
+	report.Failure, report.CompensationError = st.Failure, st.CompensationError
 	if *asJSON {
 		enc := json.NewEncoder(c.Stdout)
 		enc.SetIndent("", "  ")
