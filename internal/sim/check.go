@@ -48,8 +48,12 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 		// compensating or parked with nothing queued.
 		r.Checks["ends_final"]++
 		if st.Status != engine.StatusSucceeded && st.Status != engine.StatusCompensated {
-			w.violate("ends_final", "saga %s (%s) ended %s at version %d (failure %s, %d messages in the dead-letter queue%s)",
-				s.id, s.plan.Name(), st.Status, st.Version, w.failureType(s, st), dead[s.id], map[bool]string{true: ", dropped after looping past its visit bound"}[w.quarantined[s.id]])
+			parked := ""
+			if st.CompensationError != nil {
+				parked = ", parked on " + st.CompensationError.Error()
+			}
+			w.violate("ends_final", "saga %s (%s) ended %s at version %d (failure %s, %d messages in the dead-letter queue%s%s)",
+				s.id, s.plan.Name(), st.Status, st.Version, w.failureType(s, st), dead[s.id], map[bool]string{true: ", dropped after looping past its visit bound"}[w.quarantined[s.id]], parked)
 		}
 
 		// Each version written once, in order, and the last one is the state.
