@@ -368,6 +368,11 @@ func (p *parser) checkNoAliases(n *yaml.Node) bool {
 			ok = false
 			return
 		}
+		if n.Style&yaml.TaggedStyle != 0 {
+			p.errorf(n, "", "YAML tags (%s) are not supported: write the value plainly, or quote it for text", n.Tag)
+			ok = false
+			return
+		}
 		if n.Kind == yaml.MappingNode {
 			for i := 0; i < len(n.Content); i += 2 {
 				if k := n.Content[i]; k.ShortTag() == "!!merge" {
@@ -860,6 +865,10 @@ func (p *parser) scalar(n *yaml.Node, field string, v *Value) {
 	case "!!bool":
 		v.Literal = n.Value == "true"
 	case "!!int":
+		if digits := strings.TrimLeft(n.Value, "+-"); len(digits) > 1 && digits[0] == '0' {
+			p.errorf(n, field, "integer with a leading zero (YAML may read it as octal or hex): write it without, or quote it for text")
+			return
+		}
 		var i int64
 		if err := n.Decode(&i); err != nil {
 			var u uint64
@@ -878,7 +887,9 @@ func (p *parser) scalar(n *yaml.Node, field string, v *Value) {
 			return
 		}
 		v.Literal = f
-	case "!!str":
+	case "!!str", "!!timestamp":
+		// A plain date is text, as written: the YAML library would make it
+		// a timestamp the user did not ask for.
 		p.template(n, field, v)
 	default:
 		p.errorf(n, field, "unsupported YAML tag %s", n.ShortTag())

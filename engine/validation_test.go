@@ -256,6 +256,19 @@ func TestYAMLDocumentShape(t *testing.T) {
 		"test.yaml:6:", "merge key")
 	accepted(t, "---\nsaga: x\nsteps: [{id: a, action: work}]\n", engine.Options{})
 	accepted(t, "saga: x\nsteps: [{id: a, action: work, with: {\"<<\": 1}}]\n", engine.Options{})
+	// Tags are refused (they were silently dropped: !!binary eC55 named the
+	// action eC55); an integer with a leading zero is ambiguous (YAML 1.1
+	// reads 01234 as octal) and must be written plainly or quoted.
+	refused(t, "saga: x\nsteps: [{id: a, action: !!binary eC55}]\n", engine.Options{}, "test.yaml:2:", "YAML tags")
+	refused(t, "saga: x\nsteps: [{id: a, action: work, with: !!set {a, b}}]\n", engine.Options{}, "test.yaml:2:", "YAML tags")
+	refused(t, "saga: x\nsteps: [{id: a, action: work, with: {zip: 01234}}]\n", engine.Options{}, "test.yaml:2:", "leading zero")
+	accepted(t, "saga: x\nsteps: [{id: a, action: work, with: {zip: \"01234\", n: 0, m: -5}}]\n", engine.Options{})
+	// A plain date is text, as the user wrote it.
+	p, err := engine.Compile("test.yaml", []byte("saga: x\nsteps: [{id: a, succeed: {output: {d: 2001-12-14}}}]\n"))
+	if err != nil {
+		t.Fatalf("a plain date refused: %v", err)
+	}
+	_ = p
 }
 
 func TestActionNames(t *testing.T) {
