@@ -188,11 +188,6 @@ func asInvalidOutput(err error) *invalidOutputError {
 	return nil
 }
 
-// InvalidOutput returns the EventResult error for an action that returned
-// success with an output that cannot be kept (for callers driving Advance
-// themselves, such as dry runs).
-func InvalidOutput(msg string) error { return &invalidOutputError{msg: msg} }
-
 // clockSkew is how far apart the clocks of a worker that scheduled a retry
 // and of whoever cancels may be, at most.
 const clockSkew = 5 * time.Second
