@@ -68,6 +68,22 @@ func (e *edgeRig) succeeded() string {
 	return strings.Join(e.log, " ")
 }
 
+// ended fails unless saga id ended in status with a failure of failType at
+// failStep, after exactly the successful calls given.
+func (e *edgeRig) ended(t *testing.T, id string, status engine.Status, failType, failStep, calls string) {
+	t.Helper()
+	st := e.get(id)
+	if st.Status != status {
+		t.Fatalf("status %s, want %s (failure %v)", st.Status, status, st.Failure)
+	}
+	if st.Failure == nil || st.Failure.Type != failType || st.Failure.Step != failStep {
+		t.Fatalf("failure %+v, want %s at %s", st.Failure, failType, failStep)
+	}
+	if got := e.succeeded(); got != calls {
+		t.Fatalf("calls %q, want %q", got, calls)
+	}
+}
+
 // checkCompensated fails unless every forward action that returned
 // success had its compensation return success too.
 func (e *edgeRig) checkCompensated(t *testing.T, compensable ...string) {
@@ -110,16 +126,7 @@ func TestEdgeOutputTooLargeIsStillCompensated(t *testing.T) {
 	})
 	e.start("s-1", map[string]any{"blob": "b"})
 	e.drain()
-	st := e.get("s-1")
-	if st.Status != engine.StatusCompensated {
-		t.Fatalf("status %s, want compensated (failure %v)", st.Status, st.Failure)
-	}
-	if st.Failure == nil || st.Failure.Type != engine.ErrorTypeStateTooLarge || st.Failure.Step != "charge" {
-		t.Fatalf("failure %+v, want StateTooLarge at charge", st.Failure)
-	}
-	if got, want := e.succeeded(), "reserve charge charge.compensate reserve.compensate"; got != want {
-		t.Fatalf("calls %q, want %q", got, want)
-	}
+	e.ended(t, "s-1", engine.StatusCompensated, engine.ErrorTypeStateTooLarge, "charge", "reserve charge charge.compensate reserve.compensate")
 }
 
 func TestEdgeSetAfterActionGrowsStateIsBlamedOnTheSet(t *testing.T) {
@@ -127,16 +134,7 @@ func TestEdgeSetAfterActionGrowsStateIsBlamedOnTheSet(t *testing.T) {
 	e := newEdgeRig(t, bigOutputSaga, nil)
 	e.start("s-1", map[string]any{"blob": blob})
 	e.drain()
-	st := e.get("s-1")
-	if st.Status != engine.StatusCompensated {
-		t.Fatalf("status %s, want compensated (failure %v)", st.Status, st.Failure)
-	}
-	if st.Failure == nil || st.Failure.Type != engine.ErrorTypeStateTooLarge || st.Failure.Step != "grow" {
-		t.Fatalf("failure %+v, want StateTooLarge at grow", st.Failure)
-	}
-	if got, want := e.succeeded(), "reserve charge charge.compensate reserve.compensate"; got != want {
-		t.Fatalf("calls %q, want %q", got, want)
-	}
+	e.ended(t, "s-1", engine.StatusCompensated, engine.ErrorTypeStateTooLarge, "grow", "reserve charge charge.compensate reserve.compensate")
 }
 
 func TestEdgeLargeInputEchoedByActionsIsCompensated(t *testing.T) {
