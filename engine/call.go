@@ -74,15 +74,17 @@ func (p *Plan) Call(st *State, now time.Time) (Call, error) {
 		act := &activation{st: st, vars: vars, attempt: int64(cur.Attempt), now: now}
 		in, err := with.eval(act)
 		if err != nil && dropped {
-			return c, fmt.Errorf("step %s: compensate.with: the action succeeded but its output could not be kept (vars.%s was never written), so its compensation cannot be built; undo it by hand (idempotency key %s), then resume with --skip: %w",
-				s.ID, s.Out, idempotencyKey(st.SagaID, s.ID, cur.Seq), err)
+			return c, &ActionError{Type: ErrorType(err), Message: fmt.Sprintf("compensate.with: the action succeeded but its output could not be kept (vars.%s was never written), so its compensation cannot be built; undo it by hand (idempotency key %s), then resume with --skip: %s",
+				s.Out, idempotencyKey(st.SagaID, s.ID, cur.Seq), errorMessage(err))}
 		}
 		if err != nil {
 			field := "with"
 			if cur.Compensating {
 				field = "compensate.with"
 			}
-			return c, fmt.Errorf("step %s: %s: %w", s.ID, field, err)
+			// The step is the failure's own field: name the field only, and
+			// keep the error's type once.
+			return c, &ActionError{Type: ErrorType(err), Message: field + ": " + errorMessage(err)}
 		}
 		c.Input = in
 	}

@@ -578,6 +578,9 @@ steps:
 	if len(refunds) != 0 {
 		t.Fatalf("refunds %v: b's refund was built from a's payment", refunds)
 	}
+	if msg := st.CompensationError.Error(); strings.Count(msg, "ExpressionError") != 1 || strings.Count(msg, "step b") != 1 {
+		t.Fatalf("compensation error %q repeats its type or step", msg)
+	}
 }
 
 func TestEdgeHugeCELResultFailsTheStep(t *testing.T) {
