@@ -184,8 +184,10 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*State, error)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
-	h.report()
 	err = c.cfg.Store.SagaCreate(ctx, &SagaCreateParams{Record: rec})
+	if mayBeWritten(err) {
+		h.report()
+	}
 	if errors.Is(err, ErrExists) {
 		return c.existing(ctx, id, plan, input)
 	}
@@ -423,12 +425,32 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 	var h *heard // only when someone listens: no allocation otherwise
 	if c.cfg.OnStep != nil {
 		h = &heard{}
-		ev.OnStep = c.observer(h, msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating, took: took})
 	}
-	if _, err := plan.Advance(st, ev); err != nil {
-		return "", err
+	// apply advances st with the action's outcome and writes it
+	// conditionally on the version st was at.
+	apply := func(st *State, limit int) error {
+		ev.StoreLimit = limit
+		if h != nil {
+			ev.OnStep = c.observer(h, msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating, took: took})
+		}
+		base := st.Version
+		if _, err := plan.Advance(st, ev); err != nil {
+			return err
+		}
+		return c.write(ctx, st, base, h)
 	}
-	err = c.write(ctx, st, msg.Version, h)
+	base := msg.Version
+	err = apply(st, 0)
+	if errors.Is(err, ErrConflict) {
+		// A cancel may have landed while the action ran: it keeps the
+		// pending attempt, so this outcome still applies, to its version
+		// (otherwise the action would run again, and a service that
+		// answers a repeated key differently could lose the effect).
+		if st2, ok := c.cancelledDuring(ctx, msg, cur); ok {
+			st, base = st2, st2.Version
+			err = apply(st, 0)
+		}
+	}
 	if unstorable(err) {
 		// The transition can never be stored (too large, too deep). Replay
 		// it on the version we read, measuring the state after each step:
@@ -440,19 +462,12 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 		if err != nil {
 			return "", err
 		}
-		if st.Version != msg.Version {
+		if st.Version != base {
 			return "", fmt.Errorf("saga %s: %w", msg.SagaID, ErrConflict)
 		}
-		ev.StoreLimit = MaxStateBytes
-		if h != nil {
-			ev.OnStep = c.observer(h, msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating, took: took})
-		}
-		if _, err := plan.Advance(st, ev); err != nil {
-			return "", err
-		}
-		if err = c.write(ctx, st, msg.Version, h); err != nil && !errors.Is(err, ErrConflict) {
+		if err = apply(st, MaxStateBytes); err != nil && !errors.Is(err, ErrConflict) {
 			c.log.LogAttrs(ctx, slog.LevelError, "transition cannot be stored even after failing its step",
-				slog.String("saga_id", msg.SagaID), slog.String("step", msg.Step), slog.Uint64("version", msg.Version),
+				slog.String("saga_id", msg.SagaID), slog.String("step", msg.Step), slog.Uint64("version", base),
 				slog.String("cause", cause.Error()), slog.String("error", err.Error()))
 		}
 	}
@@ -464,6 +479,17 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 	}
 	c.logHandled(ctx, msg, st, HandledStep, took)
 	return HandledStep, nil
+}
+
+// cancelledDuring reloads a saga whose write just lost, and returns it if
+// the write that won was a cancel request keeping the very attempt msg ran.
+func (c *Coordinator) cancelledDuring(ctx context.Context, msg Message, cur Cursor) (*State, bool) {
+	_, st, _, err := c.load(ctx, msg.SagaID)
+	if err != nil || !st.CancelRequested || st.Version != msg.Version+1 {
+		return nil, false
+	}
+	now, ok := st.Pending()
+	return st, ok && now == cur
 }
 
 // timeLeft reports ErrNoTime when the invocation has too little left to run
@@ -519,8 +545,13 @@ type stepTiming struct {
 	took time.Duration
 }
 
-// heard holds the step events of a transition until it is about to be
-// written (see write).
+// heard holds the step events of a transition until it is written (see
+// write).
+// mayBeWritten reports whether a write that returned err may have landed.
+func mayBeWritten(err error) bool {
+	return err == nil || !(errors.Is(err, ErrConflict) || errors.Is(err, ErrExists) || errors.Is(err, ErrThrottled) || unstorable(err))
+}
+
 type heard struct {
 	c      *Coordinator
 	events []StepEvent
@@ -652,15 +683,18 @@ func record(st *State, buf []byte) (SagaRecord, error) {
 }
 
 // write stores st conditionally on the expected version. The step events
-// held in h are reported once the state encodes within its limit, just
-// before the store is asked: a transition replayed because it could not be
-// stored is never reported; one that loses its write may have been.
+// held in h are reported once the store has written it, or answered in a
+// way that leaves that unknown (a timeout, a crash): never for a
+// transition that lost its condition, was throttled, or was replayed
+// because it could not be stored.
 func (c *Coordinator) write(ctx context.Context, st *State, expected uint64, h *heard) error {
 	bp := stateBuffers.Get().(*[]byte)
 	rec, err := record(st, (*bp)[:0])
 	if err == nil {
-		h.report()
 		err = c.cfg.Store.SagaUpdate(ctx, &SagaUpdateParams{Record: rec, ExpectedVersion: expected})
+		if mayBeWritten(err) {
+			h.report()
+		}
 		if cap(rec.State) <= 1<<20 {
 			*bp = rec.State[:0]
 		}

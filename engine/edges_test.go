@@ -725,3 +725,29 @@ steps:
 		t.Fatalf("hand back: %v, sent %d", err, e.queue.sent.Load()-before)
 	}
 }
+
+func TestEdgeCancelDuringActionKeepsItsOutcome(t *testing.T) {
+	// A service that answers a repeated key differently: the first call's
+	// success must be the one recorded, not lost to the cancel's write and
+	// asked again.
+	charges := 0
+	var e *edgeRig
+	e = newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c engine.Call) (any, error) {
+		if c.Step == "charge" && !c.Compensation {
+			charges++
+			if charges > 1 {
+				return nil, engine.Permanent(engine.NewError("Declined", "asked twice"))
+			}
+			if _, err := e.coord.Cancel(context.Background(), c.SagaID); err != nil {
+				return nil, err
+			}
+		}
+		return map[string]any{"id": c.Step + "-1"}, nil
+	})
+	e.start("s-1", map[string]any{"blob": "b"})
+	e.drain()
+	if charges != 1 {
+		t.Fatalf("charge called %d times, want once: its outcome was lost to the cancel", charges)
+	}
+	e.ended(t, "s-1", engine.StatusCompensated, engine.ErrorTypeCancelled, "", "reserve charge charge.compensate reserve.compensate")
+}

@@ -63,17 +63,11 @@ func (s *faultyStore) SagaUpdate(ctx context.Context, p *engine.SagaUpdateParams
 	return err
 }
 
-// commit moves the current handle's log to the saga's committed writes.
-// A write that parks the saga has an operator resume it, long after.
+// commit records the current handle's log as the saga's next committed
+// write; the transition's step events join it as the coordinator reports
+// them, right after.
 func (w *world) commit(saga string, version uint64) {
-	top := w.top()
-	w.committed[saga] = append(w.committed[saga], committedWrite{version: version, log: *top})
-	for _, ev := range top.events {
-		if sc := w.actions.scripts[saga]; ev.Outcome == engine.OutcomeCompensationFailed && sc.lateResumes < 3 {
-			sc.lateResumes++
-			w.scheduleResume(saga, time.Hour+time.Duration(w.rng.Int64N(int64(71*time.Hour))))
-		}
-	}
+	w.committed[saga] = append(w.committed[saga], committedWrite{version: version, log: w.top()})
 }
 
 // delivery is a message in the simulated queue, or an operation of a

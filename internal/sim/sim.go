@@ -157,7 +157,10 @@ type handleLog struct {
 
 type committedWrite struct {
 	version uint64
-	log     handleLog
+	// log is the handle's log: the coordinator reports a transition's step
+	// events once the store has accepted its write, so they arrive here
+	// after the commit.
+	log *handleLog
 }
 
 func (w *world) fault(name string) bool {
@@ -169,6 +172,17 @@ func (w *world) fault(name string) bool {
 }
 
 func (w *world) top() *handleLog { return w.bufs[len(w.bufs)-1] }
+
+// heard takes a step event of the current handle. A write that parks the
+// saga has an operator resume it, long after.
+func (w *world) heard(ev engine.StepEvent) {
+	t := w.top()
+	t.events = append(t.events, ev)
+	if sc := w.actions.scripts[ev.SagaID]; sc != nil && ev.Outcome == engine.OutcomeCompensationFailed && sc.lateResumes < 3 {
+		sc.lateResumes++
+		w.scheduleResume(ev.SagaID, time.Hour+time.Duration(w.rng.Int64N(int64(71*time.Hour))))
+	}
+}
 
 // Run runs one seed to the end and checks the invariants.
 func Run(cfg Config) (*Report, error) {
@@ -199,7 +213,7 @@ func Run(cfg Config) (*Report, error) {
 	}
 	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{
 		Store: w.store, Queue: w.queue, Actions: recorder{w: w, inner: services}, Clock: w.clock, Rand: w.rng.Float64,
-		OnStep: func(ev engine.StepEvent) { t := w.top(); t.events = append(t.events, ev) },
+		OnStep: w.heard,
 	})
 	if err != nil {
 		return nil, err
