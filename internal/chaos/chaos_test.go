@@ -112,7 +112,11 @@ func TestChaos(t *testing.T) {
 			select {
 			case <-stopKilling:
 				return
-			case <-time.After(time.Duration(50+krng.IntN(250)) * time.Millisecond):
+			// One kill every 100-500 ms: with the 5 s visibility a message of
+			// a killed worker waits to come back, and a message received
+			// maxReceiveCount (5) times goes to the dead-letter queue, so a
+			// faster killer would dead-letter live messages, not test them.
+			case <-time.After(time.Duration(100+krng.IntN(400)) * time.Millisecond):
 			}
 			i := krng.IntN(env.Workers())
 			if env.Kill(i) == nil {
