@@ -36,6 +36,7 @@ func TestValidateStepTimeoutsAgainstTheFunction(t *testing.T) {
 		}},
 		{[]string{orderFile, "--function-timeout", "2s"}, cli.ExitUsage, []string{"--function-timeout: 2s leaves no time for an action: a function keeps 2s of its timeout to record the outcome"}},
 		{[]string{orderFile, "--function-timeout", "-1s"}, cli.ExitUsage, []string{"--function-timeout: must be positive"}},
+		{[]string{orderFile, "--function-timeout", "16m"}, cli.ExitUsage, []string{"--function-timeout: 16m0s is over Lambda's limit of 15m"}},
 		{[]string{orderFile, "--function-timeout", "30s", "--template", "../infra/template.yaml"}, cli.ExitUsage, []string{"give --function-timeout or --template, not both"}},
 		{[]string{orderFile, "--template", "/dev/zero"}, cli.ExitUsage, []string{"--template: /dev/zero: over the limit of"}},
 		{[]string{orderFile, "--template", orderFile}, cli.ExitUsage, []string{"--template: " + orderFile + ": no Resources"}},

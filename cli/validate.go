@@ -83,6 +83,9 @@ func (f *functionFlags) limit(c *Config) (stepTimeoutLimit, bool) {
 	case f.timeout < 0:
 		c.errorf("--function-timeout: must be positive")
 		return l, false
+	case f.timeout > 15*time.Minute:
+		c.errorf("--function-timeout: %s is over Lambda's limit of 15m", f.timeout)
+		return l, false
 	case f.timeout == 0:
 		return l, true
 	default:
