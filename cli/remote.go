@@ -247,8 +247,8 @@ func runSweep(c *Config, args []string) int {
 		c.errorf("sweep: unexpected arguments %v", rest)
 		return ExitUsage
 	}
-	if *idle <= 0 {
-		c.errorf("sweep: --idle-for must be positive (a sweep re-sends the messages of sagas idle at least that long)")
+	if *idle < 0 {
+		c.errorf("sweep: --idle-for must not be negative (a sweep re-sends the messages of sagas idle at least that long; 0: all unfinished sagas)")
 		return ExitUsage
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
