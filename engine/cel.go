@@ -140,11 +140,12 @@ func (p *program) eval(act *activation) (ref.Val, error) {
 	}
 	if err != nil {
 		msg := redactEvalError(err.Error())
+		var stopped interpreter.EvalCancelledError
 		switch {
-		case strings.Contains(err.Error(), "cost limit exceeded"):
+		case errors.As(err, &stopped) && stopped.Cause == interpreter.CostLimitExceeded:
 			msg = "expression exceeded its cost limit (runaway expression?)"
-		case errors.Is(err, context.DeadlineExceeded):
-			msg = "expression exceeded its evaluation deadline: " + msg
+		case errors.As(err, &stopped) || errors.Is(err, context.DeadlineExceeded):
+			msg = "expression exceeded its evaluation deadline"
 		}
 		return nil, &ActionError{Type: ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %s", p.src, msg)}
 	}
