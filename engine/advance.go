@@ -563,7 +563,7 @@ func (r *runner) complete(s *planStep, cur Cursor, out any, keep bool) {
 	}
 	if s.comp != nil {
 		c := Completion{Step: cur.Step, Seq: cur.Seq, OutDropped: !keep && s.Out != ""}
-		if keep && s.inLoop && s.Out != "" {
+		if keep && s.keepOut {
 			c.Out, c.HasOut = out, true
 		}
 		st.Stack = append(st.Stack, c)
@@ -574,10 +574,12 @@ func (r *runner) actionFailed(s *planStep, cur Cursor, err error) {
 	st := r.st
 	typ := ErrorType(err)
 	se := newStepError(s.ID, typ, errorMessage(err))
-	if r.retryable(s.retry, cur.Attempt, err, typ) {
+	if r.retryable(s.retry, cur.Attempt, err, typ) && !st.CancelRequested {
 		r.retry(s, s.retry, cur, QueueAdvance, false, se)
 		return
 	}
+	// Out of attempts, permanent, or cancelled meanwhile: a failed attempt
+	// took no effect, so a cancelled saga compensates without another.
 	st.Cursors = st.Cursors[:0]
 	r.stepFailed(s, cur.Attempt, se)
 }

@@ -462,6 +462,13 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 		if err != nil {
 			return "", err
 		}
+		if st.Version != base && base == msg.Version {
+			// A cancel that landed while the action ran keeps its attempt
+			// pending: the outcome applies to its version.
+			if st2, ok := c.cancelledDuring(ctx, msg, cur); ok {
+				st, base = st2, st2.Version
+			}
+		}
 		if st.Version != base {
 			return "", fmt.Errorf("saga %s: %w", msg.SagaID, ErrConflict)
 		}

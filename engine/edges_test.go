@@ -755,3 +755,81 @@ func TestEdgeCancelDuringActionKeepsItsOutcome(t *testing.T) {
 	}
 	e.ended(t, "s-1", engine.StatusCompensated, engine.ErrorTypeCancelled, "", "reserve charge charge.compensate reserve.compensate")
 }
+
+func TestEdgeCompensationReadsItsOwnOutput(t *testing.T) {
+	// Two steps write vars.p, and a set overwrites it: each refund must
+	// read the payment of its own step.
+	src := `
+saga: own
+steps:
+  - {id: a, action: pay.charge, out: p, compensate: {action: pay.refund, with: {id: "${vars.p.id}"}}}
+  - {id: b, action: pay.charge, out: p, compensate: {action: pay.refund, with: {id: "${vars.p.id}"}}}
+  - {id: c, action: pay.charge, out: q, compensate: {action: pay.refund, with: {id: "${vars.q.id}"}}}
+  - {id: over, set: {q: "${{'id': 'overwritten'}}"}}
+  - {id: f, fail: {error: Nope}}
+`
+	var refunds []string
+	var mu sync.Mutex
+	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) {
+		if c.Compensation {
+			in, _ := c.Input.(map[string]any)
+			mu.Lock()
+			refunds = append(refunds, c.Step+":"+fmt.Sprint(in["id"]))
+			mu.Unlock()
+			return nil, nil
+		}
+		return map[string]any{"id": c.Step + "-pay"}, nil
+	})
+	e.start("s-1", nil)
+	e.drain()
+	if got, want := strings.Join(refunds, " "), "c:c-pay b:b-pay a:a-pay"; got != want {
+		t.Fatalf("refunds %q, want %q", got, want)
+	}
+}
+
+func TestEdgeNoRetryAfterACancel(t *testing.T) {
+	attempts := 0
+	var e *edgeRig
+	e = newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c engine.Call) (any, error) {
+		if c.Step == "charge" && !c.Compensation {
+			attempts++
+			if attempts == 1 {
+				if _, err := e.coord.Cancel(context.Background(), c.SagaID); err != nil {
+					return nil, err
+				}
+			}
+			return nil, errors.New("busy") // retryable
+		}
+		return map[string]any{"id": c.Step + "-1"}, nil
+	})
+	e.start("s-1", map[string]any{"blob": "b"})
+	e.drain()
+	if attempts != 1 {
+		t.Fatalf("charge attempted %d times, want once: no attempt after the cancel", attempts)
+	}
+	e.ended(t, "s-1", engine.StatusCompensated, engine.ErrorTypeCancelled, "", "reserve reserve.compensate")
+}
+
+func TestEdgeCancelDuringOversizeOutputKeepsItsOutcome(t *testing.T) {
+	charges := 0
+	var e *edgeRig
+	e = newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c engine.Call) (any, error) {
+		if c.Step == "charge" && !c.Compensation {
+			charges++
+			if charges > 1 {
+				return nil, engine.Permanent(engine.NewError("Declined", "asked twice"))
+			}
+			if _, err := e.coord.Cancel(context.Background(), c.SagaID); err != nil {
+				return nil, err
+			}
+			return map[string]any{"id": "p", "pad": strings.Repeat("x", engine.MaxStateBytes)}, nil
+		}
+		return map[string]any{"id": c.Step + "-1"}, nil
+	})
+	e.start("s-1", map[string]any{"blob": "b"})
+	e.drain()
+	if charges != 1 {
+		t.Fatalf("charge called %d times, want once", charges)
+	}
+	e.ended(t, "s-1", engine.StatusCompensated, engine.ErrorTypeCancelled, "", "reserve charge charge.compensate reserve.compensate")
+}

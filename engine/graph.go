@@ -76,6 +76,8 @@ func (c *compiler) checkGraph() {
 		}
 	}
 
+	defer c.markKeptOutputs()
+
 	// Loops: strongly connected components with a cycle.
 	for _, comp := range sccs(succ) {
 		if len(comp) == 1 && !contains(succ[comp[0]], comp[0]) {
@@ -112,6 +114,23 @@ func (c *compiler) checkGraph() {
 	}
 	c.reachable = seen
 	c.flowVars(succ, onSuccess, seen)
+}
+
+// markKeptOutputs sets keepOut on the compensable actions whose var may be
+// overwritten before their compensation reads it (after the loops are known).
+func (c *compiler) markKeptOutputs() {
+	writers := map[string]int{}
+	for _, s := range c.plan.steps {
+		if s.Kind == KindAction && s.Out != "" {
+			writers[s.Out]++
+		}
+		for _, a := range s.Set {
+			writers[a.Name]++
+		}
+	}
+	for _, s := range c.plan.steps {
+		s.keepOut = s.Kind == KindAction && s.Out != "" && s.Compensate != nil && (s.inLoop || writers[s.Out] > 1)
+	}
 }
 
 func (c *compiler) loopNames(comp []int) string {

@@ -74,6 +74,11 @@ type planStep struct {
 	retry   RetryPolicy
 	comp    *compiledComp
 	inLoop  bool
+	// keepOut: the step's output is kept with its completion, for its
+	// compensation to read, because its var may be overwritten before the
+	// compensation runs: the step is in a loop, or another step (an
+	// action's out, a set) writes the same var.
+	keepOut bool
 }
 
 type compiledAssign struct {
