@@ -107,7 +107,7 @@ func compileExpr(env *cel.Env, src string, limits Options) (*program, []exprProb
 	p := &program{src: src, outType: ast.OutputType(), timeout: limits.EvalTimeout}
 	est, err := env.EstimateCost(ast, sizeBound{})
 	p.tracked = err != nil || est.Max > limits.CostLimit
-	popts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	popts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize), cel.CustomDecoratorV2(guardSizes)}
 	if p.tracked {
 		popts = append(popts, cel.CostLimit(limits.CostLimit), cel.InterruptCheckFrequency(64))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -832,4 +833,63 @@ func TestEdgeCancelDuringOversizeOutputKeepsItsOutcome(t *testing.T) {
 		t.Fatalf("charge called %d times, want once", charges)
 	}
 	e.ended(t, "s-1", engine.StatusCompensated, engine.ErrorTypeCancelled, "", "reserve charge charge.compensate reserve.compensate")
+}
+
+func TestEdgeLibraryCallsCannotBuildHugeValues(t *testing.T) {
+	// Each of these builds gigabytes from a 100 KB string in one library
+	// call; each must fail its step before the value is built.
+	for _, expr := range []string{
+		"input.s.replace('', input.s)",
+		"input.l.map(a, input.s).join('')",
+		`"%s".format([input.l.map(a, input.l)])`,
+		"input.l.map(a, input.l).flatten()",
+		"size(input.l.map(a, input.s).join('')) > 0",
+	} {
+		t.Run(expr, func(t *testing.T) {
+			src := "saga: bomb\ninput: {l: list, s: string}\nsteps:\n" +
+				"  - {id: a, action: x.y, compensate: {action: x.z}}\n" +
+				"  - {id: b, set: {x: \"${" + strings.ReplaceAll(expr, `"`, `\"`) + "}\"}}\n"
+			l := make([]any, 4000)
+			for i := range l {
+				l[i] = int64(i)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			e := newEdgeRig(t, src, nil)
+			e.start("s-1", map[string]any{"l": l, "s": strings.Repeat("s", 100<<10)})
+			e.drain()
+			runtime.ReadMemStats(&after)
+			st := e.get("s-1")
+			if st.Status != engine.StatusCompensated || st.Failure.Step != "b" {
+				t.Fatalf("status %s %+v, want compensated at b", st.Status, st.Failure)
+			}
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 200<<20 {
+				t.Fatalf("allocated %d MB: the value was built before it was refused", grew>>20)
+			}
+		})
+	}
+}
+
+func TestEdgeGuardedLibraryCallsStillWork(t *testing.T) {
+	src := `
+saga: ok
+input: {s: string}
+steps:
+  - id: a
+    succeed:
+      output:
+        r: "${input.s.replace('-', '_')}"
+        e: "${'ab'.replace('', '.')}"
+        j: "${['a', 'b'].join(',')}"
+        f: "${'%s and %d'.format(['x', 2])}"
+        l: "${[[1], [2, [3]]].flatten()}"
+`
+	e := newEdgeRig(t, src, nil)
+	e.start("s-1", map[string]any{"s": "a-b"})
+	st := e.get("s-1")
+	want := map[string]any{"r": "a_b", "e": ".a.b.", "j": "a,b", "f": "x and 2", "l": []any{int64(1), int64(2), []any{int64(3)}}}
+	if st.Status != engine.StatusSucceeded || !equalValues(st.Output, want) {
+		t.Fatalf("%s %#v (%v), want %#v", st.Status, st.Output, st.Failure, want)
+	}
 }

@@ -626,7 +626,11 @@ func (g *gen) expr(i int) string {
 	case 15:
 		return "dyn(input.n) * 2"
 	case 16:
-		return g.pick("[1, 2, 3].map(x, [x, x, x])", "input.items.filter(x, x == 1)", "{'k': input}")
+		// The last four build huge values in one library call when the
+		// input is large (the third review of issue 10).
+		return g.pick("[1, 2, 3].map(x, [x, x, x])", "input.items.filter(x, x == 1)", "{'k': input}",
+			"string(input.s).replace('', string(input.s))", "input.items.map(x, string(input.s)).join('')",
+			"input.items.map(x, input.items).flatten()", "'%s'.format([input.items.map(x, input.items)])")
 	case 17:
 		return g.pick("double(input.n) * 1e308 * 10.0", "math.greatest(1, 2)", "input.s.size()")
 	case 18:
