@@ -343,6 +343,7 @@ func (r *runner) run(idx int) {
 			for _, a := range s.set {
 				v, err := a.val.eval(r.activation(st.Vars, 1))
 				if err != nil {
+					r.restore(saved) // a failed step writes nothing (measured: it may be what grew)
 					if next, ok := r.caught(s, 1, exprError(s.ID, err)); ok {
 						idx, failed = next, true
 						break

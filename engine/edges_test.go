@@ -893,3 +893,23 @@ steps:
 		t.Fatalf("%s %#v (%v), want %#v", st.Status, st.Output, st.Failure, want)
 	}
 }
+
+func TestEdgeFailedSetWritesNothingWhenMeasured(t *testing.T) {
+	// v2 grows the state past its limit, then v3 fails: the start must
+	// still store a failed saga (it stored nothing: state too large).
+	src := `
+saga: partial
+input: {s: string, n: int}
+steps:
+  - id: s1
+    set: {v2: "${input.s + input.s + input.s}", v3: "${9223372036854775807 + input.n}"}
+`
+	e := newEdgeRig(t, src, nil)
+	st, err := e.coord.Start(context.Background(), &engine.StartParams{Plan: e.plan, SagaID: "s-1", Input: map[string]any{"s": strings.Repeat("a", 100<<10), "n": int64(1)}})
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if st.Status != engine.StatusCompensated || st.Failure == nil || st.Failure.Step != "s1" {
+		t.Fatalf("status %s %+v, want compensated at s1", st.Status, st.Failure)
+	}
+}
