@@ -204,9 +204,20 @@ func (w *world) resumeOne(ctx context.Context, id string) (acted, failed bool) {
 		top := st.Stack[n-1]
 		key := fmt.Sprintf("%s/%s.compensate/%d", id, st.CompensationError.Step, top.Seq)
 		w.actions.applied[key], w.actions.succeeded[key] = true, true
-		w.handUndone[id] = append(w.handUndone[id], key)
-		w.report.Faults["operator_undo_by_hand"]++
 		_, err = w.coord.SkipCompensation(ctx, id)
+		// The skip counts once its write landed: a skip that failed before
+		// it is tried again, and must not be counted twice.
+		landed := err == nil
+		for try := 0; !landed && try < 20; try++ {
+			if after, gerr := w.coord.Get(ctx, id); gerr == nil {
+				landed = after.Version > st.Version
+				break
+			}
+		}
+		if landed {
+			w.handUndone[id] = append(w.handUndone[id], key)
+			w.report.Faults["operator_undo_by_hand"]++
+		}
 	} else {
 		_, err = w.coord.Resume(ctx, id)
 	}
