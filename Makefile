@@ -110,9 +110,10 @@ sam-check: $(SAM_VENV)/bin/sam build ## sam validate --lint and sam build on the
 		echo "$$fn: make build matches sam build (build settings from go version -m)"; \
 	done
 
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet, and go.mod/go.sum tidy
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) mod tidy -diff
 
 fmt: ## format the code
 	gofmt -w .
