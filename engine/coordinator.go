@@ -516,7 +516,9 @@ func (c *Coordinator) timeLeft(ctx context.Context, plan *Plan, cur Cursor, msg 
 	if cur.Compensating {
 		t = s.comp.timeout
 	}
-	if budget, ok := ctx.Value(budgetKey{}).(time.Duration); ok && t > 0 && t+ResultReserve <= budget {
+	// Only when a fresh invocation surely has the time, with room to load
+	// the saga: else the fresh one would hand it back too, forever.
+	if budget, ok := ctx.Value(budgetKey{}).(time.Duration); ok && t > 0 && t+ResultReserve+handBackSlack <= budget {
 		need += t
 	}
 	if left > ResultReserve && left >= need {
@@ -524,6 +526,11 @@ func (c *Coordinator) timeLeft(ctx context.Context, plan *Plan, cur Cursor, msg 
 	}
 	return fmt.Errorf("saga %s: %w: %s left before the invocation's deadline, %s needed to run %s and record it", msg.SagaID, ErrNoTime, left.Round(time.Millisecond), need, msg.Step)
 }
+
+// handBackSlack is what a fresh invocation may spend before an attempt
+// starts (loading the saga, earlier records): a step is handed back for its
+// timeout only if a fresh invocation has that much more.
+const handBackSlack = time.Second
 
 type budgetKey struct{}
 

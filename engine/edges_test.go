@@ -913,3 +913,24 @@ steps:
 		t.Fatalf("status %s %+v, want compensated at s1", st.Status, st.Failure)
 	}
 }
+
+func TestEdgeAFreshInvocationNeverHandsBack(t *testing.T) {
+	// A step whose timeout and the reserve all but fill a fresh invocation:
+	// what is left after loading is a few microseconds short. Handing it
+	// back would hand it back again forever; it must run.
+	src := `
+saga: t
+steps:
+  - {id: a, action: x.a, timeout: 1s}
+`
+	ran := 0
+	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) { ran++; return nil, nil })
+	e.start("s-1", nil)
+	d, _ := e.receive()
+	budget := time.Second + engine.ResultReserve
+	ctx, cancel := context.WithTimeout(engine.WithInvocationBudget(context.Background(), budget), budget)
+	defer cancel()
+	if _, err := e.coord.Handle(ctx, d.Body); err != nil || ran != 1 {
+		t.Fatalf("err %v, ran %d: a fresh invocation must run the step", err, ran)
+	}
+}
