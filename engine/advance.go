@@ -107,7 +107,11 @@ func (p *Plan) Advance(st *State, ev Event) (Result, error) {
 		return Result{}, err
 	}
 	r := runner{p: p, st: st, ev: ev}
-	retryDue, retryWaits := pendingRetryDue(st)
+	var retryDue time.Time
+	retryWaits := false
+	if ev.Kind == EventCancel {
+		retryDue, retryWaits = pendingRetryDue(st) // before the outbox is reset
+	}
 	st.Outbox = st.Outbox[:0]
 	st.Version++
 	st.UpdatedAt = ev.Now

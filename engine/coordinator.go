@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"reflect"
-	"runtime"
 	"sync"
 	"time"
 )
@@ -233,12 +232,12 @@ func (c *Coordinator) Get(ctx context.Context, sagaID string) (*State, error) {
 
 // Cancel stops a running saga and compensates what it completed.
 func (c *Coordinator) Cancel(ctx context.Context, sagaID string) (*State, error) {
-	return c.apply(ctx, sagaID, EventCancel)
+	return c.apply(ctx, sagaID, EventCancel, false)
 }
 
 // Resume continues the compensation of a saga parked in compensation_failed.
 func (c *Coordinator) Resume(ctx context.Context, sagaID string) (*State, error) {
-	return c.apply(ctx, sagaID, EventResume)
+	return c.apply(ctx, sagaID, EventResume, false)
 }
 
 // SkipCompensation continues a saga parked in compensation_failed without
@@ -248,7 +247,9 @@ func (c *Coordinator) SkipCompensation(ctx context.Context, sagaID string) (*Sta
 	return c.apply(ctx, sagaID, EventResume, true)
 }
 
-func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind, skip ...bool) (*State, error) {
+// apply writes a cancel or a resume (skip: without the compensation that
+// failed).
+func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind, skip bool) (*State, error) {
 	for range c.cfg.MaxConflictRetries {
 		rec, st, plan, err := c.load(ctx, sagaID)
 		if err != nil {
@@ -264,7 +265,7 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind, 
 			return st, nil
 		}
 		var h heard
-		if _, err := plan.Advance(st, Event{Kind: kind, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Skip: len(skip) > 0 && skip[0], OnStep: c.observer(&h, sagaID, st, nil)}); err != nil {
+		if _, err := plan.Advance(st, Event{Kind: kind, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Skip: skip, OnStep: c.observer(&h, sagaID, st, nil)}); err != nil {
 			return nil, err
 		}
 		err = c.write(ctx, st, rec.Version, &h)
@@ -559,13 +560,13 @@ type stepTiming struct {
 	took time.Duration
 }
 
-// heard holds the step events of a transition until it is written (see
-// write).
 // mayBeWritten reports whether a write that returned err may have landed.
 func mayBeWritten(err error) bool {
 	return err == nil || !(errors.Is(err, ErrConflict) || errors.Is(err, ErrExists) || errors.Is(err, ErrThrottled) || unstorable(err))
 }
 
+// heard holds the step events of a transition until it is written (see
+// write).
 type heard struct {
 	c      *Coordinator
 	events []StepEvent
@@ -608,10 +609,12 @@ func (c *Coordinator) invoke(ctx context.Context, plan *Plan, st *State, now tim
 	// The action's context ends ResultReserve before the invocation's,
 	// so that its outcome, whatever it is, is always written and sent.
 	actx := ctx
+	cutByInvocation := false // the invocation's deadline comes before the step timeout
 	if dl, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
 		actx, cancel = context.WithDeadline(context.WithoutCancel(ctx), dl.Add(-ResultReserve))
 		defer cancel()
+		cutByInvocation = call.Timeout <= 0 || time.Until(dl.Add(-ResultReserve)) < call.Timeout
 	}
 	if call.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -628,7 +631,7 @@ func (c *Coordinator) invoke(ctx context.Context, plan *Plan, st *State, now tim
 	if err != nil {
 		if actx.Err() != nil && !IsPermanent(err) {
 			msg := fmt.Sprintf("action %s did not finish within %s", call.Action, call.Timeout)
-			if dl, ok := actx.Deadline(); ok && (call.Timeout <= 0 || dl.Before(start.Add(call.Timeout))) {
+			if cutByInvocation {
 				msg = fmt.Sprintf("action %s was stopped %s before the invocation's deadline, to record its outcome", call.Action, ResultReserve)
 			}
 			err = &ActionError{Type: ErrorTypeTimeout, Message: msg}
@@ -646,13 +649,7 @@ func (c *Coordinator) invoke(ctx context.Context, plan *Plan, st *State, now tim
 func (c *Coordinator) safeInvoke(ctx context.Context, call Call) (out any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			// The panic's value may carry data: name its kind only, unless
-			// it is the runtime's own.
-			if re, ok := r.(runtime.Error); ok {
-				err = fmt.Errorf("action %s panicked: %v", call.Action, re)
-			} else {
-				err = fmt.Errorf("action %s panicked (a %T)", call.Action, r)
-			}
+			err = fmt.Errorf("action %s panicked: %s", call.Action, PanicText(r))
 		}
 	}()
 	return c.cfg.Actions.Invoke(ctx, call)

@@ -934,3 +934,18 @@ steps:
 		t.Fatalf("err %v, ran %d: a fresh invocation must run the step", err, ran)
 	}
 }
+
+func TestEdgePanicTextHidesValues(t *testing.T) {
+	var runtimeErr any
+	func() {
+		defer func() { runtimeErr = recover() }()
+		var m map[string]int
+		m["x"] = 1
+	}()
+	if got := engine.PanicText(runtimeErr); !strings.Contains(got, "nil map") {
+		t.Errorf("runtime panic described as %q, want the runtime's text", got)
+	}
+	if got := engine.PanicText("card 4111111111111111"); strings.Contains(got, "4111") || !strings.Contains(got, "string") {
+		t.Errorf("panic value described as %q, want its type only", got)
+	}
+}

@@ -99,14 +99,16 @@ func safeHandle(ctx context.Context, c *Coordinator, body []byte) (out Outcome, 
 			if m, derr := DecodeMessage(body); derr == nil {
 				id = m.SagaID
 			}
-			err = fmt.Errorf("saga %s: %w: %s", id, errPanicked, panicText(r))
+			err = fmt.Errorf("saga %s: %w: %s", id, errPanicked, PanicText(r))
 		}
 	}()
 	return c.Handle(ctx, body)
 }
 
-// panicText describes a panic without its value, unless the runtime raised it.
-func panicText(r any) string {
+// PanicText describes a recovered panic for logs and stored failures:
+// the runtime's own text (index out of range, nil map), or only the type of
+// a value passed to panic, which may hold saga data.
+func PanicText(r any) string {
 	if re, ok := r.(runtime.Error); ok {
 		return re.Error()
 	}

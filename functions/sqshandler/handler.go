@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -146,12 +145,7 @@ func (h *Handler) handleRecord(ctx context.Context, r sqs.Record) (err error) {
 		if p == nil {
 			return
 		}
-		// The panic's own text only when the runtime raised it: a value
-		// passed to panic by other code may hold saga data.
-		what := fmt.Sprintf("a panic with a %T", p)
-		if re, ok := p.(runtime.Error); ok {
-			what = re.Error()
-		}
+		what := engine.PanicText(p)
 		h.log.LogAttrs(ctx, slog.LevelError, "panic while handling a record: reported failed; it will be delivered again, and goes to the dead-letter queue after maxReceiveCount deliveries",
 			slog.String("message_id", r.MessageID), slog.String("saga_id", r.Message.SagaID), slog.String("step", r.Message.Step),
 			slog.Uint64("version", r.Message.Version), slog.Int("receive_count", r.ReceiveCount),
