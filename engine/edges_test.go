@@ -286,29 +286,6 @@ steps:
 	}
 }
 
-func TestEdgeCancelDuringActionCompensatesIt(t *testing.T) {
-	var e *edgeRig
-	e = newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c engine.Call) (any, error) {
-		if c.Step == "charge" && !c.Compensation && c.Attempt == 1 && !strings.Contains(e.succeeded(), "charge") {
-			// The cancel lands while the charge runs.
-			if _, err := e.coord.Cancel(context.Background(), c.SagaID); err != nil {
-				return nil, err
-			}
-		}
-		return map[string]any{"id": c.Step + "-1"}, nil
-	})
-	e.start("s-1", map[string]any{"blob": "b"})
-	e.drain()
-	st := e.get("s-1")
-	if st.Status != engine.StatusCompensated || st.Failure == nil || st.Failure.Type != engine.ErrorTypeCancelled {
-		t.Fatalf("status %s failure %+v, want compensated after a cancel", st.Status, st.Failure)
-	}
-	e.checkCompensated(t, "reserve", "charge")
-	if strings.Contains(e.succeeded(), "ship") {
-		t.Fatalf("a step after the cancel ran: %s", e.succeeded())
-	}
-}
-
 func TestEdgeActionRunningIntoTheInvocationDeadlineIsRecorded(t *testing.T) {
 	src := `
 saga: slow
@@ -731,32 +708,6 @@ steps:
 	}
 }
 
-func TestEdgeCancelDuringActionKeepsItsOutcome(t *testing.T) {
-	// A service that answers a repeated key differently: the first call's
-	// success must be the one recorded, not lost to the cancel's write and
-	// asked again.
-	charges := 0
-	var e *edgeRig
-	e = newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c engine.Call) (any, error) {
-		if c.Step == "charge" && !c.Compensation {
-			charges++
-			if charges > 1 {
-				return nil, engine.Permanent(engine.NewError("Declined", "asked twice"))
-			}
-			if _, err := e.coord.Cancel(context.Background(), c.SagaID); err != nil {
-				return nil, err
-			}
-		}
-		return map[string]any{"id": c.Step + "-1"}, nil
-	})
-	e.start("s-1", map[string]any{"blob": "b"})
-	e.drain()
-	if charges != 1 {
-		t.Fatalf("charge called %d times, want once: its outcome was lost to the cancel", charges)
-	}
-	e.ended(t, "s-1", engine.StatusCompensated, engine.ErrorTypeCancelled, "", "reserve charge charge.compensate reserve.compensate")
-}
-
 func TestEdgeCompensationReadsItsOwnOutput(t *testing.T) {
 	// Two steps write vars.p, and a set overwrites it: each refund must
 	// read the payment of its own step.
@@ -786,53 +737,6 @@ steps:
 	if got, want := strings.Join(refunds, " "), "c:c-pay b:b-pay a:a-pay"; got != want {
 		t.Fatalf("refunds %q, want %q", got, want)
 	}
-}
-
-func TestEdgeNoRetryAfterACancel(t *testing.T) {
-	attempts := 0
-	var e *edgeRig
-	e = newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c engine.Call) (any, error) {
-		if c.Step == "charge" && !c.Compensation {
-			attempts++
-			if attempts == 1 {
-				if _, err := e.coord.Cancel(context.Background(), c.SagaID); err != nil {
-					return nil, err
-				}
-			}
-			return nil, errors.New("busy") // retryable
-		}
-		return map[string]any{"id": c.Step + "-1"}, nil
-	})
-	e.start("s-1", map[string]any{"blob": "b"})
-	e.drain()
-	if attempts != 1 {
-		t.Fatalf("charge attempted %d times, want once: no attempt after the cancel", attempts)
-	}
-	e.ended(t, "s-1", engine.StatusCompensated, engine.ErrorTypeCancelled, "", "reserve reserve.compensate")
-}
-
-func TestEdgeCancelDuringOversizeOutputKeepsItsOutcome(t *testing.T) {
-	charges := 0
-	var e *edgeRig
-	e = newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c engine.Call) (any, error) {
-		if c.Step == "charge" && !c.Compensation {
-			charges++
-			if charges > 1 {
-				return nil, engine.Permanent(engine.NewError("Declined", "asked twice"))
-			}
-			if _, err := e.coord.Cancel(context.Background(), c.SagaID); err != nil {
-				return nil, err
-			}
-			return map[string]any{"id": "p", "pad": strings.Repeat("x", engine.MaxStateBytes)}, nil
-		}
-		return map[string]any{"id": c.Step + "-1"}, nil
-	})
-	e.start("s-1", map[string]any{"blob": "b"})
-	e.drain()
-	if charges != 1 {
-		t.Fatalf("charge called %d times, want once", charges)
-	}
-	e.ended(t, "s-1", engine.StatusCompensated, engine.ErrorTypeCancelled, "", "reserve charge charge.compensate reserve.compensate")
 }
 
 func TestEdgeLibraryCallsCannotBuildHugeValues(t *testing.T) {
@@ -947,5 +851,50 @@ func TestEdgePanicTextHidesValues(t *testing.T) {
 	}
 	if got := engine.PanicText("card 4111111111111111"); strings.Contains(got, "4111") || !strings.Contains(got, "string") {
 		t.Errorf("panic value described as %q, want its type only", got)
+	}
+}
+
+func TestEdgeCancelWhileAnActionRuns(t *testing.T) {
+	// The cancel lands while charge runs; charge then answers. The service
+	// answers a repeated key differently (Declined): the first answer must
+	// be the one recorded, never lost to the cancel's write and asked again;
+	// a success is compensated, a failure is not retried; nothing after
+	// charge runs.
+	tests := []struct {
+		name   string
+		answer func() (any, error)
+		calls  string
+	}{
+		{"success", func() (any, error) { return map[string]any{"id": "p"}, nil },
+			"reserve charge charge.compensate reserve.compensate"},
+		{"success too large to store", func() (any, error) {
+			return map[string]any{"id": "p", "pad": strings.Repeat("x", engine.MaxStateBytes)}, nil
+		}, "reserve charge charge.compensate reserve.compensate"},
+		{"retryable failure", func() (any, error) { return nil, errors.New("busy") },
+			"reserve reserve.compensate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			charges := 0
+			var e *edgeRig
+			e = newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c engine.Call) (any, error) {
+				if c.Step == "charge" && !c.Compensation {
+					if charges++; charges > 1 {
+						return nil, engine.Permanent(engine.NewError("Declined", "asked twice"))
+					}
+					if _, err := e.coord.Cancel(context.Background(), c.SagaID); err != nil {
+						return nil, err
+					}
+					return tt.answer()
+				}
+				return map[string]any{"id": c.Step + "-1"}, nil
+			})
+			e.start("s-1", map[string]any{"blob": "b"})
+			e.drain()
+			if charges != 1 {
+				t.Fatalf("charge called %d times, want once", charges)
+			}
+			e.ended(t, "s-1", engine.StatusCompensated, engine.ErrorTypeCancelled, "", tt.calls)
+		})
 	}
 }
