@@ -81,6 +81,7 @@ func (sb stepBench) setup(tb testing.TB) (*Plan, *runner) {
 // once runs the step (and stops at the action after it).
 func (r *runner) once() {
 	r.st.Outbox = r.st.Outbox[:0]
+	r.st.Seq = 0 // each run is the saga's first visit to the action (MaxVisits)
 	r.run(0)
 	if r.st.Status != StatusRunning {
 		panic(fmt.Sprintf("step failed: %v", r.st.Failure))

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/lambdasaga/lambdasaga/engine"
@@ -44,13 +45,23 @@ func newHandlePass(tb testing.TB) *handlePass {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	st, err := hp.coord.Start(context.Background(), &engine.StartParams{Plan: mustCompile(tb, loopSaga), SagaID: "bench-saga-0001", Input: map[string]any{"stop": false}})
+	st, err := hp.coord.Start(context.Background(), &engine.StartParams{Plan: loopPlan(tb), SagaID: "bench-saga-0001", Input: map[string]any{"stop": false}})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	hp.msg = st.Outbox[0]
 	hp.body = make([]byte, 0, 256)
 	return hp
+}
+
+// loopPlan is loopSaga with no visit bound that a benchmark could reach:
+// every pass is one more visit to work.
+func loopPlan(tb testing.TB) *engine.Plan {
+	p, err := engine.Compile("loop.yaml", []byte(loopSaga), engine.Options{MaxVisits: math.MaxInt})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
 }
 
 func (hp *handlePass) once(tb testing.TB) {
