@@ -3,7 +3,6 @@ package bench_test
 import (
 	"context"
 	"fmt"
-	"github.com/lambdasaga/lambdasaga/internal/awstest"
 	"os"
 	"slices"
 	"strconv"
@@ -11,6 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/awstest"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -99,7 +101,7 @@ func runEngine(t *testing.T, plan *engine.Plan, n, steps, workers int) (time.Dur
 	var lat []time.Duration
 	for i := range n {
 		st, err := rt.Wait(ctx, fmt.Sprintf("e2e-%d-%d", workers, i))
-		if err != nil || st.Status != engine.StatusSucceeded {
+		if err != nil || st.Status != durable.StatusSucceeded {
 			t.Fatalf("saga %d: %v %v", i, st, err)
 		}
 		lat = append(lat, st.UpdatedAt.Sub(st.CreatedAt)/time.Duration(steps))
@@ -114,7 +116,7 @@ func runEngine(t *testing.T, plan *engine.Plan, n, steps, workers int) (time.Dur
 func runFloor(t *testing.T, n, steps, workers int) time.Duration {
 	b := awstest.New(t)
 	ctx := context.Background()
-	url := b.URLs[engine.QueueAdvance]
+	url := b.URLs[durable.QueueAdvance]
 	item := func(id string, v int) map[string]types.AttributeValue {
 		return map[string]types.AttributeValue{
 			"pk": &types.AttributeValueMemberS{Value: "SAGA#" + id}, "sk": &types.AttributeValueMemberS{Value: "STATE"},

@@ -3,10 +3,12 @@ package bench_test
 import (
 	"context"
 	"fmt"
-	"github.com/lambdasaga/lambdasaga/internal/awstest"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/awstest"
 
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
@@ -32,14 +34,14 @@ func handleAll(t *testing.T, b *awstest.Backend, coord *engine.Coordinator, plan
 	}
 	start = snapshot(b, "start")
 	for range 100 {
-		ds, err := b.Queue.Receive(ctx, &engine.ReceiveParams{Queue: engine.QueueAdvance, Max: 1, Wait: 200 * time.Millisecond})
+		ds, err := b.Queue.Receive(ctx, &durable.ReceiveParams{Queue: durable.QueueAdvance, Max: 1, Wait: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(ds) == 0 {
 			break
 		}
-		msg, _ := engine.DecodeMessage(ds[0].Body)
+		msg, _ := durable.DecodeMessage(ds[0].Body)
 		b.Counter.Reset()
 		began := time.Now()
 		if out, err := coord.Handle(ctx, ds[0].Body); err != nil || out != engine.HandledStep {
@@ -47,13 +49,13 @@ func handleAll(t *testing.T, b *awstest.Backend, coord *engine.Coordinator, plan
 		}
 		c := snapshot(b, msg.Step)
 		c.took = time.Since(began)
-		rec, err := b.Store.SagaGet(ctx, &engine.SagaGetParams{SagaID: id})
+		rec, err := b.Store.SagaGet(ctx, &durable.SagaGetParams{SagaID: id})
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.stateBytes = len(rec.State)
 		steps = append(steps, c)
-		_ = b.Queue.Delete(ctx, &engine.DeleteParams{Queue: ds[0].Queue, ReceiptHandle: ds[0].ReceiptHandle})
+		_ = b.Queue.Delete(ctx, &durable.DeleteParams{Queue: ds[0].Queue, ReceiptHandle: ds[0].ReceiptHandle})
 	}
 	return start, steps
 }

@@ -3,11 +3,13 @@ package bench_test
 import (
 	"context"
 	"fmt"
-	"github.com/lambdasaga/lambdasaga/internal/awstest"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/awstest"
 
 	"github.com/lambdasaga/lambdasaga/engine"
 )
@@ -46,7 +48,7 @@ func TestPayloadSize(t *testing.T) {
 			// fails; its action did succeed, so its compensation comes first
 			// (this test handles the advance queue only: it stays pending).
 			cur, pending := st.Pending()
-			if st.Status != engine.StatusCompensating || st.Failure == nil || st.Failure.Type != engine.ErrorTypeStateTooLarge || !strings.Contains(st.Failure.Message, "bytes") ||
+			if st.Status != durable.StatusCompensating || st.Failure == nil || st.Failure.Type != engine.ErrorTypeStateTooLarge || !strings.Contains(st.Failure.Message, "bytes") ||
 				!pending || !cur.Compensating {
 				t.Fatalf("%d KB: %s %+v, want compensating with StateTooLarge, s0's compensation pending", kb, st.Status, st.Failure)
 			}
@@ -55,7 +57,7 @@ func TestPayloadSize(t *testing.T) {
 			report(t, line)
 			continue
 		}
-		if st.Status != engine.StatusSucceeded {
+		if st.Status != durable.StatusSucceeded {
 			t.Fatalf("%d KB: %s %+v", kb, st.Status, st.Failure)
 		}
 		// Steps after s0 carry the blob in their state.

@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 )
 
@@ -148,7 +149,7 @@ func (c *Config) commandUsage(fs *flag.FlagSet) {
 // checkID refuses an --id that cannot name a saga, before anything starts.
 // Empty is fine: the command makes one up.
 func (c *Config) checkID(id string) bool {
-	if id != "" && !engine.ValidSagaID(id) {
+	if id != "" && !durable.ValidSagaID(id) {
 		c.errorf("--id: not a saga id: use 1 to 128 letters, digits, '_', '.', ':' or '-', starting with a letter or digit")
 		return false
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lambdasaga/lambdasaga/cli"
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
@@ -270,7 +271,7 @@ func TestRunOnEmulators(t *testing.T) {
 
 func TestStartStatusCancelOnEmulators(t *testing.T) {
 	b := awstest.New(t)
-	where := []string{"--table", b.Table, "--advance-queue-url", b.URLs[engine.QueueAdvance], "--compensate-queue-url", b.URLs[engine.QueueCompensate],
+	where := []string{"--table", b.Table, "--advance-queue-url", b.URLs[durable.QueueAdvance], "--compensate-queue-url", b.URLs[durable.QueueCompensate],
 		"--dynamodb-endpoint", b.DynamoDBEndpoint, "--sqs-endpoint", b.SQSEndpoint}
 	r := sagactl(t, nil, append([]string{"start", orderFile, "--input", "@../examples/order/testdata/ok.json", "--id", "cli-1"}, where...)...)
 	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "saga cli-1 (order): running, version 1") || !strings.Contains(r.stdout, "waiting on: reserve (attempt 1)") {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 )
 
@@ -75,7 +76,7 @@ func writePlan(w io.Writer, plan *engine.Plan, st *engine.State, what string, pa
 		}
 		fmt.Fprintln(w, line)
 	}
-	if st.Status == engine.StatusCompensationFailed {
+	if st.Status == durable.StatusCompensationFailed {
 		// The stack keeps what is still to undo, newest last; the
 		// compensation that failed may still be on top.
 		failed := ""

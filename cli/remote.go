@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/lambdasaga/lambdasaga/client"
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 )
@@ -186,7 +187,7 @@ func (c *Config) sagaCommand(name string, args []string, act func(context.Contex
 type stateReport struct {
 	SagaID            string            `json:"saga_id"`
 	Saga              string            `json:"saga"`
-	Status            engine.Status     `json:"status"`
+	Status            durable.Status    `json:"status"`
 	CancelRequested   bool              `json:"cancel_requested,omitempty"`
 	Version           uint64            `json:"version"`
 	Pending           string            `json:"pending,omitempty"`
@@ -229,7 +230,7 @@ func (c *Config) printState(ctx context.Context, cl *client.Client, st *engine.S
 	if r.CompensationError != nil {
 		fmt.Fprintf(c.Stdout, "  parked: %s (sagactl resume %s retries it; --skip if you undid it by hand)\n", r.CompensationError.Error(), r.SagaID)
 	}
-	if st.Status == engine.StatusSucceeded {
+	if st.Status == durable.StatusSucceeded {
 		out, _ := json.Marshal(r.Output)
 		fmt.Fprintf(c.Stdout, "  output: %s\n", out)
 	}

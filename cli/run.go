@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/embedded"
 	"github.com/lambdasaga/lambdasaga/engine"
 )
@@ -133,9 +134,9 @@ func (v invoker) Invoke(ctx context.Context, call engine.Call) (any, error) {
 
 // runReport is the --json output.
 type runReport struct {
-	SagaID string        `json:"saga_id"`
-	Status engine.Status `json:"status"`
-	Output any           `json:"output"`
+	SagaID string         `json:"saga_id"`
+	Status durable.Status `json:"status"`
+	Output any            `json:"output"`
 	// Failure is why the saga compensated; CompensationError why it parked.
 	Failure           *engine.StepError `json:"failure,omitempty"`
 	CompensationError *engine.StepError `json:"compensation_error,omitempty"`
@@ -261,9 +262,9 @@ func runRun(c *Config, args []string) int {
 		printSummary(c, st, report, time.Since(started))
 	}
 	switch st.Status {
-	case engine.StatusSucceeded:
+	case durable.StatusSucceeded:
 		return ExitOK
-	case engine.StatusCompensated:
+	case durable.StatusCompensated:
 		return ExitCompensated
 	default:
 		return ExitCompensationFailed
@@ -304,7 +305,7 @@ func printSummary(c *Config, st *engine.State, r runReport, took time.Duration) 
 	if st.CompensationError != nil {
 		fmt.Fprintf(c.Stdout, "parked: %s\n", st.CompensationError.Error())
 	}
-	if st.Status == engine.StatusSucceeded {
+	if st.Status == durable.StatusSucceeded {
 		out, _ := json.Marshal(jsonable(st.Output))
 		fmt.Fprintf(c.Stdout, "output: %s\n", out)
 	}

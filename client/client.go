@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/queue/sqs"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
@@ -20,8 +21,8 @@ import (
 
 // Config wires a Client to a store and a queue.
 type Config struct {
-	Store engine.Store
-	Queue engine.Queue
+	Store durable.Store
+	Queue durable.Queue
 }
 
 // AWSConfig wires a Client to a deployed stack (see the template's outputs).
@@ -72,7 +73,7 @@ func NewAWS(cfg AWSConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	queue, err := sqs.New(sqs.Config{Client: sq, URLs: map[engine.QueueName]string{engine.QueueAdvance: cfg.AdvanceQueueURL, engine.QueueCompensate: cfg.CompensateQueueURL}})
+	queue, err := sqs.New(sqs.Config{Client: sq, URLs: map[durable.QueueName]string{durable.QueueAdvance: cfg.AdvanceQueueURL, durable.QueueCompensate: cfg.CompensateQueueURL}})
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +92,7 @@ type StartParams struct {
 // Start validates the definition, registers it, writes the saga's first
 // version and sends its first message. Starting a saga id again with the
 // same definition and input returns the existing saga; with a different
-// one it is engine.ErrExists.
+// one it is durable.ErrExists.
 func (c *Client) Start(ctx context.Context, p StartParams) (*engine.State, error) {
 	plan, err := engine.Compile(p.File, p.Definition)
 	if err != nil {
@@ -135,7 +136,7 @@ func (c *Client) SkipCompensation(ctx context.Context, sagaID string) (*engine.S
 }
 
 // List pages through sagas, most recently updated first.
-func (c *Client) List(ctx context.Context, p *engine.SagaListParams) (*engine.SagaListResult, error) {
+func (c *Client) List(ctx context.Context, p *durable.SagaListParams) (*durable.SagaListResult, error) {
 	return c.coord.List(ctx, p)
 }
 

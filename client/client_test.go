@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lambdasaga/lambdasaga/client"
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
@@ -22,18 +23,18 @@ func TestStartIsIdempotentAndStatusReads(t *testing.T) {
 	in := map[string]any{"order_id": "o-1", "customer": "ada", "amount": 1.5, "currency": "EUR", "card": "4242", "items": []any{"a"}}
 	p := client.StartParams{File: "order.yaml", Definition: order.Definition, SagaID: "o-1", Input: in}
 	st, err := c.Start(ctx, p)
-	if err != nil || st.Version != 1 || q.Len(engine.QueueAdvance) != 1 {
+	if err != nil || st.Version != 1 || q.Len(durable.QueueAdvance) != 1 {
 		t.Fatalf("%v %v", st, err)
 	}
 	if _, err := c.Start(ctx, p); err != nil {
 		t.Fatalf("same start again: %v", err)
 	}
 	p.Input = map[string]any{"order_id": "o-2", "customer": "ada", "amount": 1.5, "currency": "EUR", "card": "4242", "items": []any{"a"}}
-	if _, err := c.Start(ctx, p); !errors.Is(err, engine.ErrExists) {
+	if _, err := c.Start(ctx, p); !errors.Is(err, durable.ErrExists) {
 		t.Fatalf("different input: %v", err)
 	}
 	got, err := c.Status(ctx, "o-1")
-	if err != nil || got.Status != engine.StatusRunning {
+	if err != nil || got.Status != durable.StatusRunning {
 		t.Fatalf("%v %v", got, err)
 	}
 	cur, _ := got.Pending()
@@ -45,7 +46,7 @@ func TestStartIsIdempotentAndStatusReads(t *testing.T) {
 	}
 	// reserve is pending (its message is not handled here): the cancel
 	// waits for its outcome.
-	if st, err := c.Cancel(ctx, "o-1"); err != nil || st.Status != engine.StatusRunning || !st.CancelRequested {
+	if st, err := c.Cancel(ctx, "o-1"); err != nil || st.Status != durable.StatusRunning || !st.CancelRequested {
 		t.Fatalf("cancel: %v %v", st, err)
 	}
 }

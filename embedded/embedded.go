@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
 	smem "github.com/lambdasaga/lambdasaga/store/memory"
@@ -22,9 +23,9 @@ type Config struct {
 	// Store, Queue and Receiver default to the memory implementations; set
 	// all three to run on DynamoDB and SQS (or their emulators) instead,
 	// with the workers polling like Lambda's event source mapping.
-	Store    engine.Store
-	Queue    engine.Queue
-	Receiver engine.Receiver
+	Store    durable.Store
+	Queue    durable.Queue
+	Receiver durable.Receiver
 	// Workers per queue; default 2.
 	Workers int
 	// Visibility is how long a message stays hidden while handled before it
@@ -39,9 +40,9 @@ type Config struct {
 
 // Runtime is a running in-process saga system.
 type Runtime struct {
-	Store       engine.Store
-	Queue       engine.Queue
-	Receiver    engine.Receiver
+	Store       durable.Store
+	Queue       durable.Queue
+	Receiver    durable.Receiver
 	Coordinator *engine.Coordinator
 
 	cfg    Config
@@ -78,7 +79,7 @@ func Start(cfg Config) (*Runtime, error) {
 	r.Coordinator = coord
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	for _, q := range engine.QueueNames() {
+	for _, q := range durable.QueueNames() {
 		for range cfg.Workers {
 			r.wg.Go(func() {
 				_ = engine.RunWorker(ctx, engine.WorkerConfig{Coordinator: coord, Receiver: r.Receiver, Queue: q, Wait: 50 * time.Millisecond, Visibility: cfg.Visibility, Logger: cfg.Logger})

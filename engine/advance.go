@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
 // EventKind is what happened to a saga.
@@ -95,7 +97,7 @@ type StepRecord struct {
 type Result struct {
 	// Messages is the outbox the caller must send once the state is written;
 	// the same slice as the new state's Outbox.
-	Messages []Message
+	Messages []durable.Message
 }
 
 // Advance applies ev to st and returns the messages to send. st is updated
@@ -120,7 +122,7 @@ func (p *Plan) Advance(st *State, ev Event) (Result, error) {
 		st.SagaID, st.Name, st.DefinitionHash = ev.SagaID, p.def.Name, p.hash
 		st.Input = ev.Input
 		st.Vars = make(map[string]any)
-		st.Status = StatusRunning
+		st.Status = durable.StatusRunning
 		st.CreatedAt = ev.Now
 		if p.def.Timeout > 0 {
 			st.Deadline = ev.Now.Add(p.def.Timeout)
@@ -140,20 +142,20 @@ func (p *Plan) Advance(st *State, ev Event) (Result, error) {
 			r.compensate(cancelled())
 			break
 		}
-		if cur, ok := st.Pending(); ok && !cur.Compensating && st.Status == StatusRunning {
+		if cur, ok := st.Pending(); ok && !cur.Compensating && st.Status == durable.StatusRunning {
 			// The pending action may be running now, and may take effect:
 			// wait for its outcome, then compensate it with the rest. Its
 			// message goes out again at this version, since the one in
 			// flight names the version before.
 			st.CancelRequested = true
-			r.send(QueueAdvance, p.steps[cur.Step].ID, cur.Attempt, 0)
+			r.send(durable.QueueAdvance, p.steps[cur.Step].ID, cur.Attempt, 0)
 			break
 		}
 		st.Cursors = st.Cursors[:0]
 		r.compensate(cancelled())
 	case EventResume:
 		st.CompensationError = nil
-		st.Status = StatusCompensating
+		st.Status = durable.StatusCompensating
 		if n := len(st.Stack); ev.Skip && n > 0 {
 			s := p.steps[st.Stack[n-1].Step]
 			st.Stack = st.Stack[:n-1]
@@ -161,7 +163,7 @@ func (p *Plan) Advance(st *State, ev Event) (Result, error) {
 		}
 		r.nextCompensation()
 	}
-	if ev.StoreLimit > 0 && st.Status == StatusRunning && !r.fits() {
+	if ev.StoreLimit > 0 && st.Status == durable.StatusRunning && !r.fits() {
 		// Only starting the next action is left to blame: undo it.
 		step := ""
 		if cur, ok := st.Pending(); ok {
@@ -205,7 +207,7 @@ func pendingRetryDue(st *State) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	for _, m := range st.Outbox {
-		if m.Queue == QueueAdvance && m.Attempt == cur.Attempt && m.Delay > 0 {
+		if m.Queue == durable.QueueAdvance && m.Attempt == cur.Attempt && m.Delay > 0 {
 			return st.UpdatedAt.Add(m.Delay), true
 		}
 	}
@@ -230,15 +232,15 @@ func (p *Plan) admit(st *State, ev Event) error {
 			return fmt.Errorf("%w: start needs a saga id", ErrInvalidEvent)
 		}
 	case EventResult:
-		if len(st.Cursors) == 0 || (st.Status != StatusRunning && st.Status != StatusCompensating) {
+		if len(st.Cursors) == 0 || (st.Status != durable.StatusRunning && st.Status != durable.StatusCompensating) {
 			return fmt.Errorf("%w: saga %s (%s) waits for no action", ErrInvalidEvent, st.SagaID, st.Status)
 		}
 	case EventCancel:
-		if st.Status != StatusRunning && st.Status != StatusWaiting {
+		if st.Status != durable.StatusRunning && st.Status != durable.StatusWaiting {
 			return fmt.Errorf("%w: saga %s is %s and cannot be cancelled", ErrInvalidEvent, st.SagaID, st.Status)
 		}
 	case EventResume:
-		if st.Status != StatusCompensationFailed {
+		if st.Status != durable.StatusCompensationFailed {
 			return fmt.Errorf("%w: saga %s is %s; only compensation_failed sagas resume", ErrInvalidEvent, st.SagaID, st.Status)
 		}
 	default:
@@ -337,8 +339,8 @@ func (r *runner) run(idx int) {
 			}
 			st.Seq++
 			st.Cursors = append(st.Cursors[:0], Cursor{Step: idx, Attempt: 1, Seq: st.Seq})
-			st.Status = StatusRunning
-			r.send(QueueAdvance, s.ID, 1, 0)
+			st.Status = durable.StatusRunning
+			r.send(durable.QueueAdvance, s.ID, 1, 0)
 			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeStarted, Attempt: 1})
 			return
 		case KindSet:
@@ -424,7 +426,7 @@ func (r *runner) run(idx int) {
 			}
 			r.succeed(out)
 			if !r.fits() {
-				st.Output, st.Status = nil, StatusRunning
+				st.Output, st.Status = nil, durable.StatusRunning
 				r.caught(s, 1, r.tooLarge(s.ID, "the output of step "+s.ID))
 				return
 			}
@@ -469,13 +471,13 @@ func exprError(step string, err error) *StepError {
 
 func (r *runner) succeed(out any) {
 	st := r.st
-	st.Status = StatusSucceeded
+	st.Status = durable.StatusSucceeded
 	st.Output = out
 	st.Cursors = st.Cursors[:0]
 }
 
-func (r *runner) send(q QueueName, step string, attempt int, delay time.Duration) {
-	r.st.Outbox = append(r.st.Outbox, Message{SagaID: r.st.SagaID, Version: r.st.Version, Queue: q, Step: step, Attempt: attempt, Delay: delay})
+func (r *runner) send(q durable.QueueName, step string, attempt int, delay time.Duration) {
+	r.st.Outbox = append(r.st.Outbox, durable.Message{SagaID: r.st.SagaID, Version: r.st.Version, Queue: q, Step: step, Attempt: attempt, Delay: delay})
 }
 
 // stepFailed handles a step failing for good: a catch routes it, or the saga compensates.
@@ -580,7 +582,7 @@ func (r *runner) actionFailed(s *planStep, cur Cursor, err error) {
 	typ := ErrorType(err)
 	se := newStepError(s.ID, typ, errorMessage(err))
 	if r.retryable(s.retry, cur.Attempt, err, typ) && !st.CancelRequested {
-		r.retry(s, s.retry, cur, QueueAdvance, false, se)
+		r.retry(s, s.retry, cur, durable.QueueAdvance, false, se)
 		return
 	}
 	// Out of attempts, permanent, or cancelled meanwhile: a failed attempt
@@ -593,7 +595,7 @@ func (r *runner) retryable(pol RetryPolicy, attempt int, err error, typ string) 
 	return !IsPermanent(err) && !slices.Contains(pol.Permanent, typ) && attempt < pol.Attempts
 }
 
-func (r *runner) retry(s *planStep, pol RetryPolicy, cur Cursor, q QueueName, comp bool, se *StepError) {
+func (r *runner) retry(s *planStep, pol RetryPolicy, cur Cursor, q durable.QueueName, comp bool, se *StepError) {
 	cur.Attempt++
 	d := Backoff(pol, cur.Attempt, r.ev.Rand)
 	r.st.Cursors[0] = cur
@@ -607,8 +609,8 @@ func (r *runner) retry(s *planStep, pol RetryPolicy, cur Cursor, q QueueName, co
 func Backoff(pol RetryPolicy, attempt int, rand float64) time.Duration {
 	d := pol.Backoff
 	maxD := pol.MaxBackoff
-	if maxD <= 0 || maxD > MaxDelay {
-		maxD = MaxDelay
+	if maxD <= 0 || maxD > durable.MaxDelay {
+		maxD = durable.MaxDelay
 	}
 	for i := 2; i < attempt && d < maxD; i++ {
 		d *= 2
@@ -626,7 +628,7 @@ func (r *runner) compensate(cause *StepError) {
 	st := r.st
 	st.Failure = cause
 	st.CancelRequested = false
-	st.Status = StatusCompensating
+	st.Status = durable.StatusCompensating
 	st.Cursors = st.Cursors[:0]
 	r.nextCompensation()
 }
@@ -634,13 +636,13 @@ func (r *runner) compensate(cause *StepError) {
 func (r *runner) nextCompensation() {
 	st := r.st
 	if len(st.Stack) == 0 {
-		st.Status = StatusCompensated
+		st.Status = durable.StatusCompensated
 		st.Cursors = st.Cursors[:0]
 		return
 	}
 	top := st.Stack[len(st.Stack)-1]
 	st.Cursors = append(st.Cursors[:0], Cursor{Step: top.Step, Attempt: 1, Seq: top.Seq, Compensating: true})
-	r.send(QueueCompensate, r.p.steps[top.Step].ID, 1, 0)
+	r.send(durable.QueueCompensate, r.p.steps[top.Step].ID, 1, 0)
 }
 
 func (r *runner) compensationResult() {
@@ -656,10 +658,10 @@ func (r *runner) compensationResult() {
 	typ := ErrorType(ev.Err)
 	se := newStepError(s.ID, typ, errorMessage(ev.Err))
 	if r.retryable(s.comp.retry, cur.Attempt, ev.Err, typ) {
-		r.retry(s, s.comp.retry, cur, QueueCompensate, true, se)
+		r.retry(s, s.comp.retry, cur, durable.QueueCompensate, true, se)
 		return
 	}
-	st.Status = StatusCompensationFailed
+	st.Status = durable.StatusCompensationFailed
 	st.CompensationError = se
 	st.Cursors = st.Cursors[:0]
 	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensationFailed, Attempt: cur.Attempt, Compensation: true, Error: se})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 )
 
@@ -20,24 +21,24 @@ func TestAdvanceOrderSaga(t *testing.T) {
 		name    string
 		amount  float64
 		act     behaviour
-		status  engine.Status
+		status  durable.Status
 		trace   string
 		failure string // step and type of the failure, if any
 	}{
 		{
-			name: "success", amount: 120.5, act: failing(), status: engine.StatusSucceeded,
+			name: "success", amount: 120.5, act: failing(), status: durable.StatusSucceeded,
 			trace: "reserve:started reserve:completed route:completed charge:started charge:completed check:completed done:completed",
 		},
 		{
-			name: "large order goes through review", amount: 5000, act: failing(), status: engine.StatusSucceeded,
+			name: "large order goes through review", amount: 5000, act: failing(), status: durable.StatusSucceeded,
 			trace: "reserve:started reserve:completed route:completed review:completed charge:started charge:completed check:completed done:completed",
 		},
 		{
-			name: "first action fails: nothing to compensate", amount: 1, act: failing("reserve"), status: engine.StatusCompensated,
+			name: "first action fails: nothing to compensate", amount: 1, act: failing("reserve"), status: durable.StatusCompensated,
 			trace: "reserve:started reserve:failed", failure: "reserve Declined",
 		},
 		{
-			name: "charge fails: reserve is released", amount: 1, act: failing("charge"), status: engine.StatusCompensated,
+			name: "charge fails: reserve is released", amount: 1, act: failing("charge"), status: durable.StatusCompensated,
 			trace:   "reserve:started reserve:completed route:completed charge:started charge:failed reserve.compensate:compensated",
 			failure: "charge Declined",
 		},
@@ -46,7 +47,7 @@ func TestAdvanceOrderSaga(t *testing.T) {
 			act: func(c engine.Call) (any, error) {
 				return map[string]any{"id": c.Step + "-1", "status": "pending"}, nil
 			},
-			status:  engine.StatusCompensated,
+			status:  durable.StatusCompensated,
 			trace:   "reserve:started reserve:completed route:completed charge:started charge:completed check:failed charge.compensate:compensated reserve.compensate:compensated",
 			failure: "check AssertionFailed",
 		},
@@ -58,7 +59,7 @@ func TestAdvanceOrderSaga(t *testing.T) {
 				}
 				return map[string]any{"id": "x", "status": "pending"}, nil
 			},
-			status:  engine.StatusCompensationFailed,
+			status:  durable.StatusCompensationFailed,
 			trace:   "reserve:started reserve:completed route:completed charge:started charge:completed check:failed charge.compensate:compensation_failed",
 			failure: "check AssertionFailed",
 		},
@@ -126,7 +127,7 @@ steps:
 			}
 			return "ok", nil
 		})
-		if r.st.Status != engine.StatusSucceeded {
+		if r.st.Status != durable.StatusSucceeded {
 			t.Fatalf("status %s", r.st.Status)
 		}
 		want := "flaky:started flaky:retrying flaky:retrying flaky:completed later:started later:completed"
@@ -145,7 +146,7 @@ steps:
 		}
 		// The retry message carries the delay and the new version.
 		msg := r.results[1].Messages[0]
-		if msg.Delay != time.Second || msg.Attempt != 2 || msg.Version != 2 || msg.Queue != engine.QueueAdvance {
+		if msg.Delay != time.Second || msg.Attempt != 2 || msg.Version != 2 || msg.Queue != durable.QueueAdvance {
 			t.Fatalf("retry message %+v", msg)
 		}
 	})
@@ -157,7 +158,7 @@ steps:
 			return "ok", nil
 		})
 		want := "flaky:started flaky:completed later:started later:retrying later:retrying later:failed flaky.compensate:compensated"
-		if got := join(r.trace); got != want || r.st.Status != engine.StatusCompensated {
+		if got := join(r.trace); got != want || r.st.Status != durable.StatusCompensated {
 			t.Fatalf("%s: %s\nwant  %s", r.st.Status, got, want)
 		}
 		if r.st.Failure.Type != engine.ErrorTypeGeneric || r.st.Failure.Step != "later" {
@@ -222,7 +223,7 @@ func TestAdvanceStepKinds(t *testing.T) {
 		name   string
 		def    string
 		input  map[string]any
-		status engine.Status
+		status durable.Status
 		trace  string
 		output any
 	}{
@@ -237,7 +238,7 @@ steps:
   - id: out
     succeed: {output: "${[vars.double, vars.label, vars.more, vars.lit]}"}
 `,
-			input: map[string]any{"n": 21}, status: engine.StatusSucceeded,
+			input: map[string]any{"n": 21}, status: durable.StatusSucceeded,
 			trace:  "calc:completed out:completed",
 			output: []any{int64(42), "n=21", int64(43), map[string]any{"a": []any{int64(1), 2.5, true, nil}}},
 		},
@@ -254,7 +255,7 @@ steps:
   - id: big
     succeed: {output: big}
 `,
-			input: map[string]any{"n": 1}, status: engine.StatusSucceeded, trace: "pick:completed small:completed", output: "small",
+			input: map[string]any{"n": 1}, status: durable.StatusSucceeded, trace: "pick:completed small:completed", output: "small",
 		},
 		{
 			name: "fail step compensates with its error",
@@ -267,7 +268,7 @@ steps:
   - id: stop
     fail: {error: OutOfStock, message: nothing left}
 `,
-			status: engine.StatusCompensated, trace: "a:started a:completed stop:failed a.compensate:compensated",
+			status: durable.StatusCompensated, trace: "a:started a:completed stop:failed a.compensate:compensated",
 		},
 		{
 			name: "catch routes an assert failure",
@@ -283,7 +284,7 @@ steps:
   - id: fallback
     succeed: {output: fallback}
 `,
-			input: map[string]any{"n": -1}, status: engine.StatusSucceeded, trace: "check:caught fallback:completed", output: "fallback",
+			input: map[string]any{"n": -1}, status: durable.StatusSucceeded, trace: "check:caught fallback:completed", output: "fallback",
 		},
 		{
 			name: "catch routes an action failure after retries",
@@ -299,7 +300,7 @@ steps:
   - id: manual
     set: {review: "${true}"}
 `,
-			status: engine.StatusSucceeded, trace: "pay:started pay:retrying pay:caught manual:completed",
+			status: durable.StatusSucceeded, trace: "pay:started pay:retrying pay:caught manual:completed",
 			output: map[string]any{"review": true},
 		},
 		{
@@ -314,7 +315,7 @@ steps:
   - id: bad
     set: {x: "${vars.r.missing + 1}"}
 `,
-			status: engine.StatusCompensated, trace: "a:started a:completed bad:failed a.compensate:compensated",
+			status: durable.StatusCompensated, trace: "a:started a:completed bad:failed a.compensate:compensated",
 		},
 		{
 			name: "end of the list succeeds with vars",
@@ -324,7 +325,7 @@ steps:
   - id: a
     set: {x: 1}
 `,
-			status: engine.StatusSucceeded, trace: "a:completed", output: map[string]any{"x": int64(1)},
+			status: durable.StatusSucceeded, trace: "a:completed", output: map[string]any{"x": int64(1)},
 		},
 	}
 	for _, tt := range tests {
@@ -366,7 +367,7 @@ steps:
 			xs[i] = int64(i)
 		}
 		r := drive(t, p, map[string]any{"xs": xs}, nil)
-		if r.st.Status != engine.StatusCompensated || r.st.Failure.Type != engine.ErrorTypeExpression {
+		if r.st.Status != durable.StatusCompensated || r.st.Failure.Type != engine.ErrorTypeExpression {
 			t.Fatalf("status %s failure %+v", r.st.Status, r.st.Failure)
 		}
 		if !contains(r.st.Failure.Message, "cost limit") {
@@ -385,7 +386,7 @@ steps:
     action: b
 `)
 		r := drive(t, p, nil, nil) // each call advances the clock by a second
-		if r.st.Status != engine.StatusCompensated || r.st.Failure.Type != engine.ErrorTypeDeadline || r.st.Failure.Step != "b" {
+		if r.st.Status != durable.StatusCompensated || r.st.Failure.Type != engine.ErrorTypeDeadline || r.st.Failure.Step != "b" {
 			t.Fatalf("status %s failure %+v", r.st.Status, r.st.Failure)
 		}
 		if got := join(r.trace); got != "a:started a:completed a.compensate:compensated" {
@@ -412,19 +413,19 @@ func TestAdvanceCancelAndResume(t *testing.T) {
 	// The charge is pending and may be running: the cancel waits for its
 	// outcome, sending its message again at the new version.
 	res := step(engine.Event{Kind: engine.EventCancel})
-	if st.Status != engine.StatusRunning || !st.CancelRequested || st.Failure != nil {
+	if st.Status != durable.StatusRunning || !st.CancelRequested || st.Failure != nil {
 		t.Fatalf("after cancel: %s requested %v %+v", st.Status, st.CancelRequested, st.Failure)
 	}
-	if len(res.Messages) != 1 || res.Messages[0].Queue != engine.QueueAdvance || res.Messages[0].Step != "charge" || res.Messages[0].Version != st.Version {
+	if len(res.Messages) != 1 || res.Messages[0].Queue != durable.QueueAdvance || res.Messages[0].Step != "charge" || res.Messages[0].Version != st.Version {
 		t.Fatalf("messages %+v", res.Messages)
 	}
 	// The charge went through: it is compensated with the rest, and no
 	// later step runs.
 	res = step(engine.Event{Kind: engine.EventResult, Output: map[string]any{"id": "p-1", "status": "captured"}})
-	if st.Status != engine.StatusCompensating || st.Failure.Type != engine.ErrorTypeCancelled || st.CancelRequested {
+	if st.Status != durable.StatusCompensating || st.Failure.Type != engine.ErrorTypeCancelled || st.CancelRequested {
 		t.Fatalf("after the charge: %s %+v", st.Status, st.Failure)
 	}
-	if len(res.Messages) != 1 || res.Messages[0].Queue != engine.QueueCompensate || res.Messages[0].Step != "charge" {
+	if len(res.Messages) != 1 || res.Messages[0].Queue != durable.QueueCompensate || res.Messages[0].Step != "charge" {
 		t.Fatalf("messages %+v", res.Messages)
 	}
 	if _, err := p.Advance(st, engine.Event{Kind: engine.EventCancel, Now: t0}); !errors.Is(err, engine.ErrInvalidEvent) {
@@ -432,12 +433,12 @@ func TestAdvanceCancelAndResume(t *testing.T) {
 	}
 	step(engine.Event{Kind: engine.EventResult}) // refunded
 	step(engine.Event{Kind: engine.EventResult, Err: engine.Permanent(errors.New("warehouse offline"))})
-	if st.Status != engine.StatusCompensationFailed || st.CompensationError.Step != "reserve" {
+	if st.Status != durable.StatusCompensationFailed || st.CompensationError.Step != "reserve" {
 		t.Fatalf("after failed release: %s %+v", st.Status, st.CompensationError)
 	}
 	version := st.Version
 	res = step(engine.Event{Kind: engine.EventResume})
-	if st.Status != engine.StatusCompensating || len(res.Messages) != 1 || res.Messages[0].Attempt != 1 || st.Version != version+1 {
+	if st.Status != durable.StatusCompensating || len(res.Messages) != 1 || res.Messages[0].Attempt != 1 || st.Version != version+1 {
 		t.Fatalf("after resume: %s %+v", st.Status, res.Messages)
 	}
 	call, err := p.Call(st, t0)
@@ -445,7 +446,7 @@ func TestAdvanceCancelAndResume(t *testing.T) {
 		t.Fatalf("call %+v %v", call, err)
 	}
 	step(engine.Event{Kind: engine.EventResult})
-	if st.Status != engine.StatusCompensated || len(st.Stack) != 0 {
+	if st.Status != durable.StatusCompensated || len(st.Stack) != 0 {
 		t.Fatalf("final %s stack %v", st.Status, st.Stack)
 	}
 	if _, err := p.Advance(st, engine.Event{Kind: engine.EventResume, Now: t0}); !errors.Is(err, engine.ErrInvalidEvent) {
@@ -568,7 +569,7 @@ func TestDryRun(t *testing.T) {
 			calls = append(calls, name)
 		},
 	})
-	if err != nil || st.Status != engine.StatusCompensated || join(calls) != "reserve charge reserve.compensate" {
+	if err != nil || st.Status != durable.StatusCompensated || join(calls) != "reserve charge reserve.compensate" {
 		t.Fatalf("%v %s %v", err, st.Status, calls)
 	}
 	// Without Act every call succeeds with its input as output. The echoed
@@ -576,7 +577,7 @@ func TestDryRun(t *testing.T) {
 	// vars.payment.id, which the echo lacks: building that call fails, as a
 	// permanent failure of the compensation, and the saga parks.
 	st, err = p.DryRun(engine.DryRunParams{Input: in})
-	if err != nil || st.Status != engine.StatusCompensationFailed || st.Failure.Step != "check" || st.CompensationError.Step != "charge" {
+	if err != nil || st.Status != durable.StatusCompensationFailed || st.Failure.Step != "check" || st.CompensationError.Step != "charge" {
 		t.Fatalf("%v %s %+v %+v", err, st.Status, st.Failure, st.CompensationError)
 	}
 }

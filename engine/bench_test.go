@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
 var benchNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -31,7 +33,7 @@ func mustPlan(tb testing.TB, src string) *Plan {
 // advanceWhole runs a whole saga of pure steps with one Advance call.
 func advanceWhole(p *Plan, st *State) {
 	*st = State{Outbox: st.Outbox[:0], Cursors: st.Cursors[:0]}
-	if _, err := p.Advance(st, Event{Kind: EventStart, Now: benchNow, SagaID: "bench-1"}); err != nil || st.Status != StatusSucceeded {
+	if _, err := p.Advance(st, Event{Kind: EventStart, Now: benchNow, SagaID: "bench-1"}); err != nil || st.Status != durable.StatusSucceeded {
 		panic(fmt.Sprintf("advance: %v %s", err, st.Status))
 	}
 }
@@ -72,7 +74,7 @@ var stepBenches = []stepBench{
 
 func (sb stepBench) setup(tb testing.TB) (*Plan, *runner) {
 	p := mustPlan(tb, "saga: step\nsteps:\n  - "+sb.step+"\n  - {id: a, action: next}\n")
-	st := &State{SagaID: "bench-1", Input: sb.input, Vars: map[string]any{}, Status: StatusRunning}
+	st := &State{SagaID: "bench-1", Input: sb.input, Vars: map[string]any{}, Status: durable.StatusRunning}
 	r := &runner{p: p, st: st, ev: Event{Kind: EventResult, Now: benchNow}}
 	r.run(0) // warm: the var exists, the outbox and cursor slices have room
 	return p, r
@@ -83,7 +85,7 @@ func (r *runner) once() {
 	r.st.Outbox = r.st.Outbox[:0]
 	r.st.Seq = 0 // each run is the saga's first visit to the action (MaxVisits)
 	r.run(0)
-	if r.st.Status != StatusRunning {
+	if r.st.Status != durable.StatusRunning {
 		panic(fmt.Sprintf("step failed: %v", r.st.Failure))
 	}
 }
@@ -133,12 +135,12 @@ func BenchmarkCEL(b *testing.B) {
 func benchState() *State {
 	return &State{
 		SagaID: "0f8e6c1e-5b7a-4d1e-9a43-3c2b1a0e9f87", Name: "order", DefinitionHash: strings.Repeat("3f", 32),
-		Status: StatusRunning, Version: 3,
+		Status: durable.StatusRunning, Version: 3,
 		Input:   map[string]any{"order_id": "o-1001", "amount": 120.5, "items": []any{"sku-1", "sku-2"}},
 		Vars:    map[string]any{"reservation": map[string]any{"id": "r-77", "order_id": "o-1001", "items": []any{"sku-1", "sku-2"}}},
 		Cursors: []Cursor{{Step: 3, Attempt: 1, Seq: 2}},
 		Stack:   []Completion{{Step: 0, Seq: 1}},
-		Outbox:  []Message{{SagaID: "0f8e6c1e-5b7a-4d1e-9a43-3c2b1a0e9f87", Version: 3, Queue: QueueAdvance, Step: "charge", Attempt: 1}},
+		Outbox:  []durable.Message{{SagaID: "0f8e6c1e-5b7a-4d1e-9a43-3c2b1a0e9f87", Version: 3, Queue: durable.QueueAdvance, Step: "charge", Attempt: 1}},
 		Seq:     2, CreatedAt: benchNow, UpdatedAt: benchNow.Add(time.Second), Deadline: benchNow.Add(24 * time.Hour),
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
 // The state encoding: a 3-byte header ("LS" and the format version) and then
@@ -65,8 +67,8 @@ const (
 	valDuration
 )
 
-var statusCodes = []Status{"", StatusRunning, StatusWaiting, StatusCompensating, StatusSucceeded, StatusCompensated, StatusCompensationFailed}
-var queueCodes = []QueueName{"", QueueAdvance, QueueCompensate}
+var statusCodes = []durable.Status{"", durable.StatusRunning, durable.StatusWaiting, durable.StatusCompensating, durable.StatusSucceeded, durable.StatusCompensated, durable.StatusCompensationFailed}
+var queueCodes = []durable.QueueName{"", durable.QueueAdvance, durable.QueueCompensate}
 
 // MarshalBinary encodes the state.
 func (st *State) MarshalBinary() ([]byte, error) { return st.AppendBinary(make([]byte, 0, 256)) }
@@ -350,7 +352,7 @@ func (st *State) UnmarshalBinary(data []byte) error {
 			})
 			st.Stack = append(st.Stack, c)
 		case tag == tagOutbox && wire == wireBytes:
-			m := Message{}
+			m := durable.Message{}
 			d.nested(func(tag, wire int) bool {
 				switch tag {
 				case 2:

@@ -9,19 +9,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 )
 
 func richState() *engine.State {
 	return &engine.State{
-		SagaID: "s-1", Name: "order", DefinitionHash: strings.Repeat("ab", 32), Status: engine.StatusCompensating, Version: 7,
+		SagaID: "s-1", Name: "order", DefinitionHash: strings.Repeat("ab", 32), Status: durable.StatusCompensating, Version: 7,
 		Input: map[string]any{"order_id": "o-1", "amount": 12.5, "n": int64(-3), "u": uint64(1 << 63), "ok": true, "none": nil,
 			"blob": []byte{0, 1, 2}, "at": time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), "wait": 90 * time.Second,
 			"items": []any{"a", int64(2), []any{}, map[string]any{}}},
 		Vars:      map[string]any{"reservation": map[string]any{"id": "r-1", "big": strings.Repeat("x", 300)}},
 		Cursors:   []engine.Cursor{{Step: 3, Attempt: 2, Seq: 4, Compensating: true}},
 		Stack:     []engine.Completion{{Step: 0, Seq: 1}, {Step: 3, Seq: 4, Out: map[string]any{"id": "p"}, HasOut: true}},
-		Outbox:    []engine.Message{{SagaID: "s-1", Version: 7, Queue: engine.QueueCompensate, Step: "charge", Attempt: 2, Delay: 1500 * time.Millisecond}},
+		Outbox:    []durable.Message{{SagaID: "s-1", Version: 7, Queue: durable.QueueCompensate, Step: "charge", Attempt: 2, Delay: 1500 * time.Millisecond}},
 		Seq:       4,
 		CreatedAt: t0, UpdatedAt: t0.Add(time.Minute), Deadline: t0.Add(24 * time.Hour),
 		Failure:           &engine.StepError{Step: "check", Type: "AssertionFailed", Message: "payment not captured"},

@@ -4,14 +4,14 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
 // One Plan serves many sagas at once (run with -race).
 func TestPlanConcurrentUse(t *testing.T) {
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
 	var wg sync.WaitGroup
-	statuses := make([]engine.Status, 16)
+	statuses := make([]durable.Status, 16)
 	for i := range statuses {
 		wg.Go(func() {
 			act := failing()
@@ -23,9 +23,9 @@ func TestPlanConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 	for i, s := range statuses {
-		want := engine.StatusSucceeded
+		want := durable.StatusSucceeded
 		if i%2 == 1 {
-			want = engine.StatusCompensated
+			want = durable.StatusCompensated
 		}
 		if s != want {
 			t.Errorf("saga %d: %s, want %s", i, s, want)

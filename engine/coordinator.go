@@ -13,6 +13,8 @@ import (
 	"reflect"
 	"sync"
 	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
 // MaxStateBytes bounds one saga's encoded state, well under DynamoDB's
@@ -30,7 +32,7 @@ const ErrorTypeStateTooLarge = "StateTooLarge"
 // took the state past MaxStateBytes when it fits, so that its compensation
 // can read it. An item stays within DynamoDB's 400 KB (store/dynamo writes
 // at most 390 KB with its other attributes).
-const maxSettledStateBytes = 380 << 10
+const maxSettledStateBytes = durable.MaxRecordStateBytes
 
 // errUnstorable marks a state that cannot be encoded (a value too deep, a
 // type state cannot hold): like ErrTooLarge, it will never store as it is.
@@ -39,17 +41,8 @@ var errUnstorable = errors.New("state cannot be stored")
 // unstorable reports whether a write failed for a reason that will not
 // change however often it is retried.
 func unstorable(err error) bool {
-	return errors.Is(err, ErrTooLarge) || errors.Is(err, errUnstorable)
+	return errors.Is(err, durable.ErrTooLarge) || errors.Is(err, errUnstorable)
 }
-
-// Clock tells the time. Tests inject a virtual one.
-type Clock interface{ Now() time.Time }
-
-// SystemClock is the real clock.
-type SystemClock struct{}
-
-// Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
 
 // StepEvent tells an observer about one step of a saga.
 type StepEvent struct {
@@ -63,13 +56,13 @@ type StepEvent struct {
 
 // CoordinatorConfig wires a Coordinator. Store, Queue and Actions are required.
 type CoordinatorConfig struct {
-	Store   Store
-	Queue   Queue
+	Store   durable.Store
+	Queue   durable.Queue
 	Actions Invoker
 	// Plans finds definitions by hash; default: a cache over Store.
 	Plans *Plans
 	// Clock defaults to SystemClock.
-	Clock Clock
+	Clock durable.Clock
 	// Rand draws jitter in [0, 1); default: math/rand/v2.
 	Rand func() float64
 	// NewID makes saga ids for Start without one; default: 32 random hex digits.
@@ -107,7 +100,7 @@ func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		cfg.Plans = NewPlans(cfg.Store, Options{})
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = SystemClock{}
+		cfg.Clock = durable.SystemClock{}
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = mrand.Float64
@@ -153,7 +146,7 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*State, error)
 	if id == "" {
 		id = c.cfg.NewID()
 	}
-	if !ValidSagaID(id) {
+	if !durable.ValidSagaID(id) {
 		return nil, fmt.Errorf("%w: saga id %q: use 1 to 128 letters, digits, '_', '.', ':' or '-'", ErrInvalidInput, id)
 	}
 	input, err := plan.CheckInput(p.Input)
@@ -166,10 +159,10 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*State, error)
 	}
 	now, rnd := c.cfg.Clock.Now(), c.cfg.Rand()
 	var h heard
-	first := func(limit int) (*State, SagaRecord, error) {
+	first := func(limit int) (*State, durable.SagaRecord, error) {
 		st := &State{}
 		if _, err := plan.Advance(st, Event{Kind: EventStart, Now: now, Rand: rnd, SagaID: id, Input: input, OnStep: c.observer(&h, id, st, nil), StoreLimit: limit}); err != nil {
-			return nil, SagaRecord{}, err
+			return nil, durable.SagaRecord{}, err
 		}
 		rec, err := record(st, nil)
 		return st, rec, err
@@ -183,11 +176,11 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*State, error)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
-	err = c.cfg.Store.SagaCreate(ctx, &SagaCreateParams{Record: rec})
+	err = c.cfg.Store.SagaCreate(ctx, &durable.SagaCreateParams{Record: rec})
 	if mayBeWritten(err) {
 		h.report()
 	}
-	if errors.Is(err, ErrExists) {
+	if errors.Is(err, durable.ErrExists) {
 		return c.existing(ctx, id, plan, input)
 	}
 	if err != nil {
@@ -206,7 +199,7 @@ func (c *Coordinator) existing(ctx context.Context, id string, plan *Plan, input
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
 	if st.DefinitionHash != plan.Hash() || !reflect.DeepEqual(st.Input, input) {
-		return nil, fmt.Errorf("start %s: %w with a different definition or input", id, ErrExists)
+		return nil, fmt.Errorf("start %s: %w with a different definition or input", id, durable.ErrExists)
 	}
 	if st.Version == 1 {
 		// A crash may have come between the create and the send.
@@ -219,7 +212,7 @@ func (c *Coordinator) existing(ctx context.Context, id string, plan *Plan, input
 
 // Get reads a saga's state.
 func (c *Coordinator) Get(ctx context.Context, sagaID string) (*State, error) {
-	rec, err := c.cfg.Store.SagaGet(ctx, &SagaGetParams{SagaID: sagaID})
+	rec, err := c.cfg.Store.SagaGet(ctx, &durable.SagaGetParams{SagaID: sagaID})
 	if err != nil {
 		return nil, err // stores name the saga in their errors
 	}
@@ -269,7 +262,7 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind, 
 			return nil, err
 		}
 		err = c.write(ctx, st, rec.Version, &h)
-		if errors.Is(err, ErrConflict) {
+		if errors.Is(err, durable.ErrConflict) {
 			continue
 		}
 		if err != nil {
@@ -280,7 +273,7 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind, 
 		}
 		return st, nil
 	}
-	return nil, fmt.Errorf("%s %s: %w after %d tries", kind, sagaID, ErrConflict, c.cfg.MaxConflictRetries)
+	return nil, fmt.Errorf("%s %s: %w after %d tries", kind, sagaID, durable.ErrConflict, c.cfg.MaxConflictRetries)
 }
 
 // already reports whether st is where a cancel or resume leads, so that
@@ -289,21 +282,21 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind, 
 func already(st *State, kind EventKind) bool {
 	switch kind {
 	case EventCancel:
-		return st.CancelRequested || st.Status == StatusCompensating || (st.Status.Final() && st.Status != StatusSucceeded && st.Failure != nil && st.Failure.Type == ErrorTypeCancelled)
+		return st.CancelRequested || st.Status == durable.StatusCompensating || (st.Status.Final() && st.Status != durable.StatusSucceeded && st.Failure != nil && st.Failure.Type == ErrorTypeCancelled)
 	case EventResume:
-		return st.Status == StatusCompensating
+		return st.Status == durable.StatusCompensating
 	}
 	return false
 }
 
 // List pages through sagas.
-func (c *Coordinator) List(ctx context.Context, p *SagaListParams) (*SagaListResult, error) {
+func (c *Coordinator) List(ctx context.Context, p *durable.SagaListParams) (*durable.SagaListResult, error) {
 	return c.cfg.Store.SagaList(ctx, p)
 }
 
-func (c *Coordinator) load(ctx context.Context, sagaID string) (*SagaRecord, *State, *Plan, error) {
-	rec, err := c.cfg.Store.SagaGet(ctx, &SagaGetParams{SagaID: sagaID})
-	if errors.Is(err, ErrNotFound) {
+func (c *Coordinator) load(ctx context.Context, sagaID string) (*durable.SagaRecord, *State, *Plan, error) {
+	rec, err := c.cfg.Store.SagaGet(ctx, &durable.SagaGetParams{SagaID: sagaID})
+	if errors.Is(err, durable.ErrNotFound) {
 		return nil, nil, nil, fmt.Errorf("%w (%w)", err, errSagaMissing)
 	}
 	if err != nil {
@@ -368,27 +361,27 @@ const (
 // reaches the dead-letter queue untouched. Any other error means try again
 // later (leave the message for redelivery).
 func (c *Coordinator) Handle(ctx context.Context, body []byte) (Outcome, error) {
-	msg, err := DecodeMessage(body)
+	msg, err := durable.DecodeMessage(body)
 	if err != nil {
 		c.log.LogAttrs(ctx, slog.LevelError, "malformed message", slog.Int("bytes", len(body)), slog.String("error", err.Error()))
 		return "", err
 	}
 	for range c.cfg.MaxConflictRetries {
 		outcome, err := c.handle(ctx, msg)
-		if errors.Is(err, ErrConflict) {
+		if errors.Is(err, durable.ErrConflict) {
 			continue // another worker won: reload and look again
 		}
 		return outcome, err
 	}
-	return "", fmt.Errorf("saga %s: %w after %d tries", msg.SagaID, ErrConflict, c.cfg.MaxConflictRetries)
+	return "", fmt.Errorf("saga %s: %w after %d tries", msg.SagaID, durable.ErrConflict, c.cfg.MaxConflictRetries)
 }
 
-func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) {
+func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome, error) {
 	_, st, plan, err := c.load(ctx, msg.SagaID)
 	if errors.Is(err, errSagaMissing) {
 		// Sagas are written before their first message is sent: a message
 		// for a saga that does not exist was never ours.
-		return "", fmt.Errorf("%w: %w", ErrMalformedMessage, err)
+		return "", fmt.Errorf("%w: %w", durable.ErrMalformedMessage, err)
 	}
 	if err != nil {
 		return "", err
@@ -413,9 +406,9 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 		c.logHandled(ctx, msg, st, HandledNothing, 0)
 		return HandledNothing, nil
 	}
-	if id := plan.steps[cur.Step].ID; id != msg.Step || cur.Attempt != msg.Attempt || cur.Compensating != (msg.Queue == QueueCompensate) {
+	if id := plan.steps[cur.Step].ID; id != msg.Step || cur.Attempt != msg.Attempt || cur.Compensating != (msg.Queue == durable.QueueCompensate) {
 		return "", fmt.Errorf("%w: message for %s %s attempt %d, but saga %s version %d waits on %s attempt %d",
-			ErrMalformedMessage, msg.Queue, msg.Step, msg.Attempt, msg.SagaID, st.Version, id, cur.Attempt)
+			durable.ErrMalformedMessage, msg.Queue, msg.Step, msg.Attempt, msg.SagaID, st.Version, id, cur.Attempt)
 	}
 	if err := c.timeLeft(ctx, plan, cur, msg); err != nil {
 		return "", err
@@ -442,7 +435,7 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 	}
 	base := msg.Version
 	err = apply(st, 0)
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, durable.ErrConflict) {
 		// A cancel may have landed while the action ran: it keeps the
 		// pending attempt, so this outcome still applies, to its version
 		// (otherwise the action would run again, and a service that
@@ -471,9 +464,9 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 			}
 		}
 		if st.Version != base {
-			return "", fmt.Errorf("saga %s: %w", msg.SagaID, ErrConflict)
+			return "", fmt.Errorf("saga %s: %w", msg.SagaID, durable.ErrConflict)
 		}
-		if err = apply(st, MaxStateBytes); err != nil && !errors.Is(err, ErrConflict) {
+		if err = apply(st, MaxStateBytes); err != nil && !errors.Is(err, durable.ErrConflict) {
 			c.log.LogAttrs(ctx, slog.LevelError, "transition cannot be stored even after failing its step",
 				slog.String("saga_id", msg.SagaID), slog.String("step", msg.Step), slog.Uint64("version", base),
 				slog.String("cause", cause.Error()), slog.String("error", err.Error()))
@@ -491,7 +484,7 @@ func (c *Coordinator) handle(ctx context.Context, msg Message) (Outcome, error) 
 
 // cancelledDuring reloads a saga whose write just lost, and returns it if
 // the write that won was a cancel request keeping the very attempt msg ran.
-func (c *Coordinator) cancelledDuring(ctx context.Context, msg Message, cur Cursor) (*State, bool) {
+func (c *Coordinator) cancelledDuring(ctx context.Context, msg durable.Message, cur Cursor) (*State, bool) {
 	_, st, _, err := c.load(ctx, msg.SagaID)
 	if err != nil || !st.CancelRequested || st.Version != msg.Version+1 {
 		return nil, false
@@ -505,7 +498,7 @@ func (c *Coordinator) cancelledDuring(ctx context.Context, msg Message, cur Curs
 // under the step's timeout plus ResultReserve when a fresh invocation
 // (WithInvocationBudget) would give that much. A record after slow ones in
 // a batch is then handed back rather than cut short.
-func (c *Coordinator) timeLeft(ctx context.Context, plan *Plan, cur Cursor, msg Message) error {
+func (c *Coordinator) timeLeft(ctx context.Context, plan *Plan, cur Cursor, msg durable.Message) error {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		return nil
@@ -546,9 +539,9 @@ func WithInvocationBudget(ctx context.Context, d time.Duration) context.Context 
 // HandBack sends msg again at once, for a message handled later by a fresh
 // invocation (after ErrNoTime): the copy is delivered anew, so the
 // original can be deleted without spending its receive count.
-func (c *Coordinator) HandBack(ctx context.Context, msg Message) error {
+func (c *Coordinator) HandBack(ctx context.Context, msg durable.Message) error {
 	msg.Delay = 0
-	return c.cfg.Queue.Send(ctx, []Message{msg})
+	return c.cfg.Queue.Send(ctx, []durable.Message{msg})
 }
 
 // errSagaMissing marks a load that found no saga (as opposed to no definition).
@@ -562,7 +555,7 @@ type stepTiming struct {
 
 // mayBeWritten reports whether a write that returned err may have landed.
 func mayBeWritten(err error) bool {
-	return err == nil || !(errors.Is(err, ErrConflict) || errors.Is(err, ErrExists) || errors.Is(err, ErrThrottled) || unstorable(err))
+	return err == nil || !(errors.Is(err, durable.ErrConflict) || errors.Is(err, durable.ErrExists) || errors.Is(err, durable.ErrThrottled) || unstorable(err))
 }
 
 // heard holds the step events of a transition until it is written (see
@@ -678,19 +671,19 @@ func normalizeOutput(out any) (any, error) {
 var stateBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 // record encodes st as a store record into buf.
-func record(st *State, buf []byte) (SagaRecord, error) {
+func record(st *State, buf []byte) (durable.SagaRecord, error) {
 	b, err := st.AppendBinary(buf)
 	if err != nil {
-		return SagaRecord{}, fmt.Errorf("%w: saga %s: %w", errUnstorable, st.SagaID, err)
+		return durable.SagaRecord{}, fmt.Errorf("%w: saga %s: %w", errUnstorable, st.SagaID, err)
 	}
 	limit := MaxStateBytes
-	if st.Failure != nil && st.Status != StatusRunning {
+	if st.Failure != nil && st.Status != durable.StatusRunning {
 		limit = maxSettledStateBytes
 	}
 	if len(b) > limit {
-		return SagaRecord{}, fmt.Errorf("%w: saga %s would be %d bytes, over %d", ErrTooLarge, st.SagaID, len(b), limit)
+		return durable.SagaRecord{}, fmt.Errorf("%w: saga %s would be %d bytes, over %d", durable.ErrTooLarge, st.SagaID, len(b), limit)
 	}
-	return SagaRecord{SagaID: st.SagaID, Version: st.Version, Status: st.Status, Name: st.Name, DefinitionHash: st.DefinitionHash, UpdatedAt: st.UpdatedAt, State: b}, nil
+	return durable.SagaRecord{SagaID: st.SagaID, Version: st.Version, Status: st.Status, Name: st.Name, DefinitionHash: st.DefinitionHash, UpdatedAt: st.UpdatedAt, State: b}, nil
 }
 
 // write stores st conditionally on the expected version. The step events
@@ -702,7 +695,7 @@ func (c *Coordinator) write(ctx context.Context, st *State, expected uint64, h *
 	bp := stateBuffers.Get().(*[]byte)
 	rec, err := record(st, (*bp)[:0])
 	if err == nil {
-		err = c.cfg.Store.SagaUpdate(ctx, &SagaUpdateParams{Record: rec, ExpectedVersion: expected})
+		err = c.cfg.Store.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: rec, ExpectedVersion: expected})
 		if mayBeWritten(err) {
 			h.report()
 		}
@@ -714,14 +707,14 @@ func (c *Coordinator) write(ctx context.Context, st *State, expected uint64, h *
 	return err
 }
 
-func (c *Coordinator) send(ctx context.Context, msgs []Message) error {
+func (c *Coordinator) send(ctx context.Context, msgs []durable.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
 	return c.cfg.Queue.Send(ctx, msgs)
 }
 
-func (c *Coordinator) logHandled(ctx context.Context, msg Message, st *State, outcome Outcome, took time.Duration) {
+func (c *Coordinator) logHandled(ctx context.Context, msg durable.Message, st *State, outcome Outcome, took time.Duration) {
 	if !c.log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
 	smem "github.com/lambdasaga/lambdasaga/store/memory"
@@ -31,7 +32,7 @@ steps:
 type handlePass struct {
 	coord *engine.Coordinator
 	q     *qmem.Queue
-	msg   engine.Message
+	msg   durable.Message
 	body  []byte
 }
 
@@ -39,7 +40,7 @@ func newHandlePass(tb testing.TB) *handlePass {
 	reg := engine.NewRegistry()
 	reg.MustRegister("noop", func(context.Context, engine.Call) (any, error) { return nil, nil })
 	hp := &handlePass{q: qmem.New(qmem.Config{})}
-	clock := engine.NewManualClock(t0)
+	clock := durable.NewManualClock(t0)
 	var err error
 	hp.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: smem.New(), Queue: hp.q, Actions: reg, Clock: clock, Rand: func() float64 { return 0.5 }})
 	if err != nil {
@@ -65,7 +66,7 @@ func loopPlan(tb testing.TB) *engine.Plan {
 }
 
 func (hp *handlePass) once(tb testing.TB) {
-	hp.body = engine.AppendMessage(hp.body[:0], hp.msg)
+	hp.body = durable.AppendMessage(hp.body[:0], hp.msg)
 	if out, err := hp.coord.Handle(context.Background(), hp.body); err != nil || out != engine.HandledStep {
 		tb.Fatalf("handle: %s %v", out, err)
 	}
@@ -74,10 +75,10 @@ func (hp *handlePass) once(tb testing.TB) {
 
 // drainQueue empties the queue the passes fill.
 func (hp *handlePass) drainQueue() {
-	for hp.q.Len(engine.QueueAdvance) > 0 {
-		ds, _ := hp.q.Receive(context.Background(), &engine.ReceiveParams{Queue: engine.QueueAdvance, Max: 10})
+	for hp.q.Len(durable.QueueAdvance) > 0 {
+		ds, _ := hp.q.Receive(context.Background(), &durable.ReceiveParams{Queue: durable.QueueAdvance, Max: 10})
 		for _, d := range ds {
-			_ = hp.q.Delete(context.Background(), &engine.DeleteParams{Queue: d.Queue, ReceiptHandle: d.ReceiptHandle})
+			_ = hp.q.Delete(context.Background(), &durable.DeleteParams{Queue: d.Queue, ReceiptHandle: d.ReceiptHandle})
 		}
 	}
 }

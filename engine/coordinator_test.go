@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
 	smem "github.com/lambdasaga/lambdasaga/store/memory"
@@ -21,7 +22,7 @@ type rig struct {
 	store  *faultyStore
 	queue  *faultyQueue
 	q      *qmem.Queue
-	clock  *engine.ManualClock
+	clock  *durable.ManualClock
 	reg    *engine.Registry
 	coord  *engine.Coordinator
 	calls  sync.Map // idempotency key -> *atomic.Int64
@@ -32,11 +33,11 @@ type rig struct {
 
 // faultyStore and faultyQueue let a test step in before a call.
 type faultyStore struct {
-	engine.Store
-	beforeUpdate func(p *engine.SagaUpdateParams)
+	durable.Store
+	beforeUpdate func(p *durable.SagaUpdateParams)
 }
 
-func (s *faultyStore) SagaUpdate(ctx context.Context, p *engine.SagaUpdateParams) error {
+func (s *faultyStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParams) error {
 	if f := s.beforeUpdate; f != nil {
 		s.beforeUpdate = nil
 		f(p)
@@ -45,12 +46,12 @@ func (s *faultyStore) SagaUpdate(ctx context.Context, p *engine.SagaUpdateParams
 }
 
 type faultyQueue struct {
-	engine.Queue
+	durable.Queue
 	failSends atomic.Int64
 	sent      atomic.Int64
 }
 
-func (q *faultyQueue) Send(ctx context.Context, msgs []engine.Message) error {
+func (q *faultyQueue) Send(ctx context.Context, msgs []durable.Message) error {
 	if q.failSends.Load() > 0 {
 		q.failSends.Add(-1)
 		return errors.New("injected send failure")
@@ -60,7 +61,7 @@ func (q *faultyQueue) Send(ctx context.Context, msgs []engine.Message) error {
 }
 
 func newRig(t *testing.T, defFile string) *rig {
-	r := &rig{t: t, clock: engine.NewManualClock(t0), reg: engine.NewRegistry()}
+	r := &rig{t: t, clock: durable.NewManualClock(t0), reg: engine.NewRegistry()}
 	r.q = qmem.New(qmem.Config{Clock: r.clock, MaxReceives: 3, Visibility: 10 * time.Second})
 	r.store = &faultyStore{Store: smem.New()}
 	r.queue = &faultyQueue{Queue: r.q}
@@ -91,11 +92,11 @@ func (r *rig) start(id string, input map[string]any) *engine.State {
 }
 
 // receive takes the next message from either queue, moving the clock past delays.
-func (r *rig) receive() (engine.Delivery, bool) {
+func (r *rig) receive() (durable.Delivery, bool) {
 	r.t.Helper()
 	for range 100 {
-		for _, q := range engine.QueueNames() {
-			ds, err := r.q.Receive(context.Background(), &engine.ReceiveParams{Queue: q, Max: 1})
+		for _, q := range durable.QueueNames() {
+			ds, err := r.q.Receive(context.Background(), &durable.ReceiveParams{Queue: q, Max: 1})
 			if err != nil {
 				r.t.Fatal(err)
 			}
@@ -103,12 +104,12 @@ func (r *rig) receive() (engine.Delivery, bool) {
 				return ds[0], true
 			}
 		}
-		if r.q.Len(engine.QueueAdvance)+r.q.Len(engine.QueueCompensate) == 0 {
-			return engine.Delivery{}, false
+		if r.q.Len(durable.QueueAdvance)+r.q.Len(durable.QueueCompensate) == 0 {
+			return durable.Delivery{}, false
 		}
 		r.clock.Advance(time.Second)
 	}
-	return engine.Delivery{}, false
+	return durable.Delivery{}, false
 }
 
 // drain handles messages until none are left.
@@ -136,12 +137,12 @@ func (r *rig) get(id string) *engine.State {
 func TestCoordinatorRunsSagaToTheEnd(t *testing.T) {
 	r := newRig(t, "testdata/valid/order.yaml")
 	st := r.start("o-1", orderIn(10))
-	if st.Status != engine.StatusRunning || st.Version != 1 || r.queue.sent.Load() != 1 {
+	if st.Status != durable.StatusRunning || st.Version != 1 || r.queue.sent.Load() != 1 {
 		t.Fatalf("after start: %s v%d sent %d", st.Status, st.Version, r.queue.sent.Load())
 	}
 	r.drain()
 	st = r.get("o-1")
-	if st.Status != engine.StatusSucceeded || st.Version != 3 {
+	if st.Status != durable.StatusSucceeded || st.Version != 3 {
 		t.Fatalf("final: %s v%d", st.Status, st.Version)
 	}
 	var trace []string
@@ -152,7 +153,7 @@ func TestCoordinatorRunsSagaToTheEnd(t *testing.T) {
 	if join(trace) != want {
 		t.Fatalf("trace %s", join(trace))
 	}
-	res, err := r.coord.List(context.Background(), &engine.SagaListParams{Status: engine.StatusSucceeded})
+	res, err := r.coord.List(context.Background(), &durable.SagaListParams{Status: durable.StatusSucceeded})
 	if err != nil || len(res.Sagas) != 1 || res.Sagas[0].SagaID != "o-1" {
 		t.Fatalf("list %+v %v", res, err)
 	}
@@ -184,8 +185,8 @@ func TestCoordinatorResendsOutboxAfterCrashBeforeSend(t *testing.T) {
 	if _, err := r.coord.Handle(context.Background(), d.Body); err == nil {
 		t.Fatal("handle reported success although its outbox was not sent")
 	}
-	if st := r.get("o-1"); st.Version != 2 || r.q.Len(engine.QueueAdvance) != 1 {
-		t.Fatalf("after the failed send: v%d, %d messages", st.Version, r.q.Len(engine.QueueAdvance))
+	if st := r.get("o-1"); st.Version != 2 || r.q.Len(durable.QueueAdvance) != 1 {
+		t.Fatalf("after the failed send: v%d, %d messages", st.Version, r.q.Len(durable.QueueAdvance))
 	}
 	out, err := r.coord.Handle(context.Background(), d.Body) // redelivery of the same message
 	if err != nil || out != engine.HandledResent {
@@ -194,7 +195,7 @@ func TestCoordinatorResendsOutboxAfterCrashBeforeSend(t *testing.T) {
 	r.clock.Advance(time.Minute) // let the unacknowledged original become visible: it is stale now
 	r.drain()
 	st := r.get("o-1")
-	if st.Status != engine.StatusSucceeded {
+	if st.Status != durable.StatusSucceeded {
 		t.Fatalf("final %s", st.Status)
 	}
 	r.calls.Range(func(k, v any) bool {
@@ -210,7 +211,7 @@ func TestCoordinatorConflictWithSecondWorker(t *testing.T) {
 	r.start("o-1", orderIn(10))
 	d, _ := r.receive()
 	// Just before our write, a second worker handles the same message and wins.
-	r.store.beforeUpdate = func(*engine.SagaUpdateParams) {
+	r.store.beforeUpdate = func(*durable.SagaUpdateParams) {
 		if out, err := r.coord.Handle(context.Background(), d.Body); err != nil || out != engine.HandledStep {
 			t.Errorf("second worker: %s %v", out, err)
 		}
@@ -229,7 +230,7 @@ func TestCoordinatorConflictWithSecondWorker(t *testing.T) {
 		t.Fatalf("reserve calls under key o-1/reserve/1: %v", n)
 	}
 	r.drain()
-	if st := r.get("o-1"); st.Status != engine.StatusSucceeded {
+	if st := r.get("o-1"); st.Status != durable.StatusSucceeded {
 		t.Fatalf("final %s", st.Status)
 	}
 }
@@ -245,7 +246,7 @@ func TestCoordinatorPoisonMessages(t *testing.T) {
 		[]byte(`{"v":1,"saga_id":"../etc","version":1,"queue":"advance","step":"x","attempt":1}`),
 	}
 	for _, body := range poison {
-		if _, err := r.coord.Handle(context.Background(), body); !errors.Is(err, engine.ErrMalformedMessage) {
+		if _, err := r.coord.Handle(context.Background(), body); !errors.Is(err, durable.ErrMalformedMessage) {
 			t.Errorf("%s: %v, want ErrMalformedMessage", body, err)
 		}
 	}
@@ -254,12 +255,12 @@ func TestCoordinatorPoisonMessages(t *testing.T) {
 	// past version 1 it is merely a stale duplicate, and dropped.)
 	poison = append(poison[:3:3], poison[4])
 	for _, body := range poison {
-		if err := r.q.SendBody(context.Background(), engine.QueueAdvance, body, 0); err != nil {
+		if err := r.q.SendBody(context.Background(), durable.QueueAdvance, body, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	r.drain()
-	dead := r.q.Bodies(engine.DeadLetter(engine.QueueAdvance))
+	dead := r.q.Bodies(durable.DeadLetter(durable.QueueAdvance))
 	if len(dead) != len(poison) {
 		t.Fatalf("dead-letter queue holds %d messages, want %d", len(dead), len(poison))
 	}
@@ -268,7 +269,7 @@ func TestCoordinatorPoisonMessages(t *testing.T) {
 			t.Errorf("dead letter %d = %q, want %q", i, dead[i], poison[i])
 		}
 	}
-	if st := r.get("o-1"); st.Status != engine.StatusSucceeded {
+	if st := r.get("o-1"); st.Status != durable.StatusSucceeded {
 		t.Fatalf("the real saga: %s", st.Status)
 	}
 }
@@ -280,10 +281,10 @@ func TestCoordinatorStartIsIdempotent(t *testing.T) {
 		t.Fatal("start reported success without sending")
 	}
 	st := r.start("o-1", orderIn(10)) // again: same id and input
-	if st.Version != 1 || r.q.Len(engine.QueueAdvance) != 1 {
-		t.Fatalf("restart: v%d, %d messages", st.Version, r.q.Len(engine.QueueAdvance))
+	if st.Version != 1 || r.q.Len(durable.QueueAdvance) != 1 {
+		t.Fatalf("restart: v%d, %d messages", st.Version, r.q.Len(durable.QueueAdvance))
 	}
-	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "o-1", Input: orderIn(11)}); !errors.Is(err, engine.ErrExists) {
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "o-1", Input: orderIn(11)}); !errors.Is(err, durable.ErrExists) {
 		t.Fatalf("different input: %v, want ErrExists", err)
 	}
 	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "bad id!", Input: orderIn(1)}); !errors.Is(err, engine.ErrInvalidInput) {
@@ -293,7 +294,7 @@ func TestCoordinatorStartIsIdempotent(t *testing.T) {
 		t.Fatalf("bad input: %v", err)
 	}
 	r.drain()
-	if st := r.get("o-1"); st.Status != engine.StatusSucceeded {
+	if st := r.get("o-1"); st.Status != durable.StatusSucceeded {
 		t.Fatalf("final %s", st.Status)
 	}
 }
@@ -307,32 +308,32 @@ func TestCoordinatorActionBehaviours(t *testing.T) {
 	tests := []struct {
 		name    string
 		charge  engine.ActionFunc
-		status  engine.Status
+		status  durable.Status
 		failure string
 	}{
 		{"struct output is stored as JSON values", func(ctx context.Context, c engine.Call) (any, error) {
 			return receipt{ID: "p-1", Status: "captured", Cents: 1200}, nil
-		}, engine.StatusSucceeded, ""},
+		}, durable.StatusSucceeded, ""},
 		{"a panic is a retryable failure", func(ctx context.Context, c engine.Call) (any, error) {
 			panic("boom")
-		}, engine.StatusCompensated, "charge Error"},
+		}, durable.StatusCompensated, "charge Error"},
 		// The charge succeeded, so it must be refunded: a failed saga keeps
 		// the output its refund reads when it fits the item...
 		{"an output that grows the state too far fails the step and is compensated", func(ctx context.Context, c engine.Call) (any, error) {
 			return map[string]any{"id": "p", "status": "captured", "blob": strings.Repeat("x", engine.MaxStateBytes)}, nil
-		}, engine.StatusCompensated, "charge StateTooLarge"},
+		}, durable.StatusCompensated, "charge StateTooLarge"},
 		// ...and when it cannot be kept at all, the saga parks for an
 		// operator rather than report a compensation it did not do.
 		{"an output too large to keep at all fails the step, and parks its compensation", func(ctx context.Context, c engine.Call) (any, error) {
 			return map[string]any{"id": "p", "status": "captured", "blob": strings.Repeat("x", 2*engine.MaxStateBytes)}, nil
-		}, engine.StatusCompensationFailed, "charge StateTooLarge"},
+		}, durable.StatusCompensationFailed, "charge StateTooLarge"},
 		{"an output that is not JSON-like fails the step, and parks its compensation", func(ctx context.Context, c engine.Call) (any, error) {
 			return make(chan int), nil
-		}, engine.StatusCompensationFailed, "charge InvalidOutput"},
+		}, durable.StatusCompensationFailed, "charge InvalidOutput"},
 		{"a step timeout is a Timeout error", func(ctx context.Context, c engine.Call) (any, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
-		}, engine.StatusCompensated, "charge Timeout"},
+		}, durable.StatusCompensated, "charge Timeout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -349,7 +350,7 @@ func TestCoordinatorActionBehaviours(t *testing.T) {
 			if st.Status != tt.status || got != tt.failure {
 				t.Fatalf("%s %q (%v), want %s %q", st.Status, got, st.Failure, tt.status, tt.failure)
 			}
-			if tt.status == engine.StatusCompensationFailed && (st.CompensationError == nil || st.CompensationError.Step != "charge" || !strings.Contains(st.CompensationError.Message, "undo it by hand")) {
+			if tt.status == durable.StatusCompensationFailed && (st.CompensationError == nil || st.CompensationError.Step != "charge" || !strings.Contains(st.CompensationError.Message, "undo it by hand")) {
 				t.Fatalf("compensation error %+v, want the charge's refund, saying why", st.CompensationError)
 			}
 		})
@@ -372,7 +373,7 @@ func TestCoordinatorCancelResumeAndStoredDefinitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.drain()
-	if st := r.get("o-1"); st.Status != engine.StatusCompensationFailed {
+	if st := r.get("o-1"); st.Status != durable.StatusCompensationFailed {
 		t.Fatalf("after cancel: %s", st.Status)
 	}
 	// A fresh coordinator (another process) knows the definition only from the store.
@@ -391,10 +392,10 @@ func TestCoordinatorCancelResumeAndStoredDefinitions(t *testing.T) {
 		}
 		engine.HandleDelivery(context.Background(), fresh, r.q, d, nil)
 	}
-	if st := r.get("o-1"); st.Status != engine.StatusCompensated || st.Failure.Type != engine.ErrorTypeCancelled {
+	if st := r.get("o-1"); st.Status != durable.StatusCompensated || st.Failure.Type != engine.ErrorTypeCancelled {
 		t.Fatalf("after resume: %s %+v", st.Status, st.Failure)
 	}
-	if _, err := fresh.Cancel(context.Background(), "missing"); !errors.Is(err, engine.ErrNotFound) {
+	if _, err := fresh.Cancel(context.Background(), "missing"); !errors.Is(err, durable.ErrNotFound) {
 		t.Fatalf("cancel of a missing saga: %v", err)
 	}
 }
@@ -430,7 +431,7 @@ func TestCoordinatorResumeAndCancelRetryAfterFailedSend(t *testing.T) {
 					t.Fatal(err)
 				}
 				r.drain()
-				if st := r.get("o-1"); st.Status != engine.StatusCompensationFailed {
+				if st := r.get("o-1"); st.Status != durable.StatusCompensationFailed {
 					t.Fatalf("setup: %s", st.Status)
 				}
 				failRelease = false
@@ -444,7 +445,7 @@ func TestCoordinatorResumeAndCancelRetryAfterFailedSend(t *testing.T) {
 				t.Fatalf("%s retried: %v", op, err)
 			}
 			r.drain()
-			if st := r.get("o-1"); st.Status != engine.StatusCompensated {
+			if st := r.get("o-1"); st.Status != durable.StatusCompensated {
 				t.Fatalf("after retried %s: %s", op, st.Status)
 			}
 		})
@@ -461,8 +462,8 @@ func TestCoordinatorSweepResendsStrandedSagas(t *testing.T) {
 		t.Fatal("start reported success without sending")
 	}
 	r.start("moving", orderIn(10))
-	if r.q.Len(engine.QueueAdvance) != 1 {
-		t.Fatalf("%d messages", r.q.Len(engine.QueueAdvance))
+	if r.q.Len(durable.QueueAdvance) != 1 {
+		t.Fatalf("%d messages", r.q.Len(durable.QueueAdvance))
 	}
 	// Nothing is idle long enough yet.
 	res, err := r.coord.Sweep(context.Background(), &engine.SweepParams{IdleFor: 10 * time.Minute})
@@ -476,7 +477,7 @@ func TestCoordinatorSweepResendsStrandedSagas(t *testing.T) {
 	}
 	r.drain()
 	for _, id := range []string{"stranded", "moving"} {
-		if st := r.get(id); st.Status != engine.StatusSucceeded {
+		if st := r.get(id); st.Status != durable.StatusSucceeded {
 			t.Fatalf("%s: %s", id, st.Status)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -24,8 +25,6 @@ const (
 	MaxCatchClauses    = 20
 	MaxSwitchCases     = 100
 	MaxRetryAttempts   = 100
-	// MaxDelay is the longest delay one queue message can carry (SQS's limit).
-	MaxDelay = 15 * time.Minute
 )
 
 // StepKind is the kind of a step; each step has exactly one.
@@ -584,7 +583,7 @@ func (p *parser) stepNode(i int, n *yaml.Node) *Step {
 			s.Retry = p.retry(v, "retry")
 		}
 		if v, ok := fields["timeout"]; ok {
-			s.Timeout = p.duration(v, "timeout", MaxDelay)
+			s.Timeout = p.duration(v, "timeout", durable.MaxDelay)
 		}
 		if v, ok := fields["compensate"]; ok {
 			s.Compensate = p.compensation(v)
@@ -784,9 +783,9 @@ func (p *parser) retry(n *yaml.Node, field string) *RetryPolicy {
 			}
 			r.Attempts = a
 		case "backoff":
-			r.Backoff = p.duration(v, field+".backoff", MaxDelay)
+			r.Backoff = p.duration(v, field+".backoff", durable.MaxDelay)
 		case "max_backoff":
-			r.MaxBackoff = p.duration(v, field+".max_backoff", MaxDelay)
+			r.MaxBackoff = p.duration(v, field+".max_backoff", durable.MaxDelay)
 		case "jitter":
 			if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" {
 				p.errorf(v, field+".jitter", "must be true or false")
@@ -820,7 +819,7 @@ func (p *parser) compensation(n *yaml.Node) *Compensation {
 		case "retry":
 			c.Retry = p.retry(v, "compensate.retry")
 		case "timeout":
-			c.Timeout = p.duration(v, "compensate.timeout", MaxDelay)
+			c.Timeout = p.duration(v, "compensate.timeout", durable.MaxDelay)
 			c.timeoutPos = Pos{v.Line, v.Column}
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
 	smem "github.com/lambdasaga/lambdasaga/store/memory"
@@ -30,7 +31,7 @@ type edgeRig struct {
 
 func newEdgeRig(t *testing.T, src string, act func(ctx context.Context, c engine.Call) (any, error)) *edgeRig {
 	t.Helper()
-	r := &rig{t: t, clock: engine.NewManualClock(t0), reg: engine.NewRegistry()}
+	r := &rig{t: t, clock: durable.NewManualClock(t0), reg: engine.NewRegistry()}
 	r.q = qmem.New(qmem.Config{Clock: r.clock, MaxReceives: 3, Visibility: 10 * time.Second})
 	r.store = &faultyStore{Store: smem.New()}
 	r.queue = &faultyQueue{Queue: r.q}
@@ -71,7 +72,7 @@ func (e *edgeRig) succeeded() string {
 
 // ended fails unless saga id ended in status with a failure of failType at
 // failStep, after exactly the successful calls given.
-func (e *edgeRig) ended(t *testing.T, id string, status engine.Status, failType, failStep, calls string) {
+func (e *edgeRig) ended(t *testing.T, id string, status durable.Status, failType, failStep, calls string) {
 	t.Helper()
 	st := e.get(id)
 	if st.Status != status {
@@ -127,7 +128,7 @@ func TestEdgeOutputTooLargeIsStillCompensated(t *testing.T) {
 	})
 	e.start("s-1", map[string]any{"blob": "b"})
 	e.drain()
-	e.ended(t, "s-1", engine.StatusCompensated, engine.ErrorTypeStateTooLarge, "charge", "reserve charge charge.compensate reserve.compensate")
+	e.ended(t, "s-1", durable.StatusCompensated, engine.ErrorTypeStateTooLarge, "charge", "reserve charge charge.compensate reserve.compensate")
 }
 
 func TestEdgeSetAfterActionGrowsStateIsBlamedOnTheSet(t *testing.T) {
@@ -135,7 +136,7 @@ func TestEdgeSetAfterActionGrowsStateIsBlamedOnTheSet(t *testing.T) {
 	e := newEdgeRig(t, bigOutputSaga, nil)
 	e.start("s-1", map[string]any{"blob": blob})
 	e.drain()
-	e.ended(t, "s-1", engine.StatusCompensated, engine.ErrorTypeStateTooLarge, "grow", "reserve charge charge.compensate reserve.compensate")
+	e.ended(t, "s-1", durable.StatusCompensated, engine.ErrorTypeStateTooLarge, "grow", "reserve charge charge.compensate reserve.compensate")
 }
 
 func TestEdgeLargeInputEchoedByActionsIsCompensated(t *testing.T) {
@@ -168,7 +169,7 @@ steps:
 	e.start("s-1", map[string]any{"items": items})
 	e.drain()
 	st := e.get("s-1")
-	if st.Status != engine.StatusCompensated {
+	if st.Status != durable.StatusCompensated {
 		t.Fatalf("status %s, want compensated", st.Status)
 	}
 	e.checkCompensated(t, "reserve", "charge", "ship")
@@ -200,7 +201,7 @@ steps:
 	e.start("s-1", map[string]any{"blob": strings.Repeat("z", 110<<10)})
 	e.drain()
 	st := e.get("s-1")
-	if st.Status != engine.StatusCompensated || st.Failure.Type != engine.ErrorTypeStateTooLarge {
+	if st.Status != durable.StatusCompensated || st.Failure.Type != engine.ErrorTypeStateTooLarge {
 		t.Fatalf("status %s failure %+v, want compensated with StateTooLarge", st.Status, st.Failure)
 	}
 	e.checkCompensated(t, "first", "act")
@@ -256,7 +257,7 @@ func TestEdgeDeepActionOutputFailsTheStepOnce(t *testing.T) {
 	e.start("s-1", map[string]any{"blob": "b"})
 	e.drain()
 	st := e.get("s-1")
-	if st.Status != engine.StatusCompensated || calls != 1 {
+	if st.Status != durable.StatusCompensated || calls != 1 {
 		t.Fatalf("status %s after %d charge calls, want compensated after 1", st.Status, calls)
 	}
 	e.checkCompensated(t, "reserve", "charge")
@@ -281,7 +282,7 @@ steps:
 	e.start("s-1", map[string]any{"items": v})
 	e.drain()
 	st := e.get("s-1")
-	if st.Status != engine.StatusSucceeded {
+	if st.Status != durable.StatusSucceeded {
 		t.Fatalf("status %s (%v), want succeeded", st.Status, st.Failure)
 	}
 }
@@ -320,7 +321,7 @@ steps:
 	}
 	e.drain()
 	st = e.get("s-1")
-	if st.Status != engine.StatusCompensated || st.Failure.Type != engine.ErrorTypeTimeout {
+	if st.Status != durable.StatusCompensated || st.Failure.Type != engine.ErrorTypeTimeout {
 		t.Fatalf("status %s failure %+v, want compensated after Timeout", st.Status, st.Failure)
 	}
 	e.checkCompensated(t, "first")
@@ -377,7 +378,7 @@ steps:
 				engine.HandleDelivery(context.Background(), e.coord, e.q, d, nil)
 			}
 			st := e.get("s-1")
-			if st.Status != engine.StatusCompensated {
+			if st.Status != durable.StatusCompensated {
 				t.Fatalf("status %s, want compensated", st.Status)
 			}
 			if !engine.Uncatchable(st.Failure.Type) {
@@ -407,21 +408,21 @@ func TestEdgeDamagedStateIsAnErrorNotAPanic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := engine.SagaRecord{SagaID: "s-1", Version: st.Version + 0, Status: st.Status, Name: st.Name, DefinitionHash: st.DefinitionHash, State: b}
+	rec := durable.SagaRecord{SagaID: "s-1", Version: st.Version + 0, Status: st.Status, Name: st.Name, DefinitionHash: st.DefinitionHash, State: b}
 	damaged.Version++
 	if b, err = damaged.MarshalBinary(); err != nil {
 		t.Fatal(err)
 	}
 	rec.State, rec.Version = b, damaged.Version
-	if err := e.store.SagaUpdate(context.Background(), &engine.SagaUpdateParams{Record: rec, ExpectedVersion: st.Version}); err != nil {
+	if err := e.store.SagaUpdate(context.Background(), &durable.SagaUpdateParams{Record: rec, ExpectedVersion: st.Version}); err != nil {
 		t.Fatal(err)
 	}
-	var msg engine.Message
-	if msg, err = engine.DecodeMessage(d.Body); err != nil {
+	var msg durable.Message
+	if msg, err = durable.DecodeMessage(d.Body); err != nil {
 		t.Fatal(err)
 	}
 	msg.Version = damaged.Version
-	body := engine.AppendMessage(nil, msg)
+	body := durable.AppendMessage(nil, msg)
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -446,7 +447,7 @@ func TestEdgeErrorMessagesAreBounded(t *testing.T) {
 	e.start("s-1", map[string]any{"blob": "b"})
 	e.drain()
 	st := e.get("s-1")
-	if st.Status != engine.StatusCompensated {
+	if st.Status != durable.StatusCompensated {
 		t.Fatalf("status %s", st.Status)
 	}
 	if n := len(st.Failure.Message) + len(st.Failure.Type); n > 2*engine.MaxErrorMessageBytes {
@@ -483,14 +484,14 @@ steps:
 	e.start("s-1", nil)
 	e.drain()
 	st := e.get("s-1")
-	if st.Status != engine.StatusCompensationFailed || !strings.Contains(st.CompensationError.Message, "resume with --skip") {
+	if st.Status != durable.StatusCompensationFailed || !strings.Contains(st.CompensationError.Message, "resume with --skip") {
 		t.Fatalf("status %s %+v, want parked at the refund, saying how to go on", st.Status, st.CompensationError)
 	}
 	if _, err := e.coord.SkipCompensation(context.Background(), "s-1"); err != nil {
 		t.Fatal(err)
 	}
 	e.drain()
-	if st := e.get("s-1"); st.Status != engine.StatusCompensated {
+	if st := e.get("s-1"); st.Status != durable.StatusCompensated {
 		t.Fatalf("after skip: %s", st.Status)
 	}
 	if got := e.succeeded(); got != "reserve charge reserve.compensate" {
@@ -550,7 +551,7 @@ steps:
 	e.start("s-1", nil)
 	e.drain()
 	st := e.get("s-1")
-	if st.Status != engine.StatusCompensationFailed || st.CompensationError.Step != "b" {
+	if st.Status != durable.StatusCompensationFailed || st.CompensationError.Step != "b" {
 		t.Fatalf("status %s %+v, want parked at b's refund (its output was not kept)", st.Status, st.CompensationError)
 	}
 	if len(refunds) != 0 {
@@ -582,7 +583,7 @@ steps:
 	// deadline first: a bound either way, but only the size budget is the
 	// point here.
 	bounded := strings.Contains(st.Failure.Message, "larger than") || (raceEnabled && strings.Contains(st.Failure.Message, "deadline"))
-	if st.Status != engine.StatusCompensated || st.Failure.Step != "b" || st.Failure.Type != engine.ErrorTypeExpression || !bounded {
+	if st.Status != durable.StatusCompensated || st.Failure.Step != "b" || st.Failure.Type != engine.ErrorTypeExpression || !bounded {
 		t.Fatalf("status %s %+v, want compensated at b: its result is larger than a state can hold", st.Status, st.Failure)
 	}
 	e.checkCompensated(t, "a")
@@ -612,11 +613,11 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Status != engine.StatusCompensating || st.CancelRequested {
+	if st.Status != durable.StatusCompensating || st.CancelRequested {
 		t.Fatalf("after a cancel during the backoff: %s requested %v, want compensating at once", st.Status, st.CancelRequested)
 	}
 	e.drain()
-	if st := e.get("s-1"); st.Status != engine.StatusCompensated || payCalls != 1 {
+	if st := e.get("s-1"); st.Status != durable.StatusCompensated || payCalls != 1 {
 		t.Fatalf("status %s, pay called %d times, want compensated with no new attempt", st.Status, payCalls)
 	}
 	e.checkCompensated(t, "a")
@@ -654,11 +655,11 @@ func TestEdgeStateWithoutVarsIsHandled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := engine.SagaRecord{SagaID: "s-1", Version: damaged.Version, Status: st.Status, Name: st.Name, DefinitionHash: st.DefinitionHash, State: b}
-	if err := e.store.SagaUpdate(context.Background(), &engine.SagaUpdateParams{Record: rec, ExpectedVersion: st.Version}); err != nil {
+	rec := durable.SagaRecord{SagaID: "s-1", Version: damaged.Version, Status: st.Status, Name: st.Name, DefinitionHash: st.DefinitionHash, State: b}
+	if err := e.store.SagaUpdate(context.Background(), &durable.SagaUpdateParams{Record: rec, ExpectedVersion: st.Version}); err != nil {
 		t.Fatal(err)
 	}
-	msg, _ := engine.DecodeMessage(d.Body)
+	msg, _ := durable.DecodeMessage(d.Body)
 	msg.Version = damaged.Version
 	func() {
 		defer func() {
@@ -666,7 +667,7 @@ func TestEdgeStateWithoutVarsIsHandled(t *testing.T) {
 				t.Fatalf("Handle panicked on a state without vars: %v", r)
 			}
 		}()
-		_, _ = e.coord.Handle(context.Background(), engine.AppendMessage(nil, msg))
+		_, _ = e.coord.Handle(context.Background(), durable.AppendMessage(nil, msg))
 	}()
 }
 
@@ -701,7 +702,7 @@ steps:
 		t.Fatalf("err %v, ran %d: want it run, as no invocation could give more", err, ran)
 	}
 	// HandBack sends the message again, at once.
-	msg, _ := engine.DecodeMessage(d.Body)
+	msg, _ := durable.DecodeMessage(d.Body)
 	before := e.queue.sent.Load()
 	if err := e.coord.HandBack(context.Background(), msg); err != nil || e.queue.sent.Load() != before+1 {
 		t.Fatalf("hand back: %v, sent %d", err, e.queue.sent.Load()-before)
@@ -765,7 +766,7 @@ func TestEdgeLibraryCallsCannotBuildHugeValues(t *testing.T) {
 			e.drain()
 			runtime.ReadMemStats(&after)
 			st := e.get("s-1")
-			if st.Status != engine.StatusCompensated || st.Failure.Step != "b" {
+			if st.Status != durable.StatusCompensated || st.Failure.Step != "b" {
 				t.Fatalf("status %s %+v, want compensated at b", st.Status, st.Failure)
 			}
 			if grew := after.TotalAlloc - before.TotalAlloc; grew > 200<<20 {
@@ -793,7 +794,7 @@ steps:
 	e.start("s-1", map[string]any{"s": "a-b"})
 	st := e.get("s-1")
 	want := map[string]any{"r": "a_b", "e": ".a.b.", "j": "a,b", "f": "x and 2", "l": []any{int64(1), int64(2), []any{int64(3)}}}
-	if st.Status != engine.StatusSucceeded || !equalValues(st.Output, want) {
+	if st.Status != durable.StatusSucceeded || !equalValues(st.Output, want) {
 		t.Fatalf("%s %#v (%v), want %#v", st.Status, st.Output, st.Failure, want)
 	}
 }
@@ -813,7 +814,7 @@ steps:
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	if st.Status != engine.StatusCompensated || st.Failure == nil || st.Failure.Step != "s1" {
+	if st.Status != durable.StatusCompensated || st.Failure == nil || st.Failure.Step != "s1" {
 		t.Fatalf("status %s %+v, want compensated at s1", st.Status, st.Failure)
 	}
 }
@@ -894,7 +895,7 @@ func TestEdgeCancelWhileAnActionRuns(t *testing.T) {
 			if charges != 1 {
 				t.Fatalf("charge called %d times, want once", charges)
 			}
-			e.ended(t, "s-1", engine.StatusCompensated, engine.ErrorTypeCancelled, "", tt.calls)
+			e.ended(t, "s-1", durable.StatusCompensated, engine.ErrorTypeCancelled, "", tt.calls)
 		})
 	}
 }

@@ -9,27 +9,14 @@ import (
 
 // Sentinel errors. Callers test for them with errors.Is.
 var (
-	// ErrNotFound: the saga or definition does not exist.
-	ErrNotFound = errors.New("not found")
-	// ErrConflict: a conditional write lost against a concurrent writer.
-	ErrConflict = errors.New("version conflict")
-	// ErrExists: a create found an item with the same key already present.
-	ErrExists = errors.New("already exists")
 	// ErrInvalidDefinition: a saga definition failed to parse or validate.
 	ErrInvalidDefinition = errors.New("invalid saga definition")
 	// ErrInvalidInput: a saga input does not match the declared input types.
 	ErrInvalidInput = errors.New("invalid saga input")
 	// ErrInvalidEvent: an event does not apply to the saga in its current state.
 	ErrInvalidEvent = errors.New("event does not apply")
-	// ErrMalformedMessage: a queue message could not be decoded; it must go to
-	// the dead-letter queue untouched.
-	ErrMalformedMessage = errors.New("malformed message")
 	// ErrUnknownFormat: encoded state carries a format version this build does not know.
 	ErrUnknownFormat = errors.New("unknown state format")
-	// ErrThrottled: the backend asked us to slow down; the operation may be retried.
-	ErrThrottled = errors.New("throttled")
-	// ErrTooLarge: a saga's state would exceed the size the store accepts.
-	ErrTooLarge = errors.New("state too large")
 	// ErrDamagedState: a stored state does not fit its definition (a cursor
 	// past the plan, say); the message that found it cannot be handled.
 	ErrDamagedState = errors.New("damaged saga state")

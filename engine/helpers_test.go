@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 )
 
@@ -71,7 +72,7 @@ func drive(t testing.TB, p *engine.Plan, input map[string]any, act behaviour) *r
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	res.Messages = append([]engine.Message(nil), res.Messages...)
+	res.Messages = append([]durable.Message(nil), res.Messages...)
 	r.results = append(r.results, res)
 	for range 1000 {
 		if _, ok := r.st.Pending(); !ok {
@@ -93,7 +94,7 @@ func drive(t testing.TB, p *engine.Plan, input map[string]any, act behaviour) *r
 		if err != nil {
 			t.Fatalf("advance: %v", err)
 		}
-		res.Messages = append([]engine.Message(nil), res.Messages...) // the outbox is reused by the next transition
+		res.Messages = append([]durable.Message(nil), res.Messages...) // the outbox is reused by the next transition
 		r.results = append(r.results, res)
 	}
 	t.Fatalf("saga did not finish in 1000 transitions")

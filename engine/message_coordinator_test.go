@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
 // A message whose version is 2^64-1 was taken as a stale duplicate (the
@@ -14,9 +14,9 @@ import (
 func TestHandleRefusesImpossibleVersion(t *testing.T) {
 	r := newRig(t, "testdata/valid/order.yaml")
 	r.start("o-1", orderIn(10))
-	body := engine.AppendMessage(nil, engine.Message{SagaID: "o-1", Version: 1<<64 - 1, Queue: engine.QueueAdvance, Step: "reserve", Attempt: 1})
+	body := durable.AppendMessage(nil, durable.Message{SagaID: "o-1", Version: 1<<64 - 1, Queue: durable.QueueAdvance, Step: "reserve", Attempt: 1})
 	outcome, err := r.coord.Handle(context.Background(), body)
-	if !errors.Is(err, engine.ErrMalformedMessage) {
+	if !errors.Is(err, durable.ErrMalformedMessage) {
 		t.Fatalf("outcome %q, err %v: want ErrMalformedMessage", outcome, err)
 	}
 	if st := r.get("o-1"); st.Version != 1 {

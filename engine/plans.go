@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
 // Plans finds the compiled plan a saga pinned, by definition hash: from the
 // plans added to it, or else from the store's definitions, compiled once.
 // It is safe for concurrent use.
 type Plans struct {
-	store  Store
+	store  durable.Store
 	opts   Options
 	mu     sync.RWMutex
 	by     map[string]*Plan
@@ -19,7 +21,7 @@ type Plans struct {
 }
 
 // NewPlans returns a plan cache that falls back to store (which may be nil).
-func NewPlans(store Store, opts Options) *Plans {
+func NewPlans(store durable.Store, opts Options) *Plans {
 	return &Plans{store: store, opts: opts, by: map[string]*Plan{}, stored: map[string]bool{}}
 }
 
@@ -39,9 +41,9 @@ func (ps *Plans) Get(ctx context.Context, hash string) (*Plan, error) {
 		return p, nil
 	}
 	if ps.store == nil {
-		return nil, fmt.Errorf("definition %s: %w", hash, ErrNotFound)
+		return nil, fmt.Errorf("definition %s: %w", hash, durable.ErrNotFound)
 	}
-	rec, err := ps.store.DefinitionGet(ctx, &DefinitionGetParams{Hash: hash})
+	rec, err := ps.store.DefinitionGet(ctx, &durable.DefinitionGetParams{Hash: hash})
 	if err != nil {
 		return nil, fmt.Errorf("definition %s: %w", hash, err)
 	}
@@ -61,14 +63,14 @@ func (ps *Plans) Get(ctx context.Context, hash string) (*Plan, error) {
 
 // ensureStored writes plan's definition to store unless this cache has
 // seen it there already (definitions are immutable, so once is enough).
-func (ps *Plans) ensureStored(ctx context.Context, store Store, plan *Plan) error {
+func (ps *Plans) ensureStored(ctx context.Context, store durable.Store, plan *Plan) error {
 	ps.mu.RLock()
 	done := ps.stored[plan.Hash()]
 	ps.mu.RUnlock()
 	if done {
 		return nil
 	}
-	err := store.DefinitionPut(ctx, &DefinitionPutParams{Hash: plan.Hash(), Name: plan.Name(), Source: plan.def.Source})
+	err := store.DefinitionPut(ctx, &durable.DefinitionPutParams{Hash: plan.Hash(), Name: plan.Name(), Source: plan.def.Source})
 	if err != nil {
 		return err
 	}

@@ -5,56 +5,25 @@ import (
 	"math"
 	"time"
 	"unicode/utf8"
+
+	"github.com/lambdasaga/lambdasaga/durable"
 )
-
-// Status is where a saga stands. There are exactly six.
-type Status string
-
-const (
-	StatusRunning            Status = "running"
-	StatusWaiting            Status = "waiting"
-	StatusCompensating       Status = "compensating"
-	StatusSucceeded          Status = "succeeded"
-	StatusCompensated        Status = "compensated"
-	StatusCompensationFailed Status = "compensation_failed"
-)
-
-// Statuses lists every status.
-func Statuses() []Status {
-	return []Status{StatusRunning, StatusWaiting, StatusCompensating, StatusSucceeded, StatusCompensated, StatusCompensationFailed}
-}
-
-// Final reports whether nothing more will happen to a saga in this status
-// without an operator: succeeded, compensated, or parked in compensation_failed.
-func (s Status) Final() bool {
-	return s == StatusSucceeded || s == StatusCompensated || s == StatusCompensationFailed
-}
-
-// Valid reports whether s is one of Statuses.
-func (s Status) Valid() bool {
-	for _, v := range Statuses() {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
 
 // State is one saga run: everything needed to continue it, stored as one item.
 type State struct {
 	SagaID         string
 	Name           string
 	DefinitionHash string
-	Status         Status
+	Status         durable.Status
 	// Version counts transitions. Every write is conditional on the version
 	// read, and moves it up by one.
 	Version   uint64
 	Input     map[string]any
 	Vars      map[string]any
-	Cursors   []Cursor     // pending work; one today, one per branch when parallel steps come
-	Stack     []Completion // completed steps that declared compensate, oldest first
-	Outbox    []Message    // what the transition to Version must send
-	Seq       uint64       // action visits so far: makes idempotency keys unique per visit
+	Cursors   []Cursor          // pending work; one today, one per branch when parallel steps come
+	Stack     []Completion      // completed steps that declared compensate, oldest first
+	Outbox    []durable.Message // what the transition to Version must send
+	Seq       uint64            // action visits so far: makes idempotency keys unique per visit
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	Deadline  time.Time // zero: no saga timeout
@@ -125,27 +94,6 @@ func (e *StepError) Error() string {
 		return e.Type + ": " + e.Message
 	}
 	return fmt.Sprintf("step %s: %s: %s", e.Step, e.Type, e.Message)
-}
-
-// QueueName says which queue a message goes to.
-type QueueName string
-
-const (
-	QueueAdvance    QueueName = "advance"
-	QueueCompensate QueueName = "compensate"
-)
-
-// QueueNames lists every queue.
-func QueueNames() []QueueName { return []QueueName{QueueAdvance, QueueCompensate} }
-
-// Message asks a worker to continue a saga that is at Version.
-type Message struct {
-	SagaID  string
-	Version uint64
-	Queue   QueueName
-	Step    string
-	Attempt int
-	Delay   time.Duration
 }
 
 // errTooDeep is the error of a value nested past MaxDataDepth.

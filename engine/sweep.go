@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
 // SweepParams say which sagas a sweep picks up.
@@ -31,10 +33,10 @@ type SweepResult struct {
 func (c *Coordinator) Sweep(ctx context.Context, p *SweepParams) (*SweepResult, error) {
 	res := &SweepResult{}
 	now := c.cfg.Clock.Now()
-	for _, status := range []Status{StatusRunning, StatusWaiting, StatusCompensating} {
+	for _, status := range []durable.Status{durable.StatusRunning, durable.StatusWaiting, durable.StatusCompensating} {
 		cursor := ""
 		for {
-			page, err := c.cfg.Store.SagaList(ctx, &SagaListParams{Status: status, Limit: 100, Cursor: cursor})
+			page, err := c.cfg.Store.SagaList(ctx, &durable.SagaListParams{Status: status, Limit: 100, Cursor: cursor})
 			if err != nil {
 				return res, fmt.Errorf("sweep: %w", err)
 			}

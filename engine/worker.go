@@ -7,14 +7,16 @@ import (
 	"log/slog"
 	"runtime"
 	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
 // WorkerConfig sets up a worker that consumes one queue in process, as
 // Lambda's event source mapping does in AWS.
 type WorkerConfig struct {
 	Coordinator *Coordinator
-	Receiver    Receiver
-	Queue       QueueName
+	Receiver    durable.Receiver
+	Queue       durable.QueueName
 	// Batch is how many messages one receive asks for (1 to 10); default 10.
 	Batch int
 	// Wait is the long-poll wait of one receive; default 20ms.
@@ -47,7 +49,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 	calm := context.WithoutCancel(ctx)
 	for ctx.Err() == nil {
 		rctx, cancel := context.WithTimeout(calm, cfg.Wait+30*time.Second)
-		ds, err := cfg.Receiver.Receive(rctx, &ReceiveParams{Queue: cfg.Queue, Max: cfg.Batch, Wait: cfg.Wait, Visibility: cfg.Visibility})
+		ds, err := cfg.Receiver.Receive(rctx, &durable.ReceiveParams{Queue: cfg.Queue, Max: cfg.Batch, Wait: cfg.Wait, Visibility: cfg.Visibility})
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
@@ -65,14 +67,14 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 
 // HandleDelivery handles one received message and deletes it if it is done.
 // It reports whether it was. A nil log discards.
-func HandleDelivery(ctx context.Context, c *Coordinator, r Receiver, d Delivery, log *slog.Logger) bool {
+func HandleDelivery(ctx context.Context, c *Coordinator, r durable.Receiver, d durable.Delivery, log *slog.Logger) bool {
 	if log == nil {
 		log = c.log
 	}
 	_, err := safeHandle(ctx, c, d.Body)
 	if err != nil {
 		level, what := slog.LevelWarn, "message not handled; it will be delivered again"
-		if errors.Is(err, ErrMalformedMessage) || errors.Is(err, ErrDamagedState) || errors.Is(err, errPanicked) {
+		if errors.Is(err, durable.ErrMalformedMessage) || errors.Is(err, ErrDamagedState) || errors.Is(err, errPanicked) {
 			level, what = slog.LevelError, "message cannot be handled; it goes to the dead-letter queue after the queue's maxReceiveCount deliveries"
 		}
 		log.LogAttrs(ctx, level, what,
@@ -80,7 +82,7 @@ func HandleDelivery(ctx context.Context, c *Coordinator, r Receiver, d Delivery,
 			slog.Int("receive_count", d.ReceiveCount), slog.String("error", err.Error()))
 		return false
 	}
-	if err := r.Delete(ctx, &DeleteParams{Queue: d.Queue, ReceiptHandle: d.ReceiptHandle}); err != nil {
+	if err := r.Delete(ctx, &durable.DeleteParams{Queue: d.Queue, ReceiptHandle: d.ReceiptHandle}); err != nil {
 		log.LogAttrs(ctx, slog.LevelWarn, "delete failed; the message will be delivered again and dropped as a duplicate",
 			slog.String("message_id", d.MessageID), slog.String("error", err.Error()))
 	}
@@ -96,7 +98,7 @@ func safeHandle(ctx context.Context, c *Coordinator, body []byte) (out Outcome, 
 	defer func() {
 		if r := recover(); r != nil {
 			id := ""
-			if m, derr := DecodeMessage(body); derr == nil {
+			if m, derr := durable.DecodeMessage(body); derr == nil {
 				id = m.SagaID
 			}
 			err = fmt.Errorf("saga %s: %w: %s", id, errPanicked, PanicText(r))

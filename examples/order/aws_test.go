@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/embedded"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
@@ -21,11 +22,11 @@ func TestOrderSagaOnEmulators(t *testing.T) {
 	}
 	tests := []struct {
 		file    string
-		status  engine.Status
+		status  durable.Status
 		effects []string
 	}{
-		{"testdata/ok.json", engine.StatusSucceeded, []string{"reserve o-1001", "charge o-1001", "ship o-1001"}},
-		{"testdata/declined.json", engine.StatusCompensated, []string{"reserve o-1002", "release o-1002"}},
+		{"testdata/ok.json", durable.StatusSucceeded, []string{"reserve o-1001", "charge o-1001", "ship o-1001"}},
+		{"testdata/declined.json", durable.StatusCompensated, []string{"reserve o-1002", "release o-1002"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -74,14 +75,14 @@ func TestRequestEconomyPerActionStep(t *testing.T) {
 	}
 	var steps []string
 	for range 10 {
-		ds, err := be.Queue.Receive(ctx, &engine.ReceiveParams{Queue: engine.QueueAdvance, Max: 1, Wait: time.Second})
+		ds, err := be.Queue.Receive(ctx, &durable.ReceiveParams{Queue: durable.QueueAdvance, Max: 1, Wait: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(ds) == 0 {
 			break
 		}
-		msg, _ := engine.DecodeMessage(ds[0].Body)
+		msg, _ := durable.DecodeMessage(ds[0].Body)
 		be.Counter.Reset()
 		if out, err := coord.Handle(ctx, ds[0].Body); err != nil || out != engine.HandledStep {
 			t.Fatalf("handle %s: %s %v", msg.Step, out, err)
@@ -96,13 +97,13 @@ func TestRequestEconomyPerActionStep(t *testing.T) {
 			t.Errorf("step %s wrote %.1f WCU, want 1 (state under 1 KB)", msg.Step, writes.WriteUnits)
 		}
 		steps = append(steps, msg.Step)
-		_ = be.Queue.Delete(ctx, &engine.DeleteParams{Queue: ds[0].Queue, ReceiptHandle: ds[0].ReceiptHandle})
+		_ = be.Queue.Delete(ctx, &durable.DeleteParams{Queue: ds[0].Queue, ReceiptHandle: ds[0].ReceiptHandle})
 	}
 	if !slices.Equal(steps, []string{"reserve", "charge", "ship"}) {
 		t.Fatalf("handled %v", steps)
 	}
 	st, _ := coord.Get(ctx, "econ-1")
-	if st.Status != engine.StatusSucceeded {
+	if st.Status != durable.StatusSucceeded {
 		t.Fatalf("status %s", st.Status)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/embedded"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
@@ -33,13 +34,13 @@ func TestOrderSaga(t *testing.T) {
 	}
 	tests := []struct {
 		file    string
-		status  engine.Status
+		status  durable.Status
 		effects []string
 	}{
-		{"testdata/ok.json", engine.StatusSucceeded, []string{"reserve o-1001", "charge o-1001", "ship o-1001"}},
-		{"testdata/declined.json", engine.StatusCompensated, []string{"reserve o-1002", "release o-1002"}},
-		{"testdata/nostock.json", engine.StatusCompensated, nil},
-		{"testdata/unshippable.json", engine.StatusCompensated, []string{"reserve o-1004", "charge o-1004", "refund o-1004", "release o-1004"}},
+		{"testdata/ok.json", durable.StatusSucceeded, []string{"reserve o-1001", "charge o-1001", "ship o-1001"}},
+		{"testdata/declined.json", durable.StatusCompensated, []string{"reserve o-1002", "release o-1002"}},
+		{"testdata/nostock.json", durable.StatusCompensated, nil},
+		{"testdata/unshippable.json", durable.StatusCompensated, []string{"reserve o-1004", "charge o-1004", "refund o-1004", "release o-1004"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lambdaaction"
 	"github.com/lambdasaga/lambdasaga/queue/sqs"
@@ -84,8 +85,8 @@ func CoordinatorFromEnvironment(ctx context.Context, reg *engine.Registry) (*eng
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	queue, err := sqs.New(sqs.Config{Client: awssqs.NewFromConfig(awsCfg), URLs: map[engine.QueueName]string{
-		engine.QueueAdvance: advanceURL, engine.QueueCompensate: compensateURL,
+	queue, err := sqs.New(sqs.Config{Client: awssqs.NewFromConfig(awsCfg), URLs: map[durable.QueueName]string{
+		durable.QueueAdvance: advanceURL, durable.QueueCompensate: compensateURL,
 	}})
 	if err != nil {
 		return nil, nil, 0, err

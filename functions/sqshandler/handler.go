@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/queue/sqs"
 )
@@ -101,7 +102,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 				continue // logged with its stack
 			}
 			level, msg := slog.LevelWarn, "message not handled; it will be delivered again"
-			if errors.Is(err, engine.ErrMalformedMessage) || errors.Is(err, engine.ErrDamagedState) {
+			if errors.Is(err, durable.ErrMalformedMessage) || errors.Is(err, engine.ErrDamagedState) {
 				level, msg = slog.LevelError, poisonMessage
 			}
 			h.log.LogAttrs(ctx, level, msg,

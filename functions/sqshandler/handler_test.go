@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/functions/sqshandler"
@@ -99,8 +100,8 @@ func TestHandlerSuccess(t *testing.T) {
 		t.Fatalf("failures %v", failed)
 	}
 	st := r.state(t)
-	if st.Version != 2 || st.Status != engine.StatusRunning || r.queue.Len(engine.QueueAdvance) != 2 { // the start message and the charge message
-		t.Fatalf("v%d %s, %d messages", st.Version, st.Status, r.queue.Len(engine.QueueAdvance))
+	if st.Version != 2 || st.Status != durable.StatusRunning || r.queue.Len(durable.QueueAdvance) != 2 { // the start message and the charge message
+		t.Fatalf("v%d %s, %d messages", st.Version, st.Status, r.queue.Len(durable.QueueAdvance))
 	}
 	// The same event again is a duplicate: it re-sends the outbox and succeeds.
 	if failed := r.invoke(t, context.Background(), fixture(t, "advance.json")); len(failed) != 0 {
@@ -120,7 +121,7 @@ func TestHandlerRetry(t *testing.T) {
 	}
 	st := r.state(t)
 	cur, _ := st.Pending()
-	if st.Status != engine.StatusRunning || cur.Attempt != 2 || st.Outbox[0].Delay == 0 {
+	if st.Status != durable.StatusRunning || cur.Attempt != 2 || st.Outbox[0].Delay == 0 {
 		t.Fatalf("%s attempt %d outbox %+v", st.Status, cur.Attempt, st.Outbox)
 	}
 }
@@ -133,7 +134,7 @@ func TestHandlerPermanentFailure(t *testing.T) {
 		t.Fatalf("failures %v", failed)
 	}
 	st := r.state(t)
-	if st.Status != engine.StatusCompensated || st.Failure.Type != "OutOfStock" {
+	if st.Status != durable.StatusCompensated || st.Failure.Type != "OutOfStock" {
 		t.Fatalf("%s %+v", st.Status, st.Failure)
 	}
 }
@@ -153,15 +154,15 @@ func TestHandlerDeadline(t *testing.T) {
 	r := newRig(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond) // less than the 1s margin
 	defer cancel()
-	queued := r.queue.Len(engine.QueueAdvance)
+	queued := r.queue.Len(durable.QueueAdvance)
 	failed := r.invoke(t, ctx, fixture(t, "advance-batch.json"))
 	// With no time left, the good record is handed back by sending it again
 	// (no receive spent toward the dead-letter queue); the poison one fails.
 	if !slices.Equal(failed, []string{"33333333-3333-4333-8333-333333333333"}) {
 		t.Fatalf("failures %v, want only the poison record", failed)
 	}
-	if r.queue.Len(engine.QueueAdvance) != queued+1 {
-		t.Fatalf("%d messages queued, want the handed-back one more than %d", r.queue.Len(engine.QueueAdvance), queued)
+	if r.queue.Len(durable.QueueAdvance) != queued+1 {
+		t.Fatalf("%d messages queued, want the handed-back one more than %d", r.queue.Len(durable.QueueAdvance), queued)
 	}
 	if r.state(t).Version != 1 {
 		t.Fatal("a record was handled past the deadline margin")

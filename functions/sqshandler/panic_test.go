@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/functions/sqshandler"
@@ -23,11 +24,11 @@ import (
 // panickyStore panics when asked for one saga, as a bug or a damaged item
 // would make any part of handling panic.
 type panickyStore struct {
-	engine.Store
+	durable.Store
 	panicFor string
 }
 
-func (s *panickyStore) SagaGet(ctx context.Context, p *engine.SagaGetParams) (*engine.SagaRecord, error) {
+func (s *panickyStore) SagaGet(ctx context.Context, p *durable.SagaGetParams) (*durable.SagaRecord, error) {
 	if p.SagaID == s.panicFor {
 		panic("injected panic")
 	}
@@ -121,8 +122,8 @@ func (r *batchRig) logLines(sub string) []map[string]any {
 	return out
 }
 
-func body(id string, version uint64, queue engine.QueueName, step string) string {
-	return string(engine.AppendMessage(nil, engine.Message{SagaID: id, Version: version, Queue: queue, Step: step, Attempt: 1}))
+func body(id string, version uint64, queue durable.QueueName, step string) string {
+	return string(durable.AppendMessage(nil, durable.Message{SagaID: id, Version: version, Queue: queue, Step: step, Attempt: 1}))
 }
 
 // A panic while handling one record fails that record alone: the others of
@@ -130,7 +131,7 @@ func body(id string, version uint64, queue engine.QueueName, step string) string
 func TestHandlerPanicFailsOnlyItsRecord(t *testing.T) {
 	r := newBatchRig(t, "o-1", "o-2", "o-3")
 	r.store.panicFor = "o-2"
-	failed := r.invoke(t, body("o-1", 1, engine.QueueAdvance, "reserve"), body("o-2", 1, engine.QueueAdvance, "reserve"), body("o-3", 1, engine.QueueAdvance, "reserve"))
+	failed := r.invoke(t, body("o-1", 1, durable.QueueAdvance, "reserve"), body("o-2", 1, durable.QueueAdvance, "reserve"), body("o-3", 1, durable.QueueAdvance, "reserve"))
 	if !slices.Equal(failed, []string{"m1"}) {
 		t.Fatalf("failures %v, want only m1", failed)
 	}
@@ -159,12 +160,12 @@ func TestHandlerDamagedStateFailsOnlyItsRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, _ := r.store.SagaGet(ctx, &engine.SagaGetParams{SagaID: "o-2"})
+	rec, _ := r.store.SagaGet(ctx, &durable.SagaGetParams{SagaID: "o-2"})
 	rec.Version, rec.State = 2, b
-	if err := r.store.SagaUpdate(ctx, &engine.SagaUpdateParams{Record: *rec, ExpectedVersion: 1}); err != nil {
+	if err := r.store.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: *rec, ExpectedVersion: 1}); err != nil {
 		t.Fatal(err)
 	}
-	failed := r.invoke(t, body("o-1", 1, engine.QueueAdvance, "reserve"), body("o-2", 2, engine.QueueAdvance, "reserve"), body("o-3", 1, engine.QueueAdvance, "reserve"))
+	failed := r.invoke(t, body("o-1", 1, durable.QueueAdvance, "reserve"), body("o-2", 2, durable.QueueAdvance, "reserve"), body("o-3", 1, durable.QueueAdvance, "reserve"))
 	if !slices.Equal(failed, []string{"m1"}) {
 		t.Fatalf("failures %v, want only m1", failed)
 	}
@@ -182,10 +183,10 @@ func TestHandlerDamagedStateFailsOnlyItsRecord(t *testing.T) {
 func TestHandlerLogsPoisonRecordsAsBoundForTheDeadLetterQueue(t *testing.T) {
 	r := newBatchRig(t, "o-1")
 	failed := r.invoke(t,
-		body("nobody", 1, engine.QueueAdvance, "reserve"),
-		body("o-1", 1, engine.QueueCompensate, "reserve"),
+		body("nobody", 1, durable.QueueAdvance, "reserve"),
+		body("o-1", 1, durable.QueueCompensate, "reserve"),
 		"not a message",
-		body("o-1", 1, engine.QueueAdvance, "reserve"),
+		body("o-1", 1, durable.QueueAdvance, "reserve"),
 	)
 	if !slices.Equal(failed, []string{"m0", "m1", "m2"}) {
 		t.Fatalf("failures %v", failed)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
@@ -18,11 +19,11 @@ import (
 
 // failingQueue refuses the first send: a start cut off after its write.
 type failingQueue struct {
-	engine.Queue
+	durable.Queue
 	fail bool
 }
 
-func (q *failingQueue) Send(ctx context.Context, msgs []engine.Message) error {
+func (q *failingQueue) Send(ctx context.Context, msgs []durable.Message) error {
 	if q.fail {
 		q.fail = false
 		return os.ErrDeadlineExceeded
@@ -31,7 +32,7 @@ func (q *failingQueue) Send(ctx context.Context, msgs []engine.Message) error {
 }
 
 func TestSweepHandlerResendsStrandedSaga(t *testing.T) {
-	clock := engine.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	clock := durable.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	mq := qmem.New(qmem.Config{Clock: clock})
 	q := &failingQueue{Queue: mq, fail: true}
 	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: smem.New(), Queue: q, Actions: engine.NewRegistry(), Clock: clock})
@@ -57,7 +58,7 @@ func TestSweepHandlerResendsStrandedSaga(t *testing.T) {
 	if err := json.Unmarshal(out, &res); err != nil || res.Resent != 1 || res.Checked != 1 {
 		t.Fatalf("%s %v", out, err)
 	}
-	if mq.Len(engine.QueueAdvance) != 1 {
-		t.Fatalf("%d messages after the sweep", mq.Len(engine.QueueAdvance))
+	if mq.Len(durable.QueueAdvance) != 1 {
+		t.Fatalf("%d messages after the sweep", mq.Len(durable.QueueAdvance))
 	}
 }

@@ -14,7 +14,7 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambdasaga/lambdasaga/accounting"
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/queue/sqs"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
@@ -26,7 +26,7 @@ type Backend struct {
 	DynamoDB                      *dynamodb.Client
 	SQS                           *awssqs.Client
 	Table                         string
-	URLs                          map[engine.QueueName]string
+	URLs                          map[durable.QueueName]string
 	Store                         *dynamo.Store
 	Queue                         *sqs.Queue
 	// Counter counts every request the clients make; it starts at zero

@@ -21,6 +21,7 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambdasaga/lambdasaga/client"
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/chaos"
@@ -284,7 +285,7 @@ func TestChaos(t *testing.T) {
 			wantUndo := slices.Clone(compensable)
 			slices.Reverse(wantUndo)
 			switch {
-			case st.Status != engine.StatusCompensated || st.Failure == nil || st.Failure.Type != engine.ErrorTypeCancelled:
+			case st.Status != durable.StatusCompensated || st.Failure == nil || st.Failure.Type != engine.ErrorTypeCancelled:
 				violate("cancel_during_action_compensates_it", "saga %s: ended %s (%v), want compensated after its cancel", id, st.Status, st.Failure)
 			case len(got) <= slices.Index(order, step) || !slices.Equal(got, order[:len(got)]):
 				violate("cancel_during_action_compensates_it", "saga %s: effects %v, want a prefix through %s (the step the cancel met)", id, got, step)
@@ -307,7 +308,7 @@ func TestChaos(t *testing.T) {
 				compensable = append(compensable, s)
 			}
 		}
-		want := engine.StatusSucceeded
+		want := durable.StatusSucceeded
 		wantVersion := uint64(1 + len(done))
 		if step := hangAt[id]; step != "" {
 			// One attempt ran into the deadline: a Timeout, retried (one
@@ -320,7 +321,7 @@ func TestChaos(t *testing.T) {
 			}
 		}
 		if fail != "" {
-			want = engine.StatusCompensated
+			want = durable.StatusCompensated
 			wantVersion = uint64(1 + len(done) + 1 + len(compensable))
 		}
 		checked["status_as_scripted"]++

@@ -17,6 +17,7 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambdasaga/lambdasaga/client"
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
@@ -80,12 +81,12 @@ func TestE2E(t *testing.T) {
 	}
 	runs := []struct {
 		id, input string
-		status    engine.Status
+		status    durable.Status
 		failure   string
 	}{
-		{"e2e-ok", "ok.json", engine.StatusSucceeded, ""},
-		{"e2e-declined", "declined.json", engine.StatusCompensated, "charge CardDeclined"},
-		{"e2e-unshippable", "unshippable.json", engine.StatusCompensated, "ship Unshippable"},
+		{"e2e-ok", "ok.json", durable.StatusSucceeded, ""},
+		{"e2e-declined", "declined.json", durable.StatusCompensated, "charge CardDeclined"},
+		{"e2e-unshippable", "unshippable.json", durable.StatusCompensated, "ship Unshippable"},
 	}
 	for _, r := range runs {
 		raw, err := os.ReadFile("../../examples/order/testdata/" + r.input)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
 	smem "github.com/lambdasaga/lambdasaga/store/memory"
@@ -39,7 +40,7 @@ type Violation struct {
 // Result is what one case did.
 type Result struct {
 	Outcome    Outcome
-	Status     engine.Status
+	Status     durable.Status
 	Handled    int // messages handled
 	Bound      int // the most messages the saga may take
 	Violations []Violation
@@ -85,7 +86,7 @@ func Run(c *Case) *Result {
 		panic(fmt.Sprintf("generated input is not JSON: %v", err))
 	}
 
-	clock := engine.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := durable.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	q := qmem.New(qmem.Config{Clock: clock})
 	acts := newActions(c)
 	jitter := rand.New(rand.NewPCG(c.CallSeed, 2))
@@ -132,9 +133,9 @@ func Run(c *Case) *Result {
 				fmt.Sprintf("%d messages handled, %d action calls, status %s", res.Handled, len(acts.calls), status(coord)))
 			break
 		}
-		var ds []engine.Delivery
-		for _, name := range engine.QueueNames() {
-			got, err := q.Receive(ctx, &engine.ReceiveParams{Queue: name, Max: 10})
+		var ds []durable.Delivery
+		for _, name := range durable.QueueNames() {
+			got, err := q.Receive(ctx, &durable.ReceiveParams{Queue: name, Max: 10})
 			if err != nil {
 				panic(err)
 			}
@@ -147,7 +148,7 @@ func Run(c *Case) *Result {
 				break
 			}
 			res.Status = st.Status
-			if st.Status == engine.StatusCompensationFailed && resumes > 0 {
+			if st.Status == durable.StatusCompensationFailed && resumes > 0 {
 				resumes--
 				if p := protect(func() { _, err = coord.Resume(ctx, sagaID) }); p != nil {
 					res.violate("panic in Resume", p)
@@ -162,14 +163,14 @@ func Run(c *Case) *Result {
 			if st.Status.Final() {
 				break
 			}
-			if q.Len(engine.QueueAdvance)+q.Len(engine.QueueCompensate) == 0 || idle > 1000 {
-				dead := q.Len(engine.DeadLetter(engine.QueueAdvance)) + q.Len(engine.DeadLetter(engine.QueueCompensate))
+			if q.Len(durable.QueueAdvance)+q.Len(durable.QueueCompensate) == 0 || idle > 1000 {
+				dead := q.Len(durable.DeadLetter(durable.QueueAdvance)) + q.Len(durable.DeadLetter(durable.QueueCompensate))
 				res.violate(fmt.Sprintf("stuck in %s", st.Status), fmt.Errorf("no message left to handle (%d in dead-letter queues); last handling error: %v", dead, lastErr))
 				break
 			}
 			// Delayed retries and messages whose handling failed come back
 			// after their delay or visibility timeout: move time on.
-			clock.Advance(engine.MaxDelay + time.Second)
+			clock.Advance(durable.MaxDelay + time.Second)
 			idle++
 			continue
 		}
@@ -184,7 +185,7 @@ func Run(c *Case) *Result {
 				lastErr = herr
 				continue // it comes back after its visibility timeout
 			}
-			if err := q.Delete(ctx, &engine.DeleteParams{Queue: d.Queue, ReceiptHandle: d.ReceiptHandle}); err != nil {
+			if err := q.Delete(ctx, &durable.DeleteParams{Queue: d.Queue, ReceiptHandle: d.ReceiptHandle}); err != nil {
 				panic(err)
 			}
 			if !cancelled && res.Handled >= c.CancelAt {
@@ -200,13 +201,13 @@ func Run(c *Case) *Result {
 			}
 		}
 	}
-	if n := q.Len(engine.DeadLetter(engine.QueueAdvance)) + q.Len(engine.DeadLetter(engine.QueueCompensate)); n > 0 && res.Status.Final() {
+	if n := q.Len(durable.DeadLetter(durable.QueueAdvance)) + q.Len(durable.DeadLetter(durable.QueueCompensate)); n > 0 && res.Status.Final() {
 		res.violate("message in a dead-letter queue", fmt.Errorf("%d messages; last handling error: %v", n, lastErr))
 	}
 	return res.finish(coord, plan, acts)
 }
 
-func status(coord *engine.Coordinator) engine.Status {
+func status(coord *engine.Coordinator) durable.Status {
 	st, err := coord.Get(context.Background(), sagaID)
 	if err != nil {
 		return "unreadable"
@@ -241,10 +242,10 @@ func (res *Result) finish(coord *engine.Coordinator, plan *engine.Plan, acts *ac
 			forward[cl.Key] = cl
 		}
 	}
-	if res.Status == engine.StatusSucceeded && compensations > 0 {
+	if res.Status == durable.StatusSucceeded && compensations > 0 {
 		res.violations("succeeded saga ran compensations", fmt.Sprintf("%d compensation calls", compensations))
 	}
-	if res.Status == engine.StatusCompensated {
+	if res.Status == durable.StatusCompensated {
 		failure := engine.StepError{Type: "?"}
 		if st, err := coord.Get(context.Background(), sagaID); err == nil && st.Failure != nil {
 			failure = *st.Failure

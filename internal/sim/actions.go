@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 )
 
@@ -279,7 +280,7 @@ func (w *world) cancel(ctx context.Context, saga string) {
 		w.bufs = append(w.bufs, &handleLog{})
 		_, err := w.coord.Cancel(ctx, saga)
 		w.bufs = w.bufs[:len(w.bufs)-1]
-		if err == nil || errors.Is(err, engine.ErrInvalidEvent) || errors.Is(err, engine.ErrNotFound) {
+		if err == nil || errors.Is(err, engine.ErrInvalidEvent) || errors.Is(err, durable.ErrNotFound) {
 			return
 		}
 	}

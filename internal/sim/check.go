@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 )
 
@@ -31,7 +32,7 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 	}
 	dead := map[string]int{}
 	for _, b := range w.queue.dlq {
-		if msg, err := engine.DecodeMessage(b); err == nil {
+		if msg, err := durable.DecodeMessage(b); err == nil {
 			dead[msg.SagaID]++
 		}
 	}
@@ -47,7 +48,7 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 		// operators have resumed what parked: none is left running,
 		// compensating or parked with nothing queued.
 		r.Checks["ends_final"]++
-		if st.Status != engine.StatusSucceeded && st.Status != engine.StatusCompensated {
+		if st.Status != durable.StatusSucceeded && st.Status != durable.StatusCompensated {
 			parked := ""
 			if st.CompensationError != nil {
 				parked = ", parked on " + st.CompensationError.Error()
@@ -133,7 +134,7 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 		// it recorded, newest first; a succeeded one undid nothing.
 		r.Checks["compensation_exact_reverse"]++
 		want := []string{}
-		if st.Status == engine.StatusCompensated {
+		if st.Status == durable.StatusCompensated {
 			for _, k := range slices.Backward(successKeys) {
 				want = append(want, compensationKey(k))
 			}
@@ -157,7 +158,7 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 				r.Unreported++
 			}
 		}
-		if st.Status == engine.StatusCompensated {
+		if st.Status == durable.StatusCompensated {
 			for _, key := range sorted(keysBySaga[s.id]) {
 				if w.actions.compKey[key] || !w.actions.succeeded[key] || (w.actions.timedOut[key] && recorded[key] && !lastOK[key]) {
 					continue

@@ -6,24 +6,24 @@ import (
 	"context"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
 // faultyStore injects faults around the memory store and records every
 // write that lands.
 type faultyStore struct {
-	engine.Store
+	durable.Store
 	w *world
 }
 
-func (s *faultyStore) SagaGet(ctx context.Context, p *engine.SagaGetParams) (*engine.SagaRecord, error) {
+func (s *faultyStore) SagaGet(ctx context.Context, p *durable.SagaGetParams) (*durable.SagaRecord, error) {
 	if s.w.fault("throttled_read") {
-		return nil, engine.ErrThrottled
+		return nil, durable.ErrThrottled
 	}
 	return s.Store.SagaGet(ctx, p)
 }
 
-func (s *faultyStore) SagaCreate(ctx context.Context, p *engine.SagaCreateParams) error {
+func (s *faultyStore) SagaCreate(ctx context.Context, p *durable.SagaCreateParams) error {
 	if s.w.fault("crash_before_create") {
 		return errCrash
 	}
@@ -37,9 +37,9 @@ func (s *faultyStore) SagaCreate(ctx context.Context, p *engine.SagaCreateParams
 	return err
 }
 
-func (s *faultyStore) SagaUpdate(ctx context.Context, p *engine.SagaUpdateParams) error {
+func (s *faultyStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParams) error {
 	if s.w.fault("throttled_write") {
-		return engine.ErrThrottled
+		return durable.ErrThrottled
 	}
 	if s.w.fault("crash_before_write") {
 		return errCrash
@@ -49,8 +49,8 @@ func (s *faultyStore) SagaUpdate(ctx context.Context, p *engine.SagaUpdateParams
 		s.w.handle(ctx, s.w.delivery)
 	}
 	if s.w.cfg.Sabotage == "unconditional-writes" {
-		if cur, err := s.Store.SagaGet(ctx, &engine.SagaGetParams{SagaID: p.Record.SagaID}); err == nil {
-			p = &engine.SagaUpdateParams{Record: p.Record, ExpectedVersion: cur.Version}
+		if cur, err := s.Store.SagaGet(ctx, &durable.SagaGetParams{SagaID: p.Record.SagaID}); err == nil {
+			p = &durable.SagaUpdateParams{Record: p.Record, ExpectedVersion: cur.Version}
 		}
 	}
 	err := s.Store.SagaUpdate(ctx, p)
@@ -118,17 +118,17 @@ func (q *simQueue) add(body []byte, visibleAt time.Time) {
 	heap.Push(&q.hidden, &delivery{id: q.nextID, body: bytes.Clone(body), visibleAt: visibleAt})
 }
 
-// Send implements engine.Queue, with faults.
-func (q *simQueue) Send(_ context.Context, msgs []engine.Message) error {
+// Send implements durable.Queue, with faults.
+func (q *simQueue) Send(_ context.Context, msgs []durable.Message) error {
 	if q.w.fault("throttled_send") {
-		return engine.ErrThrottled
+		return durable.ErrThrottled
 	}
 	if q.w.fault("crash_before_send") {
 		return errCrash
 	}
 	now := q.w.clock.Now()
 	for i, m := range msgs {
-		q.add(engine.AppendMessage(nil, m), now.Add(m.Delay))
+		q.add(durable.AppendMessage(nil, m), now.Add(m.Delay))
 		if i+1 < len(msgs) && q.w.fault("crash_mid_batch") {
 			return errCrash
 		}

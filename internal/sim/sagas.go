@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 )
 
@@ -188,8 +189,8 @@ func (w *world) resumeOne(ctx context.Context, id string) (acted, failed bool) {
 	if err != nil {
 		return false, true
 	}
-	retry := w.resumeFailed[id] && st.Status == engine.StatusCompensating
-	if st.Status != engine.StatusCompensationFailed && !retry {
+	retry := w.resumeFailed[id] && st.Status == durable.StatusCompensating
+	if st.Status != durable.StatusCompensationFailed && !retry {
 		delete(w.resumeFailed, id)
 		return false, false
 	}

@@ -20,6 +20,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	smem "github.com/lambdasaga/lambdasaga/store/memory"
 )
@@ -63,7 +64,7 @@ type Report struct {
 	Handles    int
 	Messages   int
 	Faults     map[string]int
-	Outcomes   map[engine.Status]int
+	Outcomes   map[durable.Status]int
 	Checks     map[string]int // invariant -> how many times it was checked
 	Violations map[string]int // invariant -> how many times it failed
 	Examples   []string       // the first violations, in words
@@ -94,7 +95,7 @@ func (r *Report) String() string {
 	s += fmt.Sprintf("  definitions: %d generated (%d refused by validation and drawn again), run by %d sagas\n", r.Generated, r.Refused, r.GeneratedSagas)
 	s += fmt.Sprintf("  effects reported as a Timeout and recorded so (not compensated: the known exposure): %d\n", r.Unreported)
 	s += "  outcomes:"
-	for _, st := range engine.Statuses() {
+	for _, st := range durable.Statuses() {
 		if n := r.Outcomes[st]; n > 0 {
 			s += fmt.Sprintf(" %s=%d", st, n)
 		}
@@ -126,7 +127,7 @@ func sortedKeys[V any](m map[string]V) []string {
 type world struct {
 	cfg     Config
 	rng     *rand.Rand
-	clock   *engine.ManualClock
+	clock   *durable.ManualClock
 	store   *faultyStore
 	queue   *simQueue
 	actions *simActions
@@ -200,8 +201,8 @@ func Run(cfg Config) (*Report, error) {
 	}
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	w := &world{
-		cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5a6a)), clock: engine.NewManualClock(start),
-		report:    &Report{Seed: cfg.Seed, Sagas: cfg.Sagas, Faults: map[string]int{}, Outcomes: map[engine.Status]int{}, Checks: map[string]int{}, Violations: map[string]int{}},
+		cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5a6a)), clock: durable.NewManualClock(start),
+		report:    &Report{Seed: cfg.Seed, Sagas: cfg.Sagas, Faults: map[string]int{}, Outcomes: map[durable.Status]int{}, Checks: map[string]int{}, Violations: map[string]int{}},
 		committed: map[string][]committedWrite{}, resumeFailed: map[string]bool{}, handUndone: map[string][]string{}, quarantined: map[string]bool{},
 	}
 	w.store = &faultyStore{Store: smem.New(), w: w}
@@ -302,7 +303,7 @@ func (w *world) step(ctx context.Context) bool {
 
 func (w *world) handle(ctx context.Context, d *delivery) {
 	if len(w.quarantined) > 0 {
-		if msg, err := engine.DecodeMessage(d.body); err == nil && w.quarantined[msg.SagaID] {
+		if msg, err := durable.DecodeMessage(d.body); err == nil && w.quarantined[msg.SagaID] {
 			return // dropped: a saga looping past its visit bound
 		}
 	}

@@ -1,4 +1,4 @@
-// Package memory is an engine.Queue and engine.Receiver in process memory,
+// Package memory is an durable.Queue and durable.Receiver in process memory,
 // with SQS's semantics where the protocol depends on them: delays,
 // visibility timeouts and redelivery, receive counts, and a dead-letter
 // queue after too many receives. It passes the same queuetest suite as
@@ -14,20 +14,20 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
 var (
-	_ engine.Queue    = (*Queue)(nil)
-	_ engine.Receiver = (*Queue)(nil)
+	_ durable.Queue    = (*Queue)(nil)
+	_ durable.Receiver = (*Queue)(nil)
 )
 
 // Config sets up a Queue. The zero value is usable.
 type Config struct {
 	// Clock decides when delays and visibility timeouts end; default: the system clock.
-	Clock engine.Clock
+	Clock durable.Clock
 	// MaxReceives: a message received more often than this moves to the
-	// dead-letter queue (engine.DeadLetter of its queue); default 5.
+	// dead-letter queue (durable.DeadLetter of its queue); default 5.
 	// Dead-letter queues themselves keep their messages however often received.
 	MaxReceives int
 	// Visibility is the default visibility timeout; default 30s.
@@ -41,7 +41,7 @@ type Config struct {
 type Queue struct {
 	cfg     Config
 	mu      sync.Mutex
-	queues  map[engine.QueueName][]*item
+	queues  map[durable.QueueName][]*item
 	seq     uint64
 	notify  chan struct{} // closed and replaced on a send while receivers wait
 	waiters int
@@ -58,7 +58,7 @@ type item struct {
 // New returns an empty set of queues.
 func New(cfg Config) *Queue {
 	if cfg.Clock == nil {
-		cfg.Clock = engine.SystemClock{}
+		cfg.Clock = durable.SystemClock{}
 	}
 	if cfg.MaxReceives == 0 {
 		cfg.MaxReceives = 5
@@ -69,14 +69,14 @@ func New(cfg Config) *Queue {
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 5 * time.Millisecond
 	}
-	return &Queue{cfg: cfg, queues: map[engine.QueueName][]*item{}, notify: make(chan struct{})}
+	return &Queue{cfg: cfg, queues: map[durable.QueueName][]*item{}, notify: make(chan struct{})}
 }
 
-// Send implements engine.Queue.
-func (q *Queue) Send(ctx context.Context, msgs []engine.Message) error {
+// Send implements durable.Queue.
+func (q *Queue) Send(ctx context.Context, msgs []durable.Message) error {
 	var buf [256]byte
 	for _, m := range msgs {
-		if err := q.SendBody(ctx, m.Queue, engine.AppendMessage(buf[:0], m), m.Delay); err != nil {
+		if err := q.SendBody(ctx, m.Queue, durable.AppendMessage(buf[:0], m), m.Delay); err != nil {
 			return err
 		}
 	}
@@ -85,9 +85,9 @@ func (q *Queue) Send(ctx context.Context, msgs []engine.Message) error {
 
 // SendBody puts a raw body on a queue, as another producer (or a poison
 // message) would.
-func (q *Queue) SendBody(_ context.Context, name engine.QueueName, body []byte, delay time.Duration) error {
-	if delay < 0 || delay > engine.MaxDelay {
-		return fmt.Errorf("send to %s: delay %s outside 0 to %s", name, delay, engine.MaxDelay)
+func (q *Queue) SendBody(_ context.Context, name durable.QueueName, body []byte, delay time.Duration) error {
+	if delay < 0 || delay > durable.MaxDelay {
+		return fmt.Errorf("send to %s: delay %s outside 0 to %s", name, delay, durable.MaxDelay)
 	}
 	q.mu.Lock()
 	q.seq++
@@ -101,8 +101,8 @@ func (q *Queue) SendBody(_ context.Context, name engine.QueueName, body []byte, 
 	return nil
 }
 
-// Receive implements engine.Receiver.
-func (q *Queue) Receive(ctx context.Context, p *engine.ReceiveParams) ([]engine.Delivery, error) {
+// Receive implements durable.Receiver.
+func (q *Queue) Receive(ctx context.Context, p *durable.ReceiveParams) ([]durable.Delivery, error) {
 	maxN := p.Max
 	if maxN < 1 || maxN > 10 {
 		return nil, fmt.Errorf("receive from %s: max %d outside 1 to 10", p.Queue, p.Max)
@@ -141,9 +141,9 @@ func (q *Queue) Receive(ctx context.Context, p *engine.ReceiveParams) ([]engine.
 }
 
 // take receives up to n visible messages. Called with q.mu held.
-func (q *Queue) take(name engine.QueueName, n int, vis time.Duration) []engine.Delivery {
+func (q *Queue) take(name durable.QueueName, n int, vis time.Duration) []durable.Delivery {
 	now := q.cfg.Clock.Now()
-	var out []engine.Delivery
+	var out []durable.Delivery
 	items := q.queues[name]
 	kept := items[:0]
 	for _, it := range items {
@@ -151,9 +151,9 @@ func (q *Queue) take(name engine.QueueName, n int, vis time.Duration) []engine.D
 			kept = append(kept, it)
 			continue
 		}
-		if it.receives >= q.cfg.MaxReceives && !strings.HasSuffix(string(name), string(engine.DeadLetter(""))) {
+		if it.receives >= q.cfg.MaxReceives && !strings.HasSuffix(string(name), string(durable.DeadLetter(""))) {
 			// Received too often: to the dead-letter queue, as it is.
-			dlq := engine.DeadLetter(name)
+			dlq := durable.DeadLetter(name)
 			it.visibleAt, it.receipt, it.receives = now, "", 0
 			q.queues[dlq] = append(q.queues[dlq], it)
 			continue
@@ -162,7 +162,7 @@ func (q *Queue) take(name engine.QueueName, n int, vis time.Duration) []engine.D
 		q.seq++
 		it.receipt = it.id + "#" + strconv.FormatUint(q.seq, 10)
 		it.visibleAt = now.Add(vis)
-		out = append(out, engine.Delivery{Queue: name, MessageID: it.id, ReceiptHandle: it.receipt, Body: bytes.Clone(it.body), ReceiveCount: it.receives})
+		out = append(out, durable.Delivery{Queue: name, MessageID: it.id, ReceiptHandle: it.receipt, Body: bytes.Clone(it.body), ReceiveCount: it.receives})
 		kept = append(kept, it)
 	}
 	clear(items[len(kept):])
@@ -170,8 +170,8 @@ func (q *Queue) take(name engine.QueueName, n int, vis time.Duration) []engine.D
 	return out
 }
 
-// Delete implements engine.Receiver.
-func (q *Queue) Delete(_ context.Context, p *engine.DeleteParams) error {
+// Delete implements durable.Receiver.
+func (q *Queue) Delete(_ context.Context, p *durable.DeleteParams) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	items := q.queues[p.Queue]
@@ -185,7 +185,7 @@ func (q *Queue) Delete(_ context.Context, p *engine.DeleteParams) error {
 }
 
 // Len counts the messages on a queue, visible or not.
-func (q *Queue) Len(name engine.QueueName) int {
+func (q *Queue) Len(name durable.QueueName) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.queues[name])
@@ -193,7 +193,7 @@ func (q *Queue) Len(name engine.QueueName) int {
 
 // Bodies returns copies of the bodies on a queue, in order, without
 // receiving them: for inspecting a dead-letter queue.
-func (q *Queue) Bodies(name engine.QueueName) [][]byte {
+func (q *Queue) Bodies(name durable.QueueName) [][]byte {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	out := make([][]byte, 0, len(q.queues[name]))

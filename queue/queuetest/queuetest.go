@@ -1,4 +1,4 @@
-// Package queuetest is the contract every engine.Queue and engine.Receiver
+// Package queuetest is the contract every durable.Queue and durable.Receiver
 // pair must meet, run against the memory queue and against SQS.
 package queuetest
 
@@ -9,15 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
 // Harness is one backend, with fresh, empty queues.
 type Harness struct {
-	Queue    engine.Queue
-	Receiver engine.Receiver
+	Queue    durable.Queue
+	Receiver durable.Receiver
 	// SendRaw puts a body on a queue unchanged, as a foreign producer would.
-	SendRaw func(ctx context.Context, q engine.QueueName, body []byte) error
+	SendRaw func(ctx context.Context, q durable.QueueName, body []byte) error
 	// MaxReceives is the queues' redrive limit: a message received more
 	// often moves to its dead-letter queue.
 	MaxReceives int
@@ -41,16 +41,16 @@ func Exercise(t *testing.T, newHarness NewHarness) {
 	t.Run("LongPoll", func(t *testing.T) { t.Parallel(); testLongPoll(t, newHarness(t)) })
 }
 
-func msg(i int) engine.Message {
-	return engine.Message{SagaID: fmt.Sprintf("saga-%d", i), Version: uint64(i + 1), Queue: engine.QueueAdvance, Step: "charge", Attempt: 1}
+func msg(i int) durable.Message {
+	return durable.Message{SagaID: fmt.Sprintf("saga-%d", i), Version: uint64(i + 1), Queue: durable.QueueAdvance, Step: "charge", Attempt: 1}
 }
 
 // receiveAll drains visible messages from q (up to want, in several calls).
-func receiveAll(t *testing.T, h *Harness, q engine.QueueName, want int, vis time.Duration) []engine.Delivery {
+func receiveAll(t *testing.T, h *Harness, q durable.QueueName, want int, vis time.Duration) []durable.Delivery {
 	t.Helper()
-	var out []engine.Delivery
+	var out []durable.Delivery
 	for range 20 {
-		got, err := h.Receiver.Receive(context.Background(), &engine.ReceiveParams{Queue: q, Max: 10, Visibility: vis})
+		got, err := h.Receiver.Receive(context.Background(), &durable.ReceiveParams{Queue: q, Max: 10, Visibility: vis})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,46 +65,46 @@ func receiveAll(t *testing.T, h *Harness, q engine.QueueName, want int, vis time
 func testSendReceiveDelete(t *testing.T, h *Harness) {
 	ctx := context.Background()
 	m := msg(1)
-	if err := h.Queue.Send(ctx, []engine.Message{m}); err != nil {
+	if err := h.Queue.Send(ctx, []durable.Message{m}); err != nil {
 		t.Fatal(err)
 	}
-	got := receiveAll(t, h, engine.QueueAdvance, 1, time.Second)
+	got := receiveAll(t, h, durable.QueueAdvance, 1, time.Second)
 	if len(got) != 1 {
 		t.Fatalf("received %d messages, want 1", len(got))
 	}
 	d := got[0]
-	back, err := engine.DecodeMessage(d.Body)
+	back, err := durable.DecodeMessage(d.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if back != m {
 		t.Fatalf("message %+v, want %+v", back, m)
 	}
-	if d.ReceiveCount != 1 || d.ReceiptHandle == "" || d.MessageID == "" || d.Queue != engine.QueueAdvance {
+	if d.ReceiveCount != 1 || d.ReceiptHandle == "" || d.MessageID == "" || d.Queue != durable.QueueAdvance {
 		t.Fatalf("delivery %+v", d)
 	}
-	if err := h.Receiver.Delete(ctx, &engine.DeleteParams{Queue: engine.QueueAdvance, ReceiptHandle: d.ReceiptHandle}); err != nil {
+	if err := h.Receiver.Delete(ctx, &durable.DeleteParams{Queue: durable.QueueAdvance, ReceiptHandle: d.ReceiptHandle}); err != nil {
 		t.Fatal(err)
 	}
 	h.Sleep(2 * time.Second)
-	if again := receiveAll(t, h, engine.QueueAdvance, 1, time.Second); len(again) != 0 {
+	if again := receiveAll(t, h, durable.QueueAdvance, 1, time.Second); len(again) != 0 {
 		t.Fatalf("deleted message came back: %+v", again)
 	}
 }
 
 func testBatch(t *testing.T, h *Harness) {
 	ctx := context.Background()
-	var batch []engine.Message
+	var batch []durable.Message
 	for i := range 13 {
 		batch = append(batch, msg(i))
 	}
 	if err := h.Queue.Send(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
-	got := receiveAll(t, h, engine.QueueAdvance, 13, 30*time.Second)
+	got := receiveAll(t, h, durable.QueueAdvance, 13, 30*time.Second)
 	seen := map[string]bool{}
 	for _, d := range got {
-		m, err := engine.DecodeMessage(d.Body)
+		m, err := durable.DecodeMessage(d.Body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,14 +118,14 @@ func testBatch(t *testing.T, h *Harness) {
 func testSeparate(t *testing.T, h *Harness) {
 	ctx := context.Background()
 	m := msg(1)
-	m.Queue = engine.QueueCompensate
-	if err := h.Queue.Send(ctx, []engine.Message{m}); err != nil {
+	m.Queue = durable.QueueCompensate
+	if err := h.Queue.Send(ctx, []durable.Message{m}); err != nil {
 		t.Fatal(err)
 	}
-	if got := receiveAll(t, h, engine.QueueAdvance, 1, time.Second); len(got) != 0 {
+	if got := receiveAll(t, h, durable.QueueAdvance, 1, time.Second); len(got) != 0 {
 		t.Fatal("a compensate message arrived on the advance queue")
 	}
-	if got := receiveAll(t, h, engine.QueueCompensate, 1, time.Second); len(got) != 1 {
+	if got := receiveAll(t, h, durable.QueueCompensate, 1, time.Second); len(got) != 1 {
 		t.Fatalf("compensate queue gave %d messages", len(got))
 	}
 }
@@ -134,36 +134,36 @@ func testDelay(t *testing.T, h *Harness) {
 	ctx := context.Background()
 	m := msg(1)
 	m.Delay = 2 * time.Second
-	if err := h.Queue.Send(ctx, []engine.Message{m}); err != nil {
+	if err := h.Queue.Send(ctx, []durable.Message{m}); err != nil {
 		t.Fatal(err)
 	}
-	if got := receiveAll(t, h, engine.QueueAdvance, 1, time.Second); len(got) != 0 {
+	if got := receiveAll(t, h, durable.QueueAdvance, 1, time.Second); len(got) != 0 {
 		t.Fatal("a delayed message arrived before its delay")
 	}
 	h.Sleep(3 * time.Second)
-	if got := receiveAll(t, h, engine.QueueAdvance, 1, time.Second); len(got) != 1 {
+	if got := receiveAll(t, h, durable.QueueAdvance, 1, time.Second); len(got) != 1 {
 		t.Fatalf("after the delay: %d messages", len(got))
 	}
-	m.Delay = engine.MaxDelay + time.Second
-	if err := h.Queue.Send(ctx, []engine.Message{m}); err == nil {
+	m.Delay = durable.MaxDelay + time.Second
+	if err := h.Queue.Send(ctx, []durable.Message{m}); err == nil {
 		t.Fatal("a delay over the maximum was accepted")
 	}
 }
 
 func testVisibility(t *testing.T, h *Harness) {
 	ctx := context.Background()
-	if err := h.Queue.Send(ctx, []engine.Message{msg(1)}); err != nil {
+	if err := h.Queue.Send(ctx, []durable.Message{msg(1)}); err != nil {
 		t.Fatal(err)
 	}
-	first := receiveAll(t, h, engine.QueueAdvance, 1, 2*time.Second)
+	first := receiveAll(t, h, durable.QueueAdvance, 1, 2*time.Second)
 	if len(first) != 1 {
 		t.Fatalf("first receive: %d", len(first))
 	}
-	if got := receiveAll(t, h, engine.QueueAdvance, 1, 2*time.Second); len(got) != 0 {
+	if got := receiveAll(t, h, durable.QueueAdvance, 1, 2*time.Second); len(got) != 0 {
 		t.Fatal("a received message was visible again at once")
 	}
 	h.Sleep(3 * time.Second)
-	second := receiveAll(t, h, engine.QueueAdvance, 1, 2*time.Second)
+	second := receiveAll(t, h, durable.QueueAdvance, 1, 2*time.Second)
 	if len(second) != 1 || second[0].ReceiveCount != 2 || !bytes.Equal(second[0].Body, first[0].Body) {
 		t.Fatalf("redelivery %+v", second)
 	}
@@ -176,22 +176,22 @@ func testDeadLetter(t *testing.T, h *Harness) {
 	ctx := context.Background()
 	// Not a message, but text SQS accepts (it refuses NUL and some other characters).
 	poison := []byte("{\"v\":1,\"saga_id\": truncated \u2603 \t\r\n")
-	if err := h.SendRaw(ctx, engine.QueueAdvance, poison); err != nil {
+	if err := h.SendRaw(ctx, durable.QueueAdvance, poison); err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i <= h.MaxReceives; i++ {
-		got := receiveAll(t, h, engine.QueueAdvance, 1, time.Second)
+		got := receiveAll(t, h, durable.QueueAdvance, 1, time.Second)
 		if len(got) != 1 || got[0].ReceiveCount != i {
 			t.Fatalf("receive %d: %+v", i, got)
 		}
 		h.Sleep(2 * time.Second)
 	}
-	if got := receiveAll(t, h, engine.QueueAdvance, 1, time.Second); len(got) != 0 {
+	if got := receiveAll(t, h, durable.QueueAdvance, 1, time.Second); len(got) != 0 {
 		t.Fatalf("received %d times more than the limit", len(got))
 	}
-	var dead []engine.Delivery
+	var dead []durable.Delivery
 	for range 5 {
-		dead = receiveAll(t, h, engine.DeadLetter(engine.QueueAdvance), 1, time.Second)
+		dead = receiveAll(t, h, durable.DeadLetter(durable.QueueAdvance), 1, time.Second)
 		if len(dead) > 0 {
 			break
 		}
@@ -204,22 +204,22 @@ func testDeadLetter(t *testing.T, h *Harness) {
 
 func testStaleReceipt(t *testing.T, h *Harness) {
 	ctx := context.Background()
-	if err := h.Queue.Send(ctx, []engine.Message{msg(1)}); err != nil {
+	if err := h.Queue.Send(ctx, []durable.Message{msg(1)}); err != nil {
 		t.Fatal(err)
 	}
-	first := receiveAll(t, h, engine.QueueAdvance, 1, time.Second)
+	first := receiveAll(t, h, durable.QueueAdvance, 1, time.Second)
 	h.Sleep(2 * time.Second)
-	second := receiveAll(t, h, engine.QueueAdvance, 1, 2*time.Second)
+	second := receiveAll(t, h, durable.QueueAdvance, 1, 2*time.Second)
 	if len(first) != 1 || len(second) != 1 {
 		t.Fatalf("receives %d %d", len(first), len(second))
 	}
 	// Deleting with the first, stale handle is not an error.
-	_ = h.Receiver.Delete(ctx, &engine.DeleteParams{Queue: engine.QueueAdvance, ReceiptHandle: first[0].ReceiptHandle})
-	if err := h.Receiver.Delete(ctx, &engine.DeleteParams{Queue: engine.QueueAdvance, ReceiptHandle: second[0].ReceiptHandle}); err != nil {
+	_ = h.Receiver.Delete(ctx, &durable.DeleteParams{Queue: durable.QueueAdvance, ReceiptHandle: first[0].ReceiptHandle})
+	if err := h.Receiver.Delete(ctx, &durable.DeleteParams{Queue: durable.QueueAdvance, ReceiptHandle: second[0].ReceiptHandle}); err != nil {
 		t.Fatal(err)
 	}
 	h.Sleep(3 * time.Second)
-	if got := receiveAll(t, h, engine.QueueAdvance, 1, time.Second); len(got) != 0 {
+	if got := receiveAll(t, h, durable.QueueAdvance, 1, time.Second); len(got) != 0 {
 		t.Fatal("deleted message came back")
 	}
 }
@@ -228,9 +228,9 @@ func testLongPoll(t *testing.T, h *Harness) {
 	ctx := context.Background()
 	go func() {
 		time.Sleep(50 * time.Millisecond)
-		_ = h.Queue.Send(ctx, []engine.Message{msg(7)})
+		_ = h.Queue.Send(ctx, []durable.Message{msg(7)})
 	}()
-	got, err := h.Receiver.Receive(ctx, &engine.ReceiveParams{Queue: engine.QueueAdvance, Max: 1, Wait: 5 * time.Second})
+	got, err := h.Receiver.Receive(ctx, &durable.ReceiveParams{Queue: durable.QueueAdvance, Max: 1, Wait: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
 // QueueSpec describes the queues to create for local use and tests; in AWS
@@ -23,16 +22,16 @@ type QueueSpec struct {
 
 // CreateQueues creates the advance and compensate queues, each with its
 // dead-letter queue and redrive policy, and returns their URLs by name.
-func CreateQueues(ctx context.Context, client *awssqs.Client, spec QueueSpec) (map[engine.QueueName]string, error) {
+func CreateQueues(ctx context.Context, client *awssqs.Client, spec QueueSpec) (map[durable.QueueName]string, error) {
 	if spec.MaxReceiveCount == 0 {
 		spec.MaxReceiveCount = 5
 	}
 	if spec.Visibility == 0 {
 		spec.Visibility = 30 * time.Second
 	}
-	urls := map[engine.QueueName]string{}
-	for _, q := range engine.QueueNames() {
-		dlq := engine.DeadLetter(q)
+	urls := map[durable.QueueName]string{}
+	for _, q := range durable.QueueNames() {
+		dlq := durable.DeadLetter(q)
 		dout, err := client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(spec.Prefix + string(dlq)),
 			Attributes: map[string]string{"MessageRetentionPeriod": "1209600"}})
 		if err != nil {

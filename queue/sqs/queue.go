@@ -1,4 +1,4 @@
-// Package sqs is engine.Queue and engine.Receiver on Amazon SQS, and the
+// Package sqs is durable.Queue and durable.Receiver on Amazon SQS, and the
 // glue for Lambda's SQS event source: decoding events.SQSMessage records and
 // building the partial batch response.
 package sqs
@@ -17,13 +17,12 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
-
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
 var (
-	_ engine.Queue    = (*Queue)(nil)
-	_ engine.Receiver = (*Queue)(nil)
+	_ durable.Queue    = (*Queue)(nil)
+	_ durable.Receiver = (*Queue)(nil)
 )
 
 // Message attributes set on every message, so operators can find a saga's
@@ -37,15 +36,15 @@ const (
 // Config sets up a Queue.
 type Config struct {
 	Client *awssqs.Client
-	// URLs maps queue names (engine.QueueAdvance, engine.QueueCompensate,
-	// and their engine.DeadLetter names for receiving) to queue URLs.
-	URLs map[engine.QueueName]string
+	// URLs maps queue names (durable.QueueAdvance, durable.QueueCompensate,
+	// and their durable.DeadLetter names for receiving) to queue URLs.
+	URLs map[durable.QueueName]string
 }
 
 // Queue sends to and receives from SQS queues.
 type Queue struct {
 	client *awssqs.Client
-	urls   map[engine.QueueName]string
+	urls   map[durable.QueueName]string
 }
 
 // New checks cfg and returns a queue.
@@ -53,7 +52,7 @@ func New(cfg Config) (*Queue, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("sqs queue: a Client is required")
 	}
-	for _, q := range engine.QueueNames() {
+	for _, q := range durable.QueueNames() {
 		if cfg.URLs[q] == "" {
 			return nil, fmt.Errorf("sqs queue: no URL for queue %q", q)
 		}
@@ -61,7 +60,7 @@ func New(cfg Config) (*Queue, error) {
 	return &Queue{client: cfg.Client, urls: cfg.URLs}, nil
 }
 
-func (q *Queue) url(name engine.QueueName) (string, error) {
+func (q *Queue) url(name durable.QueueName) (string, error) {
 	u, ok := q.urls[name]
 	if !ok {
 		return "", fmt.Errorf("sqs queue: no URL for queue %q", name)
@@ -72,16 +71,16 @@ func (q *Queue) url(name engine.QueueName) (string, error) {
 // delaySeconds rounds a delay up to SQS's whole seconds: a message may
 // come a little late, never early.
 func delaySeconds(d time.Duration) (int32, error) {
-	if d < 0 || d > engine.MaxDelay {
-		return 0, fmt.Errorf("delay %s outside 0 to %s", d, engine.MaxDelay)
+	if d < 0 || d > durable.MaxDelay {
+		return 0, fmt.Errorf("delay %s outside 0 to %s", d, durable.MaxDelay)
 	}
 	return int32(math.Ceil(d.Seconds())), nil
 }
 
-// Send implements engine.Queue, in batches of up to ten per queue.
-func (q *Queue) Send(ctx context.Context, msgs []engine.Message) error {
-	byQueue := map[engine.QueueName][]types.SendMessageBatchRequestEntry{}
-	var order []engine.QueueName
+// Send implements durable.Queue, in batches of up to ten per queue.
+func (q *Queue) Send(ctx context.Context, msgs []durable.Message) error {
+	byQueue := map[durable.QueueName][]types.SendMessageBatchRequestEntry{}
+	var order []durable.QueueName
 	for i, m := range msgs {
 		delay, err := delaySeconds(m.Delay)
 		if err != nil {
@@ -92,7 +91,7 @@ func (q *Queue) Send(ctx context.Context, msgs []engine.Message) error {
 		}
 		byQueue[m.Queue] = append(byQueue[m.Queue], types.SendMessageBatchRequestEntry{
 			Id:           aws.String(strconv.Itoa(i)),
-			MessageBody:  aws.String(string(engine.AppendMessage(nil, m))),
+			MessageBody:  aws.String(string(durable.AppendMessage(nil, m))),
 			DelaySeconds: delay,
 			MessageAttributes: map[string]types.MessageAttributeValue{
 				AttrSagaID:  {DataType: aws.String("String"), StringValue: aws.String(m.SagaID)},
@@ -139,7 +138,7 @@ func (q *Queue) sendBatch(ctx context.Context, url string, entries []types.SendM
 }
 
 // SendBody puts a raw body on a queue, as a foreign producer would.
-func (q *Queue) SendBody(ctx context.Context, name engine.QueueName, body []byte, delay time.Duration) error {
+func (q *Queue) SendBody(ctx context.Context, name durable.QueueName, body []byte, delay time.Duration) error {
 	url, err := q.url(name)
 	if err != nil {
 		return err
@@ -152,8 +151,8 @@ func (q *Queue) SendBody(ctx context.Context, name engine.QueueName, body []byte
 	return interpretError(err)
 }
 
-// Receive implements engine.Receiver (for the local event-source poller and tests).
-func (q *Queue) Receive(ctx context.Context, p *engine.ReceiveParams) ([]engine.Delivery, error) {
+// Receive implements durable.Receiver (for the local event-source poller and tests).
+func (q *Queue) Receive(ctx context.Context, p *durable.ReceiveParams) ([]durable.Delivery, error) {
 	url, err := q.url(p.Queue)
 	if err != nil {
 		return nil, err
@@ -173,16 +172,16 @@ func (q *Queue) Receive(ctx context.Context, p *engine.ReceiveParams) ([]engine.
 	if err != nil {
 		return nil, fmt.Errorf("receive from %s: %w", p.Queue, interpretError(err))
 	}
-	ds := make([]engine.Delivery, 0, len(out.Messages))
+	ds := make([]durable.Delivery, 0, len(out.Messages))
 	for _, m := range out.Messages {
 		count, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
-		ds = append(ds, engine.Delivery{Queue: p.Queue, MessageID: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: []byte(aws.ToString(m.Body)), ReceiveCount: count})
+		ds = append(ds, durable.Delivery{Queue: p.Queue, MessageID: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: []byte(aws.ToString(m.Body)), ReceiveCount: count})
 	}
 	return ds, nil
 }
 
-// Delete implements engine.Receiver.
-func (q *Queue) Delete(ctx context.Context, p *engine.DeleteParams) error {
+// Delete implements durable.Receiver.
+func (q *Queue) Delete(ctx context.Context, p *durable.DeleteParams) error {
 	url, err := q.url(p.Queue)
 	if err != nil {
 		return err
@@ -197,7 +196,7 @@ func (q *Queue) Delete(ctx context.Context, p *engine.DeleteParams) error {
 
 // ChangeVisibility makes a received message visible again after d (zero:
 // at once), as Lambda's event source does with a failed record.
-func (q *Queue) ChangeVisibility(ctx context.Context, name engine.QueueName, receipt string, d time.Duration) error {
+func (q *Queue) ChangeVisibility(ctx context.Context, name durable.QueueName, receipt string, d time.Duration) error {
 	url, err := q.url(name)
 	if err != nil {
 		return err
@@ -206,7 +205,7 @@ func (q *Queue) ChangeVisibility(ctx context.Context, name engine.QueueName, rec
 	return interpretError(err)
 }
 
-// interpretError translates SQS throttling into engine.ErrThrottled.
+// interpretError translates SQS throttling into durable.ErrThrottled.
 func interpretError(err error) error {
 	if err == nil {
 		return nil
@@ -215,7 +214,7 @@ func interpretError(err error) error {
 	if errors.As(err, &ae) {
 		switch ae.ErrorCode() {
 		case "ThrottlingException", "RequestThrottled", "KmsThrottled", "AWS.SimpleQueueService.RequestThrottled":
-			return fmt.Errorf("%w: %s", engine.ErrThrottled, ae.ErrorMessage())
+			return fmt.Errorf("%w: %s", durable.ErrThrottled, ae.ErrorMessage())
 		}
 	}
 	return err
@@ -226,8 +225,8 @@ type Record struct {
 	MessageID string
 	Body      []byte
 	// Message is the decoded body; zero when Err is set.
-	Message engine.Message
-	// Err wraps engine.ErrMalformedMessage for a body that is not a message:
+	Message durable.Message
+	// Err wraps durable.ErrMalformedMessage for a body that is not a message:
 	// report the record failed so it reaches the dead-letter queue untouched.
 	Err          error
 	ReceiveCount int
@@ -239,7 +238,7 @@ func Records(ev events.SQSEvent) []Record {
 	for i, r := range ev.Records {
 		count, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
 		out[i] = Record{MessageID: r.MessageId, Body: []byte(r.Body), ReceiveCount: count}
-		out[i].Message, out[i].Err = engine.DecodeMessage(out[i].Body)
+		out[i].Message, out[i].Err = durable.DecodeMessage(out[i].Body)
 	}
 	return out
 }

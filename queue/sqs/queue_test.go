@@ -12,7 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/queue/queuetest"
 	"github.com/lambdasaga/lambdasaga/queue/sqs"
@@ -42,7 +42,7 @@ func TestConformance(t *testing.T) {
 		q := newQueue(t, 3)
 		return &queuetest.Harness{
 			Queue: q, Receiver: q, MaxReceives: 3,
-			SendRaw: func(ctx context.Context, name engine.QueueName, body []byte) error {
+			SendRaw: func(ctx context.Context, name durable.QueueName, body []byte) error {
 				return q.SendBody(ctx, name, body, 0)
 			},
 			Sleep: time.Sleep,
@@ -66,7 +66,7 @@ func TestRecordsAndBatchResponse(t *testing.T) {
 	if recs[0].Err != nil || recs[0].Message.SagaID != "o-1" || recs[0].Message.Version != 3 || recs[0].ReceiveCount != 1 {
 		t.Fatalf("record 0: %+v", recs[0])
 	}
-	if !errors.Is(recs[1].Err, engine.ErrMalformedMessage) || string(recs[1].Body) != "not a message" {
+	if !errors.Is(recs[1].Err, durable.ErrMalformedMessage) || string(recs[1].Body) != "not a message" {
 		t.Fatalf("record 1: %+v", recs[1])
 	}
 	resp := sqs.BatchResponse([]string{recs[1].MessageID})

@@ -1,4 +1,4 @@
-// Package dynamo is engine.Store on Amazon DynamoDB: one table, one item
+// Package dynamo is durable.Store on Amazon DynamoDB: one table, one item
 // per saga, every transition a single conditional write on the version.
 //
 // Table design (single table, on-demand):
@@ -31,11 +31,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
-
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
-var _ engine.Store = (*Store)(nil)
+var _ durable.Store = (*Store)(nil)
 
 // Names of the table's keys, attributes and index.
 const (
@@ -70,7 +69,7 @@ type Config struct {
 	Retention time.Duration
 }
 
-// Store is engine.Store on a DynamoDB table.
+// Store is durable.Store on a DynamoDB table.
 type Store struct {
 	client    *dynamodb.Client
 	table     string
@@ -111,10 +110,10 @@ func gsi1sk(updated time.Time, id string) string {
 }
 
 // item builds the saga item, checking its size first.
-func (s *Store) item(r *engine.SagaRecord) (map[string]types.AttributeValue, error) {
+func (s *Store) item(r *durable.SagaRecord) (map[string]types.AttributeValue, error) {
 	size := len(r.State) + len(r.SagaID)*3 + len(r.Name) + len(r.DefinitionHash) + 200
 	if size > MaxItemBytes {
-		return nil, fmt.Errorf("%w: saga %s item would be %d bytes, over the %d this store writes (DynamoDB's limit is 400 KB)", engine.ErrTooLarge, r.SagaID, size, MaxItemBytes)
+		return nil, fmt.Errorf("%w: saga %s item would be %d bytes, over the %d this store writes (DynamoDB's limit is 400 KB)", durable.ErrTooLarge, r.SagaID, size, MaxItemBytes)
 	}
 	it := sagaKey(r.SagaID)
 	it[attrVersion] = n(r.Version)
@@ -137,12 +136,12 @@ func (s *Store) item(r *engine.SagaRecord) (map[string]types.AttributeValue, err
 // an operator and is kept however long that takes. Every write replaces the
 // whole item, so a write that moves a saga out of these statuses (a resume)
 // removes the ttl attribute.
-func expires(status engine.Status) bool {
-	return status == engine.StatusSucceeded || status == engine.StatusCompensated
+func expires(status durable.Status) bool {
+	return status == durable.StatusSucceeded || status == durable.StatusCompensated
 }
 
-// SagaCreate implements engine.Store.
-func (s *Store) SagaCreate(ctx context.Context, p *engine.SagaCreateParams) error {
+// SagaCreate implements durable.Store.
+func (s *Store) SagaCreate(ctx context.Context, p *durable.SagaCreateParams) error {
 	it, err := s.item(&p.Record)
 	if err != nil {
 		return err
@@ -153,14 +152,14 @@ func (s *Store) SagaCreate(ctx context.Context, p *engine.SagaCreateParams) erro
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 		ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
 	})
-	if err = interpretError(err); errors.Is(err, engine.ErrConflict) {
-		return fmt.Errorf("saga %s: %w", p.Record.SagaID, engine.ErrExists)
+	if err = interpretError(err); errors.Is(err, durable.ErrConflict) {
+		return fmt.Errorf("saga %s: %w", p.Record.SagaID, durable.ErrExists)
 	}
 	return wrap(err, "create saga %s", p.Record.SagaID)
 }
 
-// SagaGet implements engine.Store.
-func (s *Store) SagaGet(ctx context.Context, p *engine.SagaGetParams) (*engine.SagaRecord, error) {
+// SagaGet implements durable.Store.
+func (s *Store) SagaGet(ctx context.Context, p *durable.SagaGetParams) (*durable.SagaRecord, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: sagaKey(p.SagaID), ConsistentRead: aws.Bool(true),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
@@ -169,18 +168,18 @@ func (s *Store) SagaGet(ctx context.Context, p *engine.SagaGetParams) (*engine.S
 		return nil, wrap(interpretError(err), "get saga %s", p.SagaID)
 	}
 	if out.Item == nil {
-		return nil, fmt.Errorf("saga %s: %w", p.SagaID, engine.ErrNotFound)
+		return nil, fmt.Errorf("saga %s: %w", p.SagaID, durable.ErrNotFound)
 	}
 	return decodeRecord(p.SagaID, out.Item)
 }
 
-func decodeRecord(id string, it map[string]types.AttributeValue) (*engine.SagaRecord, error) {
-	r := &engine.SagaRecord{SagaID: id}
+func decodeRecord(id string, it map[string]types.AttributeValue) (*durable.SagaRecord, error) {
+	r := &durable.SagaRecord{SagaID: id}
 	var err error
 	if r.Version, err = numAttr(it, attrVersion); err != nil {
 		return nil, fmt.Errorf("saga %s: %w", id, err)
 	}
-	r.Status = engine.Status(strAttr(it, attrStatus))
+	r.Status = durable.Status(strAttr(it, attrStatus))
 	r.Name = strAttr(it, attrName)
 	r.DefinitionHash = strAttr(it, attrDef)
 	ns, _ := numAttr(it, attrUpdated)
@@ -206,8 +205,8 @@ func numAttr(it map[string]types.AttributeValue, name string) (uint64, error) {
 	return strconv.ParseUint(v.Value, 10, 64)
 }
 
-// SagaUpdate implements engine.Store: a PutItem conditional on the version.
-func (s *Store) SagaUpdate(ctx context.Context, p *engine.SagaUpdateParams) error {
+// SagaUpdate implements durable.Store: a PutItem conditional on the version.
+func (s *Store) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParams) error {
 	it, err := s.item(&p.Record)
 	if err != nil {
 		return err
@@ -220,30 +219,30 @@ func (s *Store) SagaUpdate(ctx context.Context, p *engine.SagaUpdateParams) erro
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	})
 	err = interpretError(err)
-	if errors.Is(err, engine.ErrConflict) {
+	if errors.Is(err, durable.ErrConflict) {
 		// Missing, or at another version? Only the failure path pays this read.
-		if _, gerr := s.SagaGet(ctx, &engine.SagaGetParams{SagaID: p.Record.SagaID}); errors.Is(gerr, engine.ErrNotFound) {
+		if _, gerr := s.SagaGet(ctx, &durable.SagaGetParams{SagaID: p.Record.SagaID}); errors.Is(gerr, durable.ErrNotFound) {
 			return gerr
 		}
-		return fmt.Errorf("saga %s is not at version %d: %w", p.Record.SagaID, p.ExpectedVersion, engine.ErrConflict)
+		return fmt.Errorf("saga %s is not at version %d: %w", p.Record.SagaID, p.ExpectedVersion, durable.ErrConflict)
 	}
 	return wrap(err, "update saga %s", p.Record.SagaID)
 }
 
-// SagaList implements engine.Store. The cursor is the index sort key of the
+// SagaList implements durable.Store. The cursor is the index sort key of the
 // last saga returned; a page without a status filter merges one query per status.
-func (s *Store) SagaList(ctx context.Context, p *engine.SagaListParams) (*engine.SagaListResult, error) {
+func (s *Store) SagaList(ctx context.Context, p *durable.SagaListParams) (*durable.SagaListResult, error) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 100
 	}
-	statuses := []engine.Status{p.Status}
+	statuses := []durable.Status{p.Status}
 	if p.Status == "" {
-		statuses = engine.Statuses()
+		statuses = durable.Statuses()
 	}
 	type found struct {
 		sk string
-		sm engine.SagaSummary
+		sm durable.SagaSummary
 	}
 	var all []found
 	for _, st := range statuses {
@@ -271,12 +270,12 @@ func (s *Store) SagaList(ctx context.Context, p *engine.SagaListParams) (*engine
 			if err != nil {
 				return nil, err
 			}
-			all = append(all, found{sk: strAttr(it, attrGSI1SK), sm: engine.SagaSummary{SagaID: id, Name: r.Name, Status: r.Status, Version: r.Version, DefinitionHash: r.DefinitionHash, UpdatedAt: r.UpdatedAt}})
+			all = append(all, found{sk: strAttr(it, attrGSI1SK), sm: durable.SagaSummary{SagaID: id, Name: r.Name, Status: r.Status, Version: r.Version, DefinitionHash: r.DefinitionHash, UpdatedAt: r.UpdatedAt}})
 		}
 	}
 	// Newest first across statuses: the sort key orders by time, then id.
 	slices.SortFunc(all, func(a, b found) int { return strings.Compare(b.sk, a.sk) })
-	res := &engine.SagaListResult{}
+	res := &durable.SagaListResult{}
 	for _, f := range all[:min(limit, len(all))] {
 		res.Sagas = append(res.Sagas, f.sm)
 	}
@@ -288,8 +287,8 @@ func (s *Store) SagaList(ctx context.Context, p *engine.SagaListParams) (*engine
 	return res, nil
 }
 
-// DefinitionPut implements engine.Store.
-func (s *Store) DefinitionPut(ctx context.Context, p *engine.DefinitionPutParams) error {
+// DefinitionPut implements durable.Store.
+func (s *Store) DefinitionPut(ctx context.Context, p *durable.DefinitionPutParams) error {
 	it := defKey(p.Hash)
 	it[attrName] = &types.AttributeValueMemberS{Value: p.Name}
 	it[attrSource] = &types.AttributeValueMemberB{Value: p.Source}
@@ -299,21 +298,21 @@ func (s *Store) DefinitionPut(ctx context.Context, p *engine.DefinitionPutParams
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 		ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
 	})
-	if err = interpretError(err); errors.Is(err, engine.ErrConflict) {
-		stored, gerr := s.DefinitionGet(ctx, &engine.DefinitionGetParams{Hash: p.Hash})
+	if err = interpretError(err); errors.Is(err, durable.ErrConflict) {
+		stored, gerr := s.DefinitionGet(ctx, &durable.DefinitionGetParams{Hash: p.Hash})
 		if gerr != nil {
 			return gerr
 		}
 		if string(stored.Source) != string(p.Source) {
-			return fmt.Errorf("definition %s: stored with a different source: %w", p.Hash, engine.ErrConflict)
+			return fmt.Errorf("definition %s: stored with a different source: %w", p.Hash, durable.ErrConflict)
 		}
 		return nil
 	}
 	return wrap(err, "put definition %s", p.Hash)
 }
 
-// DefinitionGet implements engine.Store.
-func (s *Store) DefinitionGet(ctx context.Context, p *engine.DefinitionGetParams) (*engine.DefinitionRecord, error) {
+// DefinitionGet implements durable.Store.
+func (s *Store) DefinitionGet(ctx context.Context, p *durable.DefinitionGetParams) (*durable.DefinitionRecord, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: &s.table, Key: defKey(p.Hash), ConsistentRead: aws.Bool(true),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
@@ -322,9 +321,9 @@ func (s *Store) DefinitionGet(ctx context.Context, p *engine.DefinitionGetParams
 		return nil, wrap(interpretError(err), "get definition %s", p.Hash)
 	}
 	if out.Item == nil {
-		return nil, fmt.Errorf("definition %s: %w", p.Hash, engine.ErrNotFound)
+		return nil, fmt.Errorf("definition %s: %w", p.Hash, durable.ErrNotFound)
 	}
-	d := &engine.DefinitionRecord{Hash: p.Hash, Name: strAttr(out.Item, attrName)}
+	d := &durable.DefinitionRecord{Hash: p.Hash, Name: strAttr(out.Item, attrName)}
 	if b, ok := out.Item[attrSource].(*types.AttributeValueMemberB); ok {
 		d.Source = b.Value
 	}
@@ -340,20 +339,20 @@ func interpretError(err error) error {
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return engine.ErrConflict
+		return durable.ErrConflict
 	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		switch ae.ErrorCode() {
 		case "ConditionalCheckFailedException":
-			return engine.ErrConflict
+			return durable.ErrConflict
 		case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded", "LimitExceededException":
-			return fmt.Errorf("%w: %s", engine.ErrThrottled, ae.ErrorMessage())
+			return fmt.Errorf("%w: %s", durable.ErrThrottled, ae.ErrorMessage())
 		case "ResourceNotFoundException":
 			return fmt.Errorf("table missing: %s: %w", ae.ErrorMessage(), err)
 		case "ValidationException":
 			if strings.Contains(ae.ErrorMessage(), "Item size") {
-				return fmt.Errorf("%w: %s", engine.ErrTooLarge, ae.ErrorMessage())
+				return fmt.Errorf("%w: %s", durable.ErrTooLarge, ae.ErrorMessage())
 			}
 		}
 	}

@@ -11,21 +11,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 	"github.com/lambdasaga/lambdasaga/store/storetest"
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Exercise(t, func(t *testing.T) engine.Store { return awstest.New(t).Store })
+	storetest.Exercise(t, func(t *testing.T) durable.Store { return awstest.New(t).Store })
 }
 
 func TestItemSizeIsCheckedBeforeWriting(t *testing.T) {
 	s := awstest.New(t).Store
-	r := engine.SagaRecord{SagaID: "big-1", Version: 1, Status: engine.StatusRunning, Name: "order", DefinitionHash: "h", UpdatedAt: time.Now(), State: make([]byte, dynamo.MaxItemBytes)}
-	err := s.SagaCreate(context.Background(), &engine.SagaCreateParams{Record: r})
-	if !errors.Is(err, engine.ErrTooLarge) || !strings.Contains(err.Error(), "saga big-1") || !strings.Contains(err.Error(), "bytes") {
+	r := durable.SagaRecord{SagaID: "big-1", Version: 1, Status: durable.StatusRunning, Name: "order", DefinitionHash: "h", UpdatedAt: time.Now(), State: make([]byte, dynamo.MaxItemBytes)}
+	err := s.SagaCreate(context.Background(), &durable.SagaCreateParams{Record: r})
+	if !errors.Is(err, durable.ErrTooLarge) || !strings.Contains(err.Error(), "saga big-1") || !strings.Contains(err.Error(), "bytes") {
 		t.Fatalf("err = %v, want ErrTooLarge naming the saga and the size", err)
 	}
 }
@@ -37,16 +37,16 @@ func TestWriteUnitsPerTransition(t *testing.T) {
 	s, counter := b.Store, b.Counter
 	ctx := context.Background()
 	st := make([]byte, 300)
-	r := engine.SagaRecord{SagaID: "wu-1", Version: 1, Status: engine.StatusRunning, Name: "order", DefinitionHash: strings.Repeat("a", 64), UpdatedAt: time.Now(), State: st}
-	if err := s.SagaCreate(ctx, &engine.SagaCreateParams{Record: r}); err != nil {
+	r := durable.SagaRecord{SagaID: "wu-1", Version: 1, Status: durable.StatusRunning, Name: "order", DefinitionHash: strings.Repeat("a", 64), UpdatedAt: time.Now(), State: st}
+	if err := s.SagaCreate(ctx, &durable.SagaCreateParams{Record: r}); err != nil {
 		t.Fatal(err)
 	}
 	counter.Reset()
-	if _, err := s.SagaGet(ctx, &engine.SagaGetParams{SagaID: "wu-1"}); err != nil {
+	if _, err := s.SagaGet(ctx, &durable.SagaGetParams{SagaID: "wu-1"}); err != nil {
 		t.Fatal(err)
 	}
 	r.Version = 2
-	if err := s.SagaUpdate(ctx, &engine.SagaUpdateParams{Record: r, ExpectedVersion: 1}); err != nil {
+	if err := s.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: r, ExpectedVersion: 1}); err != nil {
 		t.Fatal(err)
 	}
 	snap := counter.Snapshot()
@@ -77,24 +77,24 @@ func TestTTLOnlyOnSagasOverForGood(t *testing.T) {
 		_, ok := out.Item[dynamo.TTLAttribute]
 		return ok
 	}
-	r := engine.SagaRecord{SagaID: "ttl-1", Version: 1, Status: engine.StatusRunning, Name: "order", DefinitionHash: "h", UpdatedAt: time.Now(), State: []byte{1}}
-	if err := b.Store.SagaCreate(ctx, &engine.SagaCreateParams{Record: r}); err != nil {
+	r := durable.SagaRecord{SagaID: "ttl-1", Version: 1, Status: durable.StatusRunning, Name: "order", DefinitionHash: "h", UpdatedAt: time.Now(), State: []byte{1}}
+	if err := b.Store.SagaCreate(ctx, &durable.SagaCreateParams{Record: r}); err != nil {
 		t.Fatal(err)
 	}
 	for _, step := range []struct {
-		status engine.Status
+		status durable.Status
 		ttl    bool
 	}{
-		{engine.StatusCompensating, false},
-		{engine.StatusCompensationFailed, false}, // parked: waits for an operator
-		{engine.StatusCompensating, false},       // resumed
-		{engine.StatusCompensated, true},
-		{engine.StatusRunning, false}, // out of a final status: the ttl goes
-		{engine.StatusSucceeded, true},
+		{durable.StatusCompensating, false},
+		{durable.StatusCompensationFailed, false}, // parked: waits for an operator
+		{durable.StatusCompensating, false},       // resumed
+		{durable.StatusCompensated, true},
+		{durable.StatusRunning, false}, // out of a final status: the ttl goes
+		{durable.StatusSucceeded, true},
 	} {
 		r.Version++
 		r.Status = step.status
-		if err := b.Store.SagaUpdate(ctx, &engine.SagaUpdateParams{Record: r, ExpectedVersion: r.Version - 1}); err != nil {
+		if err := b.Store.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: r, ExpectedVersion: r.Version - 1}); err != nil {
 			t.Fatal(err)
 		}
 		if got := hasTTL("ttl-1"); got != step.ttl {

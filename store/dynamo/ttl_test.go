@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
 // Only sagas that are over for good expire. A saga parked in
@@ -16,13 +15,13 @@ import (
 func TestOnlySucceededAndCompensatedSagasExpire(t *testing.T) {
 	updated := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	s := &Store{table: "t", retention: 24 * time.Hour}
-	for _, status := range engine.Statuses() {
-		it, err := s.item(&engine.SagaRecord{SagaID: "s-1", Version: 2, Status: status, Name: "n", DefinitionHash: "h", UpdatedAt: updated})
+	for _, status := range durable.Statuses() {
+		it, err := s.item(&durable.SagaRecord{SagaID: "s-1", Version: 2, Status: status, Name: "n", DefinitionHash: "h", UpdatedAt: updated})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ttl, has := it[attrTTL].(*types.AttributeValueMemberN)
-		want := status == engine.StatusSucceeded || status == engine.StatusCompensated
+		want := status == durable.StatusSucceeded || status == durable.StatusCompensated
 		if has != want {
 			t.Errorf("%s: ttl attribute %v, want %v", status, has, want)
 		}
@@ -31,7 +30,7 @@ func TestOnlySucceededAndCompensatedSagasExpire(t *testing.T) {
 		}
 	}
 	keep := &Store{table: "t", retention: -1}
-	it, _ := keep.item(&engine.SagaRecord{SagaID: "s-1", Version: 2, Status: engine.StatusSucceeded, UpdatedAt: updated})
+	it, _ := keep.item(&durable.SagaRecord{SagaID: "s-1", Version: 2, Status: durable.StatusSucceeded, UpdatedAt: updated})
 	if _, has := it[attrTTL]; has {
 		t.Error("negative retention: ttl attribute written")
 	}

@@ -3,11 +3,11 @@ package memory_test
 import (
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/store/memory"
 	"github.com/lambdasaga/lambdasaga/store/storetest"
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Exercise(t, func(t *testing.T) engine.Store { return memory.New() })
+	storetest.Exercise(t, func(t *testing.T) durable.Store { return memory.New() })
 }

@@ -1,22 +1,22 @@
-package engine_test
+package durable_test
 
 import (
 	"encoding/json"
 	"errors"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
 func TestMessageRoundTrip(t *testing.T) {
-	m := engine.Message{SagaID: "order:2026-11-30.a_b", Version: engine.MaxVersion, Queue: engine.QueueCompensate, Step: "charge.card", Attempt: 12}
-	got, err := engine.DecodeMessage(engine.AppendMessage(nil, m))
+	m := durable.Message{SagaID: "order:2026-11-30.a_b", Version: durable.MaxVersion, Queue: durable.QueueCompensate, Step: "charge.card", Attempt: 12}
+	got, err := durable.DecodeMessage(durable.AppendMessage(nil, m))
 	if err != nil || got != m {
 		t.Fatalf("got %+v %v", got, err)
 	}
 	// The body is ordinary JSON.
 	var v map[string]any
-	if err := json.Unmarshal(engine.AppendMessage(nil, m), &v); err != nil || v["step"] != "charge.card" {
+	if err := json.Unmarshal(durable.AppendMessage(nil, m), &v); err != nil || v["step"] != "charge.card" {
 		t.Fatalf("%v %v", v, err)
 	}
 }
@@ -32,7 +32,7 @@ func TestDecodeMessageRejects(t *testing.T) {
 		`{"v":1,"saga_id":"s","version":"1","queue":"advance","step":"a","attempt":1}`,
 		`{"v":1,"saga_id":"s","version":1,"queue":"advance","step":"a","attempt":1} trailing`,
 	} {
-		if _, err := engine.DecodeMessage([]byte(body)); !errors.Is(err, engine.ErrMalformedMessage) {
+		if _, err := durable.DecodeMessage([]byte(body)); !errors.Is(err, durable.ErrMalformedMessage) {
 			t.Errorf("%q: %v, want ErrMalformedMessage", body, err)
 		}
 	}
@@ -43,16 +43,16 @@ func TestDecodeMessageRejects(t *testing.T) {
 			`{"v":1,"saga_id":"s","version":` + v + `,"queue":"advance","step":"a","attempt":1}`,
 			` {"version":` + v + `, "v":1,"saga_id":"s","queue":"advance","step":"a","attempt":1,"x":null}`, // the slow path
 		} {
-			if _, err := engine.DecodeMessage([]byte(body)); !errors.Is(err, engine.ErrMalformedMessage) {
+			if _, err := durable.DecodeMessage([]byte(body)); !errors.Is(err, durable.ErrMalformedMessage) {
 				t.Errorf("%s: %v, want ErrMalformedMessage", body, err)
 			}
 		}
 	}
-	if m, err := engine.DecodeMessage([]byte(`{"v":1,"saga_id":"s","version":9223372036854775807,"queue":"advance","step":"a","attempt":1}`)); err != nil || m.Version != engine.MaxVersion {
+	if m, err := durable.DecodeMessage([]byte(`{"v":1,"saga_id":"s","version":9223372036854775807,"queue":"advance","step":"a","attempt":1}`)); err != nil || m.Version != durable.MaxVersion {
 		t.Errorf("version 2^63-1: %+v %v", m, err)
 	}
 	// Unusual but valid JSON takes the slow path and still decodes.
-	m, err := engine.DecodeMessage([]byte(` { "attempt" : 2 , "v":1, "saga_id":"s\u002d1", "version":3, "queue":"advance", "step":"a", "extra": {"x": [1]}} `))
+	m, err := durable.DecodeMessage([]byte(` { "attempt" : 2 , "v":1, "saga_id":"s\u002d1", "version":3, "queue":"advance", "step":"a", "extra": {"x": [1]}} `))
 	if err != nil || m.SagaID != "s-1" || m.Version != 3 || m.Attempt != 2 {
 		t.Fatalf("%+v %v", m, err)
 	}
@@ -65,7 +65,7 @@ func FuzzDecodeMessage(f *testing.F) {
 	f.Add([]byte(`{"V":1,"saga_id":"s","version":1,"queue":"advance","step":"a","attempt":1}`))
 	f.Add([]byte(`{"v":1,"saga_id":"s","version":18446744073709551615,"queue":"advance","step":"a","attempt":1}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got, err := engine.DecodeMessage(body)
+		got, err := durable.DecodeMessage(body)
 		want, werr := decodeWithJSON(body)
 		if (err == nil) != (werr == nil) {
 			t.Fatalf("fast %v, encoding/json %v", err, werr)
@@ -77,7 +77,7 @@ func FuzzDecodeMessage(f *testing.F) {
 }
 
 // decodeWithJSON is the reference: encoding/json and the same checks.
-func decodeWithJSON(body []byte) (engine.Message, error) {
+func decodeWithJSON(body []byte) (durable.Message, error) {
 	var mb struct {
 		V       int    `json:"v"`
 		SagaID  string `json:"saga_id"`
@@ -86,16 +86,16 @@ func decodeWithJSON(body []byte) (engine.Message, error) {
 		Step    string `json:"step"`
 		Attempt int    `json:"attempt"`
 	}
-	if len(body) > engine.MaxMessageBytes {
-		return engine.Message{}, errors.New("too large")
+	if len(body) > durable.MaxMessageBytes {
+		return durable.Message{}, errors.New("too large")
 	}
 	if err := json.Unmarshal(body, &mb); err != nil {
-		return engine.Message{}, err
+		return durable.Message{}, err
 	}
-	if mb.V != 1 || !engine.ValidSagaID(mb.SagaID) || mb.Version == 0 || mb.Version > engine.MaxVersion || (mb.Queue != "advance" && mb.Queue != "compensate") || mb.Attempt < 1 {
-		return engine.Message{}, errors.New("invalid")
+	if mb.V != 1 || !durable.ValidSagaID(mb.SagaID) || mb.Version == 0 || mb.Version > durable.MaxVersion || (mb.Queue != "advance" && mb.Queue != "compensate") || mb.Attempt < 1 {
+		return durable.Message{}, errors.New("invalid")
 	}
-	return engine.Message{SagaID: mb.SagaID, Version: mb.Version, Queue: engine.QueueName(mb.Queue), Step: mb.Step, Attempt: mb.Attempt}, nil
+	return durable.Message{SagaID: mb.SagaID, Version: mb.Version, Queue: durable.QueueName(mb.Queue), Step: mb.Step, Attempt: mb.Attempt}, nil
 }
 
 func TestValidSagaID(t *testing.T) {
@@ -104,7 +104,7 @@ func TestValidSagaID(t *testing.T) {
 		"": false, "-a": false, "_a": false, "a b": false, "a/b": false, "ä": false, "a\n": false,
 		"a" + string(bytesOf('b', 127)): true, "a" + string(bytesOf('b', 128)): false,
 	} {
-		if got := engine.ValidSagaID(id); got != want {
+		if got := durable.ValidSagaID(id); got != want {
 			t.Errorf("ValidSagaID(%q) = %v, want %v", id, got, want)
 		}
 	}

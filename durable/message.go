@@ -1,4 +1,4 @@
-package engine
+package durable
 
 import (
 	"encoding/json"

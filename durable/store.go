@@ -1,4 +1,4 @@
-package engine
+package durable
 
 import (
 	"context"
@@ -102,52 +102,7 @@ type Store interface {
 	DefinitionGet(ctx context.Context, params *DefinitionGetParams) (*DefinitionRecord, error)
 }
 
-// Queue sends messages. Implementations are safe for concurrent use;
-// queuetest.Exercise is the contract.
-type Queue interface {
-	// Send enqueues every message on its Queue, each after its Delay (at
-	// most MaxDelay). It returns nil only when all were accepted; on error
-	// some may have been sent, and sending them again is safe because the
-	// protocol drops duplicates.
-	Send(ctx context.Context, msgs []Message) error
-}
-
-// Delivery is a received message.
-type Delivery struct {
-	Queue         QueueName
-	MessageID     string
-	ReceiptHandle string
-	Body          []byte
-	ReceiveCount  int // 1 on the first delivery
-}
-
-// ReceiveParams asks for up to Max messages from Queue.
-type ReceiveParams struct {
-	Queue QueueName
-	Max   int // 1 to 10
-	// Wait is how long to wait for a first message (long polling); zero returns at once.
-	Wait time.Duration
-	// Visibility is how long received messages stay hidden before they are
-	// delivered again, unless deleted; zero takes the queue's default.
-	Visibility time.Duration
-}
-
-// DeleteParams removes a received message for good.
-type DeleteParams struct {
-	Queue         QueueName
-	ReceiptHandle string
-}
-
-// Receiver is the consuming side of a queue, used by in-process workers and
-// the local event-source poller; in AWS, Lambda's event source mapping does it.
-type Receiver interface {
-	// Receive returns up to Max visible messages, hiding them for the
-	// visibility timeout. A message received more than the queue's limit
-	// moves to its dead-letter queue instead, body untouched.
-	Receive(ctx context.Context, params *ReceiveParams) ([]Delivery, error)
-	// Delete removes a received message. A stale receipt handle is not an error.
-	Delete(ctx context.Context, params *DeleteParams) error
-}
-
-// DeadLetter names the dead-letter queue of q.
-func DeadLetter(q QueueName) QueueName { return q + "-dlq" }
+// MaxRecordStateBytes is the longest encoded state a store must hold in
+// one SagaRecord: the engine never writes more (a saga that failed may
+// hold up to this much; one that runs forward, less).
+const MaxRecordStateBytes = 380 << 10

@@ -1,4 +1,4 @@
-package engine
+package durable
 
 import (
 	"sync"
@@ -28,3 +28,12 @@ func (c *ManualClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
 }
+
+// Clock tells the time. Tests inject a virtual one.
+type Clock interface{ Now() time.Time }
+
+// SystemClock is the real clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
