@@ -10,6 +10,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
+	"github.com/lambdasaga/lambdasaga/lang"
 
 	"github.com/lambdasaga/lambdasaga/engine"
 )
@@ -48,7 +49,7 @@ func TestPayloadSize(t *testing.T) {
 			// fails; its action did succeed, so its compensation comes first
 			// (this test handles the advance queue only: it stays pending).
 			cur, pending := st.Pending()
-			if st.Status != durable.StatusCompensating || st.Failure == nil || st.Failure.Type != engine.ErrorTypeStateTooLarge || !strings.Contains(st.Failure.Message, "bytes") ||
+			if st.Status != durable.StatusCompensating || st.Failure == nil || st.Failure.Type != lang.ErrorTypeStateTooLarge || !strings.Contains(st.Failure.Message, "bytes") ||
 				!pending || !cur.Compensating {
 				t.Fatalf("%d KB: %s %+v, want compensating with StateTooLarge, s0's compensation pending", kb, st.Status, st.Failure)
 			}

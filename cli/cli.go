@@ -16,6 +16,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // Exit codes.
@@ -167,14 +168,14 @@ func (c *Config) load(file string) (*engine.Plan, bool) { return c.loadWith(file
 
 // loadWith is load with compile options.
 func (c *Config) loadWith(file string, opts engine.Options) (*engine.Plan, bool) {
-	src, err := readFile(file, engine.MaxDefinitionBytes, "a definition")
+	src, err := readFile(file, lang.MaxDefinitionBytes, "a definition")
 	if err != nil {
 		c.errorf("definition %v", err)
 		return nil, false
 	}
 	plan, err := engine.Compile(file, src, opts)
 	if err != nil {
-		var de *engine.DefinitionError
+		var de *lang.DefinitionError
 		if errors.As(err, &de) {
 			for _, p := range de.Problems {
 				fmt.Fprintln(c.Stderr, p.String())

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // TestFailNamesOneThing: --fail X.compensate fails the compensation of X
@@ -13,13 +14,13 @@ import (
 // fails that step only; anything else is refused with the valid names, in
 // the definition's order.
 func TestFailNamesOneThing(t *testing.T) {
-	undo := &engine.Compensation{Action: "x.undo"}
-	steps := []*engine.Step{
-		{ID: "x", Kind: engine.KindAction, Action: "x.do", Compensate: undo},
-		{ID: "x.compensate", Kind: engine.KindAction, Action: "other"},
-		{ID: "total", Kind: engine.KindSet},
-		{ID: "y", Kind: engine.KindAction, Action: "y.do", Compensate: undo},
-		{ID: "z", Kind: engine.KindAction, Action: "z.do"},
+	undo := &lang.Compensation{Action: "x.undo"}
+	steps := []*lang.Step{
+		{ID: "x", Kind: lang.KindAction, Action: "x.do", Compensate: undo},
+		{ID: "x.compensate", Kind: lang.KindAction, Action: "other"},
+		{ID: "total", Kind: lang.KindSet},
+		{ID: "y", Kind: lang.KindAction, Action: "y.do", Compensate: undo},
+		{ID: "z", Kind: lang.KindAction, Action: "z.do"},
 	}
 	call := func(step string, comp bool) engine.Call { return engine.Call{Step: step, Compensation: comp} }
 	tests := []struct {

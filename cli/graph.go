@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 func runGraph(c *Config, args []string) int {
@@ -37,7 +37,7 @@ func mermaidText(s string) string {
 // step 0), never from their ids: ids such as a.b, a_b and a-b, or a step
 // a_undo beside the undo of a, would otherwise name one node. The labels
 // carry the step ids.
-func writeMermaid(w io.Writer, def *engine.Definition) {
+func writeMermaid(w io.Writer, def *lang.Definition) {
 	index := make(map[string]int, len(def.Steps))
 	for i, s := range def.Steps {
 		index[s.ID] = i
@@ -52,7 +52,7 @@ func writeMermaid(w io.Writer, def *engine.Definition) {
 	fmt.Fprintf(w, "    start((start)) --> %s\n", nodeID(def.Steps[0].ID))
 	fmt.Fprintf(w, "    succeeded((succeeded))\n")
 	fmt.Fprintf(w, "    compensate[[compensate: undo completed steps, newest first]]\n")
-	next := func(i int, s *engine.Step) string {
+	next := func(i int, s *lang.Step) string {
 		if s.Next != "" {
 			return nodeID(s.Next)
 		}
@@ -64,18 +64,18 @@ func writeMermaid(w io.Writer, def *engine.Definition) {
 	for i, s := range def.Steps {
 		id := nodeID(s.ID)
 		switch s.Kind {
-		case engine.KindAction:
+		case lang.KindAction:
 			fmt.Fprintf(w, "    %s[\"%s<br/>%s\"]\n", id, mermaidText(s.ID), mermaidText(s.Action))
 			fmt.Fprintf(w, "    %s --> %s\n", id, next(i, s))
 			fmt.Fprintf(w, "    %s -->|fails| compensate\n", id)
-		case engine.KindSet:
+		case lang.KindSet:
 			names := make([]string, len(s.Set))
 			for j, a := range s.Set {
 				names[j] = a.Name
 			}
 			fmt.Fprintf(w, "    %s[\"%s<br/>set %s\"]\n", id, mermaidText(s.ID), mermaidText(strings.Join(names, ", ")))
 			fmt.Fprintf(w, "    %s --> %s\n", id, next(i, s))
-		case engine.KindSwitch:
+		case lang.KindSwitch:
 			fmt.Fprintf(w, "    %s{\"%s\"}\n", id, mermaidText(s.ID))
 			hasDefault := false
 			for _, cs := range s.Switch {
@@ -89,14 +89,14 @@ func writeMermaid(w io.Writer, def *engine.Definition) {
 			if !hasDefault {
 				fmt.Fprintf(w, "    %s -->|otherwise| %s\n", id, next(i, s))
 			}
-		case engine.KindAssert:
+		case lang.KindAssert:
 			fmt.Fprintf(w, "    %s{{\"%s<br/>assert %s\"}}\n", id, mermaidText(s.ID), mermaidText(s.Assert.If))
 			fmt.Fprintf(w, "    %s --> %s\n", id, next(i, s))
 			fmt.Fprintf(w, "    %s -->|false| compensate\n", id)
-		case engine.KindFail:
+		case lang.KindFail:
 			fmt.Fprintf(w, "    %s[\"%s<br/>fail %s\"]\n", id, mermaidText(s.ID), mermaidText(s.Fail.Error))
 			fmt.Fprintf(w, "    %s --> compensate\n", id)
-		case engine.KindSucceed:
+		case lang.KindSucceed:
 			fmt.Fprintf(w, "    %s([\"%s<br/>succeed\"])\n", id, mermaidText(s.ID))
 			fmt.Fprintf(w, "    %s --> succeeded\n", id)
 		}

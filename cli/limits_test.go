@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lambdasaga/lambdasaga/cli"
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // padTo writes prefix padded with spaces to exactly n bytes.
@@ -36,11 +36,11 @@ func TestFilesAreReadWithinALimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defAt := padTo(t, "at.yaml", string(def), engine.MaxDefinitionBytes)
-	defOver := padTo(t, "over.yaml", string(def), engine.MaxDefinitionBytes+1)
+	defAt := padTo(t, "at.yaml", string(def), lang.MaxDefinitionBytes)
+	defOver := padTo(t, "over.yaml", string(def), lang.MaxDefinitionBytes+1)
 	inAt := padTo(t, "at.json", string(ok), cli.MaxInputFileBytes)
 	inOver := padTo(t, "over.json", string(ok), cli.MaxInputFileBytes+1)
-	defLimit := fmt.Sprintf("over the limit of %d bytes for a definition", engine.MaxDefinitionBytes)
+	defLimit := fmt.Sprintf("over the limit of %d bytes for a definition", lang.MaxDefinitionBytes)
 	inLimit := fmt.Sprintf("over the limit of %d bytes for an input", cli.MaxInputFileBytes)
 
 	for _, args := range [][]string{

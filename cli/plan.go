@@ -8,6 +8,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 func runPlan(c *Config, args []string) int {
@@ -131,7 +132,7 @@ func simulate(plan *engine.Plan, in map[string]any, fail failSet) ([]string, []e
 	return path, comps, st, err
 }
 
-func zeroInput(def *engine.Definition) map[string]any {
+func zeroInput(def *lang.Definition) map[string]any {
 	in := map[string]any{}
 	for _, f := range def.Input {
 		switch f.Type {

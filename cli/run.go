@@ -15,6 +15,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/embedded"
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // ErrorTypeSimulated is the error type of a failure forced with --fail.
@@ -60,15 +61,15 @@ func (c *Config) checkFails(plan *engine.Plan, names []string) (failSet, bool) {
 // step has that id, names the compensation of step X, which must declare
 // one. Anything else is refused with the list of the names that resolve,
 // in the definition's order.
-func resolveFails(saga string, steps []*engine.Step, names []string) (failSet, error) {
-	byID := make(map[string]*engine.Step, len(steps))
+func resolveFails(saga string, steps []*lang.Step, names []string) (failSet, error) {
+	byID := make(map[string]*lang.Step, len(steps))
 	for _, s := range steps {
 		byID[s.ID] = s
 	}
 	set := failSet{steps: map[string]bool{}, comps: map[string]bool{}}
 	for _, name := range names {
 		if s, ok := byID[name]; ok {
-			if s.Kind != engine.KindAction {
+			if s.Kind != lang.KindAction {
 				return failSet{}, fmt.Errorf("--fail %s: step %s is %s %s step; only action steps and their compensations can be made to fail; %s",
 					name, s.ID, article(string(s.Kind)), s.Kind, failNames(steps, byID))
 			}
@@ -80,7 +81,7 @@ func resolveFails(saga string, steps []*engine.Step, names []string) (failSet, e
 		switch {
 		case !comp || !ok:
 			return failSet{}, fmt.Errorf("--fail %s: saga %s has no action step or compensation by that name; %s", name, saga, failNames(steps, byID))
-		case s.Kind != engine.KindAction:
+		case s.Kind != lang.KindAction:
 			return failSet{}, fmt.Errorf("--fail %s: step %s is %s %s step; only action steps and their compensations can be made to fail; %s",
 				name, s.ID, article(string(s.Kind)), s.Kind, failNames(steps, byID))
 		case s.Compensate == nil:
@@ -94,10 +95,10 @@ func resolveFails(saga string, steps []*engine.Step, names []string) (failSet, e
 // failNames lists what --fail accepts, in the definition's order: each
 // action step, then its compensation (unless a step has that very id, as
 // validation no longer allows: the name then means the step).
-func failNames(steps []*engine.Step, byID map[string]*engine.Step) string {
+func failNames(steps []*lang.Step, byID map[string]*lang.Step) string {
 	var names []string
 	for _, s := range steps {
-		if s.Kind != engine.KindAction {
+		if s.Kind != lang.KindAction {
 			continue
 		}
 		names = append(names, s.ID)
@@ -277,7 +278,7 @@ func printStep(c *Config, ev engine.StepEvent) {
 		name = "undo " + ev.Step
 	}
 	line := fmt.Sprintf("  %-18s %-20s", name, ev.Outcome)
-	if ev.Kind == engine.KindAction || ev.Compensation {
+	if ev.Kind == lang.KindAction || ev.Compensation {
 		line += fmt.Sprintf(" attempt %d  %8s", ev.Attempt, ev.Duration.Round(10*time.Microsecond))
 	}
 	if ev.Outcome == engine.OutcomeRetrying {

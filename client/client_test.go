@@ -7,8 +7,8 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/client"
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
+	"github.com/lambdasaga/lambdasaga/lang"
 	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
 	smem "github.com/lambdasaga/lambdasaga/store/memory"
 )
@@ -41,7 +41,7 @@ func TestStartIsIdempotentAndStatusReads(t *testing.T) {
 	if id, err := c.Step(ctx, got, cur.Step); err != nil || id != "reserve" {
 		t.Fatalf("%q %v", id, err)
 	}
-	if _, err := c.Start(ctx, client.StartParams{File: "bad.yaml", Definition: []byte("saga: x")}); !errors.Is(err, engine.ErrInvalidDefinition) {
+	if _, err := c.Start(ctx, client.StartParams{File: "bad.yaml", Definition: []byte("saga: x")}); !errors.Is(err, lang.ErrInvalidDefinition) {
 		t.Fatalf("bad definition: %v", err)
 	}
 	// reserve is pending (its message is not handled here): the cancel

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // EventKind is what happened to a saga.
@@ -85,7 +86,7 @@ const (
 // StepRecord tells an observer about one step of a transition.
 type StepRecord struct {
 	Step         string
-	Kind         StepKind
+	Kind         lang.StepKind
 	Outcome      StepOutcome
 	Attempt      int
 	Compensation bool
@@ -215,7 +216,7 @@ func pendingRetryDue(st *State) (time.Time, bool) {
 }
 
 func cancelled() *StepError {
-	return &StepError{Type: ErrorTypeCancelled, Message: "saga cancelled"}
+	return &StepError{Type: lang.ErrorTypeCancelled, Message: "saga cancelled"}
 }
 
 // admit checks that ev applies to st before anything changes.
@@ -281,7 +282,7 @@ func (r *runner) fitsWithin(limit int) bool {
 }
 
 func (r *runner) tooLarge(step, what string) *StepError {
-	return newStepError(step, ErrorTypeStateTooLarge, fmt.Sprintf("%s would take the saga's state past its limit of %d bytes", what, r.ev.StoreLimit))
+	return newStepError(step, lang.ErrorTypeStateTooLarge, fmt.Sprintf("%s would take the saga's state past its limit of %d bytes", what, r.ev.StoreLimit))
 }
 
 // savedVar is a var's value before a step wrote it, to undo the write.
@@ -323,18 +324,18 @@ func (r *runner) run(idx int) {
 			return
 		}
 		if !st.Deadline.IsZero() && !r.ev.Now.Before(st.Deadline) {
-			r.compensate(&StepError{Step: p.steps[idx].ID, Type: ErrorTypeDeadline, Message: fmt.Sprintf("saga deadline %s passed", st.Deadline.UTC().Format(time.RFC3339))})
+			r.compensate(&StepError{Step: p.steps[idx].ID, Type: lang.ErrorTypeDeadline, Message: fmt.Sprintf("saga deadline %s passed", st.Deadline.UTC().Format(time.RFC3339))})
 			return
 		}
 		s := p.steps[idx]
 		if n >= p.opts.MaxInlineSteps {
-			r.caught(s, 1, &StepError{Step: s.ID, Type: ErrorTypeStepLimit, Message: fmt.Sprintf("ran %d steps in one transition without an action", n)})
+			r.caught(s, 1, &StepError{Step: s.ID, Type: lang.ErrorTypeStepLimit, Message: fmt.Sprintf("ran %d steps in one transition without an action", n)})
 			return
 		}
 		switch s.Kind {
-		case KindAction:
+		case lang.KindAction:
 			if st.Seq >= uint64(p.opts.MaxVisits) {
-				r.caught(s, 1, &StepError{Step: s.ID, Type: ErrorTypeVisitLimit, Message: fmt.Sprintf("the saga made %d action visits, its limit", st.Seq)})
+				r.caught(s, 1, &StepError{Step: s.ID, Type: lang.ErrorTypeVisitLimit, Message: fmt.Sprintf("the saga made %d action visits, its limit", st.Seq)})
 				return
 			}
 			st.Seq++
@@ -343,7 +344,7 @@ func (r *runner) run(idx int) {
 			r.send(durable.QueueAdvance, s.ID, 1, 0)
 			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeStarted, Attempt: 1})
 			return
-		case KindSet:
+		case lang.KindSet:
 			var saved []savedVar
 			failed := false
 			for _, a := range s.set {
@@ -371,7 +372,7 @@ func (r *runner) run(idx int) {
 				return
 			}
 			idx = s.next
-		case KindSwitch:
+		case lang.KindSwitch:
 			next, err := r.choose(s)
 			if err != nil {
 				if next, ok := r.caught(s, 1, exprError(s.ID, err)); ok {
@@ -381,7 +382,7 @@ func (r *runner) run(idx int) {
 				return
 			}
 			idx = next
-		case KindAssert:
+		case lang.KindAssert:
 			ok, err := r.holds(s.assert)
 			var se *StepError
 			switch {
@@ -402,7 +403,7 @@ func (r *runner) run(idx int) {
 				return
 			}
 			idx = s.next
-		case KindFail:
+		case lang.KindFail:
 			msg := s.Fail.Message
 			if msg == "" {
 				msg = "the saga reached fail step " + s.ID
@@ -411,7 +412,7 @@ func (r *runner) run(idx int) {
 			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: 1, Error: err})
 			r.compensate(err)
 			return
-		case KindSucceed:
+		case lang.KindSucceed:
 			var out any = st.Vars
 			if s.succeed != nil {
 				v, err := s.succeed.eval(r.activation(st.Vars, 1))
@@ -460,7 +461,7 @@ func (r *runner) holds(prg *program) (bool, error) {
 	}
 	b, ok := v.Value().(bool)
 	if !ok {
-		return false, &ActionError{Type: ErrorTypeExpression, Message: fmt.Sprintf("${%s} is a %s, not a bool", prg.src, v.Type().TypeName())}
+		return false, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("${%s} is a %s, not a bool", prg.src, v.Type().TypeName())}
 	}
 	return b, nil
 }
@@ -488,7 +489,7 @@ func (r *runner) stepFailed(s *planStep, attempt int, err *StepError) {
 }
 
 // caught records a failure and reports whether a catch clause takes it;
-// if none does, the saga starts compensating. Uncatchable failures, and
+// if none does, the saga starts compensating. lang.Uncatchable failures, and
 // any failure of a saga whose cancel is pending, go past every catch.
 func (r *runner) caught(s *planStep, attempt int, err *StepError) (int, bool) {
 	if r.st.CancelRequested {
@@ -497,7 +498,7 @@ func (r *runner) caught(s *planStep, attempt int, err *StepError) (int, bool) {
 		return 0, false
 	}
 	for _, c := range s.catch {
-		if Uncatchable(err.Type) {
+		if lang.Uncatchable(err.Type) {
 			break
 		}
 		if slices.Contains(c.errors, err.Type) || slices.Contains(c.errors, "*") {
@@ -531,7 +532,7 @@ func (r *runner) actionResult() {
 			msg += err.Error()
 		}
 		r.complete(s, cur, nil, false)
-		r.stepFailed(s, cur.Attempt, newStepError(s.ID, ErrorTypeOutputFormat, msg))
+		r.stepFailed(s, cur.Attempt, newStepError(s.ID, lang.ErrorTypeOutputFormat, msg))
 		return
 	}
 	var saved []savedVar
@@ -591,11 +592,11 @@ func (r *runner) actionFailed(s *planStep, cur Cursor, err error) {
 	r.stepFailed(s, cur.Attempt, se)
 }
 
-func (r *runner) retryable(pol RetryPolicy, attempt int, err error, typ string) bool {
+func (r *runner) retryable(pol lang.RetryPolicy, attempt int, err error, typ string) bool {
 	return !IsPermanent(err) && !slices.Contains(pol.Permanent, typ) && attempt < pol.Attempts
 }
 
-func (r *runner) retry(s *planStep, pol RetryPolicy, cur Cursor, q durable.QueueName, comp bool, se *StepError) {
+func (r *runner) retry(s *planStep, pol lang.RetryPolicy, cur Cursor, q durable.QueueName, comp bool, se *StepError) {
 	cur.Attempt++
 	d := Backoff(pol, cur.Attempt, r.ev.Rand)
 	r.st.Cursors[0] = cur
@@ -606,7 +607,7 @@ func (r *runner) retry(s *planStep, pol RetryPolicy, cur Cursor, q durable.Queue
 // Backoff is the delay before attempt (2 or more) under pol: backoff
 // doubling per attempt, capped at max_backoff, and with jitter drawn from
 // rand in [0, 1) spread over the upper half, so a retry is never immediate.
-func Backoff(pol RetryPolicy, attempt int, rand float64) time.Duration {
+func Backoff(pol lang.RetryPolicy, attempt int, rand float64) time.Duration {
 	d := pol.Backoff
 	maxD := pol.MaxBackoff
 	if maxD <= 0 || maxD > durable.MaxDelay {

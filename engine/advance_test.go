@@ -7,6 +7,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 const orderInput = `{"order_id": "o-1", "amount": 120.5, "items": ["a", "b"]}`
@@ -161,7 +162,7 @@ steps:
 		if got := join(r.trace); got != want || r.st.Status != durable.StatusCompensated {
 			t.Fatalf("%s: %s\nwant  %s", r.st.Status, got, want)
 		}
-		if r.st.Failure.Type != engine.ErrorTypeGeneric || r.st.Failure.Step != "later" {
+		if r.st.Failure.Type != lang.ErrorTypeGeneric || r.st.Failure.Step != "later" {
 			t.Fatalf("failure %+v", r.st.Failure)
 		}
 	})
@@ -193,7 +194,7 @@ steps:
 }
 
 func TestBackoff(t *testing.T) {
-	pol := engine.RetryPolicy{Attempts: 10, Backoff: 100 * time.Millisecond, MaxBackoff: time.Second}
+	pol := lang.RetryPolicy{Attempts: 10, Backoff: 100 * time.Millisecond, MaxBackoff: time.Second}
 	tests := []struct {
 		attempt int
 		jitter  bool
@@ -367,7 +368,7 @@ steps:
 			xs[i] = int64(i)
 		}
 		r := drive(t, p, map[string]any{"xs": xs}, nil)
-		if r.st.Status != durable.StatusCompensated || r.st.Failure.Type != engine.ErrorTypeExpression {
+		if r.st.Status != durable.StatusCompensated || r.st.Failure.Type != lang.ErrorTypeExpression {
 			t.Fatalf("status %s failure %+v", r.st.Status, r.st.Failure)
 		}
 		if !contains(r.st.Failure.Message, "cost limit") {
@@ -386,7 +387,7 @@ steps:
     action: b
 `)
 		r := drive(t, p, nil, nil) // each call advances the clock by a second
-		if r.st.Status != durable.StatusCompensated || r.st.Failure.Type != engine.ErrorTypeDeadline || r.st.Failure.Step != "b" {
+		if r.st.Status != durable.StatusCompensated || r.st.Failure.Type != lang.ErrorTypeDeadline || r.st.Failure.Step != "b" {
 			t.Fatalf("status %s failure %+v", r.st.Status, r.st.Failure)
 		}
 		if got := join(r.trace); got != "a:started a:completed a.compensate:compensated" {
@@ -422,7 +423,7 @@ func TestAdvanceCancelAndResume(t *testing.T) {
 	// The charge went through: it is compensated with the rest, and no
 	// later step runs.
 	res = step(engine.Event{Kind: engine.EventResult, Output: map[string]any{"id": "p-1", "status": "captured"}})
-	if st.Status != durable.StatusCompensating || st.Failure.Type != engine.ErrorTypeCancelled || st.CancelRequested {
+	if st.Status != durable.StatusCompensating || st.Failure.Type != lang.ErrorTypeCancelled || st.CancelRequested {
 		t.Fatalf("after the charge: %s %+v", st.Status, st.Failure)
 	}
 	if len(res.Messages) != 1 || res.Messages[0].Queue != durable.QueueCompensate || res.Messages[0].Step != "charge" {

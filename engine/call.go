@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/cel-go/common/types"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // Call is an action invocation: what a worker runs for a saga's pending cursor.
@@ -122,19 +123,19 @@ func overlay(vars map[string]any, name string, v any) map[string]any {
 // eval builds the value a template describes.
 func (t *template) eval(act *activation) (any, error) {
 	switch t.kind {
-	case ValueLiteral:
+	case lang.ValueLiteral:
 		return t.lit, nil
-	case ValueExpr:
+	case lang.ValueExpr:
 		v, err := t.prog.eval(act)
 		if err != nil {
 			return nil, err
 		}
 		out, err := toNative(v)
 		if err != nil {
-			return nil, &ActionError{Type: ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %v", t.prog.src, err)}
+			return nil, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %v", t.prog.src, err)}
 		}
 		return out, nil
-	case ValueInterp:
+	case lang.ValueInterp:
 		var b strings.Builder
 		for _, p := range t.parts {
 			if p.prog == nil {
@@ -150,16 +151,16 @@ func (t *template) eval(act *activation) (any, error) {
 			} else {
 				native, err := toNative(v)
 				if err != nil {
-					return nil, &ActionError{Type: ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %v", p.prog.src, err)}
+					return nil, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %v", p.prog.src, err)}
 				}
 				fmt.Fprint(&b, native)
 			}
 			if b.Len() > maxResultBytes {
-				return nil, &ActionError{Type: ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %v", p.prog.src, errResultTooLarge)}
+				return nil, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %v", p.prog.src, errResultTooLarge)}
 			}
 		}
 		return b.String(), nil
-	case ValueMap:
+	case lang.ValueMap:
 		m := make(map[string]any, len(t.keys))
 		for i, k := range t.keys {
 			v, err := t.items[i].eval(act)
@@ -169,7 +170,7 @@ func (t *template) eval(act *activation) (any, error) {
 			m[k] = v
 		}
 		return m, nil
-	case ValueList:
+	case lang.ValueList:
 		l := make([]any, len(t.items))
 		for i, it := range t.items {
 			v, err := it.eval(act)

@@ -16,6 +16,7 @@ import (
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // Bounds on CEL evaluation. A program whose worst case, estimated when the
@@ -57,7 +58,7 @@ func celType(name string) *cel.Type {
 
 // newCELEnv declares what expressions see: input (field by field when the
 // definition declares its input, so types are checked), vars and saga.
-func newCELEnv(def *Definition) (*cel.Env, error) {
+func newCELEnv(def *lang.Definition) (*cel.Env, error) {
 	opts := []cel.EnvOption{
 		cel.Variable("vars", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("saga.id", cel.StringType),
@@ -147,7 +148,7 @@ func (p *program) eval(act *activation) (ref.Val, error) {
 		case errors.As(err, &stopped) || errors.Is(err, context.DeadlineExceeded):
 			msg = "expression exceeded its evaluation deadline"
 		}
-		return nil, &ActionError{Type: ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %s", p.src, msg)}
+		return nil, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %s", p.src, msg)}
 	}
 	return v, nil
 }

@@ -15,16 +15,13 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // MaxStateBytes bounds one saga's encoded state, well under DynamoDB's
 // 400 KB item limit: a transition that would exceed it fails its step
 // (StateTooLarge) and the saga compensates.
 const MaxStateBytes = 300 << 10
-
-// ErrorTypeStateTooLarge is the type of a step failure caused by a state
-// that grew past MaxStateBytes.
-const ErrorTypeStateTooLarge = "StateTooLarge"
 
 // maxSettledStateBytes bounds the state of a saga that failed and no longer
 // runs forward (compensating, compensated or parked). The room it leaves
@@ -282,7 +279,7 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind, 
 func already(st *State, kind EventKind) bool {
 	switch kind {
 	case EventCancel:
-		return st.CancelRequested || st.Status == durable.StatusCompensating || (st.Status.Final() && st.Status != durable.StatusSucceeded && st.Failure != nil && st.Failure.Type == ErrorTypeCancelled)
+		return st.CancelRequested || st.Status == durable.StatusCompensating || (st.Status.Final() && st.Status != durable.StatusSucceeded && st.Failure != nil && st.Failure.Type == lang.ErrorTypeCancelled)
 	case EventResume:
 		return st.Status == durable.StatusCompensating
 	}
@@ -333,7 +330,7 @@ func (p *Plan) checkState(st *State) error {
 			return fmt.Errorf("a cursor at attempt %d", c.Attempt)
 		}
 		s := p.steps[c.Step]
-		if s.Kind != KindAction || (c.Compensating && s.comp == nil) {
+		if s.Kind != lang.KindAction || (c.Compensating && s.comp == nil) {
 			return fmt.Errorf("a cursor at step %s, which has no such action", s.ID)
 		}
 	}
@@ -627,7 +624,7 @@ func (c *Coordinator) invoke(ctx context.Context, plan *Plan, st *State, now tim
 			if cutByInvocation {
 				msg = fmt.Sprintf("action %s was stopped %s before the invocation's deadline, to record its outcome", call.Action, ResultReserve)
 			}
-			err = &ActionError{Type: ErrorTypeTimeout, Message: msg}
+			err = &ActionError{Type: lang.ErrorTypeTimeout, Message: msg}
 		}
 		return nil, err, took
 	}

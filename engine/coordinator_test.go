@@ -12,6 +12,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
 	smem "github.com/lambdasaga/lambdasaga/store/memory"
 )
@@ -392,7 +393,7 @@ func TestCoordinatorCancelResumeAndStoredDefinitions(t *testing.T) {
 		}
 		engine.HandleDelivery(context.Background(), fresh, r.q, d, nil)
 	}
-	if st := r.get("o-1"); st.Status != durable.StatusCompensated || st.Failure.Type != engine.ErrorTypeCancelled {
+	if st := r.get("o-1"); st.Status != durable.StatusCompensated || st.Failure.Type != lang.ErrorTypeCancelled {
 		t.Fatalf("after resume: %s %+v", st.Status, st.Failure)
 	}
 	if _, err := fresh.Cancel(context.Background(), "missing"); !errors.Is(err, durable.ErrNotFound) {

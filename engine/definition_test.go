@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/invalid")
@@ -46,10 +47,10 @@ func TestInvalidDefinitions(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = engine.Compile(f, src)
-			if !errors.Is(err, engine.ErrInvalidDefinition) {
+			if !errors.Is(err, lang.ErrInvalidDefinition) {
 				t.Fatalf("err = %v, want ErrInvalidDefinition", err)
 			}
-			var de *engine.DefinitionError
+			var de *lang.DefinitionError
 			if !errors.As(err, &de) || len(de.Problems) == 0 {
 				t.Fatalf("err %T has no problems", err)
 			}
@@ -77,14 +78,14 @@ func TestInvalidDefinitions(t *testing.T) {
 func TestDefinitionLimits(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("saga: big\nsteps:\n")
-	for i := range engine.MaxSteps + 1 {
+	for i := range lang.MaxSteps + 1 {
 		b.WriteString("  - {id: s" + strconv.Itoa(i) + ", set: {x: 1}}\n")
 	}
 	tests := []struct {
 		name, src, want string
 	}{
 		{"too many steps", b.String(), "501 steps, over the limit of 500"},
-		{"too large", "saga: x\n#" + strings.Repeat("x", engine.MaxDefinitionBytes), "over the limit of 262144"},
+		{"too large", "saga: x\n#" + strings.Repeat("x", lang.MaxDefinitionBytes), "over the limit of 262144"},
 		{"expression too long", "saga: x\nsteps: [{id: a, set: {x: \"${" + strings.Repeat("1+", 2100) + "1}\"}}]", "expression is 4201 bytes, over the limit of 4096"},
 		{"nested too deep", "saga: x\nsteps: [{id: a, set: {x: " + strings.Repeat("[", 40) + strings.Repeat("]", 40) + "}}]", "nested deeper than 32 levels"},
 	}

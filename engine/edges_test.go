@@ -12,6 +12,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
 	smem "github.com/lambdasaga/lambdasaga/store/memory"
 )
@@ -128,7 +129,7 @@ func TestEdgeOutputTooLargeIsStillCompensated(t *testing.T) {
 	})
 	e.start("s-1", map[string]any{"blob": "b"})
 	e.drain()
-	e.ended(t, "s-1", durable.StatusCompensated, engine.ErrorTypeStateTooLarge, "charge", "reserve charge charge.compensate reserve.compensate")
+	e.ended(t, "s-1", durable.StatusCompensated, lang.ErrorTypeStateTooLarge, "charge", "reserve charge charge.compensate reserve.compensate")
 }
 
 func TestEdgeSetAfterActionGrowsStateIsBlamedOnTheSet(t *testing.T) {
@@ -136,7 +137,7 @@ func TestEdgeSetAfterActionGrowsStateIsBlamedOnTheSet(t *testing.T) {
 	e := newEdgeRig(t, bigOutputSaga, nil)
 	e.start("s-1", map[string]any{"blob": blob})
 	e.drain()
-	e.ended(t, "s-1", durable.StatusCompensated, engine.ErrorTypeStateTooLarge, "grow", "reserve charge charge.compensate reserve.compensate")
+	e.ended(t, "s-1", durable.StatusCompensated, lang.ErrorTypeStateTooLarge, "grow", "reserve charge charge.compensate reserve.compensate")
 }
 
 func TestEdgeLargeInputEchoedByActionsIsCompensated(t *testing.T) {
@@ -201,7 +202,7 @@ steps:
 	e.start("s-1", map[string]any{"blob": strings.Repeat("z", 110<<10)})
 	e.drain()
 	st := e.get("s-1")
-	if st.Status != durable.StatusCompensated || st.Failure.Type != engine.ErrorTypeStateTooLarge {
+	if st.Status != durable.StatusCompensated || st.Failure.Type != lang.ErrorTypeStateTooLarge {
 		t.Fatalf("status %s failure %+v, want compensated with StateTooLarge", st.Status, st.Failure)
 	}
 	e.checkCompensated(t, "first", "act")
@@ -321,7 +322,7 @@ steps:
 	}
 	e.drain()
 	st = e.get("s-1")
-	if st.Status != durable.StatusCompensated || st.Failure.Type != engine.ErrorTypeTimeout {
+	if st.Status != durable.StatusCompensated || st.Failure.Type != lang.ErrorTypeTimeout {
 		t.Fatalf("status %s failure %+v, want compensated after Timeout", st.Status, st.Failure)
 	}
 	e.checkCompensated(t, "first")
@@ -381,7 +382,7 @@ steps:
 			if st.Status != durable.StatusCompensated {
 				t.Fatalf("status %s, want compensated", st.Status)
 			}
-			if !engine.Uncatchable(st.Failure.Type) {
+			if !lang.Uncatchable(st.Failure.Type) {
 				t.Fatalf("failure %+v, want a limit", st.Failure)
 			}
 			e.checkCompensated(t, "a")
@@ -583,7 +584,7 @@ steps:
 	// deadline first: a bound either way, but only the size budget is the
 	// point here.
 	bounded := strings.Contains(st.Failure.Message, "larger than") || (raceEnabled && strings.Contains(st.Failure.Message, "deadline"))
-	if st.Status != durable.StatusCompensated || st.Failure.Step != "b" || st.Failure.Type != engine.ErrorTypeExpression || !bounded {
+	if st.Status != durable.StatusCompensated || st.Failure.Step != "b" || st.Failure.Type != lang.ErrorTypeExpression || !bounded {
 		t.Fatalf("status %s %+v, want compensated at b: its result is larger than a state can hold", st.Status, st.Failure)
 	}
 	e.checkCompensated(t, "a")
@@ -895,7 +896,7 @@ func TestEdgeCancelWhileAnActionRuns(t *testing.T) {
 			if charges != 1 {
 				t.Fatalf("charge called %d times, want once", charges)
 			}
-			e.ended(t, "s-1", durable.StatusCompensated, engine.ErrorTypeCancelled, "", tt.calls)
+			e.ended(t, "s-1", durable.StatusCompensated, lang.ErrorTypeCancelled, "", tt.calls)
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // FuzzCompile feeds arbitrary documents to the parser and validator: they
@@ -23,7 +24,7 @@ func FuzzCompile(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src []byte) {
 		p, err := engine.Compile("fuzz.yaml", src)
 		if err != nil {
-			var de *engine.DefinitionError
+			var de *lang.DefinitionError
 			if !errors.As(err, &de) || len(de.Problems) == 0 {
 				t.Fatalf("error %T without problems: %v", err, err)
 			}

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // successors lists the steps that can follow step i (end is -1), and
@@ -23,9 +25,9 @@ func (c *compiler) successors(i int) (succ []int, onSuccess []bool) {
 		return j, ok
 	}
 	switch ps.Kind {
-	case KindAction, KindSet, KindAssert, "": // "": a shape error, reported already; assume it falls through
+	case lang.KindAction, lang.KindSet, lang.KindAssert, "": // "": a shape error, reported already; assume it falls through
 		add(ps.next, true)
-	case KindSwitch:
+	case lang.KindSwitch:
 		hasDefault := false
 		for _, cs := range ps.Switch {
 			if j, ok := lookup(cs.Next); ok {
@@ -91,7 +93,7 @@ func (c *compiler) checkGraph() {
 		hasAction, hasExit := false, false
 		first := comp[0]
 		for _, i := range comp {
-			if c.plan.steps[i].Kind == KindAction {
+			if c.plan.steps[i].Kind == lang.KindAction {
 				hasAction = true
 			}
 			if i < first {
@@ -121,7 +123,7 @@ func (c *compiler) checkGraph() {
 func (c *compiler) markKeptOutputs() {
 	writers := map[string]int{}
 	for _, s := range c.plan.steps {
-		if s.Kind == KindAction && s.Out != "" {
+		if s.Kind == lang.KindAction && s.Out != "" {
 			writers[s.Out]++
 		}
 		for _, a := range s.Set {
@@ -129,7 +131,7 @@ func (c *compiler) markKeptOutputs() {
 		}
 	}
 	for _, s := range c.plan.steps {
-		s.keepOut = s.Kind == KindAction && s.Out != "" && s.Compensate != nil && (s.inLoop || writers[s.Out] > 1)
+		s.keepOut = s.Kind == lang.KindAction && s.Out != "" && s.Compensate != nil && (s.inLoop || writers[s.Out] > 1)
 	}
 }
 
@@ -355,7 +357,7 @@ func (c *compiler) sureVars(succ [][]int, onSuccess [][]bool, reachable []bool, 
 }
 
 // checkReads reports vars an expression reads that no earlier step sets.
-func (c *compiler) checkReads(s *Step, field string, pos Pos, prg *program) {
+func (c *compiler) checkReads(s *lang.Step, field string, pos lang.Pos, prg *program) {
 	if c.allowed == nil || prg == nil {
 		return
 	}

@@ -11,10 +11,6 @@ import "time"
 // value CheckValue accepts can always be encoded.
 const MaxDataDepth = 64
 
-// MaxSagaTimeout bounds a saga's timeout, as Step Functions and Lambda
-// durable functions bound an execution: one year.
-const MaxSagaTimeout = 365 * 24 * time.Hour
-
 // ResultReserve is the time an invocation keeps after an action for writing
 // its outcome and sending the next message: an action's context ends this
 // long before the invocation's deadline.

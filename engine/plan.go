@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/cel-go/cel"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // Options tune compilation. The zero value takes the defaults.
@@ -54,7 +55,7 @@ const end = -1
 // Plan is a compiled definition: immutable, safe for concurrent use, and
 // identified by the content hash of its source.
 type Plan struct {
-	def   *Definition
+	def   *lang.Definition
 	hash  string
 	opts  Options
 	steps []*planStep
@@ -62,7 +63,7 @@ type Plan struct {
 }
 
 type planStep struct {
-	*Step
+	*lang.Step
 	idx     int
 	next    int // the step after this one when it completes: Next, or the following one
 	with    *template
@@ -71,7 +72,7 @@ type planStep struct {
 	assert  *program
 	succeed *template
 	catch   []compiledCatch
-	retry   RetryPolicy
+	retry   lang.RetryPolicy
 	comp    *compiledComp
 	inLoop  bool
 	// keepOut: the step's output is kept with its completion, for its
@@ -99,7 +100,7 @@ type compiledCatch struct {
 type compiledComp struct {
 	action  string
 	with    *template
-	retry   RetryPolicy
+	retry   lang.RetryPolicy
 	timeout time.Duration
 }
 
@@ -110,10 +111,10 @@ func (p *Plan) Hash() string { return p.hash }
 func (p *Plan) Name() string { return p.def.Name }
 
 // Definition is the parsed definition the plan was compiled from. Treat it as read-only.
-func (p *Plan) Definition() *Definition { return p.def }
+func (p *Plan) Definition() *lang.Definition { return p.def }
 
 // Step returns the step with the given id.
-func (p *Plan) Step(id string) (*Step, bool) {
+func (p *Plan) Step(id string) (*lang.Step, bool) {
 	i, ok := p.index[id]
 	if !ok {
 		return nil, false
@@ -134,10 +135,10 @@ func Compile(file string, src []byte, opts ...Options) (*Plan, error) {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	def, err := Parse(file, src)
+	def, err := lang.Parse(file, src)
 	c := &compiler{def: def, opts: o.withDefaults()}
 	if err != nil {
-		c.problems = err.(*DefinitionError).Problems
+		c.problems = err.(*lang.DefinitionError).Problems
 		// Shape problems make further checks noisy; still check what we can.
 		if len(def.Steps) == 0 {
 			return nil, c.result()
@@ -151,10 +152,10 @@ func Compile(file string, src []byte, opts ...Options) (*Plan, error) {
 }
 
 type compiler struct {
-	def      *Definition
+	def      *lang.Definition
 	opts     Options
 	env      *cel.Env
-	problems []Problem
+	problems []lang.Problem
 	plan     *Plan
 
 	avail        []map[string]bool // vars some path may have set before each step
@@ -166,11 +167,11 @@ type compiler struct {
 }
 
 func (c *compiler) result() error {
-	return &DefinitionError{Problems: sortProblems(c.problems)}
+	return lang.NewDefinitionError(c.problems)
 }
 
-func (c *compiler) errorf(pos Pos, step, field, format string, args ...any) {
-	c.problems = append(c.problems, Problem{File: c.def.File, Line: pos.Line, Column: pos.Column, Step: step, Field: field, Message: fmt.Sprintf(format, args...)})
+func (c *compiler) errorf(pos lang.Pos, step, field, format string, args ...any) {
+	c.problems = append(c.problems, lang.Problem{File: c.def.File, Line: pos.Line, Column: pos.Column, Step: step, Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
 func (c *compiler) compile() *Plan {
@@ -179,7 +180,7 @@ func (c *compiler) compile() *Plan {
 	c.plan = p
 	env, err := newCELEnv(def)
 	if err != nil {
-		c.errorf(Pos{}, "", "", "cannot build the expression environment: %v", err)
+		c.errorf(lang.Pos{}, "", "", "cannot build the expression environment: %v", err)
 		return nil
 	}
 	c.env = env
@@ -211,10 +212,10 @@ func (c *compiler) compile() *Plan {
 	return p
 }
 
-func (c *compiler) target(s *Step, field, id string, at ...Pos) int {
+func (c *compiler) target(s *lang.Step, field, id string, at ...lang.Pos) int {
 	i, ok := c.plan.index[id]
 	if !ok {
-		pos := s.pos[strings.SplitN(field, "[", 2)[0]]
+		pos := s.FieldPos(strings.SplitN(field, "[", 2)[0])
 		if len(at) > 0 {
 			pos = at[0]
 		}
@@ -277,7 +278,7 @@ func (c *compiler) compileStep(ps *planStep) {
 	for i, ct := range s.Catch {
 		field := fmt.Sprintf("catch[%d]", i)
 		for _, typ := range ct.Errors {
-			if Uncatchable(typ) {
+			if lang.Uncatchable(typ) {
 				c.errorf(ct.Pos, s.ID, field+".errors", "%s always compensates: no catch can route it, so do not list it", typ)
 			}
 		}
@@ -292,12 +293,12 @@ func (c *compiler) compileStep(ps *planStep) {
 		ps.catch = append(ps.catch, compiledCatch{errors: ct.Errors, next: next})
 	}
 	switch s.Kind {
-	case KindAction:
-		c.checkStepTimeout(s, "timeout", s.Timeout, s.pos["timeout"])
+	case lang.KindAction:
+		c.checkStepTimeout(s, "timeout", s.Timeout, s.FieldPos("timeout"))
 		if s.Compensate != nil {
-			c.checkStepTimeout(s, "compensate.timeout", s.Compensate.Timeout, s.Compensate.timeoutPos)
+			c.checkStepTimeout(s, "compensate.timeout", s.Compensate.Timeout, s.Compensate.TimeoutPos)
 		}
-		ps.retry = DefaultRetry
+		ps.retry = lang.DefaultRetry
 		if s.Retry != nil {
 			ps.retry = *s.Retry
 		}
@@ -305,7 +306,7 @@ func (c *compiler) compileStep(ps *planStep) {
 			ps.with = c.template(s, "with", s.With)
 		}
 		if s.Compensate != nil {
-			cc := &compiledComp{action: s.Compensate.Action, retry: DefaultCompensateRetry, timeout: s.Compensate.Timeout}
+			cc := &compiledComp{action: s.Compensate.Action, retry: lang.DefaultCompensateRetry, timeout: s.Compensate.Timeout}
 			if s.Compensate.Retry != nil {
 				cc.retry = *s.Compensate.Retry
 			}
@@ -326,14 +327,14 @@ func (c *compiler) compileStep(ps *planStep) {
 			}
 			ps.comp = cc
 		}
-	case KindSet:
+	case lang.KindSet:
 		for _, a := range s.Set {
 			ps.set = append(ps.set, compiledAssign{name: a.Name, val: c.template(s, "set."+a.Name, a.Value)})
 			if c.allowed != nil {
 				c.allowed[a.Name] = true
 			} // later assignments of the same step see it
 		}
-	case KindSwitch:
+	case lang.KindSwitch:
 		for i, cs := range s.Switch {
 			cc := compiledCase{next: end}
 			field := fmt.Sprintf("switch[%d]", i)
@@ -349,9 +350,9 @@ func (c *compiler) compileStep(ps *planStep) {
 			}
 			ps.cases = append(ps.cases, cc)
 		}
-	case KindAssert:
+	case lang.KindAssert:
 		ps.assert = c.condition(s, "assert.if", s.Assert.If, s.Assert.Pos)
-	case KindSucceed:
+	case lang.KindSucceed:
 		if s.Succeed != nil {
 			ps.succeed = c.template(s, "succeed.output", s.Succeed)
 		}
@@ -360,7 +361,7 @@ func (c *compiler) compileStep(ps *planStep) {
 
 // checkStepTimeout refuses a step timeout the function running the action
 // cannot give it, when Options.MaxStepTimeout says what it can.
-func (c *compiler) checkStepTimeout(s *Step, field string, d time.Duration, pos Pos) {
+func (c *compiler) checkStepTimeout(s *lang.Step, field string, d time.Duration, pos lang.Pos) {
 	limit := c.opts.MaxStepTimeout
 	if limit <= 0 || d <= limit {
 		return
@@ -369,10 +370,10 @@ func (c *compiler) checkStepTimeout(s *Step, field string, d time.Duration, pos 
 		pos = s.Pos
 	}
 	c.errorf(pos, s.ID, field, "%s is longer than the %s the function can give an action (its timeout less the %s kept to record the result): shorten it, or raise the function's timeout",
-		shortDuration(d), shortDuration(limit), shortDuration(ResultReserve))
+		lang.FormatDuration(d), lang.FormatDuration(limit), lang.FormatDuration(ResultReserve))
 }
 
-func (c *compiler) condition(s *Step, field, src string, pos Pos) *program {
+func (c *compiler) condition(s *lang.Step, field, src string, pos lang.Pos) *program {
 	if src == "" {
 		return nil
 	}
@@ -384,7 +385,7 @@ func (c *compiler) condition(s *Step, field, src string, pos Pos) *program {
 	return prg
 }
 
-func (c *compiler) expr(s *Step, field, src string, line, col int) *program {
+func (c *compiler) expr(s *lang.Step, field, src string, line, col int) *program {
 	prg, probs := compileExpr(c.env, src, c.opts)
 	for _, pr := range probs {
 		l, cl := line, col
@@ -394,15 +395,15 @@ func (c *compiler) expr(s *Step, field, src string, line, col int) *program {
 			l += pr.line - 1
 			cl = pr.col + 1
 		}
-		c.errorf(Pos{l, cl}, s.ID, field, "%s (in ${%s})", c.explain(pr.msg, src), src)
+		c.errorf(lang.Pos{Line: l, Column: cl}, s.ID, field, "%s (in ${%s})", c.explain(pr.msg, src), src)
 	}
-	c.checkReads(s, field, Pos{line, col}, prg)
+	c.checkReads(s, field, lang.Pos{Line: line, Column: col}, prg)
 	return prg
 }
 
 // template compiles a value template; all-literal subtrees fold into one literal.
 type template struct {
-	kind  ValueKind
+	kind  lang.ValueKind
 	lit   any
 	prog  *program
 	parts []templatePart
@@ -415,15 +416,15 @@ type templatePart struct {
 	prog *program
 }
 
-func (c *compiler) template(s *Step, field string, v *Value) *template {
+func (c *compiler) template(s *lang.Step, field string, v *lang.Value) *template {
 	t := &template{kind: v.Kind}
 	switch v.Kind {
-	case ValueLiteral:
+	case lang.ValueLiteral:
 		t.lit = v.Literal
-	case ValueExpr:
-		t.prog = c.expr(s, field, v.Expr, v.Pos.Line, v.column)
-	case ValueInterp:
-		col := v.column
+	case lang.ValueExpr:
+		t.prog = c.expr(s, field, v.Expr, v.Pos.Line, v.Column)
+	case lang.ValueInterp:
+		col := v.Column
 		for _, pt := range v.Parts {
 			if pt.Expr == "" {
 				t.parts = append(t.parts, templatePart{text: pt.Text})
@@ -432,38 +433,38 @@ func (c *compiler) template(s *Step, field string, v *Value) *template {
 			}
 			prg := c.expr(s, field, pt.Expr, v.Pos.Line, col+2)
 			if prg != nil && !interpolatable(prg.outType) {
-				c.errorf(Pos{v.Pos.Line, col}, s.ID, field, "${%s} is a %s, which cannot be put into text (use it as the whole value instead)", pt.Expr, prg.outType)
+				c.errorf(lang.Pos{Line: v.Pos.Line, Column: col}, s.ID, field, "${%s} is a %s, which cannot be put into text (use it as the whole value instead)", pt.Expr, prg.outType)
 			}
 			t.parts = append(t.parts, templatePart{prog: prg})
 			col += len(pt.Expr) + 3
 		}
-	case ValueMap, ValueList:
+	case lang.ValueMap, lang.ValueList:
 		allLit := true
 		for i, item := range v.Items {
 			f := field
-			if v.Kind == ValueMap {
+			if v.Kind == lang.ValueMap {
 				f += "." + v.Keys[i]
 			} else {
 				f += fmt.Sprintf("[%d]", i)
 			}
 			ct := c.template(s, f, item)
-			allLit = allLit && ct.kind == ValueLiteral
+			allLit = allLit && ct.kind == lang.ValueLiteral
 			t.items = append(t.items, ct)
 		}
 		t.keys = v.Keys
 		if allLit {
 			t.lit = foldLiteral(t)
-			t.kind, t.items, t.keys = ValueLiteral, nil, nil
+			t.kind, t.items, t.keys = lang.ValueLiteral, nil, nil
 		}
 	}
 	return t
 }
 
 func foldLiteral(t *template) any {
-	if t.kind == ValueLiteral {
+	if t.kind == lang.ValueLiteral {
 		return t.lit
 	}
-	if t.kind == ValueMap {
+	if t.kind == lang.ValueMap {
 		m := make(map[string]any, len(t.keys))
 		for i, k := range t.keys {
 			m[k] = foldLiteral(t.items[i])

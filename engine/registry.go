@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // ActionFunc runs one action call. Return an error to fail the attempt:
@@ -19,10 +21,6 @@ type ActionFunc func(ctx context.Context, call Call) (any, error)
 type Invoker interface {
 	Invoke(ctx context.Context, call Call) (any, error)
 }
-
-// ErrorTypeActionNotFound is the type of the error for a call to an action
-// nobody registered.
-const ErrorTypeActionNotFound = "ActionNotFound"
 
 // Registry maps action names to Go functions. It is safe for concurrent use.
 type Registry struct {
@@ -39,7 +37,7 @@ func (r *Registry) Register(name string, fn ActionFunc) error {
 	if name == "" || fn == nil {
 		return fmt.Errorf("register action: a name and a function are required")
 	}
-	if !ValidActionName(name) || strings.HasPrefix(name, "lambda:") {
+	if !lang.ValidActionName(name) || strings.HasPrefix(name, "lambda:") {
 		return fmt.Errorf("register action %q: not a name a definition can call (a letter, then letters, digits, '_', '.', '-' or '/'; lambda: names are invoked, not registered)", name)
 	}
 	r.mu.Lock()
@@ -99,7 +97,7 @@ func (r *Registry) Invoke(ctx context.Context, call Call) (any, error) {
 	case fb != nil:
 		return fb(ctx, call)
 	}
-	return nil, Permanent(NewError(ErrorTypeActionNotFound, fmt.Sprintf("no action %q is registered", call.Action)))
+	return nil, Permanent(NewError(lang.ErrorTypeActionNotFound, fmt.Sprintf("no action %q is registered", call.Action)))
 }
 
 // Typed adapts a function with typed input and output: the call's input is

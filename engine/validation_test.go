@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // refused compiles src and expects a DefinitionError whose text holds every
@@ -14,7 +15,7 @@ import (
 func refused(t *testing.T, src string, opts engine.Options, want ...string) {
 	t.Helper()
 	_, err := engine.Compile("test.yaml", []byte(src), opts)
-	if !errors.Is(err, engine.ErrInvalidDefinition) {
+	if !errors.Is(err, lang.ErrInvalidDefinition) {
 		t.Fatalf("compiled, want a refusal mentioning %q\n%s", want, src)
 	}
 	for _, w := range want {
@@ -118,7 +119,7 @@ steps:
 	}
 }
 
-// A saga timeout is at most MaxSagaTimeout: past about 236 years it wrapped
+// A saga timeout is at most lang.MaxSagaTimeout: past about 236 years it wrapped
 // to a deadline in the past.
 func TestSagaTimeoutBounded(t *testing.T) {
 	for _, d := range []string{"8761h", "2200000h"} {
@@ -210,7 +211,7 @@ steps:
     catch: [{errors: ["*"], next: a}]
 `, engine.Options{}, "test.yaml:5:", "step a: catch[0].next: ", "its own step", "retry")
 
-	for _, typ := range []string{engine.ErrorTypeStateTooLarge, engine.ErrorTypeStepLimit, engine.ErrorTypeVisitLimit} {
+	for _, typ := range []string{lang.ErrorTypeStateTooLarge, lang.ErrorTypeStepLimit, lang.ErrorTypeVisitLimit} {
 		refused(t, `saga: x
 steps:
   - id: a

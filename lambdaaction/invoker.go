@@ -15,6 +15,7 @@ import (
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // Prefix marks an action run by Lambda Invoke: "lambda:my-function" or
@@ -41,7 +42,7 @@ type request struct {
 func (v *Invoker) Invoke(ctx context.Context, call engine.Call) (any, error) {
 	fn, ok := strings.CutPrefix(call.Action, Prefix)
 	if !ok || fn == "" {
-		return nil, engine.Permanent(engine.NewError(engine.ErrorTypeActionNotFound, fmt.Sprintf("action %q is not a lambda: action", call.Action)))
+		return nil, engine.Permanent(engine.NewError(lang.ErrorTypeActionNotFound, fmt.Sprintf("action %q is not a lambda: action", call.Action)))
 	}
 	payload, err := json.Marshal(request{SagaID: call.SagaID, Step: call.Step, Attempt: call.Attempt, IdempotencyKey: call.IdempotencyKey, Compensation: call.Compensation, Input: call.Input})
 	if err != nil {
@@ -77,7 +78,7 @@ func Decode(functionError *string, payload []byte) (any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, engine.Permanent(engine.NewError(engine.ErrorTypeOutputFormat, "function returned invalid JSON: "+err.Error()))
+		return nil, engine.Permanent(engine.NewError(lang.ErrorTypeOutputFormat, "function returned invalid JSON: "+err.Error()))
 	}
 	return engine.NormalizeJSON(v)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lambdaaction"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 func TestDecode(t *testing.T) {
@@ -28,7 +29,7 @@ func TestDecode(t *testing.T) {
 	if engine.ErrorType(err) != "Unhandled" {
 		t.Fatalf("crash: %v", err)
 	}
-	if _, err = lambdaaction.Decode(nil, []byte(`{oops`)); !engine.IsPermanent(err) || engine.ErrorType(err) != engine.ErrorTypeOutputFormat {
+	if _, err = lambdaaction.Decode(nil, []byte(`{oops`)); !engine.IsPermanent(err) || engine.ErrorType(err) != lang.ErrorTypeOutputFormat {
 		t.Fatalf("bad output: %v", err)
 	}
 }

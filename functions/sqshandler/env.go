@@ -18,6 +18,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lambdaaction"
+	"github.com/lambdasaga/lambdasaga/lang"
 	"github.com/lambdasaga/lambdasaga/queue/sqs"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
@@ -96,7 +97,7 @@ func CoordinatorFromEnvironment(ctx context.Context, reg *engine.Registry) (*eng
 		if strings.HasPrefix(call.Action, lambdaaction.Prefix) {
 			return invoker.Invoke(ctx, call)
 		}
-		return nil, engine.Permanent(engine.NewError(engine.ErrorTypeActionNotFound,
+		return nil, engine.Permanent(engine.NewError(lang.ErrorTypeActionNotFound,
 			fmt.Sprintf("no action %q in this function: register it in your advance function, or use lambda:<function>", call.Action)))
 	})
 	log := slog.New(lambdacontext.NewLogHandler())

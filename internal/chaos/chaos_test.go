@@ -26,6 +26,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/chaos"
 	"github.com/lambdasaga/lambdasaga/internal/local"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 type lockedBuffer struct {
@@ -285,7 +286,7 @@ func TestChaos(t *testing.T) {
 			wantUndo := slices.Clone(compensable)
 			slices.Reverse(wantUndo)
 			switch {
-			case st.Status != durable.StatusCompensated || st.Failure == nil || st.Failure.Type != engine.ErrorTypeCancelled:
+			case st.Status != durable.StatusCompensated || st.Failure == nil || st.Failure.Type != lang.ErrorTypeCancelled:
 				violate("cancel_during_action_compensates_it", "saga %s: ended %s (%v), want compensated after its cancel", id, st.Status, st.Failure)
 			case len(got) <= slices.Index(order, step) || !slices.Equal(got, order[:len(got)]):
 				violate("cancel_during_action_compensates_it", "saga %s: effects %v, want a prefix through %s (the step the cancel met)", id, got, step)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // Case is one generated definition with its input and the behaviour of its
@@ -532,7 +533,7 @@ func (g *gen) readable(i int) string {
 }
 
 // value is a value template: literals, expressions, interpolations, and
-// nesting up to and past engine.MaxValueDepth.
+// nesting up to and past lang.MaxValueDepth.
 func (g *gen) value(i, depth int) any {
 	if depth > 3 {
 		return "${" + g.expr(i) + "}"
@@ -559,9 +560,9 @@ func (g *gen) value(i, depth int) any {
 	case 8:
 		if g.chance(0.3) {
 			if g.wild {
-				return nestList(engine.MaxValueDepth-2+g.r.IntN(4), int64(1))
+				return nestList(lang.MaxValueDepth-2+g.r.IntN(4), int64(1))
 			}
-			return nestList(engine.MaxValueDepth-2, int64(1))
+			return nestList(lang.MaxValueDepth-2, int64(1))
 		}
 		return nestList(1+g.r.IntN(5), int64(1))
 	case 9:

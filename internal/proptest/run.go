@@ -15,6 +15,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
 	smem "github.com/lambdasaga/lambdasaga/store/memory"
 )
@@ -66,7 +67,7 @@ func Run(c *Case) *Result {
 		return res
 	}
 	if err != nil {
-		var de *engine.DefinitionError
+		var de *lang.DefinitionError
 		if !errors.As(err, &de) || len(de.Problems) == 0 {
 			res.violate("Compile error without problems", err)
 		}

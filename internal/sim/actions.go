@@ -10,6 +10,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // behaviour is what an action does on an attempt.
@@ -180,7 +181,7 @@ func (a *simActions) Invoke(ctx context.Context, call engine.Call) (any, error) 
 		a.applied[key], a.timedOut[key] = true, true
 		a.outputs[key] = a.output(cs, call)
 		w.report.Faults["timeout_after_effect"]++
-		return nil, engine.NewError(engine.ErrorTypeTimeout, call.Action+" timed out after doing its work")
+		return nil, engine.NewError(lang.ErrorTypeTimeout, call.Action+" timed out after doing its work")
 	case deadlineAfterEffect, deadlineBeforeEffect:
 		// Runs until its context ends: the step timeout, or what the
 		// invocation leaves it (a 30 s function less ResultReserve).
@@ -195,7 +196,7 @@ func (a *simActions) Invoke(ctx context.Context, call engine.Call) (any, error) 
 			a.outputs[key] = a.output(cs, call)
 			w.report.Faults["deadline_cut_off_after_effect"]++
 		}
-		return nil, engine.NewError(engine.ErrorTypeTimeout, call.Action+" ran until its context ended")
+		return nil, engine.NewError(lang.ErrorTypeTimeout, call.Action+" ran until its context ended")
 	}
 	a.applied[key] = true
 	a.succeeded[key] = true
@@ -210,7 +211,7 @@ func (a *simActions) draw(sc *script, call engine.Call) *callScript {
 		return cs
 	}
 	w := a.w
-	attempts := engine.DefaultRetry.Attempts
+	attempts := lang.DefaultRetry.Attempts
 	if st, ok := sc.spec.plan.Step(call.Step); ok && st.Retry != nil {
 		attempts = st.Retry.Attempts
 	}

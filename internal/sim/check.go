@@ -8,6 +8,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 func (w *world) violate(invariant, format string, args ...any) {
@@ -90,7 +91,7 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 			for _, ev := range wr.log.events {
 				call, ok := callFor(wr.log.calls, ev.Step, ev.Compensation)
 				switch {
-				case ev.Kind == engine.KindAction && !ev.Compensation && ev.Outcome == engine.OutcomeCompleted:
+				case ev.Kind == lang.KindAction && !ev.Compensation && ev.Outcome == engine.OutcomeCompleted:
 					if !ok {
 						w.violate("effects_equal_committed_steps", "saga %s: step %s completed without a call in its transition", s.id, ev.Step)
 						continue
@@ -194,7 +195,7 @@ func compensationKey(key string) string {
 
 func (w *world) failureType(s *sagaSpec, st *engine.State) string {
 	t := failureType(st)
-	if cs := w.actions.scripts[s.id].cancels; len(cs) > 0 && t == engine.ErrorTypeCancelled {
+	if cs := w.actions.scripts[s.id].cancels; len(cs) > 0 && t == lang.ErrorTypeCancelled {
 		t += " " + strings.Join(cs, ", then ")
 	}
 	return t

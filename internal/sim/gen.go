@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // genMaxVisits is the visit bound generated plans are compiled with, so a
@@ -103,7 +104,7 @@ func (w *world) genDefinition(k int) string {
 			}
 			b.lines = append(b.lines, line+"}")
 			if r.IntN(2) == 0 {
-				b.lines = append(b.lines, "catch: [{errors: ["+[]string{`"*"`, "Unlucky", engine.ErrorTypeAssertion}[r.IntN(3)]+"], next: {{T}}}]")
+				b.lines = append(b.lines, "catch: [{errors: ["+[]string{`"*"`, "Unlucky", lang.ErrorTypeAssertion}[r.IntN(3)]+"], next: {{T}}}]")
 				b.target = "?"
 			}
 			blocks = append(blocks, b)

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // The generated definitions cover every step kind, catches to later and
@@ -18,7 +18,7 @@ func TestGeneratedDefinitionsCoverTheLanguage(t *testing.T) {
 	if w.report.Refused > 50 {
 		t.Errorf("validation refused %d of %d generated definitions: the generator wastes its draws; the first:\n%s", w.report.Refused, 200+w.report.Refused, w.report.RefusedExample)
 	}
-	kinds := map[engine.StepKind]int{}
+	kinds := map[lang.StepKind]int{}
 	var back, forward, outs, comps, timeouts, retries int
 	for _, p := range plans {
 		index := map[string]int{}
@@ -51,7 +51,7 @@ func TestGeneratedDefinitionsCoverTheLanguage(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range engine.StepKinds() {
+	for _, k := range lang.StepKinds() {
 		if kinds[k] == 0 {
 			t.Errorf("no generated definition has a %s step", k)
 		}

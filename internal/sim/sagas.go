@@ -7,6 +7,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // The simulated sagas: money moved between accounts (a switch, a caught
@@ -107,7 +108,7 @@ func (w *world) newSaga(i int, plans plansByName, gen []*engine.Plan) *sagaSpec 
 	sc := &script{spec: s, calls: map[string]*callScript{}, stubborn: map[string]bool{}, comp: map[string][]behaviour{}}
 	var actions []string
 	for _, st := range s.plan.Definition().Steps {
-		if st.Kind != engine.KindAction {
+		if st.Kind != lang.KindAction {
 			continue
 		}
 		actions = append(actions, st.ID)
@@ -198,7 +199,7 @@ func (w *world) resumeOne(ctx context.Context, id string) (acted, failed bool) {
 		w.actions.scripts[id].resumed++
 	}
 	w.bufs = append(w.bufs, &handleLog{})
-	if n := len(st.Stack); !retry && n > 0 && st.Stack[n-1].OutDropped && st.CompensationError != nil && st.CompensationError.Type == engine.ErrorTypeExpression {
+	if n := len(st.Stack); !retry && n > 0 && st.Stack[n-1].OutDropped && st.CompensationError != nil && st.CompensationError.Type == lang.ErrorTypeExpression {
 		// The compensation reads an output that could not be kept: as the
 		// message says, the operator undoes the step by hand (in the
 		// service, under the compensation's key) and resumes with skip.

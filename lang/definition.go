@@ -1,8 +1,7 @@
-package engine
+package lang
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -98,6 +97,16 @@ type Step struct {
 	pos map[string]Pos // field path -> position
 }
 
+// FieldPos returns where field (a top-level field of the step, such as
+// "timeout" or "with") stands in the source, or the step's own position
+// when the field is absent.
+func (s *Step) FieldPos(field string) Pos {
+	if p, ok := s.pos[field]; ok {
+		return p
+	}
+	return s.Pos
+}
+
 // Catch routes a failure whose error type is listed to another step.
 type Catch struct {
 	Errors []string // error types; "*" matches any
@@ -113,7 +122,7 @@ type Compensation struct {
 	Timeout time.Duration
 	Pos     Pos
 
-	timeoutPos Pos
+	TimeoutPos Pos // of the timeout field, when given
 }
 
 // Assignment is one name: value pair of a set step.
@@ -181,7 +190,7 @@ type Value struct {
 	Parts   []InterpPart // ValueInterp
 	Keys    []string     // ValueMap, in source order
 	Items   []*Value     // ValueMap (parallel to Keys) and ValueList
-	column  int          // column of the expression text within the line, for CEL positions
+	Column  int          // column of the expression text within the line, for CEL positions
 }
 
 // InterpPart is literal text or an expression within an interpolated string.
@@ -222,19 +231,9 @@ func Parse(file string, src []byte) (*Definition, error) {
 	p := &parser{file: file}
 	def := p.parse(src)
 	if len(p.problems) > 0 {
-		return def, &DefinitionError{Problems: sortProblems(p.problems)}
+		return def, NewDefinitionError(p.problems)
 	}
 	return def, nil
-}
-
-// sortProblems puts problems in source order, breaking ties on every other
-// field so the same definition always reads the same, and drops repeats.
-func sortProblems(ps []Problem) []Problem {
-	slices.SortFunc(ps, func(a, b Problem) int {
-		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column),
-			cmp.Compare(a.Step, b.Step), cmp.Compare(a.Field, b.Field), cmp.Compare(a.Message, b.Message))
-	})
-	return slices.Compact(ps)
 }
 
 type parser struct {
@@ -304,7 +303,7 @@ func (p *parser) parse(src []byte) (def *Definition) {
 			// nanoseconds and lands in the past.
 			def.Timeout = p.duration(v, "timeout", 0)
 			if def.Timeout > MaxSagaTimeout {
-				p.errorf(v, "timeout", "%s is longer than the limit of %s (one year)", v.Value, shortDuration(MaxSagaTimeout))
+				p.errorf(v, "timeout", "%s is longer than the limit of %s (one year)", v.Value, FormatDuration(MaxSagaTimeout))
 				def.Timeout = 0
 			}
 		case "steps":
@@ -463,13 +462,14 @@ func (p *parser) duration(n *yaml.Node, field string, max time.Duration) time.Du
 		return 0
 	}
 	if max > 0 && d > max {
-		p.errorf(n, field, "%s is longer than the limit of %s", n.Value, shortDuration(max))
+		p.errorf(n, field, "%s is longer than the limit of %s", n.Value, FormatDuration(max))
 	}
 	return d
 }
 
-// shortDuration writes d without zero minutes and seconds: 8760h, 15m, 28s.
-func shortDuration(d time.Duration) string {
+// FormatDuration writes d as definitions and their messages do, without
+// zero minutes and seconds: 8760h, 15m, 28s.
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
@@ -820,7 +820,7 @@ func (p *parser) compensation(n *yaml.Node) *Compensation {
 			c.Retry = p.retry(v, "compensate.retry")
 		case "timeout":
 			c.Timeout = p.duration(v, "compensate.timeout", durable.MaxDelay)
-			c.timeoutPos = Pos{v.Line, v.Column}
+			c.TimeoutPos = Pos{v.Line, v.Column}
 		}
 	})
 	if n.Kind == yaml.MappingNode && !p.hasKey(n, "action") {
@@ -898,7 +898,7 @@ func (p *parser) scalar(n *yaml.Node, field string, v *Value) {
 // template parses ${...} in a string scalar.
 func (p *parser) template(n *yaml.Node, field string, v *Value) {
 	s := n.Value
-	v.column = n.Column + quoteOffset(n)
+	v.Column = n.Column + quoteOffset(n)
 	if inner, ok := exactExpr(s); ok {
 		if strings.TrimSpace(inner) == "" {
 			p.errorf(n, field, "empty expression: ${} must hold a CEL expression (write $${} for the text itself)")
@@ -909,7 +909,7 @@ func (p *parser) template(n *yaml.Node, field string, v *Value) {
 			return
 		}
 		v.Kind, v.Expr = ValueExpr, inner
-		v.column += 2
+		v.Column += 2
 		return
 	}
 	parts, err := splitTemplate(s)
