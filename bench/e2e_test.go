@@ -13,6 +13,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
+	"github.com/lambdasaga/lambdasaga/saga"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -40,7 +41,7 @@ func TestE2EThroughput(t *testing.T) {
 	}
 	const steps = 5
 	n := envInt("BENCH_E2E_SAGAS", 100)
-	plan, err := engine.Compile("linear.yaml", []byte(linearSaga(steps)))
+	plan, err := saga.Compile("linear.yaml", []byte(linearSaga(steps)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,11 +58,11 @@ func TestE2EThroughput(t *testing.T) {
 
 // runEngine returns the wall time for n sagas and the per-step latencies
 // (each saga's time from start to end, divided by its steps).
-func runEngine(t *testing.T, plan *engine.Plan, n, steps, workers int) (time.Duration, []time.Duration) {
+func runEngine(t *testing.T, plan *saga.Plan, n, steps, workers int) (time.Duration, []time.Duration) {
 	b := awstest.New(t)
 	reg := engine.NewRegistry()
-	reg.MustRegister("work", func(ctx context.Context, c engine.Call) (any, error) { return map[string]any{"ok": true}, nil })
-	reg.MustRegister("undo", func(context.Context, engine.Call) (any, error) { return nil, nil })
+	reg.MustRegister("work", func(ctx context.Context, c saga.Call) (any, error) { return map[string]any{"ok": true}, nil })
+	reg.MustRegister("undo", func(context.Context, saga.Call) (any, error) { return nil, nil })
 	// The clock stops when the last saga's last step completes, seen through
 	// the step events: polling every saga would load the emulator the
 	// workers use and slow the very thing measured.
@@ -71,7 +72,7 @@ func runEngine(t *testing.T, plan *engine.Plan, n, steps, workers int) (time.Dur
 	var began time.Time
 	var finished time.Duration
 	onStep := func(ev engine.StepEvent) {
-		if ev.Step != last || ev.Outcome != engine.OutcomeCompleted {
+		if ev.Step != last || ev.Outcome != saga.OutcomeCompleted {
 			return
 		}
 		mu.Lock()

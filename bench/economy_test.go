@@ -9,6 +9,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
+	"github.com/lambdasaga/lambdasaga/saga"
 
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
@@ -25,7 +26,7 @@ type stepCost struct {
 
 // handleAll starts a saga and handles its messages one by one, counting
 // each message's requests.
-func handleAll(t *testing.T, b *awstest.Backend, coord *engine.Coordinator, plan *engine.Plan, id string, in map[string]any) (start stepCost, steps []stepCost) {
+func handleAll(t *testing.T, b *awstest.Backend, coord *engine.Coordinator, plan *saga.Plan, id string, in map[string]any) (start stepCost, steps []stepCost) {
 	t.Helper()
 	ctx := context.Background()
 	b.Counter.Reset()
@@ -74,23 +75,23 @@ func TestRequestEconomy(t *testing.T) {
 	b := awstest.New(t)
 	reg := engine.NewRegistry()
 	order.NewServices().Register(reg)
-	reg.MustRegister("work", func(ctx context.Context, c engine.Call) (any, error) {
+	reg.MustRegister("work", func(ctx context.Context, c saga.Call) (any, error) {
 		return map[string]any{"id": c.IdempotencyKey}, nil
 	})
-	reg.MustRegister("undo", func(context.Context, engine.Call) (any, error) { return nil, nil })
+	reg.MustRegister("undo", func(context.Context, saga.Call) (any, error) { return nil, nil })
 	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: b.Store, Queue: b.Queue, Actions: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	orderPlan, _ := engine.Compile("order.yaml", order.Definition)
-	linear, err := engine.Compile("linear.yaml", []byte(linearSaga(10)))
+	orderPlan, _ := saga.Compile("order.yaml", order.Definition)
+	linear, err := saga.Compile("linear.yaml", []byte(linearSaga(10)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	orderIn := map[string]any{"order_id": "o-1", "customer": "ada", "amount": 42.5, "currency": "EUR", "card": "4242", "items": []any{"book", "lamp"}}
 	for _, c := range []struct {
 		name string
-		plan *engine.Plan
+		plan *saga.Plan
 		in   map[string]any
 		n    int
 	}{{"order", orderPlan, orderIn, 3}, {"linear-10", linear, nil, 10}} {

@@ -11,6 +11,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 
 	"github.com/lambdasaga/lambdasaga/engine"
 )
@@ -20,20 +21,20 @@ import (
 // step with a clear error (and compensates) instead of being written.
 func TestPayloadSize(t *testing.T) {
 	b := awstest.New(t)
-	plan, err := engine.Compile("linear.yaml", []byte(linearSaga(3)))
+	plan, err := saga.Compile("linear.yaml", []byte(linearSaga(3)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, kb := range []int{1, 10, 100, 250, 320} {
 		reg := engine.NewRegistry()
 		blob := strings.Repeat("x", kb<<10)
-		reg.MustRegister("work", func(ctx context.Context, c engine.Call) (any, error) {
+		reg.MustRegister("work", func(ctx context.Context, c saga.Call) (any, error) {
 			if c.Step == "s0" {
 				return map[string]any{"blob": blob}, nil
 			}
 			return map[string]any{"id": c.IdempotencyKey}, nil
 		})
-		reg.MustRegister("undo", func(context.Context, engine.Call) (any, error) { return nil, nil })
+		reg.MustRegister("undo", func(context.Context, saga.Call) (any, error) { return nil, nil })
 		coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: b.Store, Queue: b.Queue, Actions: reg})
 		if err != nil {
 			t.Fatal(err)
@@ -44,7 +45,7 @@ func TestPayloadSize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if kb*1024 > engine.MaxStateBytes {
+		if kb*1024 > saga.MaxStateBytes {
 			// Over the limit: the step that would have grown the state past it
 			// fails; its action did succeed, so its compensation comes first
 			// (this test handles the advance queue only: it stays pending).

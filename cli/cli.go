@@ -17,6 +17,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // Exit codes.
@@ -31,7 +32,7 @@ const (
 // @FILE. engine.MaxInputBytes is measured on the input's compact JSON and
 // checked after; this leaves room for a file's indentation, and keeps a
 // huge file (or /dev/zero) out of memory.
-const MaxInputFileBytes = 2 * engine.MaxInputBytes
+const MaxInputFileBytes = 2 * saga.MaxInputBytes
 
 // Config is what a sagactl build brings.
 type Config struct {
@@ -164,16 +165,16 @@ func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 // load reads and compiles a definition, printing every problem.
-func (c *Config) load(file string) (*engine.Plan, bool) { return c.loadWith(file, engine.Options{}) }
+func (c *Config) load(file string) (*saga.Plan, bool) { return c.loadWith(file, saga.Options{}) }
 
 // loadWith is load with compile options.
-func (c *Config) loadWith(file string, opts engine.Options) (*engine.Plan, bool) {
+func (c *Config) loadWith(file string, opts saga.Options) (*saga.Plan, bool) {
 	src, err := readFile(file, lang.MaxDefinitionBytes, "a definition")
 	if err != nil {
 		c.errorf("definition %v", err)
 		return nil, false
 	}
-	plan, err := engine.Compile(file, src, opts)
+	plan, err := saga.Compile(file, src, opts)
 	if err != nil {
 		var de *lang.DefinitionError
 		if errors.As(err, &de) {
@@ -221,7 +222,7 @@ func fileError(file string, err error) error {
 
 // oneDefinition checks that the command named exactly one definition file
 // and compiles it, printing every problem.
-func (c *Config) oneDefinition(cmd string, files []string) (*engine.Plan, string, bool) {
+func (c *Config) oneDefinition(cmd string, files []string) (*saga.Plan, string, bool) {
 	if len(files) != 1 {
 		c.errorf("%s: name exactly one definition file (got %d)", cmd, len(files))
 		return nil, "", false
@@ -232,7 +233,7 @@ func (c *Config) oneDefinition(cmd string, files []string) (*engine.Plan, string
 
 // inputOrZero reads --input, or makes zero values of the declared fields
 // when it is empty (for commands that only walk a definition's path).
-func (c *Config) inputOrZero(plan *engine.Plan, arg string) (map[string]any, bool) {
+func (c *Config) inputOrZero(plan *saga.Plan, arg string) (map[string]any, bool) {
 	if arg == "" {
 		return zeroInput(plan.Definition()), true
 	}
@@ -273,7 +274,7 @@ func (c *Config) readInput(arg string) (map[string]any, bool) {
 		c.errorf("%s: must be a JSON object, got %s", what, jsonKind(v))
 		return nil, false
 	}
-	norm, err := engine.NormalizeJSON(m)
+	norm, err := saga.NormalizeJSON(m)
 	if err != nil {
 		c.errorf("%s: %v", what, err)
 		return nil, false

@@ -15,6 +15,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 const orderFile = "../examples/order/order.yaml"
@@ -165,7 +166,7 @@ func TestBadInputGetsOneClearMessage(t *testing.T) {
 		{[]string{"cost", orderFile, "--fail", "ship.undo"}, "--fail ship.undo: saga order has no action step or compensation by that name"},
 		{[]string{"run", orderFile, "--input", "{}", "--fail", "price"}, "step price is a set step"},
 		{[]string{"run", orderFile, "--input", "{}", "--fail", "check"}, "step check is an assert step"},
-		{[]string{"run", "../engine/testdata/invalid/vars.yaml"}, "vars.yaml: 3 problem(s)"},
+		{[]string{"run", "../saga/testdata/invalid/vars.yaml"}, "vars.yaml: 3 problem(s)"},
 		{[]string{"run"}, "run: name exactly one definition file (got 0)"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"plan", orderFile}, "plan: say which step fails with --fail STEP"},
@@ -188,11 +189,11 @@ func TestBadInputGetsOneClearMessage(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	r := sagactl(t, nil, "validate", orderFile, "../engine/testdata/valid/loop.yaml")
+	r := sagactl(t, nil, "validate", orderFile, "../saga/testdata/valid/loop.yaml")
 	if r.code != cli.ExitOK || strings.Count(r.stdout, ": ok (saga ") != 2 {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	r = sagactl(t, nil, "validate", orderFile, "../engine/testdata/invalid/mixed.yaml")
+	r = sagactl(t, nil, "validate", orderFile, "../saga/testdata/invalid/mixed.yaml")
 	if r.code != cli.ExitUsage || !strings.Contains(r.stdout, "order.yaml: ok") || !strings.Contains(r.stderr, `mixed.yaml:8:5: step reserve: next: no step has id "chrage"`) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -216,7 +217,7 @@ func TestGraph(t *testing.T) {
 			t.Errorf("graph lacks %q", want)
 		}
 	}
-	r = sagactl(t, nil, "graph", "../engine/testdata/valid/order.yaml")
+	r = sagactl(t, nil, "graph", "../saga/testdata/valid/order.yaml")
 	if !strings.Contains(r.stdout, `s1 -->|"input.amount #gt; 1000.0"| s2`) || !strings.Contains(r.stdout, "s1 -->|default| s3") {
 		t.Fatalf("switch edges missing:\n%s", r.stdout)
 	}
@@ -229,12 +230,12 @@ func TestPlan(t *testing.T) {
 	if r.code != cli.ExitOK || r.stdout != want {
 		t.Fatalf("exit %d\n%s\nwant\n%s%s", r.code, r.stdout, want, r.stderr)
 	}
-	r = sagactl(t, nil, "plan", "../engine/testdata/valid/order.yaml", "--fail", "review.x")
+	r = sagactl(t, nil, "plan", "../saga/testdata/valid/order.yaml", "--fail", "review.x")
 	if r.code != cli.ExitUsage {
 		t.Fatalf("bad step accepted: %s", r.stdout)
 	}
 	// A failure at the first step has nothing completed to undo.
-	r = sagactl(t, nil, "plan", "../engine/testdata/valid/loop.yaml", "--fail", "poll", "--input", `{"job": "j"}`)
+	r = sagactl(t, nil, "plan", "../saga/testdata/valid/loop.yaml", "--fail", "poll", "--input", `{"job": "j"}`)
 	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "nothing is compensated") {
 		t.Fatalf("exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
@@ -316,7 +317,7 @@ func TestReadmeExampleValidates(t *testing.T) {
 		t.Fatal("no yaml block in README.md")
 	}
 	def, _, _ := strings.Cut(rest, "```")
-	if _, err := engine.Compile("README.md", []byte(def)); err != nil {
+	if _, err := saga.Compile("README.md", []byte(def)); err != nil {
 		t.Fatalf("README example: %v", err)
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // TestFailNamesOneThing: --fail X.compensate fails the compensation of X
@@ -22,15 +22,15 @@ func TestFailNamesOneThing(t *testing.T) {
 		{ID: "y", Kind: lang.KindAction, Action: "y.do", Compensate: undo},
 		{ID: "z", Kind: lang.KindAction, Action: "z.do"},
 	}
-	call := func(step string, comp bool) engine.Call { return engine.Call{Step: step, Compensation: comp} }
+	call := func(step string, comp bool) saga.Call { return saga.Call{Step: step, Compensation: comp} }
 	tests := []struct {
 		fail  string
-		fails []engine.Call
-		not   []engine.Call
+		fails []saga.Call
+		not   []saga.Call
 	}{
-		{"x", []engine.Call{call("x", false)}, []engine.Call{call("x", true), call("x.compensate", false)}},
-		{"x.compensate", []engine.Call{call("x.compensate", false)}, []engine.Call{call("x", true), call("x", false)}},
-		{"y.compensate", []engine.Call{call("y", true)}, []engine.Call{call("y", false), call("y.compensate", false)}},
+		{"x", []saga.Call{call("x", false)}, []saga.Call{call("x", true), call("x.compensate", false)}},
+		{"x.compensate", []saga.Call{call("x.compensate", false)}, []saga.Call{call("x", true), call("x", false)}},
+		{"y.compensate", []saga.Call{call("y", true)}, []saga.Call{call("y", false), call("y.compensate", false)}},
 	}
 	for _, tt := range tests {
 		set, err := resolveFails("s", steps, []string{tt.fail})

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 func runPlan(c *Config, args []string) int {
@@ -61,7 +61,7 @@ func runPlan(c *Config, args []string) int {
 // writePlan tells what compensation does after the failure, from what the
 // dry run did: each compensation that ran and how it ended, those a failed
 // one kept from running, and the end, so that the lines cannot disagree.
-func writePlan(w io.Writer, plan *engine.Plan, st *engine.State, what string, path []string, comps []engine.StepRecord) {
+func writePlan(w io.Writer, plan *saga.Plan, st *saga.State, what string, path []string, comps []saga.StepRecord) {
 	if len(comps) == 0 {
 		fmt.Fprintf(w, "if %s (path: %s), nothing is compensated: no completed step declares compensate\n", what, join(path))
 	} else {
@@ -69,7 +69,7 @@ func writePlan(w io.Writer, plan *engine.Plan, st *engine.State, what string, pa
 	}
 	for i, rec := range comps {
 		line := fmt.Sprintf("  %d. undo %s: %s", i+1, rec.Step, compAction(plan, rec.Step))
-		if rec.Outcome == engine.OutcomeCompensationFailed {
+		if rec.Outcome == saga.OutcomeCompensationFailed {
 			line += ": fails for good"
 			if rec.Error != nil {
 				line += " (" + rec.Error.Type + ": " + rec.Error.Message + ")"
@@ -81,7 +81,7 @@ func writePlan(w io.Writer, plan *engine.Plan, st *engine.State, what string, pa
 		// The stack keeps what is still to undo, newest last; the
 		// compensation that failed may still be on top.
 		failed := ""
-		if n := len(comps); n > 0 && comps[n-1].Outcome == engine.OutcomeCompensationFailed {
+		if n := len(comps); n > 0 && comps[n-1].Outcome == saga.OutcomeCompensationFailed {
 			failed = comps[n-1].Step
 		}
 		var left []string
@@ -102,7 +102,7 @@ func writePlan(w io.Writer, plan *engine.Plan, st *engine.State, what string, pa
 	fmt.Fprintf(w, "the saga ends %s\n", st.Status)
 }
 
-func compAction(plan *engine.Plan, id string) string {
+func compAction(plan *saga.Plan, id string) string {
 	if s, ok := plan.Step(id); ok && s.Compensate != nil {
 		return s.Compensate.Action
 	}
@@ -112,19 +112,19 @@ func compAction(plan *engine.Plan, id string) string {
 // simulate dry-runs the saga: every action succeeds with its input as
 // output, except those in fail. It returns the forward path and how each
 // compensation that ran ended, in order.
-func simulate(plan *engine.Plan, in map[string]any, fail failSet) ([]string, []engine.StepRecord, *engine.State, error) {
+func simulate(plan *saga.Plan, in map[string]any, fail failSet) ([]string, []saga.StepRecord, *saga.State, error) {
 	var (
 		path  []string
-		comps []engine.StepRecord
+		comps []saga.StepRecord
 	)
-	st, err := plan.DryRun(engine.DryRunParams{
+	st, err := plan.DryRun(saga.DryRunParams{
 		Input: in,
 		Act:   fail.act,
-		OnStep: func(rec engine.StepRecord) {
+		OnStep: func(rec saga.StepRecord) {
 			switch {
-			case !rec.Compensation && rec.Outcome != engine.OutcomeStarted:
+			case !rec.Compensation && rec.Outcome != saga.OutcomeStarted:
 				path = append(path, rec.Step)
-			case rec.Compensation && (rec.Outcome == engine.OutcomeCompensated || rec.Outcome == engine.OutcomeCompensationFailed):
+			case rec.Compensation && (rec.Outcome == saga.OutcomeCompensated || rec.Outcome == saga.OutcomeCompensationFailed):
 				comps = append(comps, rec)
 			}
 		},

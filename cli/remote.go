@@ -14,8 +14,8 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/client"
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // LocalStateFile is where `sagactl local` records the running local
@@ -127,7 +127,7 @@ func runStart(c *Config, args []string) int {
 func runStatus(c *Config, args []string) int { return c.sagaCommand("status", args, nil) }
 
 func runCancel(c *Config, args []string) int {
-	return c.sagaCommand("cancel", args, func(ctx context.Context, cl *client.Client, id string) (*engine.State, error) {
+	return c.sagaCommand("cancel", args, func(ctx context.Context, cl *client.Client, id string) (*saga.State, error) {
 		return cl.Cancel(ctx, id)
 	})
 }
@@ -137,7 +137,7 @@ func runResume(c *Config, args []string) int {
 	flags := func(fs *flag.FlagSet) {
 		fs.BoolVar(&skip, "skip", false, "do not run the compensation that failed: you undid that step by hand")
 	}
-	return c.sagaCommand("resume", args, func(ctx context.Context, cl *client.Client, id string) (*engine.State, error) {
+	return c.sagaCommand("resume", args, func(ctx context.Context, cl *client.Client, id string) (*saga.State, error) {
 		if skip {
 			return cl.SkipCompensation(ctx, id)
 		}
@@ -147,7 +147,7 @@ func runResume(c *Config, args []string) int {
 
 // sagaCommand runs a command on one saga by id; act nil only reads it.
 // flags, if given, adds the command's own flags.
-func (c *Config) sagaCommand(name string, args []string, act func(context.Context, *client.Client, string) (*engine.State, error), flags ...func(*flag.FlagSet)) int {
+func (c *Config) sagaCommand(name string, args []string, act func(context.Context, *client.Client, string) (*saga.State, error), flags ...func(*flag.FlagSet)) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print the saga as JSON")
 	for _, f := range flags {
@@ -170,7 +170,7 @@ func (c *Config) sagaCommand(name string, args []string, act func(context.Contex
 		c.errorf("%v", err)
 		return ExitUsage
 	}
-	var st *engine.State
+	var st *saga.State
 	if act != nil {
 		st, err = act(ctx, cl, ids[0])
 	} else {
@@ -185,21 +185,21 @@ func (c *Config) sagaCommand(name string, args []string, act func(context.Contex
 
 // stateReport is the JSON shape of start, status, cancel and resume.
 type stateReport struct {
-	SagaID            string            `json:"saga_id"`
-	Saga              string            `json:"saga"`
-	Status            durable.Status    `json:"status"`
-	CancelRequested   bool              `json:"cancel_requested,omitempty"`
-	Version           uint64            `json:"version"`
-	Pending           string            `json:"pending,omitempty"`
-	Attempt           int               `json:"attempt,omitempty"`
-	Failure           *engine.StepError `json:"failure,omitempty"`
-	CompensationError *engine.StepError `json:"compensation_error,omitempty"`
-	Output            any               `json:"output,omitempty"`
-	DefinitionHash    string            `json:"definition_hash"`
-	UpdatedAt         time.Time         `json:"updated_at"`
+	SagaID            string          `json:"saga_id"`
+	Saga              string          `json:"saga"`
+	Status            durable.Status  `json:"status"`
+	CancelRequested   bool            `json:"cancel_requested,omitempty"`
+	Version           uint64          `json:"version"`
+	Pending           string          `json:"pending,omitempty"`
+	Attempt           int             `json:"attempt,omitempty"`
+	Failure           *saga.StepError `json:"failure,omitempty"`
+	CompensationError *saga.StepError `json:"compensation_error,omitempty"`
+	Output            any             `json:"output,omitempty"`
+	DefinitionHash    string          `json:"definition_hash"`
+	UpdatedAt         time.Time       `json:"updated_at"`
 }
 
-func (c *Config) printState(ctx context.Context, cl *client.Client, st *engine.State, asJSON bool) int {
+func (c *Config) printState(ctx context.Context, cl *client.Client, st *saga.State, asJSON bool) int {
 	r := stateReport{SagaID: st.SagaID, Saga: st.Name, Status: st.Status, CancelRequested: st.CancelRequested, Version: st.Version, Failure: st.Failure,
 		CompensationError: st.CompensationError, Output: jsonable(st.Output), DefinitionHash: st.DefinitionHash, UpdatedAt: st.UpdatedAt}
 	if cur, ok := st.Pending(); ok {

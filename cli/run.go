@@ -16,6 +16,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/embedded"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // ErrorTypeSimulated is the error type of a failure forced with --fail.
@@ -29,7 +30,7 @@ type failSet struct {
 	comps map[string]bool // by the id of the step compensated
 }
 
-func (f failSet) fails(call engine.Call) bool {
+func (f failSet) fails(call saga.Call) bool {
 	if call.Compensation {
 		return f.comps[call.Step]
 	}
@@ -38,16 +39,16 @@ func (f failSet) fails(call engine.Call) bool {
 
 // act answers a dry run's call: it fails for good if --fail names it, and
 // otherwise succeeds with its input as output.
-func (f failSet) act(call engine.Call) (any, error) {
+func (f failSet) act(call saga.Call) (any, error) {
 	if f.fails(call) {
-		return nil, engine.Permanent(engine.NewError(ErrorTypeSimulated, "--fail"))
+		return nil, saga.Permanent(saga.NewError(ErrorTypeSimulated, "--fail"))
 	}
 	return call.Input, nil
 }
 
 // checkFails resolves every --fail (resolveFails), printing the first
 // name that resolves to nothing.
-func (c *Config) checkFails(plan *engine.Plan, names []string) (failSet, bool) {
+func (c *Config) checkFails(plan *saga.Plan, names []string) (failSet, bool) {
 	set, err := resolveFails(plan.Name(), plan.Definition().Steps, names)
 	if err != nil {
 		c.errorf("%v", err)
@@ -61,7 +62,7 @@ func (c *Config) checkFails(plan *engine.Plan, names []string) (failSet, bool) {
 // step has that id, names the compensation of step X, which must declare
 // one. Anything else is refused with the list of the names that resolve,
 // in the definition's order.
-func resolveFails(saga string, steps []*lang.Step, names []string) (failSet, error) {
+func resolveFails(sagaName string, steps []*lang.Step, names []string) (failSet, error) {
 	byID := make(map[string]*lang.Step, len(steps))
 	for _, s := range steps {
 		byID[s.ID] = s
@@ -80,7 +81,7 @@ func resolveFails(saga string, steps []*lang.Step, names []string) (failSet, err
 		s, ok := byID[id]
 		switch {
 		case !comp || !ok:
-			return failSet{}, fmt.Errorf("--fail %s: saga %s has no action step or compensation by that name; %s", name, saga, failNames(steps, byID))
+			return failSet{}, fmt.Errorf("--fail %s: saga %s has no action step or compensation by that name; %s", name, sagaName, failNames(steps, byID))
 		case s.Kind != lang.KindAction:
 			return failSet{}, fmt.Errorf("--fail %s: step %s is %s %s step; only action steps and their compensations can be made to fail; %s",
 				name, s.ID, article(string(s.Kind)), s.Kind, failNames(steps, byID))
@@ -119,13 +120,13 @@ type invoker struct {
 	fail failSet
 }
 
-func (v invoker) Invoke(ctx context.Context, call engine.Call) (any, error) {
+func (v invoker) Invoke(ctx context.Context, call saga.Call) (any, error) {
 	if v.fail.fails(call) {
 		what := "step " + call.Step
 		if call.Compensation {
 			what = "compensation of step " + call.Step
 		}
-		return nil, engine.Permanent(engine.NewError(ErrorTypeSimulated, what+" failed (--fail)"))
+		return nil, saga.Permanent(saga.NewError(ErrorTypeSimulated, what+" failed (--fail)"))
 	}
 	if v.reg.Has(call.Action) {
 		return v.reg.Invoke(ctx, call)
@@ -139,10 +140,10 @@ type runReport struct {
 	Status durable.Status `json:"status"`
 	Output any            `json:"output"`
 	// Failure is why the saga compensated; CompensationError why it parked.
-	Failure           *engine.StepError `json:"failure,omitempty"`
-	CompensationError *engine.StepError `json:"compensation_error,omitempty"`
-	Steps             []stepReport      `json:"steps"`
-	Compensations     []stepReport      `json:"compensations"`
+	Failure           *saga.StepError `json:"failure,omitempty"`
+	CompensationError *saga.StepError `json:"compensation_error,omitempty"`
+	Steps             []stepReport    `json:"steps"`
+	Compensations     []stepReport    `json:"compensations"`
 }
 
 type stepReport struct {
@@ -203,11 +204,11 @@ func runRun(c *Config, args []string) int {
 		defer mu.Unlock()
 		rec := stepReport{ID: ev.Step, Status: string(ev.Outcome), Attempts: ev.Attempt}
 		switch {
-		case ev.Outcome == engine.OutcomeStarted:
+		case ev.Outcome == saga.OutcomeStarted:
 			return
-		case ev.Compensation && ev.Outcome != engine.OutcomeRetrying:
+		case ev.Compensation && ev.Outcome != saga.OutcomeRetrying:
 			report.Compensations = append(report.Compensations, rec)
-		case !ev.Compensation && ev.Outcome != engine.OutcomeRetrying:
+		case !ev.Compensation && ev.Outcome != saga.OutcomeRetrying:
 			report.Steps = append(report.Steps, rec)
 		}
 		if !*asJSON {
@@ -281,7 +282,7 @@ func printStep(c *Config, ev engine.StepEvent) {
 	if ev.Kind == lang.KindAction || ev.Compensation {
 		line += fmt.Sprintf(" attempt %d  %8s", ev.Attempt, ev.Duration.Round(10*time.Microsecond))
 	}
-	if ev.Outcome == engine.OutcomeRetrying {
+	if ev.Outcome == saga.OutcomeRetrying {
 		line += fmt.Sprintf("  retry in %s", ev.Delay.Round(time.Millisecond))
 	}
 	if ev.Error != nil {
@@ -290,7 +291,7 @@ func printStep(c *Config, ev engine.StepEvent) {
 	fmt.Fprintln(c.Stdout, strings.TrimRight(line, " "))
 }
 
-func printSummary(c *Config, st *engine.State, r runReport, took time.Duration) {
+func printSummary(c *Config, st *saga.State, r runReport, took time.Duration) {
 	fmt.Fprintf(c.Stdout, "saga %s %s in %s", st.SagaID, st.Status, took.Round(100*time.Microsecond))
 	if st.Failure != nil {
 		fmt.Fprintf(c.Stdout, ": %s", st.Failure.Error())

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/internal/samtemplate"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // maxTemplateBytes bounds what sagactl reads of a SAM template: 1 MiB,
@@ -32,7 +32,7 @@ func runValidate(c *Config, args []string) int {
 	}
 	code = ExitOK
 	for _, f := range files {
-		plan, ok := c.loadWith(f, engine.Options{MaxStepTimeout: limit.max})
+		plan, ok := c.loadWith(f, saga.Options{MaxStepTimeout: limit.max})
 		if !ok {
 			if limit.max > 0 {
 				fmt.Fprintf(c.Stderr, "(step timeouts checked against %s: at most %s)\n", limit.from, limit.max)
@@ -53,7 +53,7 @@ type functionFlags struct {
 }
 
 func (f *functionFlags) register(fs *flag.FlagSet) {
-	fs.DurationVar(&f.timeout, "function-timeout", 0, "the deployed functions' timeout: refuse a step timeout they cannot give an action (their timeout less "+engine.ResultReserve.String()+" to record the outcome)")
+	fs.DurationVar(&f.timeout, "function-timeout", 0, "the deployed functions' timeout: refuse a step timeout they cannot give an action (their timeout less "+saga.ResultReserve.String()+" to record the outcome)")
 	fs.StringVar(&f.template, "template", "", "read the functions' timeout from this SAM template (e.g. infra/template.yaml) instead of --function-timeout")
 }
 
@@ -91,13 +91,13 @@ func (f *functionFlags) limit(c *Config) (stepTimeoutLimit, bool) {
 	default:
 		l.from = fmt.Sprintf("a function with timeout %s", f.timeout)
 	}
-	l.max = engine.StepTimeoutLimit(timeout)
+	l.max = saga.StepTimeoutLimit(timeout)
 	if l.max <= 0 {
 		what := "--function-timeout"
 		if f.template != "" {
 			what = "--template: " + l.from
 		}
-		c.errorf("%s: %s leaves no time for an action: a function keeps %s of its timeout to record the outcome", what, timeout, engine.ResultReserve)
+		c.errorf("%s: %s leaves no time for an action: a function keeps %s of its timeout to record the outcome", what, timeout, saga.ResultReserve)
 		return l, false
 	}
 	return l, true

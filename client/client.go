@@ -16,6 +16,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/queue/sqs"
+	"github.com/lambdasaga/lambdasaga/saga"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
 
@@ -46,7 +47,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Store == nil || cfg.Queue == nil {
 		return nil, errors.New("client: a Store and a Queue are required")
 	}
-	plans := engine.NewPlans(cfg.Store, engine.Options{})
+	plans := engine.NewPlans(cfg.Store, saga.Options{})
 	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: cfg.Store, Queue: cfg.Queue, Actions: engine.NewRegistry(), Plans: plans})
 	if err != nil {
 		return nil, err
@@ -93,8 +94,8 @@ type StartParams struct {
 // version and sends its first message. Starting a saga id again with the
 // same definition and input returns the existing saga; with a different
 // one it is durable.ErrExists.
-func (c *Client) Start(ctx context.Context, p StartParams) (*engine.State, error) {
-	plan, err := engine.Compile(p.File, p.Definition)
+func (c *Client) Start(ctx context.Context, p StartParams) (*saga.State, error) {
+	plan, err := saga.Compile(p.File, p.Definition)
 	if err != nil {
 		return nil, err
 	}
@@ -102,12 +103,12 @@ func (c *Client) Start(ctx context.Context, p StartParams) (*engine.State, error
 }
 
 // Status reads a saga.
-func (c *Client) Status(ctx context.Context, sagaID string) (*engine.State, error) {
+func (c *Client) Status(ctx context.Context, sagaID string) (*saga.State, error) {
 	return c.coord.Get(ctx, sagaID)
 }
 
 // Step returns the id of a saga's step by its index, for displaying state.
-func (c *Client) Step(ctx context.Context, st *engine.State, index int) (string, error) {
+func (c *Client) Step(ctx context.Context, st *saga.State, index int) (string, error) {
 	plan, err := c.plans.Get(ctx, st.DefinitionHash)
 	if err != nil {
 		return "", err
@@ -120,18 +121,18 @@ func (c *Client) Step(ctx context.Context, st *engine.State, index int) (string,
 }
 
 // Cancel stops a running saga; it compensates.
-func (c *Client) Cancel(ctx context.Context, sagaID string) (*engine.State, error) {
+func (c *Client) Cancel(ctx context.Context, sagaID string) (*saga.State, error) {
 	return c.coord.Cancel(ctx, sagaID)
 }
 
 // Resume continues the compensation of a saga parked in compensation_failed.
-func (c *Client) Resume(ctx context.Context, sagaID string) (*engine.State, error) {
+func (c *Client) Resume(ctx context.Context, sagaID string) (*saga.State, error) {
 	return c.coord.Resume(ctx, sagaID)
 }
 
 // SkipCompensation continues a parked saga without the compensation that
 // failed, which an operator has undone by hand.
-func (c *Client) SkipCompensation(ctx context.Context, sagaID string) (*engine.State, error) {
+func (c *Client) SkipCompensation(ctx context.Context, sagaID string) (*saga.State, error) {
 	return c.coord.SkipCompensation(ctx, sagaID)
 }
 

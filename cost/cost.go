@@ -10,7 +10,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // Prices are AWS list prices, us-east-1, on-demand, without free tiers.
@@ -91,12 +91,12 @@ type Saga struct {
 // Walk dry-runs the saga (actions succeed with their input as output,
 // except the calls fail names; nil: none) and counts what each piece of
 // the path costs. A negative or non-finite figure in p is an error.
-func Walk(plan *engine.Plan, p Params, fail func(engine.Call) bool) (*Saga, error) {
+func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
 	if fail == nil {
-		fail = func(engine.Call) bool { return false }
+		fail = func(saga.Call) bool { return false }
 	}
 	if p.MemoryMB == 0 {
 		p.MemoryMB = 256
@@ -118,17 +118,17 @@ func Walk(plan *engine.Plan, p Params, fail func(engine.Call) bool) (*Saga, erro
 		return nil, err
 	}
 	s := &Saga{CostBreakdownUSD: map[string]float64{}, Transitions: 1}
-	_, err = plan.DryRun(engine.DryRunParams{
+	_, err = plan.DryRun(saga.DryRunParams{
 		Input: in,
-		Act: func(call engine.Call) (any, error) {
+		Act: func(call saga.Call) (any, error) {
 			if fail(call) {
-				return nil, engine.Permanent(engine.NewError("Failed", "costed failure"))
+				return nil, saga.Permanent(saga.NewError("Failed", "costed failure"))
 			}
 			return call.Input, nil
 		},
-		OnCall: func(engine.Call) { s.ActionSteps++; s.Transitions++ },
-		OnStep: func(rec engine.StepRecord) {
-			if rec.Outcome == engine.OutcomeStarted {
+		OnCall: func(saga.Call) { s.ActionSteps++; s.Transitions++ },
+		OnStep: func(rec saga.StepRecord) {
+			if rec.Outcome == saga.OutcomeStarted {
 				return
 			}
 			// Step Functions bills each state entered; counted conservatively

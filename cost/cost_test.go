@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/cost"
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 func TestOrderSagaCost(t *testing.T) {
-	plan, err := engine.Compile("order.yaml", order.Definition)
+	plan, err := saga.Compile("order.yaml", order.Definition)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestOrderSagaCost(t *testing.T) {
 		t.Fatal(b.String())
 	}
 	// The compensating path: ship fails, charge and reserve are undone.
-	f, err := cost.Walk(plan, p, func(c engine.Call) bool { return c.Step == "ship" && !c.Compensation })
+	f, err := cost.Walk(plan, p, func(c saga.Call) bool { return c.Step == "ship" && !c.Compensation })
 	if err != nil || f.Compensations != 2 || f.ActionSteps != 5 {
 		t.Fatalf("%+v %v", f, err)
 	}
@@ -50,7 +50,7 @@ func TestOrderSagaCost(t *testing.T) {
 // TestWalkRefusesFiguresThatCannotBe: a negative or non-finite figure
 // would print a negative or NaN cost; zero still means the default.
 func TestWalkRefusesFiguresThatCannotBe(t *testing.T) {
-	plan, err := engine.Compile("order.yaml", order.Definition)
+	plan, err := saga.Compile("order.yaml", order.Definition)
 	if err != nil {
 		t.Fatal(err)
 	}

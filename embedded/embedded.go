@@ -14,6 +14,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	"github.com/lambdasaga/lambdasaga/saga"
 	smem "github.com/lambdasaga/lambdasaga/store/memory"
 )
 
@@ -97,7 +98,7 @@ func (r *Runtime) Close() {
 
 // Run starts a saga and waits until it is final (succeeded, compensated or
 // compensation_failed) or ctx ends.
-func (r *Runtime) Run(ctx context.Context, p *engine.StartParams) (*engine.State, error) {
+func (r *Runtime) Run(ctx context.Context, p *engine.StartParams) (*saga.State, error) {
 	st, err := r.Coordinator.Start(ctx, p)
 	if err != nil {
 		return nil, err
@@ -106,7 +107,7 @@ func (r *Runtime) Run(ctx context.Context, p *engine.StartParams) (*engine.State
 }
 
 // Wait polls a saga until it is final or ctx ends.
-func (r *Runtime) Wait(ctx context.Context, sagaID string) (*engine.State, error) {
+func (r *Runtime) Wait(ctx context.Context, sagaID string) (*saga.State, error) {
 	t := time.NewTicker(r.cfg.PollInterval)
 	defer t.Stop()
 	for {

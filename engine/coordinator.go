@@ -1,11 +1,9 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,36 +14,20 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
-
-// MaxStateBytes bounds one saga's encoded state, well under DynamoDB's
-// 400 KB item limit: a transition that would exceed it fails its step
-// (StateTooLarge) and the saga compensates.
-const MaxStateBytes = 300 << 10
-
-// maxSettledStateBytes bounds the state of a saga that failed and no longer
-// runs forward (compensating, compensated or parked). The room it leaves
-// over MaxStateBytes keeps the failure, and the output of an action that
-// took the state past MaxStateBytes when it fits, so that its compensation
-// can read it. An item stays within DynamoDB's 400 KB (store/dynamo writes
-// at most 390 KB with its other attributes).
-const maxSettledStateBytes = durable.MaxRecordStateBytes
-
-// errUnstorable marks a state that cannot be encoded (a value too deep, a
-// type state cannot hold): like ErrTooLarge, it will never store as it is.
-var errUnstorable = errors.New("state cannot be stored")
 
 // unstorable reports whether a write failed for a reason that will not
 // change however often it is retried.
 func unstorable(err error) bool {
-	return errors.Is(err, durable.ErrTooLarge) || errors.Is(err, errUnstorable)
+	return errors.Is(err, durable.ErrTooLarge) || errors.Is(err, saga.ErrUnstorable)
 }
 
 // StepEvent tells an observer about one step of a saga.
 type StepEvent struct {
 	SagaID  string
 	Version uint64 // the version the transition wrote
-	StepRecord
+	saga.StepRecord
 	// Duration is how long the action ran, for the step whose action this
 	// transition ran; zero for pure steps.
 	Duration time.Duration
@@ -94,7 +76,7 @@ func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		return nil, errors.New("coordinator: an Invoker for actions is required")
 	}
 	if cfg.Plans == nil {
-		cfg.Plans = NewPlans(cfg.Store, Options{})
+		cfg.Plans = NewPlans(cfg.Store, saga.Options{})
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = durable.SystemClock{}
@@ -125,7 +107,7 @@ func (c *Coordinator) Plans() *Plans { return c.cfg.Plans }
 
 // StartParams starts a saga.
 type StartParams struct {
-	Plan   *Plan
+	Plan   *saga.Plan
 	SagaID string // empty: a new random id
 	Input  map[string]any
 }
@@ -134,7 +116,7 @@ type StartParams struct {
 // and sends its first message. It is idempotent by saga id: starting an
 // existing saga with the same input returns it (and re-sends its first
 // message if it has not moved on), with a different input it is ErrExists.
-func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*State, error) {
+func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*saga.State, error) {
 	plan := p.Plan
 	if plan == nil {
 		return nil, errors.New("start: a Plan is required")
@@ -144,7 +126,7 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*State, error)
 		id = c.cfg.NewID()
 	}
 	if !durable.ValidSagaID(id) {
-		return nil, fmt.Errorf("%w: saga id %q: use 1 to 128 letters, digits, '_', '.', ':' or '-'", ErrInvalidInput, id)
+		return nil, fmt.Errorf("%w: saga id %q: use 1 to 128 letters, digits, '_', '.', ':' or '-'", saga.ErrInvalidInput, id)
 	}
 	input, err := plan.CheckInput(p.Input)
 	if err != nil {
@@ -156,19 +138,19 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*State, error)
 	}
 	now, rnd := c.cfg.Clock.Now(), c.cfg.Rand()
 	var h heard
-	first := func(limit int) (*State, durable.SagaRecord, error) {
-		st := &State{}
-		if _, err := plan.Advance(st, Event{Kind: EventStart, Now: now, Rand: rnd, SagaID: id, Input: input, OnStep: c.observer(&h, id, st, nil), StoreLimit: limit}); err != nil {
+	first := func(limit int) (*saga.State, durable.SagaRecord, error) {
+		st := &saga.State{}
+		if _, err := plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: now, Rand: rnd, SagaID: id, Input: input, OnStep: c.observer(&h, id, st, nil), StoreLimit: limit}); err != nil {
 			return nil, durable.SagaRecord{}, err
 		}
-		rec, err := record(st, nil)
+		rec, err := st.Record(nil)
 		return st, rec, err
 	}
 	st, rec, err := first(0)
 	if unstorable(err) {
 		// The first steps grew the state past what can be stored: run them
 		// again measuring, so the saga fails in a state that can be.
-		st, rec, err = first(MaxStateBytes)
+		st, rec, err = first(saga.MaxStateBytes)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
@@ -190,7 +172,7 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*State, error)
 	return st, nil
 }
 
-func (c *Coordinator) existing(ctx context.Context, id string, plan *Plan, input map[string]any) (*State, error) {
+func (c *Coordinator) existing(ctx context.Context, id string, plan *saga.Plan, input map[string]any) (*saga.State, error) {
 	st, err := c.Get(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
@@ -208,12 +190,12 @@ func (c *Coordinator) existing(ctx context.Context, id string, plan *Plan, input
 }
 
 // Get reads a saga's state.
-func (c *Coordinator) Get(ctx context.Context, sagaID string) (*State, error) {
+func (c *Coordinator) Get(ctx context.Context, sagaID string) (*saga.State, error) {
 	rec, err := c.cfg.Store.SagaGet(ctx, &durable.SagaGetParams{SagaID: sagaID})
 	if err != nil {
 		return nil, err // stores name the saga in their errors
 	}
-	st := &State{}
+	st := &saga.State{}
 	if err := st.UnmarshalBinary(rec.State); err != nil {
 		return nil, fmt.Errorf("saga %s: %w", sagaID, err)
 	}
@@ -221,25 +203,25 @@ func (c *Coordinator) Get(ctx context.Context, sagaID string) (*State, error) {
 }
 
 // Cancel stops a running saga and compensates what it completed.
-func (c *Coordinator) Cancel(ctx context.Context, sagaID string) (*State, error) {
-	return c.apply(ctx, sagaID, EventCancel, false)
+func (c *Coordinator) Cancel(ctx context.Context, sagaID string) (*saga.State, error) {
+	return c.apply(ctx, sagaID, saga.EventCancel, false)
 }
 
 // Resume continues the compensation of a saga parked in compensation_failed.
-func (c *Coordinator) Resume(ctx context.Context, sagaID string) (*State, error) {
-	return c.apply(ctx, sagaID, EventResume, false)
+func (c *Coordinator) Resume(ctx context.Context, sagaID string) (*saga.State, error) {
+	return c.apply(ctx, sagaID, saga.EventResume, false)
 }
 
 // SkipCompensation continues a saga parked in compensation_failed without
 // running the compensation that failed: an operator has undone that step
 // by hand. The rest of the compensations run as on Resume.
-func (c *Coordinator) SkipCompensation(ctx context.Context, sagaID string) (*State, error) {
-	return c.apply(ctx, sagaID, EventResume, true)
+func (c *Coordinator) SkipCompensation(ctx context.Context, sagaID string) (*saga.State, error) {
+	return c.apply(ctx, sagaID, saga.EventResume, true)
 }
 
 // apply writes a cancel or a resume (skip: without the compensation that
 // failed).
-func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind, skip bool) (*State, error) {
+func (c *Coordinator) apply(ctx context.Context, sagaID string, kind saga.EventKind, skip bool) (*saga.State, error) {
 	for range c.cfg.MaxConflictRetries {
 		rec, st, plan, err := c.load(ctx, sagaID)
 		if err != nil {
@@ -255,7 +237,7 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind, 
 			return st, nil
 		}
 		var h heard
-		if _, err := plan.Advance(st, Event{Kind: kind, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Skip: skip, OnStep: c.observer(&h, sagaID, st, nil)}); err != nil {
+		if _, err := plan.Advance(st, saga.Event{Kind: kind, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Skip: skip, OnStep: c.observer(&h, sagaID, st, nil)}); err != nil {
 			return nil, err
 		}
 		err = c.write(ctx, st, rec.Version, &h)
@@ -276,11 +258,11 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind EventKind, 
 // already reports whether st is where a cancel or resume leads, so that
 // the event is a retry rather than a mistake: compensating (or, for a
 // cancel, finished after being cancelled).
-func already(st *State, kind EventKind) bool {
+func already(st *saga.State, kind saga.EventKind) bool {
 	switch kind {
-	case EventCancel:
+	case saga.EventCancel:
 		return st.CancelRequested || st.Status == durable.StatusCompensating || (st.Status.Final() && st.Status != durable.StatusSucceeded && st.Failure != nil && st.Failure.Type == lang.ErrorTypeCancelled)
-	case EventResume:
+	case saga.EventResume:
 		return st.Status == durable.StatusCompensating
 	}
 	return false
@@ -291,7 +273,7 @@ func (c *Coordinator) List(ctx context.Context, p *durable.SagaListParams) (*dur
 	return c.cfg.Store.SagaList(ctx, p)
 }
 
-func (c *Coordinator) load(ctx context.Context, sagaID string) (*durable.SagaRecord, *State, *Plan, error) {
+func (c *Coordinator) load(ctx context.Context, sagaID string) (*durable.SagaRecord, *saga.State, *saga.Plan, error) {
 	rec, err := c.cfg.Store.SagaGet(ctx, &durable.SagaGetParams{SagaID: sagaID})
 	if errors.Is(err, durable.ErrNotFound) {
 		return nil, nil, nil, fmt.Errorf("%w (%w)", err, errSagaMissing)
@@ -299,7 +281,7 @@ func (c *Coordinator) load(ctx context.Context, sagaID string) (*durable.SagaRec
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	st := &State{}
+	st := &saga.State{}
 	if err := st.UnmarshalBinary(rec.State); err != nil {
 		return nil, nil, nil, fmt.Errorf("saga %s: %w", sagaID, err)
 	}
@@ -307,39 +289,13 @@ func (c *Coordinator) load(ctx context.Context, sagaID string) (*durable.SagaRec
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("saga %s: %w", sagaID, err)
 	}
-	if err := plan.checkState(st); err != nil {
+	if err := plan.CheckState(st); err != nil {
 		return nil, nil, nil, fmt.Errorf("saga %s: %w: %v", sagaID, ErrDamagedState, err)
 	}
 	if st.Vars == nil && !st.Status.Final() {
 		st.Vars = map[string]any{} // an item written without vars: steps write into it
 	}
 	return rec, st, plan, nil
-}
-
-// checkState reports what in st does not fit the plan, so that a damaged
-// item is an error rather than a panic.
-func (p *Plan) checkState(st *State) error {
-	if !st.Status.Valid() {
-		return fmt.Errorf("status %q", st.Status)
-	}
-	for _, c := range st.Cursors {
-		if c.Step < 0 || c.Step >= len(p.steps) {
-			return fmt.Errorf("a cursor at step %d of %d", c.Step, len(p.steps))
-		}
-		if c.Attempt < 1 {
-			return fmt.Errorf("a cursor at attempt %d", c.Attempt)
-		}
-		s := p.steps[c.Step]
-		if s.Kind != lang.KindAction || (c.Compensating && s.comp == nil) {
-			return fmt.Errorf("a cursor at step %s, which has no such action", s.ID)
-		}
-	}
-	for _, c := range st.Stack {
-		if c.Step < 0 || c.Step >= len(p.steps) || p.steps[c.Step].comp == nil {
-			return fmt.Errorf("a completion of step %d, which has no compensation", c.Step)
-		}
-	}
-	return nil
 }
 
 // Outcome says what Handle did with a message.
@@ -403,7 +359,7 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 		c.logHandled(ctx, msg, st, HandledNothing, 0)
 		return HandledNothing, nil
 	}
-	if id := plan.steps[cur.Step].ID; id != msg.Step || cur.Attempt != msg.Attempt || cur.Compensating != (msg.Queue == durable.QueueCompensate) {
+	if id, _ := plan.Awaits(cur); id != msg.Step || cur.Attempt != msg.Attempt || cur.Compensating != (msg.Queue == durable.QueueCompensate) {
 		return "", fmt.Errorf("%w: message for %s %s attempt %d, but saga %s version %d waits on %s attempt %d",
 			durable.ErrMalformedMessage, msg.Queue, msg.Step, msg.Attempt, msg.SagaID, st.Version, id, cur.Attempt)
 	}
@@ -412,14 +368,14 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 	}
 	now := c.cfg.Clock.Now()
 	out, actErr, took := c.invoke(ctx, plan, st, now)
-	ev := Event{Kind: EventResult, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Output: out, Err: actErr}
+	ev := saga.Event{Kind: saga.EventResult, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Output: out, Err: actErr}
 	var h *heard // only when someone listens: no allocation otherwise
 	if c.cfg.OnStep != nil {
 		h = &heard{}
 	}
 	// apply advances st with the action's outcome and writes it
 	// conditionally on the version st was at.
-	apply := func(st *State, limit int) error {
+	apply := func(st *saga.State, limit int) error {
 		ev.StoreLimit = limit
 		if h != nil {
 			ev.OnStep = c.observer(h, msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating, took: took})
@@ -463,7 +419,7 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 		if st.Version != base {
 			return "", fmt.Errorf("saga %s: %w", msg.SagaID, durable.ErrConflict)
 		}
-		if err = apply(st, MaxStateBytes); err != nil && !errors.Is(err, durable.ErrConflict) {
+		if err = apply(st, saga.MaxStateBytes); err != nil && !errors.Is(err, durable.ErrConflict) {
 			c.log.LogAttrs(ctx, slog.LevelError, "transition cannot be stored even after failing its step",
 				slog.String("saga_id", msg.SagaID), slog.String("step", msg.Step), slog.Uint64("version", base),
 				slog.String("cause", cause.Error()), slog.String("error", err.Error()))
@@ -481,7 +437,7 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 
 // cancelledDuring reloads a saga whose write just lost, and returns it if
 // the write that won was a cancel request keeping the very attempt msg ran.
-func (c *Coordinator) cancelledDuring(ctx context.Context, msg durable.Message, cur Cursor) (*State, bool) {
+func (c *Coordinator) cancelledDuring(ctx context.Context, msg durable.Message, cur saga.Cursor) (*saga.State, bool) {
 	_, st, _, err := c.load(ctx, msg.SagaID)
 	if err != nil || !st.CancelRequested || st.Version != msg.Version+1 {
 		return nil, false
@@ -495,24 +451,20 @@ func (c *Coordinator) cancelledDuring(ctx context.Context, msg durable.Message, 
 // under the step's timeout plus ResultReserve when a fresh invocation
 // (WithInvocationBudget) would give that much. A record after slow ones in
 // a batch is then handed back rather than cut short.
-func (c *Coordinator) timeLeft(ctx context.Context, plan *Plan, cur Cursor, msg durable.Message) error {
+func (c *Coordinator) timeLeft(ctx context.Context, plan *saga.Plan, cur saga.Cursor, msg durable.Message) error {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		return nil
 	}
 	left := time.Until(dl)
-	need := ResultReserve
-	s := plan.steps[cur.Step]
-	t := s.Timeout
-	if cur.Compensating {
-		t = s.comp.timeout
-	}
+	need := saga.ResultReserve
+	_, t := plan.Awaits(cur)
 	// Only when a fresh invocation surely has the time, with room to load
 	// the saga: else the fresh one would hand it back too, forever.
-	if budget, ok := ctx.Value(budgetKey{}).(time.Duration); ok && t > 0 && t+ResultReserve+handBackSlack <= budget {
+	if budget, ok := ctx.Value(budgetKey{}).(time.Duration); ok && t > 0 && t+saga.ResultReserve+handBackSlack <= budget {
 		need += t
 	}
-	if left > ResultReserve && left >= need {
+	if left > saga.ResultReserve && left >= need {
 		return nil
 	}
 	return fmt.Errorf("saga %s: %w: %s left before the invocation's deadline, %s needed to run %s and record it", msg.SagaID, ErrNoTime, left.Round(time.Millisecond), need, msg.Step)
@@ -564,14 +516,14 @@ type heard struct {
 
 // observer returns the OnStep of a transition of st, reporting to h; nil
 // when nobody listens.
-func (c *Coordinator) observer(h *heard, sagaID string, st *State, timing *stepTiming) func(StepRecord) {
+func (c *Coordinator) observer(h *heard, sagaID string, st *saga.State, timing *stepTiming) func(saga.StepRecord) {
 	if c.cfg.OnStep == nil {
 		return nil
 	}
 	h.c, h.events = c, h.events[:0]
-	return func(rec StepRecord) {
+	return func(rec saga.StepRecord) {
 		ev := StepEvent{SagaID: sagaID, Version: st.Version, StepRecord: rec}
-		if timing != nil && rec.Step == timing.step && rec.Compensation == timing.comp && rec.Outcome != OutcomeStarted {
+		if timing != nil && rec.Step == timing.step && rec.Compensation == timing.comp && rec.Outcome != saga.OutcomeStarted {
 			ev.Duration = timing.took
 		}
 		h.events = append(h.events, ev)
@@ -591,10 +543,10 @@ func (h *heard) report() {
 
 // invoke runs the pending action with its step timeout. Its error is the
 // step's: an expression error building the input is permanent.
-func (c *Coordinator) invoke(ctx context.Context, plan *Plan, st *State, now time.Time) (any, error, time.Duration) {
+func (c *Coordinator) invoke(ctx context.Context, plan *saga.Plan, st *saga.State, now time.Time) (any, error, time.Duration) {
 	call, err := plan.Call(st, now)
 	if err != nil {
-		return nil, Permanent(err), 0
+		return nil, saga.Permanent(err), 0
 	}
 	// The action's context ends ResultReserve before the invocation's,
 	// so that its outcome, whatever it is, is always written and sent.
@@ -602,9 +554,9 @@ func (c *Coordinator) invoke(ctx context.Context, plan *Plan, st *State, now tim
 	cutByInvocation := false // the invocation's deadline comes before the step timeout
 	if dl, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithDeadline(context.WithoutCancel(ctx), dl.Add(-ResultReserve))
+		actx, cancel = context.WithDeadline(context.WithoutCancel(ctx), dl.Add(-saga.ResultReserve))
 		defer cancel()
-		cutByInvocation = call.Timeout <= 0 || time.Until(dl.Add(-ResultReserve)) < call.Timeout
+		cutByInvocation = call.Timeout <= 0 || time.Until(dl.Add(-saga.ResultReserve)) < call.Timeout
 	}
 	if call.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -619,24 +571,21 @@ func (c *Coordinator) invoke(ctx context.Context, plan *Plan, st *State, now tim
 		err = nil
 	}
 	if err != nil {
-		if actx.Err() != nil && !IsPermanent(err) {
+		if actx.Err() != nil && !saga.IsPermanent(err) {
 			msg := fmt.Sprintf("action %s did not finish within %s", call.Action, call.Timeout)
 			if cutByInvocation {
-				msg = fmt.Sprintf("action %s was stopped %s before the invocation's deadline, to record its outcome", call.Action, ResultReserve)
+				msg = fmt.Sprintf("action %s was stopped %s before the invocation's deadline, to record its outcome", call.Action, saga.ResultReserve)
 			}
-			err = &ActionError{Type: lang.ErrorTypeTimeout, Message: msg}
+			err = &saga.ActionError{Type: lang.ErrorTypeTimeout, Message: msg}
 		}
 		return nil, err, took
 	}
-	norm, err := normalizeOutput(out)
-	if err != nil {
-		return nil, &invalidOutputError{msg: fmt.Sprintf("action %s returned success with an output state cannot hold: %v", call.Action, err)}, took
-	}
-	return norm, nil, took
+	norm, err := saga.ActionOutput(call.Action, out)
+	return norm, err, took
 }
 
 // safeInvoke turns a panicking action into a retryable error.
-func (c *Coordinator) safeInvoke(ctx context.Context, call Call) (out any, err error) {
+func (c *Coordinator) safeInvoke(ctx context.Context, call saga.Call) (out any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("action %s panicked: %s", call.Action, PanicText(r))
@@ -645,52 +594,17 @@ func (c *Coordinator) safeInvoke(ctx context.Context, call Call) (out any, err e
 	return c.cfg.Actions.Invoke(ctx, call)
 }
 
-// normalizeOutput makes an action's output plain values, through JSON for
-// structs and other Go types.
-func normalizeOutput(out any) (any, error) {
-	if v, err := CheckValue(out); err == nil {
-		return v, nil
-	}
-	raw, err := json.Marshal(out)
-	if err != nil {
-		return nil, fmt.Errorf("output is not JSON-like: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return NormalizeJSON(v)
-}
-
 // stateBuffers recycles encoding buffers: a store copies what it writes.
 var stateBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
-
-// record encodes st as a store record into buf.
-func record(st *State, buf []byte) (durable.SagaRecord, error) {
-	b, err := st.AppendBinary(buf)
-	if err != nil {
-		return durable.SagaRecord{}, fmt.Errorf("%w: saga %s: %w", errUnstorable, st.SagaID, err)
-	}
-	limit := MaxStateBytes
-	if st.Failure != nil && st.Status != durable.StatusRunning {
-		limit = maxSettledStateBytes
-	}
-	if len(b) > limit {
-		return durable.SagaRecord{}, fmt.Errorf("%w: saga %s would be %d bytes, over %d", durable.ErrTooLarge, st.SagaID, len(b), limit)
-	}
-	return durable.SagaRecord{SagaID: st.SagaID, Version: st.Version, Status: st.Status, Name: st.Name, DefinitionHash: st.DefinitionHash, UpdatedAt: st.UpdatedAt, State: b}, nil
-}
 
 // write stores st conditionally on the expected version. The step events
 // held in h are reported once the store has written it, or answered in a
 // way that leaves that unknown (a timeout, a crash): never for a
 // transition that lost its condition, was throttled, or was replayed
 // because it could not be stored.
-func (c *Coordinator) write(ctx context.Context, st *State, expected uint64, h *heard) error {
+func (c *Coordinator) write(ctx context.Context, st *saga.State, expected uint64, h *heard) error {
 	bp := stateBuffers.Get().(*[]byte)
-	rec, err := record(st, (*bp)[:0])
+	rec, err := st.Record((*bp)[:0])
 	if err == nil {
 		err = c.cfg.Store.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: rec, ExpectedVersion: expected})
 		if mayBeWritten(err) {
@@ -711,7 +625,7 @@ func (c *Coordinator) send(ctx context.Context, msgs []durable.Message) error {
 	return c.cfg.Queue.Send(ctx, msgs)
 }
 
-func (c *Coordinator) logHandled(ctx context.Context, msg durable.Message, st *State, outcome Outcome, took time.Duration) {
+func (c *Coordinator) logHandled(ctx context.Context, msg durable.Message, st *saga.State, outcome Outcome, took time.Duration) {
 	if !c.log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}

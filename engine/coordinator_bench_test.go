@@ -8,6 +8,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	"github.com/lambdasaga/lambdasaga/saga"
 	smem "github.com/lambdasaga/lambdasaga/store/memory"
 )
 
@@ -38,7 +39,7 @@ type handlePass struct {
 
 func newHandlePass(tb testing.TB) *handlePass {
 	reg := engine.NewRegistry()
-	reg.MustRegister("noop", func(context.Context, engine.Call) (any, error) { return nil, nil })
+	reg.MustRegister("noop", func(context.Context, saga.Call) (any, error) { return nil, nil })
 	hp := &handlePass{q: qmem.New(qmem.Config{})}
 	clock := durable.NewManualClock(t0)
 	var err error
@@ -57,8 +58,8 @@ func newHandlePass(tb testing.TB) *handlePass {
 
 // loopPlan is loopSaga with no visit bound that a benchmark could reach:
 // every pass is one more visit to work.
-func loopPlan(tb testing.TB) *engine.Plan {
-	p, err := engine.Compile("loop.yaml", []byte(loopSaga), engine.Options{MaxVisits: math.MaxInt})
+func loopPlan(tb testing.TB) *saga.Plan {
+	p, err := saga.Compile("loop.yaml", []byte(loopSaga), saga.Options{MaxVisits: math.MaxInt})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
 	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	"github.com/lambdasaga/lambdasaga/saga"
 	smem "github.com/lambdasaga/lambdasaga/store/memory"
 )
 
@@ -27,7 +28,7 @@ type rig struct {
 	reg    *engine.Registry
 	coord  *engine.Coordinator
 	calls  sync.Map // idempotency key -> *atomic.Int64
-	plan   *engine.Plan
+	plan   *saga.Plan
 	events []engine.StepEvent
 	mu     sync.Mutex
 }
@@ -67,7 +68,7 @@ func newRig(t *testing.T, defFile string) *rig {
 	r.store = &faultyStore{Store: smem.New()}
 	r.queue = &faultyQueue{Queue: r.q}
 	r.plan = mustCompileFile(t, defFile)
-	r.reg.SetFallback(func(ctx context.Context, c engine.Call) (any, error) {
+	r.reg.SetFallback(func(ctx context.Context, c saga.Call) (any, error) {
 		n, _ := r.calls.LoadOrStore(c.IdempotencyKey, new(atomic.Int64))
 		n.(*atomic.Int64).Add(1)
 		return map[string]any{"id": c.Step + "-1", "status": "captured"}, nil
@@ -83,7 +84,7 @@ func newRig(t *testing.T, defFile string) *rig {
 	return r
 }
 
-func (r *rig) start(id string, input map[string]any) *engine.State {
+func (r *rig) start(id string, input map[string]any) *saga.State {
 	r.t.Helper()
 	st, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: id, Input: input})
 	if err != nil {
@@ -126,7 +127,7 @@ func (r *rig) drain() {
 	r.t.Fatal("queues did not drain")
 }
 
-func (r *rig) get(id string) *engine.State {
+func (r *rig) get(id string) *saga.State {
 	r.t.Helper()
 	st, err := r.coord.Get(context.Background(), id)
 	if err != nil {
@@ -136,7 +137,7 @@ func (r *rig) get(id string) *engine.State {
 }
 
 func TestCoordinatorRunsSagaToTheEnd(t *testing.T) {
-	r := newRig(t, "testdata/valid/order.yaml")
+	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	st := r.start("o-1", orderIn(10))
 	if st.Status != durable.StatusRunning || st.Version != 1 || r.queue.sent.Load() != 1 {
 		t.Fatalf("after start: %s v%d sent %d", st.Status, st.Version, r.queue.sent.Load())
@@ -161,7 +162,7 @@ func TestCoordinatorRunsSagaToTheEnd(t *testing.T) {
 }
 
 func TestCoordinatorDropsStaleDuplicate(t *testing.T) {
-	r := newRig(t, "testdata/valid/order.yaml")
+	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("o-1", orderIn(10))
 	d, _ := r.receive()
 	if out, err := r.coord.Handle(context.Background(), d.Body); err != nil || out != engine.HandledStep {
@@ -179,7 +180,7 @@ func TestCoordinatorDropsStaleDuplicate(t *testing.T) {
 }
 
 func TestCoordinatorResendsOutboxAfterCrashBeforeSend(t *testing.T) {
-	r := newRig(t, "testdata/valid/order.yaml")
+	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("o-1", orderIn(10))
 	d, _ := r.receive()
 	r.queue.failSends.Store(1) // the write lands, the send fails: as if we crashed between them
@@ -208,7 +209,7 @@ func TestCoordinatorResendsOutboxAfterCrashBeforeSend(t *testing.T) {
 }
 
 func TestCoordinatorConflictWithSecondWorker(t *testing.T) {
-	r := newRig(t, "testdata/valid/order.yaml")
+	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("o-1", orderIn(10))
 	d, _ := r.receive()
 	// Just before our write, a second worker handles the same message and wins.
@@ -237,7 +238,7 @@ func TestCoordinatorConflictWithSecondWorker(t *testing.T) {
 }
 
 func TestCoordinatorPoisonMessages(t *testing.T) {
-	r := newRig(t, "testdata/valid/order.yaml")
+	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("o-1", orderIn(10))
 	poison := [][]byte{
 		[]byte("not json"),
@@ -276,7 +277,7 @@ func TestCoordinatorPoisonMessages(t *testing.T) {
 }
 
 func TestCoordinatorStartIsIdempotent(t *testing.T) {
-	r := newRig(t, "testdata/valid/order.yaml")
+	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.queue.failSends.Store(1)
 	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "o-1", Input: orderIn(10)}); err == nil {
 		t.Fatal("start reported success without sending")
@@ -288,10 +289,10 @@ func TestCoordinatorStartIsIdempotent(t *testing.T) {
 	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "o-1", Input: orderIn(11)}); !errors.Is(err, durable.ErrExists) {
 		t.Fatalf("different input: %v, want ErrExists", err)
 	}
-	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "bad id!", Input: orderIn(1)}); !errors.Is(err, engine.ErrInvalidInput) {
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "bad id!", Input: orderIn(1)}); !errors.Is(err, saga.ErrInvalidInput) {
 		t.Fatalf("bad id: %v", err)
 	}
-	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, Input: map[string]any{"amount": "x"}}); !errors.Is(err, engine.ErrInvalidInput) {
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, Input: map[string]any{"amount": "x"}}); !errors.Is(err, saga.ErrInvalidInput) {
 		t.Fatalf("bad input: %v", err)
 	}
 	r.drain()
@@ -312,35 +313,35 @@ func TestCoordinatorActionBehaviours(t *testing.T) {
 		status  durable.Status
 		failure string
 	}{
-		{"struct output is stored as JSON values", func(ctx context.Context, c engine.Call) (any, error) {
+		{"struct output is stored as JSON values", func(ctx context.Context, c saga.Call) (any, error) {
 			return receipt{ID: "p-1", Status: "captured", Cents: 1200}, nil
 		}, durable.StatusSucceeded, ""},
-		{"a panic is a retryable failure", func(ctx context.Context, c engine.Call) (any, error) {
+		{"a panic is a retryable failure", func(ctx context.Context, c saga.Call) (any, error) {
 			panic("boom")
 		}, durable.StatusCompensated, "charge Error"},
 		// The charge succeeded, so it must be refunded: a failed saga keeps
 		// the output its refund reads when it fits the item...
-		{"an output that grows the state too far fails the step and is compensated", func(ctx context.Context, c engine.Call) (any, error) {
-			return map[string]any{"id": "p", "status": "captured", "blob": strings.Repeat("x", engine.MaxStateBytes)}, nil
+		{"an output that grows the state too far fails the step and is compensated", func(ctx context.Context, c saga.Call) (any, error) {
+			return map[string]any{"id": "p", "status": "captured", "blob": strings.Repeat("x", saga.MaxStateBytes)}, nil
 		}, durable.StatusCompensated, "charge StateTooLarge"},
 		// ...and when it cannot be kept at all, the saga parks for an
 		// operator rather than report a compensation it did not do.
-		{"an output too large to keep at all fails the step, and parks its compensation", func(ctx context.Context, c engine.Call) (any, error) {
-			return map[string]any{"id": "p", "status": "captured", "blob": strings.Repeat("x", 2*engine.MaxStateBytes)}, nil
+		{"an output too large to keep at all fails the step, and parks its compensation", func(ctx context.Context, c saga.Call) (any, error) {
+			return map[string]any{"id": "p", "status": "captured", "blob": strings.Repeat("x", 2*saga.MaxStateBytes)}, nil
 		}, durable.StatusCompensationFailed, "charge StateTooLarge"},
-		{"an output that is not JSON-like fails the step, and parks its compensation", func(ctx context.Context, c engine.Call) (any, error) {
+		{"an output that is not JSON-like fails the step, and parks its compensation", func(ctx context.Context, c saga.Call) (any, error) {
 			return make(chan int), nil
 		}, durable.StatusCompensationFailed, "charge InvalidOutput"},
-		{"a step timeout is a Timeout error", func(ctx context.Context, c engine.Call) (any, error) {
+		{"a step timeout is a Timeout error", func(ctx context.Context, c saga.Call) (any, error) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}, durable.StatusCompensated, "charge Timeout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t, "testdata/valid/order.yaml")
+			r := newRig(t, "../saga/testdata/valid/order.yaml")
 			r.reg.MustRegister("payments.charge", tt.charge)
-			r.plan = mustCompile(t, strings.Replace(mustRead(t, "testdata/valid/order.yaml"), "    out: payment\n", "    out: payment\n    timeout: 10ms\n    retry: {attempts: 2, backoff: 1s}\n", 1))
+			r.plan = mustCompile(t, strings.Replace(mustRead(t, "../saga/testdata/valid/order.yaml"), "    out: payment\n", "    out: payment\n    timeout: 10ms\n    retry: {attempts: 2, backoff: 1s}\n", 1))
 			r.start("o-1", orderIn(10))
 			r.drain()
 			st := r.get("o-1")
@@ -359,11 +360,11 @@ func TestCoordinatorActionBehaviours(t *testing.T) {
 }
 
 func TestCoordinatorCancelResumeAndStoredDefinitions(t *testing.T) {
-	r := newRig(t, "testdata/valid/order.yaml")
+	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	failRelease := true
-	r.reg.MustRegister("inventory.release", func(ctx context.Context, c engine.Call) (any, error) {
+	r.reg.MustRegister("inventory.release", func(ctx context.Context, c saga.Call) (any, error) {
 		if failRelease {
-			return nil, engine.Permanent(errors.New("warehouse offline"))
+			return nil, saga.Permanent(errors.New("warehouse offline"))
 		}
 		return nil, nil
 	})
@@ -415,11 +416,11 @@ func mustRead(t *testing.T, path string) string {
 func TestCoordinatorResumeAndCancelRetryAfterFailedSend(t *testing.T) {
 	for _, op := range []string{"resume", "cancel"} {
 		t.Run(op, func(t *testing.T) {
-			r := newRig(t, "testdata/valid/order.yaml")
+			r := newRig(t, "../saga/testdata/valid/order.yaml")
 			failRelease := op == "resume"
-			r.reg.MustRegister("inventory.release", func(ctx context.Context, c engine.Call) (any, error) {
+			r.reg.MustRegister("inventory.release", func(ctx context.Context, c saga.Call) (any, error) {
 				if failRelease {
-					return nil, engine.Permanent(errors.New("warehouse offline"))
+					return nil, saga.Permanent(errors.New("warehouse offline"))
 				}
 				return nil, nil
 			})
@@ -457,7 +458,7 @@ func TestCoordinatorResumeAndCancelRetryAfterFailedSend(t *testing.T) {
 // send, and a caller that never retried) is picked up by a sweep, which
 // re-sends the outbox of sagas idle for too long.
 func TestCoordinatorSweepResendsStrandedSagas(t *testing.T) {
-	r := newRig(t, "testdata/valid/order.yaml")
+	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.queue.failSends.Store(1)
 	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "stranded", Input: orderIn(10)}); err == nil {
 		t.Fatal("start reported success without sending")

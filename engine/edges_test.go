@@ -14,6 +14,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
 	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	"github.com/lambdasaga/lambdasaga/saga"
 	smem "github.com/lambdasaga/lambdasaga/store/memory"
 )
 
@@ -30,7 +31,7 @@ type edgeRig struct {
 	okKey map[string]bool
 }
 
-func newEdgeRig(t *testing.T, src string, act func(ctx context.Context, c engine.Call) (any, error)) *edgeRig {
+func newEdgeRig(t *testing.T, src string, act func(ctx context.Context, c saga.Call) (any, error)) *edgeRig {
 	t.Helper()
 	r := &rig{t: t, clock: durable.NewManualClock(t0), reg: engine.NewRegistry()}
 	r.q = qmem.New(qmem.Config{Clock: r.clock, MaxReceives: 3, Visibility: 10 * time.Second})
@@ -38,7 +39,7 @@ func newEdgeRig(t *testing.T, src string, act func(ctx context.Context, c engine
 	r.queue = &faultyQueue{Queue: r.q}
 	r.plan = mustCompile(t, src)
 	e := &edgeRig{rig: r, okKey: map[string]bool{}}
-	r.reg.SetFallback(func(ctx context.Context, c engine.Call) (any, error) {
+	r.reg.SetFallback(func(ctx context.Context, c saga.Call) (any, error) {
 		var out any = map[string]any{"id": c.Step + "-1"}
 		var err error
 		if act != nil {
@@ -120,8 +121,8 @@ steps:
 `
 
 func TestEdgeOutputTooLargeIsStillCompensated(t *testing.T) {
-	big := strings.Repeat("x", engine.MaxStateBytes)
-	e := newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c engine.Call) (any, error) {
+	big := strings.Repeat("x", saga.MaxStateBytes)
+	e := newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c saga.Call) (any, error) {
 		if c.Step == "charge" && !c.Compensation {
 			return map[string]any{"receipt": big}, nil
 		}
@@ -166,7 +167,7 @@ steps:
 	for i := range items {
 		items[i] = strings.Repeat("i", 1000)
 	}
-	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) { return c.Input, nil })
+	e := newEdgeRig(t, src, func(ctx context.Context, c saga.Call) (any, error) { return c.Input, nil })
 	e.start("s-1", map[string]any{"items": items})
 	e.drain()
 	st := e.get("s-1")
@@ -193,9 +194,9 @@ steps:
   - id: grow
     set: {x: "${input.blob + input.blob + input.blob}"}
 `
-	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) {
+	e := newEdgeRig(t, src, func(ctx context.Context, c saga.Call) (any, error) {
 		if c.Step == "act" && !c.Compensation {
-			return strings.Repeat("r", engine.MaxStateBytes), nil
+			return strings.Repeat("r", saga.MaxStateBytes), nil
 		}
 		return nil, nil
 	})
@@ -217,9 +218,9 @@ func TestEdgeDepthLimitIsOneLimit(t *testing.T) {
 		return v
 	}
 	// Whatever CheckValue accepts, the state codec stores, as a var and as input.
-	for _, n := range []int{engine.MaxDataDepth - 1, engine.MaxDataDepth, engine.MaxDataDepth + 1} {
-		v, err := engine.CheckValue(nest(n))
-		if n > engine.MaxDataDepth {
+	for _, n := range []int{saga.MaxDataDepth - 1, saga.MaxDataDepth, saga.MaxDataDepth + 1} {
+		v, err := saga.CheckValue(nest(n))
+		if n > saga.MaxDataDepth {
 			if err == nil {
 				t.Errorf("depth %d: CheckValue accepted a value past MaxDataDepth", n)
 			}
@@ -228,14 +229,14 @@ func TestEdgeDepthLimitIsOneLimit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("depth %d: CheckValue: %v", n, err)
 		}
-		st := &engine.State{SagaID: "s", Input: map[string]any{"v": v}, Vars: map[string]any{"v": v}}
+		st := &saga.State{SagaID: "s", Input: map[string]any{"v": v}, Vars: map[string]any{"v": v}}
 		st.Output = v
-		st.Stack = []engine.Completion{{Out: v, HasOut: true}}
+		st.Stack = []saga.Completion{{Out: v, HasOut: true}}
 		b, err := st.MarshalBinary()
 		if err != nil {
 			t.Fatalf("depth %d: CheckValue accepted it but the codec refused: %v", n, err)
 		}
-		var back engine.State
+		var back saga.State
 		if err := back.UnmarshalBinary(b); err != nil {
 			t.Fatalf("depth %d: decode: %v", n, err)
 		}
@@ -244,11 +245,11 @@ func TestEdgeDepthLimitIsOneLimit(t *testing.T) {
 
 func TestEdgeDeepActionOutputFailsTheStepOnce(t *testing.T) {
 	var v any = "leaf"
-	for range engine.MaxDataDepth + 5 {
+	for range saga.MaxDataDepth + 5 {
 		v = map[string]any{"k": v}
 	}
 	calls := 0
-	e := newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c engine.Call) (any, error) {
+	e := newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c saga.Call) (any, error) {
 		if c.Step == "charge" && !c.Compensation {
 			calls++
 			return v, nil
@@ -266,7 +267,7 @@ func TestEdgeDeepActionOutputFailsTheStepOnce(t *testing.T) {
 
 func TestEdgeDeepInputWithinTheLimitRuns(t *testing.T) {
 	var v any = "leaf"
-	for range engine.MaxDataDepth - 1 {
+	for range saga.MaxDataDepth - 1 {
 		v = []any{v}
 	}
 	src := `
@@ -279,7 +280,7 @@ steps:
     out: reservation
     compensate: {action: inventory.release}
 `
-	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) { return c.Input, nil })
+	e := newEdgeRig(t, src, func(ctx context.Context, c saga.Call) (any, error) { return c.Input, nil })
 	e.start("s-1", map[string]any{"items": v})
 	e.drain()
 	st := e.get("s-1")
@@ -300,7 +301,7 @@ steps:
     timeout: 1s
     retry: {attempts: 2, backoff: 1s}
 `
-	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) {
+	e := newEdgeRig(t, src, func(ctx context.Context, c saga.Call) (any, error) {
 		if c.Step == "slow" {
 			<-ctx.Done() // runs until it is stopped
 			return nil, ctx.Err()
@@ -311,7 +312,7 @@ steps:
 	d, _ := e.receive()
 	engine.HandleDelivery(context.Background(), e.coord, e.q, d, nil) // first
 	d, _ = e.receive()
-	ctx, cancel := context.WithTimeout(context.Background(), engine.ResultReserve+200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), saga.ResultReserve+200*time.Millisecond)
 	defer cancel()
 	if _, err := e.coord.Handle(ctx, d.Body); err != nil {
 		t.Fatalf("the attempt cut off by the deadline was not recorded: %v", err)
@@ -330,10 +331,10 @@ steps:
 
 func TestEdgeNoTimeLeftHandsTheMessageBack(t *testing.T) {
 	ran := false
-	e := newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c engine.Call) (any, error) { ran = true; return nil, nil })
+	e := newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c saga.Call) (any, error) { ran = true; return nil, nil })
 	e.start("s-1", map[string]any{"blob": "b"})
 	d, _ := e.receive()
-	ctx, cancel := context.WithTimeout(context.Background(), engine.ResultReserve/2)
+	ctx, cancel := context.WithTimeout(context.Background(), saga.ResultReserve/2)
 	defer cancel()
 	if _, err := e.coord.Handle(ctx, d.Body); err == nil || ran {
 		t.Fatalf("with less than ResultReserve left: err %v, action ran %v; want the message handed back unrun", err, ran)
@@ -363,13 +364,13 @@ steps:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEdgeRig(t, tt.src, func(ctx context.Context, c engine.Call) (any, error) {
+			e := newEdgeRig(t, tt.src, func(ctx context.Context, c saga.Call) (any, error) {
 				if c.Step == "b" {
-					return nil, engine.Permanent(engine.NewError("No", "no"))
+					return nil, saga.Permanent(saga.NewError("No", "no"))
 				}
 				return nil, nil
 			})
-			e.plan = mustCompileOpts(t, tt.src, engine.Options{MaxVisits: 50})
+			e.plan = mustCompileOpts(t, tt.src, saga.Options{MaxVisits: 50})
 			e.start("s-1", nil)
 			for range 200 {
 				d, ok := e.receive()
@@ -390,9 +391,9 @@ steps:
 	}
 }
 
-func mustCompileOpts(t testing.TB, src string, o engine.Options) *engine.Plan {
+func mustCompileOpts(t testing.TB, src string, o saga.Options) *saga.Plan {
 	t.Helper()
-	p, err := engine.Compile("test.yaml", []byte(src), o)
+	p, err := saga.Compile("test.yaml", []byte(src), o)
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}
@@ -404,7 +405,7 @@ func TestEdgeDamagedStateIsAnErrorNotAPanic(t *testing.T) {
 	st := e.start("s-1", map[string]any{"blob": "b"})
 	d, _ := e.receive()
 	damaged := *st
-	damaged.Cursors = []engine.Cursor{{Step: 99, Attempt: 1, Seq: 1}}
+	damaged.Cursors = []saga.Cursor{{Step: 99, Attempt: 1, Seq: 1}}
 	b, err := damaged.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -439,9 +440,9 @@ func TestEdgeDamagedStateIsAnErrorNotAPanic(t *testing.T) {
 
 func TestEdgeErrorMessagesAreBounded(t *testing.T) {
 	huge := strings.Repeat("e", 1<<20)
-	e := newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c engine.Call) (any, error) {
+	e := newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c saga.Call) (any, error) {
 		if c.Step == "ship" {
-			return nil, engine.Permanent(engine.NewError(strings.Repeat("T", 10_000), huge))
+			return nil, saga.Permanent(saga.NewError(strings.Repeat("T", 10_000), huge))
 		}
 		return map[string]any{"id": c.Step + "-1"}, nil
 	})
@@ -451,7 +452,7 @@ func TestEdgeErrorMessagesAreBounded(t *testing.T) {
 	if st.Status != durable.StatusCompensated {
 		t.Fatalf("status %s", st.Status)
 	}
-	if n := len(st.Failure.Message) + len(st.Failure.Type); n > 2*engine.MaxErrorMessageBytes {
+	if n := len(st.Failure.Message) + len(st.Failure.Type); n > 2*saga.MaxErrorMessageBytes {
 		t.Fatalf("failure kept %d bytes", n)
 	}
 	e.checkCompensated(t, "reserve", "charge")
@@ -476,9 +477,9 @@ steps:
   - id: fail
     fail: {error: Nope}
 `
-	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) {
+	e := newEdgeRig(t, src, func(ctx context.Context, c saga.Call) (any, error) {
 		if c.Step == "charge" && !c.Compensation {
-			return map[string]any{"id": strings.Repeat("p", 2*engine.MaxStateBytes)}, nil
+			return map[string]any{"id": strings.Repeat("p", 2*saga.MaxStateBytes)}, nil
 		}
 		return nil, nil
 	})
@@ -502,7 +503,7 @@ steps:
 
 func TestEdgeRegistryRefusesNamesNoDefinitionCanCall(t *testing.T) {
 	reg := engine.NewRegistry()
-	noop := func(context.Context, engine.Call) (any, error) { return nil, nil }
+	noop := func(context.Context, saga.Call) (any, error) { return nil, nil }
 	for _, name := range []string{" ", "pay ments.charge", "lambda:fn", "1abc"} {
 		if err := reg.Register(name, noop); err == nil {
 			t.Errorf("Register(%q) accepted a name no definition can call", name)
@@ -515,10 +516,10 @@ func TestEdgeRegistryRefusesNamesNoDefinitionCanCall(t *testing.T) {
 
 func TestEdgeTooDeepSaysSoOnce(t *testing.T) {
 	var v any = "leaf"
-	for range engine.MaxDataDepth + 3 {
+	for range saga.MaxDataDepth + 3 {
 		v = map[string]any{"k": []any{v}}
 	}
-	_, err := engine.CheckValue(v)
+	_, err := saga.CheckValue(v)
 	if err == nil || strings.Count(err.Error(), "k") > 1 || len(err.Error()) > 100 {
 		t.Fatalf("err %q, want one short message", err)
 	}
@@ -536,7 +537,7 @@ steps:
 `
 	var refunds []string
 	var mu sync.Mutex
-	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) {
+	e := newEdgeRig(t, src, func(ctx context.Context, c saga.Call) (any, error) {
 		in, _ := c.Input.(map[string]any)
 		switch {
 		case c.Compensation:
@@ -545,7 +546,7 @@ steps:
 			mu.Unlock()
 			return nil, nil
 		case c.Step == "b":
-			return map[string]any{"id": "pay-2", "pad": strings.Repeat("x", 2*engine.MaxStateBytes)}, nil
+			return map[string]any{"id": "pay-2", "pad": strings.Repeat("x", 2*saga.MaxStateBytes)}, nil
 		}
 		return map[string]any{"id": "pay-1"}, nil
 	})
@@ -598,7 +599,7 @@ steps:
   - {id: pay, action: x.pay, retry: {attempts: 3, backoff: 10m, max_backoff: 15m}, compensate: {action: x.refund}}
 `
 	payCalls := 0
-	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) {
+	e := newEdgeRig(t, src, func(ctx context.Context, c saga.Call) (any, error) {
 		if c.Step == "pay" && !c.Compensation {
 			payCalls++
 			return nil, errors.New("busy")
@@ -686,7 +687,7 @@ steps:
   - {id: a, action: x.a, timeout: 1s}
 `
 	ran := 0
-	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) { ran++; return nil, nil })
+	e := newEdgeRig(t, src, func(ctx context.Context, c saga.Call) (any, error) { ran++; return nil, nil })
 	e.start("s-1", nil)
 	d, _ := e.receive()
 	// 2.5 s left of an invocation that had 10 s: the 1 s step and the 2 s
@@ -724,7 +725,7 @@ steps:
 `
 	var refunds []string
 	var mu sync.Mutex
-	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) {
+	e := newEdgeRig(t, src, func(ctx context.Context, c saga.Call) (any, error) {
 		if c.Compensation {
 			in, _ := c.Input.(map[string]any)
 			mu.Lock()
@@ -830,10 +831,10 @@ steps:
   - {id: a, action: x.a, timeout: 1s}
 `
 	ran := 0
-	e := newEdgeRig(t, src, func(ctx context.Context, c engine.Call) (any, error) { ran++; return nil, nil })
+	e := newEdgeRig(t, src, func(ctx context.Context, c saga.Call) (any, error) { ran++; return nil, nil })
 	e.start("s-1", nil)
 	d, _ := e.receive()
-	budget := time.Second + engine.ResultReserve
+	budget := time.Second + saga.ResultReserve
 	ctx, cancel := context.WithTimeout(engine.WithInvocationBudget(context.Background(), budget), budget)
 	defer cancel()
 	if _, err := e.coord.Handle(ctx, d.Body); err != nil || ran != 1 {
@@ -870,7 +871,7 @@ func TestEdgeCancelWhileAnActionRuns(t *testing.T) {
 		{"success", func() (any, error) { return map[string]any{"id": "p"}, nil },
 			"reserve charge charge.compensate reserve.compensate"},
 		{"success too large to store", func() (any, error) {
-			return map[string]any{"id": "p", "pad": strings.Repeat("x", engine.MaxStateBytes)}, nil
+			return map[string]any{"id": "p", "pad": strings.Repeat("x", saga.MaxStateBytes)}, nil
 		}, "reserve charge charge.compensate reserve.compensate"},
 		{"retryable failure", func() (any, error) { return nil, errors.New("busy") },
 			"reserve reserve.compensate"},
@@ -879,10 +880,10 @@ func TestEdgeCancelWhileAnActionRuns(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			charges := 0
 			var e *edgeRig
-			e = newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c engine.Call) (any, error) {
+			e = newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c saga.Call) (any, error) {
 				if c.Step == "charge" && !c.Compensation {
 					if charges++; charges > 1 {
-						return nil, engine.Permanent(engine.NewError("Declined", "asked twice"))
+						return nil, saga.Permanent(saga.NewError("Declined", "asked twice"))
 					}
 					if _, err := e.coord.Cancel(context.Background(), c.SagaID); err != nil {
 						return nil, err

@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // Define a saga, compile it, advance it through its steps, and watch a
 // failure compensate the completed steps in reverse order.
 func Example() {
-	plan, err := engine.Compile("trip.yaml", []byte(`
+	plan, err := saga.Compile("trip.yaml", []byte(`
 saga: trip
 input: {city: string}
 steps:
@@ -33,8 +33,8 @@ steps:
 	}
 	input, _ := plan.CheckInput(map[string]any{"city": "Lisbon"})
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	st := &engine.State{}
-	plan.Advance(st, engine.Event{Kind: engine.EventStart, Now: now, SagaID: "trip-1", Input: input})
+	st := &saga.State{}
+	plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: now, SagaID: "trip-1", Input: input})
 	for {
 		call, err := plan.Call(st, now)
 		if err != nil {
@@ -44,12 +44,12 @@ steps:
 		var callErr error
 		switch {
 		case call.Action == "cars.rent":
-			callErr = engine.Permanent(engine.NewError("NoCars", "sold out"))
+			callErr = saga.Permanent(saga.NewError("NoCars", "sold out"))
 		case !call.Compensation:
 			out = map[string]any{"id": call.Step + "-42"}
 		}
 		fmt.Printf("%s %v\n", call.Action, call.Input)
-		plan.Advance(st, engine.Event{Kind: engine.EventResult, Now: now, Output: out, Err: callErr})
+		plan.Advance(st, saga.Event{Kind: saga.EventResult, Now: now, Output: out, Err: callErr})
 	}
 	fmt.Println(st.Status, "after", st.Failure)
 	// Output:

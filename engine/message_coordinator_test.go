@@ -12,7 +12,7 @@ import (
 // coordinator adds one to it, which wrapped to 0) and deleted; it is
 // malformed, so it fails and reaches the dead-letter queue.
 func TestHandleRefusesImpossibleVersion(t *testing.T) {
-	r := newRig(t, "testdata/valid/order.yaml")
+	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("o-1", orderIn(10))
 	body := durable.AppendMessage(nil, durable.Message{SagaID: "o-1", Version: 1<<64 - 1, Queue: durable.QueueAdvance, Step: "reserve", Attempt: 1})
 	outcome, err := r.coord.Handle(context.Background(), body)

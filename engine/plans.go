@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // Plans finds the compiled plan a saga pinned, by definition hash: from the
@@ -14,26 +15,26 @@ import (
 // It is safe for concurrent use.
 type Plans struct {
 	store  durable.Store
-	opts   Options
+	opts   saga.Options
 	mu     sync.RWMutex
-	by     map[string]*Plan
+	by     map[string]*saga.Plan
 	stored map[string]bool // hashes known to be in the store
 }
 
 // NewPlans returns a plan cache that falls back to store (which may be nil).
-func NewPlans(store durable.Store, opts Options) *Plans {
-	return &Plans{store: store, opts: opts, by: map[string]*Plan{}, stored: map[string]bool{}}
+func NewPlans(store durable.Store, opts saga.Options) *Plans {
+	return &Plans{store: store, opts: opts, by: map[string]*saga.Plan{}, stored: map[string]bool{}}
 }
 
 // Add makes plan available by its hash.
-func (ps *Plans) Add(plan *Plan) {
+func (ps *Plans) Add(plan *saga.Plan) {
 	ps.mu.Lock()
 	ps.by[plan.Hash()] = plan
 	ps.mu.Unlock()
 }
 
 // Get returns the plan with the hash, or ErrNotFound.
-func (ps *Plans) Get(ctx context.Context, hash string) (*Plan, error) {
+func (ps *Plans) Get(ctx context.Context, hash string) (*saga.Plan, error) {
 	ps.mu.RLock()
 	p, ok := ps.by[hash]
 	ps.mu.RUnlock()
@@ -47,7 +48,7 @@ func (ps *Plans) Get(ctx context.Context, hash string) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("definition %s: %w", hash, err)
 	}
-	p, err = Compile(rec.Name+".yaml", rec.Source, ps.opts)
+	p, err = saga.Compile(rec.Name+".yaml", rec.Source, ps.opts)
 	if err != nil {
 		return nil, fmt.Errorf("stored definition %s no longer compiles: %w", hash, err)
 	}
@@ -63,14 +64,14 @@ func (ps *Plans) Get(ctx context.Context, hash string) (*Plan, error) {
 
 // ensureStored writes plan's definition to store unless this cache has
 // seen it there already (definitions are immutable, so once is enough).
-func (ps *Plans) ensureStored(ctx context.Context, store durable.Store, plan *Plan) error {
+func (ps *Plans) ensureStored(ctx context.Context, store durable.Store, plan *saga.Plan) error {
 	ps.mu.RLock()
 	done := ps.stored[plan.Hash()]
 	ps.mu.RUnlock()
 	if done {
 		return nil
 	}
-	err := store.DefinitionPut(ctx, &durable.DefinitionPutParams{Hash: plan.Hash(), Name: plan.Name(), Source: plan.def.Source})
+	err := store.DefinitionPut(ctx, &durable.DefinitionPutParams{Hash: plan.Hash(), Name: plan.Name(), Source: plan.Definition().Source})
 	if err != nil {
 		return err
 	}

@@ -9,17 +9,18 @@ import (
 	"sync"
 
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // ActionFunc runs one action call. Return an error to fail the attempt:
 // retryable unless wrapped with Permanent; NewError gives it a type that
 // catch clauses and retry.permanent match. The output must be JSON-like
 // (maps, lists, strings, numbers, bools) or a value that encodes to JSON.
-type ActionFunc func(ctx context.Context, call Call) (any, error)
+type ActionFunc func(ctx context.Context, call saga.Call) (any, error)
 
 // Invoker runs action calls by name.
 type Invoker interface {
-	Invoke(ctx context.Context, call Call) (any, error)
+	Invoke(ctx context.Context, call saga.Call) (any, error)
 }
 
 // Registry maps action names to Go functions. It is safe for concurrent use.
@@ -86,7 +87,7 @@ func (r *Registry) Names() []string {
 }
 
 // Invoke runs the action the call names.
-func (r *Registry) Invoke(ctx context.Context, call Call) (any, error) {
+func (r *Registry) Invoke(ctx context.Context, call saga.Call) (any, error) {
 	r.mu.RLock()
 	fn, ok := r.actions[call.Action]
 	fb := r.fallback
@@ -97,21 +98,21 @@ func (r *Registry) Invoke(ctx context.Context, call Call) (any, error) {
 	case fb != nil:
 		return fb(ctx, call)
 	}
-	return nil, Permanent(NewError(lang.ErrorTypeActionNotFound, fmt.Sprintf("no action %q is registered", call.Action)))
+	return nil, saga.Permanent(saga.NewError(lang.ErrorTypeActionNotFound, fmt.Sprintf("no action %q is registered", call.Action)))
 }
 
 // Typed adapts a function with typed input and output: the call's input is
 // decoded from JSON into In, and Out is returned for the engine to store.
 // An input that does not decode is a permanent error.
-func Typed[In, Out any](fn func(ctx context.Context, call Call, in In) (Out, error)) ActionFunc {
-	return func(ctx context.Context, call Call) (any, error) {
+func Typed[In, Out any](fn func(ctx context.Context, call saga.Call, in In) (Out, error)) ActionFunc {
+	return func(ctx context.Context, call saga.Call) (any, error) {
 		var in In
 		raw, err := json.Marshal(call.Input)
 		if err == nil {
 			err = json.Unmarshal(raw, &in)
 		}
 		if err != nil {
-			return nil, Permanent(NewError("InvalidActionInput", fmt.Sprintf("action %s: input does not fit %T: %v", call.Action, in, err)))
+			return nil, saga.Permanent(saga.NewError("InvalidActionInput", fmt.Sprintf("action %s: input does not fit %T: %v", call.Action, in, err)))
 		}
 		return fn(ctx, call, in)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // Prefix marks an action run by Lambda Invoke: "lambda:my-function" or
@@ -39,14 +40,14 @@ type request struct {
 }
 
 // Invoke implements engine.Invoker.
-func (v *Invoker) Invoke(ctx context.Context, call engine.Call) (any, error) {
+func (v *Invoker) Invoke(ctx context.Context, call saga.Call) (any, error) {
 	fn, ok := strings.CutPrefix(call.Action, Prefix)
 	if !ok || fn == "" {
-		return nil, engine.Permanent(engine.NewError(lang.ErrorTypeActionNotFound, fmt.Sprintf("action %q is not a lambda: action", call.Action)))
+		return nil, saga.Permanent(saga.NewError(lang.ErrorTypeActionNotFound, fmt.Sprintf("action %q is not a lambda: action", call.Action)))
 	}
 	payload, err := json.Marshal(request{SagaID: call.SagaID, Step: call.Step, Attempt: call.Attempt, IdempotencyKey: call.IdempotencyKey, Compensation: call.Compensation, Input: call.Input})
 	if err != nil {
-		return nil, engine.Permanent(fmt.Errorf("action %s: encode input: %w", call.Action, err))
+		return nil, saga.Permanent(fmt.Errorf("action %s: encode input: %w", call.Action, err))
 	}
 	out, err := v.Client.Invoke(ctx, &awslambda.InvokeInput{FunctionName: aws.String(fn), Payload: payload})
 	if err != nil {
@@ -69,7 +70,7 @@ func Decode(functionError *string, payload []byte) (any, error) {
 		if fe.ErrorType == "" {
 			fe.ErrorType = *functionError // "Unhandled" for a crash or timeout
 		}
-		return nil, engine.NewError(fe.ErrorType, fe.ErrorMessage)
+		return nil, saga.NewError(fe.ErrorType, fe.ErrorMessage)
 	}
 	if len(bytes.TrimSpace(payload)) == 0 {
 		return nil, nil
@@ -78,7 +79,7 @@ func Decode(functionError *string, payload []byte) (any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, engine.Permanent(engine.NewError(lang.ErrorTypeOutputFormat, "function returned invalid JSON: "+err.Error()))
+		return nil, saga.Permanent(saga.NewError(lang.ErrorTypeOutputFormat, "function returned invalid JSON: "+err.Error()))
 	}
-	return engine.NormalizeJSON(v)
+	return saga.NormalizeJSON(v)
 }

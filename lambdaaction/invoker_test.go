@@ -6,9 +6,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lambdaaction"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 func TestDecode(t *testing.T) {
@@ -21,15 +21,15 @@ func TestDecode(t *testing.T) {
 		t.Fatalf("empty payload: %v %v", out, err)
 	}
 	_, err = lambdaaction.Decode(aws.String("Handled"), []byte(`{"errorType": "CardDeclined", "errorMessage": "no funds"}`))
-	var ae *engine.ActionError
-	if !errors.As(err, &ae) || ae.Type != "CardDeclined" || ae.Message != "no funds" || engine.IsPermanent(err) {
+	var ae *saga.ActionError
+	if !errors.As(err, &ae) || ae.Type != "CardDeclined" || ae.Message != "no funds" || saga.IsPermanent(err) {
 		t.Fatalf("function error: %v (typed, not permanent by itself: retry.permanent decides)", err)
 	}
 	_, err = lambdaaction.Decode(aws.String("Unhandled"), []byte(`not json`))
-	if engine.ErrorType(err) != "Unhandled" {
+	if saga.ErrorType(err) != "Unhandled" {
 		t.Fatalf("crash: %v", err)
 	}
-	if _, err = lambdaaction.Decode(nil, []byte(`{oops`)); !engine.IsPermanent(err) || engine.ErrorType(err) != lang.ErrorTypeOutputFormat {
+	if _, err = lambdaaction.Decode(nil, []byte(`{oops`)); !saga.IsPermanent(err) || saga.ErrorType(err) != lang.ErrorTypeOutputFormat {
 		t.Fatalf("bad output: %v", err)
 	}
 }

@@ -11,12 +11,13 @@ import (
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // TestOrderSagaOnEmulators runs the order saga through the coordinator on
 // dynalite and fauxqs, with workers polling the queues.
 func TestOrderSagaOnEmulators(t *testing.T) {
-	plan, err := engine.Compile("order.yaml", order.Definition)
+	plan, err := saga.Compile("order.yaml", order.Definition)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestRequestEconomyPerActionStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, _ := engine.Compile("order.yaml", order.Definition)
+	plan, _ := saga.Compile("order.yaml", order.Definition)
 	ctx := context.Background()
 	if _, err := coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "econ-1", Input: input(t, "testdata/ok.json")}); err != nil {
 		t.Fatal(err)

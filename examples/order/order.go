@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // Definition is order.yaml.
@@ -50,7 +51,7 @@ func (s *Services) Calls() int {
 }
 
 // once applies effect at most once per idempotency key.
-func (s *Services) once(call engine.Call, effect func() (any, error)) (any, error) {
+func (s *Services) once(call saga.Call, effect func() (any, error)) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.callCount++
@@ -89,11 +90,11 @@ type orderRef struct {
 
 // Register adds the order saga's actions to reg.
 func (s *Services) Register(reg *engine.Registry) {
-	reg.MustRegister("inventory.reserve", engine.Typed(func(ctx context.Context, c engine.Call, in reserveIn) (any, error) {
+	reg.MustRegister("inventory.reserve", engine.Typed(func(ctx context.Context, c saga.Call, in reserveIn) (any, error) {
 		return s.once(c, func() (any, error) {
 			for _, it := range in.Items {
 				if it == OutOfStock {
-					return nil, engine.Permanent(engine.NewError("OutOfStock", it+" is out of stock"))
+					return nil, saga.Permanent(saga.NewError("OutOfStock", it+" is out of stock"))
 				}
 			}
 			s.Reserved[in.OrderID] = in.Items
@@ -101,24 +102,24 @@ func (s *Services) Register(reg *engine.Registry) {
 			return map[string]any{"order_id": in.OrderID, "reservation_id": "r-" + in.OrderID}, nil
 		})
 	}))
-	reg.MustRegister("inventory.release", engine.Typed(func(ctx context.Context, c engine.Call, in orderRef) (any, error) {
+	reg.MustRegister("inventory.release", engine.Typed(func(ctx context.Context, c saga.Call, in orderRef) (any, error) {
 		return s.once(c, func() (any, error) {
 			delete(s.Reserved, in.OrderID)
 			s.Effects = append(s.Effects, "release "+in.OrderID)
 			return nil, nil
 		})
 	}))
-	reg.MustRegister("payments.charge", engine.Typed(func(ctx context.Context, c engine.Call, in chargeIn) (any, error) {
+	reg.MustRegister("payments.charge", engine.Typed(func(ctx context.Context, c saga.Call, in chargeIn) (any, error) {
 		return s.once(c, func() (any, error) {
 			if in.Card == DeclinedCard {
-				return nil, engine.NewError("CardDeclined", "the card was declined")
+				return nil, saga.NewError("CardDeclined", "the card was declined")
 			}
 			s.Charged[in.OrderID] += in.AmountCents
 			s.Effects = append(s.Effects, "charge "+in.OrderID)
 			return map[string]any{"order_id": in.OrderID, "payment_id": "p-" + in.OrderID, "amount_cents": in.AmountCents, "status": "captured"}, nil
 		})
 	}))
-	reg.MustRegister("payments.refund", engine.Typed(func(ctx context.Context, c engine.Call, in orderRef) (any, error) {
+	reg.MustRegister("payments.refund", engine.Typed(func(ctx context.Context, c saga.Call, in orderRef) (any, error) {
 		return s.once(c, func() (any, error) {
 			// Charges made by another process (another Lambda instance) are
 			// not in this one's memory: refund what is known, record the rest.
@@ -127,17 +128,17 @@ func (s *Services) Register(reg *engine.Registry) {
 			return nil, nil
 		})
 	}))
-	reg.MustRegister("shipping.create", engine.Typed(func(ctx context.Context, c engine.Call, in shipIn) (any, error) {
+	reg.MustRegister("shipping.create", engine.Typed(func(ctx context.Context, c saga.Call, in shipIn) (any, error) {
 		return s.once(c, func() (any, error) {
 			if in.Customer == Unshippable {
-				return nil, engine.Permanent(engine.NewError("Unshippable", "no carrier delivers to "+in.Customer))
+				return nil, saga.Permanent(saga.NewError("Unshippable", "no carrier delivers to "+in.Customer))
 			}
 			s.Shipped[in.OrderID] = true
 			s.Effects = append(s.Effects, "ship "+in.OrderID)
 			return map[string]any{"order_id": in.OrderID, "shipment_id": "s-" + in.OrderID}, nil
 		})
 	}))
-	reg.MustRegister("shipping.cancel", engine.Typed(func(ctx context.Context, c engine.Call, in orderRef) (any, error) {
+	reg.MustRegister("shipping.cancel", engine.Typed(func(ctx context.Context, c saga.Call, in orderRef) (any, error) {
 		return s.once(c, func() (any, error) {
 			delete(s.Shipped, in.OrderID)
 			s.Effects = append(s.Effects, "cancel-shipment "+in.OrderID)

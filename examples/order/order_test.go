@@ -12,6 +12,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/embedded"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 func input(t *testing.T, file string) map[string]any {
@@ -28,7 +29,7 @@ func input(t *testing.T, file string) map[string]any {
 }
 
 func TestOrderSaga(t *testing.T) {
-	plan, err := engine.Compile("order.yaml", order.Definition)
+	plan, err := saga.Compile("order.yaml", order.Definition)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestServicesHonourIdempotencyKeys(t *testing.T) {
 	svc := order.NewServices()
 	reg := engine.NewRegistry()
 	svc.Register(reg)
-	call := engine.Call{SagaID: "s", Step: "charge", Action: "payments.charge", Attempt: 1, IdempotencyKey: "s/charge/2",
+	call := saga.Call{SagaID: "s", Step: "charge", Action: "payments.charge", Attempt: 1, IdempotencyKey: "s/charge/2",
 		Input: map[string]any{"order_id": "o-9", "amount_cents": int64(500), "currency": "EUR", "card": "4242"}}
 	for range 3 {
 		if _, err := reg.Invoke(context.Background(), call); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/lambdaaction"
 	"github.com/lambdasaga/lambdasaga/lang"
 	"github.com/lambdasaga/lambdasaga/queue/sqs"
+	"github.com/lambdasaga/lambdasaga/saga"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
 
@@ -93,11 +94,11 @@ func CoordinatorFromEnvironment(ctx context.Context, reg *engine.Registry) (*eng
 		return nil, nil, 0, err
 	}
 	invoker := &lambdaaction.Invoker{Client: awslambda.NewFromConfig(awsCfg)}
-	reg.SetFallback(func(ctx context.Context, call engine.Call) (any, error) {
+	reg.SetFallback(func(ctx context.Context, call saga.Call) (any, error) {
 		if strings.HasPrefix(call.Action, lambdaaction.Prefix) {
 			return invoker.Invoke(ctx, call)
 		}
-		return nil, engine.Permanent(engine.NewError(lang.ErrorTypeActionNotFound,
+		return nil, saga.Permanent(saga.NewError(lang.ErrorTypeActionNotFound,
 			fmt.Sprintf("no action %q in this function: register it in your advance function, or use lambda:<function>", call.Action)))
 	})
 	log := slog.New(lambdacontext.NewLogHandler())

@@ -17,6 +17,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/functions/sqshandler"
 	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	"github.com/lambdasaga/lambdasaga/saga"
 	smem "github.com/lambdasaga/lambdasaga/store/memory"
 )
 
@@ -42,7 +43,7 @@ type rig struct {
 func newRig(t *testing.T, reserve engine.ActionFunc) *rig {
 	t.Helper()
 	r := &rig{queue: qmem.New(qmem.Config{}), reg: engine.NewRegistry()}
-	r.reg.SetFallback(func(ctx context.Context, c engine.Call) (any, error) {
+	r.reg.SetFallback(func(ctx context.Context, c saga.Call) (any, error) {
 		return map[string]any{"order_id": "order-1001", "amount_cents": int64(4250)}, nil
 	})
 	if reserve != nil {
@@ -53,7 +54,7 @@ func newRig(t *testing.T, reserve engine.ActionFunc) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := engine.Compile("order.yaml", order.Definition)
+	plan, err := saga.Compile("order.yaml", order.Definition)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func (r *rig) invoke(t *testing.T, ctx context.Context, event []byte) []string {
 	return failed
 }
 
-func (r *rig) state(t *testing.T) *engine.State {
+func (r *rig) state(t *testing.T) *saga.State {
 	st, err := r.coord.Get(context.Background(), "order-1001")
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +114,7 @@ func TestHandlerSuccess(t *testing.T) {
 }
 
 func TestHandlerRetry(t *testing.T) {
-	r := newRig(t, func(context.Context, engine.Call) (any, error) {
+	r := newRig(t, func(context.Context, saga.Call) (any, error) {
 		return nil, errors.New("inventory service unavailable")
 	})
 	if failed := r.invoke(t, context.Background(), fixture(t, "advance.json")); len(failed) != 0 {
@@ -127,8 +128,8 @@ func TestHandlerRetry(t *testing.T) {
 }
 
 func TestHandlerPermanentFailure(t *testing.T) {
-	r := newRig(t, func(context.Context, engine.Call) (any, error) {
-		return nil, engine.Permanent(engine.NewError("OutOfStock", "none left"))
+	r := newRig(t, func(context.Context, saga.Call) (any, error) {
+		return nil, saga.Permanent(saga.NewError("OutOfStock", "none left"))
 	})
 	if failed := r.invoke(t, context.Background(), fixture(t, "advance.json")); len(failed) != 0 {
 		t.Fatalf("failures %v", failed)

@@ -18,6 +18,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/functions/sqshandler"
 	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	"github.com/lambdasaga/lambdasaga/saga"
 	smem "github.com/lambdasaga/lambdasaga/store/memory"
 )
 
@@ -48,7 +49,7 @@ func newBatchRig(t *testing.T, ids ...string) *batchRig {
 	t.Helper()
 	r := &batchRig{store: &panickyStore{Store: smem.New()}}
 	reg := engine.NewRegistry()
-	reg.SetFallback(func(ctx context.Context, c engine.Call) (any, error) {
+	reg.SetFallback(func(ctx context.Context, c saga.Call) (any, error) {
 		return map[string]any{"id": c.Step + "-1", "status": "captured"}, nil
 	})
 	var err error
@@ -56,7 +57,7 @@ func newBatchRig(t *testing.T, ids ...string) *batchRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := engine.Compile("order.yaml", order.Definition)
+	plan, err := saga.Compile("order.yaml", order.Definition)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,11 +22,11 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/client"
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/chaos"
 	"github.com/lambdasaga/lambdasaga/internal/local"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 type lockedBuffer struct {
@@ -200,7 +200,7 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	// Keep killing until most sagas are done, then let the rest finish.
-	final := map[string]*engine.State{}
+	final := map[string]*saga.State{}
 	deadline := time.Now().Add(2 * time.Minute)
 	killing := true
 	all := map[string]bool{}

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // EnvLedgerTable names the ledger table for the function.
@@ -66,10 +67,10 @@ const SlowFor = 1500 * time.Millisecond
 // ends (into the invocation's deadline), so its result is lost and the
 // attempt is a Timeout; `slow` runs SlowFor after its effect.
 func (l *Ledger) Register(reg *engine.Registry) {
-	reg.MustRegister("ledger.do", func(ctx context.Context, c engine.Call) (any, error) {
+	reg.MustRegister("ledger.do", func(ctx context.Context, c saga.Call) (any, error) {
 		in, _ := c.Input.(map[string]any)
 		if in["fail"] == true {
-			return nil, engine.Permanent(engine.NewError("Refused", "step "+c.Step+" refuses"))
+			return nil, saga.Permanent(saga.NewError("Refused", "step "+c.Step+" refuses"))
 		}
 		if err := l.apply(ctx, c, "do"); err != nil {
 			return nil, err
@@ -87,13 +88,13 @@ func (l *Ledger) Register(reg *engine.Registry) {
 		}
 		return nil, nil
 	})
-	reg.MustRegister("ledger.undo", func(ctx context.Context, c engine.Call) (any, error) {
+	reg.MustRegister("ledger.undo", func(ctx context.Context, c saga.Call) (any, error) {
 		return nil, l.apply(ctx, c, "undo")
 	})
 }
 
 // apply counts the call and records the effect once per key.
-func (l *Ledger) apply(ctx context.Context, c engine.Call, phase string) (err error) {
+func (l *Ledger) apply(ctx context.Context, c saga.Call, phase string) (err error) {
 	defer func() { time.Sleep(time.Duration(20+rand.IntN(30)) * time.Millisecond) }()
 	out, err := l.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.Table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "SEQ"}},

@@ -7,6 +7,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/chaos"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // The ledger records an effect once per key and counts every call: the kill
@@ -20,7 +21,7 @@ func TestLedgerCountsDuplicateCalls(t *testing.T) {
 	}
 	reg := engine.NewRegistry()
 	l.Register(reg)
-	call := engine.Call{SagaID: "s", Step: "a", Action: "ledger.do", Attempt: 1, IdempotencyKey: "s/a/1", Input: map[string]any{"fail": false}}
+	call := saga.Call{SagaID: "s", Step: "a", Action: "ledger.do", Attempt: 1, IdempotencyKey: "s/a/1", Input: map[string]any{"fail": false}}
 	for range 3 {
 		if _, err := reg.Invoke(ctx, call); err != nil {
 			t.Fatal(err)

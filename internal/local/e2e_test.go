@@ -18,10 +18,10 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/client"
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/local"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // syncBuffer collects the functions' logs from many goroutines.
@@ -145,7 +145,7 @@ func TestE2E(t *testing.T) {
 	}
 }
 
-func waitFinal(t *testing.T, ctx context.Context, c *client.Client, id string) *engine.State {
+func waitFinal(t *testing.T, ctx context.Context, c *client.Client, id string) *saga.State {
 	t.Helper()
 	for {
 		st, err := c.Status(ctx, id)

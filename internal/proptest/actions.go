@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // call is one action call as the fake services saw it.
@@ -38,7 +39,7 @@ func newActions(c *Case) *actions {
 // are drawn only for steps with a step timeout shorter than this.
 const slowest = 50 * time.Millisecond
 
-func (a *actions) Invoke(ctx context.Context, c engine.Call) (any, error) {
+func (a *actions) Invoke(ctx context.Context, c saga.Call) (any, error) {
 	a.mu.Lock()
 	b := a.profiles[c.Action].draw(a.r)
 	if (b == Slow || b == SlowOK) && (c.Timeout == 0 || c.Timeout >= slowest) {
@@ -58,19 +59,19 @@ func (a *actions) Invoke(ctx context.Context, c engine.Call) (any, error) {
 	case Record:
 		return map[string]any{"id": c.IdempotencyKey, "ok": true}, nil
 	case Big:
-		return map[string]any{"id": c.IdempotencyKey, "blob": strings.Repeat("x", engine.MaxStateBytes+delta)}, nil
+		return map[string]any{"id": c.IdempotencyKey, "blob": strings.Repeat("x", saga.MaxStateBytes+delta)}, nil
 	case Half:
-		return map[string]any{"id": c.IdempotencyKey, "blob": strings.Repeat("h", engine.MaxStateBytes/2)}, nil
+		return map[string]any{"id": c.IdempotencyKey, "blob": strings.Repeat("h", saga.MaxStateBytes/2)}, nil
 	case Deep:
 		return map[string]any{"id": c.IdempotencyKey, "deep": nestList(depth, "bottom")}, nil
 	case Unencoded:
 		return map[string]any{"id": c.IdempotencyKey, "ch": make(chan int)}, nil
 	case Flaky:
-		return nil, engine.NewError("Flaky", "try again")
+		return nil, saga.NewError("Flaky", "try again")
 	case Declined:
-		return nil, engine.Permanent(engine.NewError("Declined", "no"))
+		return nil, saga.Permanent(saga.NewError("Declined", "no"))
 	case HugeError:
-		return nil, engine.NewError("Huge", strings.Repeat("e", 1<<20))
+		return nil, saga.NewError("Huge", strings.Repeat("e", 1<<20))
 	case Panic:
 		panic("action " + c.Action + " panicked on purpose")
 	case Slow, SlowOK:

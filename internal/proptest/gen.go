@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // Case is one generated definition with its input and the behaviour of its
@@ -714,17 +714,17 @@ func (g *gen) input() []byte {
 	switch {
 	case g.chance(0.1):
 		// Pad s so that the input is a few bytes either side of the limit.
-		want := engine.MaxInputBytes - 64 + g.r.IntN(128)
+		want := saga.MaxInputBytes - 64 + g.r.IntN(128)
 		in["s"] = ""
 		base := len(mustJSON(in))
 		if pad := want - base; pad > 0 {
 			in["s"] = strings.Repeat("a", pad)
 		}
 	case g.chance(0.05):
-		in["s"] = strings.Repeat("b", engine.MaxInputBytes/2)
+		in["s"] = strings.Repeat("b", saga.MaxInputBytes/2)
 	}
 	if g.chance(0.1) {
-		in["items"] = nestList(engine.MaxDataDepth-3+g.r.IntN(5), int64(7))
+		in["items"] = nestList(saga.MaxDataDepth-3+g.r.IntN(5), int64(7))
 	}
 	return mustJSON(in)
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 var (
@@ -117,10 +117,10 @@ func TestGeneratorCoversEveryStepKind(t *testing.T) {
 				seen[w] = true
 			}
 		}
-		if len(c.Input) > engine.MaxInputBytes {
+		if len(c.Input) > saga.MaxInputBytes {
 			overLimit++
 		}
-		if _, err := engine.Compile("prop.yaml", c.YAML); err == nil {
+		if _, err := saga.Compile("prop.yaml", c.YAML); err == nil {
 			accepted++
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
 	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	"github.com/lambdasaga/lambdasaga/saga"
 	smem "github.com/lambdasaga/lambdasaga/store/memory"
 )
 
@@ -60,9 +61,9 @@ func Bound(steps int) int { return 200 + 50*steps }
 // saga on the memory store and queue, and checks the properties.
 func Run(c *Case) *Result {
 	res := &Result{Outcome: Crashed}
-	var plan *engine.Plan
+	var plan *saga.Plan
 	var err error
-	if p := protect(func() { plan, err = engine.Compile("prop.yaml", c.YAML, engine.Options{MaxVisits: 50}) }); p != nil {
+	if p := protect(func() { plan, err = saga.Compile("prop.yaml", c.YAML, saga.Options{MaxVisits: 50}) }); p != nil {
 		res.violate("panic in Compile", p)
 		return res
 	}
@@ -101,13 +102,13 @@ func Run(c *Case) *Result {
 	acts.coord = coord
 	ctx := context.Background()
 
-	var st *engine.State
+	var st *saga.State
 	if p := protect(func() { st, err = coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: sagaID, Input: input}) }); p != nil {
 		res.violate("panic in Start", p)
 		return res
 	}
 	if err != nil {
-		if errors.Is(err, engine.ErrInvalidInput) {
+		if errors.Is(err, saga.ErrInvalidInput) {
 			res.Outcome = InputRefused
 			return res
 		}
@@ -196,7 +197,7 @@ func Run(c *Case) *Result {
 					res.violate("panic in Cancel", p)
 					return res.finish(coord, plan, acts)
 				}
-				if cerr != nil && !errors.Is(cerr, engine.ErrInvalidEvent) {
+				if cerr != nil && !errors.Is(cerr, saga.ErrInvalidEvent) {
 					res.violate("Cancel failed", cerr)
 				}
 			}
@@ -217,7 +218,7 @@ func status(coord *engine.Coordinator) durable.Status {
 }
 
 // finish checks what the fake services saw against how the saga ended.
-func (res *Result) finish(coord *engine.Coordinator, plan *engine.Plan, acts *actions) *Result {
+func (res *Result) finish(coord *engine.Coordinator, plan *saga.Plan, acts *actions) *Result {
 	acts.mu.Lock()
 	res.calls = slices.Clone(acts.calls)
 	cancels := slices.Clone(acts.cancels)
@@ -247,7 +248,7 @@ func (res *Result) finish(coord *engine.Coordinator, plan *engine.Plan, acts *ac
 		res.violations("succeeded saga ran compensations", fmt.Sprintf("%d compensation calls", compensations))
 	}
 	if res.Status == durable.StatusCompensated {
-		failure := engine.StepError{Type: "?"}
+		failure := saga.StepError{Type: "?"}
 		if st, err := coord.Get(context.Background(), sagaID); err == nil && st.Failure != nil {
 			failure = *st.Failure
 		}

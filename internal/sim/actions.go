@@ -11,6 +11,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // behaviour is what an action does on an attempt.
@@ -89,9 +90,9 @@ func newSimActions(w *world) *simActions {
 // MaxStateBytes and around it, values nested around MaxDataDepth, and
 // error messages and types far longer than anything kept in state.
 var (
-	bigSizes  = []int{engine.MaxStateBytes - 4096, engine.MaxStateBytes - 200, engine.MaxStateBytes, engine.MaxStateBytes + 1, 2 * engine.MaxStateBytes}
+	bigSizes  = []int{saga.MaxStateBytes - 4096, saga.MaxStateBytes - 200, saga.MaxStateBytes, saga.MaxStateBytes + 1, 2 * saga.MaxStateBytes}
 	bigBlobs  = map[int]string{}
-	deepSizes = []int{engine.MaxDataDepth - 2, engine.MaxDataDepth - 1, engine.MaxDataDepth, engine.MaxDataDepth + 1, engine.MaxDataDepth + 5}
+	deepSizes = []int{saga.MaxDataDepth - 2, saga.MaxDataDepth - 1, saga.MaxDataDepth, saga.MaxDataDepth + 1, saga.MaxDataDepth + 5}
 	deepVals  = map[int]any{}
 	hugeMsg   = strings.Repeat("m", 1<<20)
 	hugeType  = strings.Repeat("T", 10<<10)
@@ -110,7 +111,7 @@ func init() {
 	}
 }
 
-func (a *simActions) Invoke(ctx context.Context, call engine.Call) (any, error) {
+func (a *simActions) Invoke(ctx context.Context, call saga.Call) (any, error) {
 	w := a.w
 	w.report.Checks["stable_idempotency_key"]++
 	key := call.IdempotencyKey
@@ -172,22 +173,22 @@ func (a *simActions) Invoke(ctx context.Context, call engine.Call) (any, error) 
 	switch b {
 	case failRetryable:
 		if huge {
-			return nil, engine.NewError(typ, msg)
+			return nil, saga.NewError(typ, msg)
 		}
 		return nil, fmt.Errorf("%s: service unavailable", call.Action)
 	case failPermanent:
-		return nil, engine.Permanent(engine.NewError(typ, msg))
+		return nil, saga.Permanent(saga.NewError(typ, msg))
 	case timeoutAfterEffect:
 		a.applied[key], a.timedOut[key] = true, true
 		a.outputs[key] = a.output(cs, call)
 		w.report.Faults["timeout_after_effect"]++
-		return nil, engine.NewError(lang.ErrorTypeTimeout, call.Action+" timed out after doing its work")
+		return nil, saga.NewError(lang.ErrorTypeTimeout, call.Action+" timed out after doing its work")
 	case deadlineAfterEffect, deadlineBeforeEffect:
 		// Runs until its context ends: the step timeout, or what the
 		// invocation leaves it (a 30 s function less ResultReserve).
 		d := call.Timeout
 		if d <= 0 {
-			d = 30*time.Second - engine.ResultReserve
+			d = 30*time.Second - saga.ResultReserve
 		}
 		w.clock.Advance(d)
 		w.report.Faults["deadline_cut_off"]++
@@ -196,7 +197,7 @@ func (a *simActions) Invoke(ctx context.Context, call engine.Call) (any, error) 
 			a.outputs[key] = a.output(cs, call)
 			w.report.Faults["deadline_cut_off_after_effect"]++
 		}
-		return nil, engine.NewError(lang.ErrorTypeTimeout, call.Action+" ran until its context ended")
+		return nil, saga.NewError(lang.ErrorTypeTimeout, call.Action+" ran until its context ended")
 	}
 	a.applied[key] = true
 	a.succeeded[key] = true
@@ -206,7 +207,7 @@ func (a *simActions) Invoke(ctx context.Context, call engine.Call) (any, error) 
 }
 
 // draw returns the script of call's visit, drawing it at its first call.
-func (a *simActions) draw(sc *script, call engine.Call) *callScript {
+func (a *simActions) draw(sc *script, call saga.Call) *callScript {
 	if cs, ok := sc.calls[call.IdempotencyKey]; ok {
 		return cs
 	}
@@ -228,7 +229,7 @@ func (a *simActions) draw(sc *script, call engine.Call) *callScript {
 		case r < edge/2:
 			n := bigSizes[w.rng.IntN(len(bigSizes))]
 			cs.output = map[string]any{"id": call.IdempotencyKey, "blob": bigBlobs[n]}
-			if n > engine.MaxStateBytes {
+			if n > saga.MaxStateBytes {
 				w.report.Faults["output_past_state_limit"]++
 			} else {
 				w.report.Faults["output_near_state_limit"]++
@@ -236,7 +237,7 @@ func (a *simActions) draw(sc *script, call engine.Call) *callScript {
 		case r < edge:
 			d := deepSizes[w.rng.IntN(len(deepSizes))]
 			cs.output = deepVals[d]
-			if d > engine.MaxDataDepth {
+			if d > saga.MaxDataDepth {
 				w.report.Faults["output_past_depth_limit"]++
 			} else {
 				w.report.Faults["output_near_depth_limit"]++
@@ -261,7 +262,7 @@ func (a *simActions) draw(sc *script, call engine.Call) *callScript {
 // output is what a success returns: the scripted one, or the key (and,
 // for generated sagas, the call's input echoed back, as services often
 // do: a large input grows the state with every such step).
-func (a *simActions) output(cs *callScript, call engine.Call) any {
+func (a *simActions) output(cs *callScript, call saga.Call) any {
 	if cs != nil && cs.output != nil {
 		return cs.output
 	}
@@ -273,15 +274,15 @@ func (a *simActions) output(cs *callScript, call engine.Call) any {
 
 // cancel is a client cancelling a saga, retrying a cancel that crashed,
 // was throttled or lost a race, as a client would.
-func (w *world) cancel(ctx context.Context, saga string) {
+func (w *world) cancel(ctx context.Context, sagaID string) {
 	prev := w.delivery
 	w.delivery = nil
 	defer func() { w.delivery = prev }()
 	for range 20 {
 		w.bufs = append(w.bufs, &handleLog{})
-		_, err := w.coord.Cancel(ctx, saga)
+		_, err := w.coord.Cancel(ctx, sagaID)
 		w.bufs = w.bufs[:len(w.bufs)-1]
-		if err == nil || errors.Is(err, engine.ErrInvalidEvent) || errors.Is(err, durable.ErrNotFound) {
+		if err == nil || errors.Is(err, saga.ErrInvalidEvent) || errors.Is(err, durable.ErrNotFound) {
 			return
 		}
 	}
@@ -289,7 +290,7 @@ func (w *world) cancel(ctx context.Context, saga string) {
 
 // loggedCall is a call as the engine saw it: ok when it got a success.
 type loggedCall struct {
-	engine.Call
+	saga.Call
 	ok bool
 }
 
@@ -300,7 +301,7 @@ type recorder struct {
 	inner engine.Invoker
 }
 
-func (r recorder) Invoke(ctx context.Context, call engine.Call) (any, error) {
+func (r recorder) Invoke(ctx context.Context, call saga.Call) (any, error) {
 	out, err := r.inner.Invoke(ctx, call)
 	top := r.w.top()
 	top.calls = append(top.calls, loggedCall{Call: call, ok: err == nil})
@@ -315,14 +316,14 @@ type discardLarge struct {
 	inner engine.Invoker
 }
 
-func (d discardLarge) Invoke(ctx context.Context, call engine.Call) (any, error) {
+func (d discardLarge) Invoke(ctx context.Context, call saga.Call) (any, error) {
 	out, err := d.inner.Invoke(ctx, call)
 	if err != nil || call.Compensation {
 		return out, err
 	}
-	if b, jerr := json.Marshal(out); jerr == nil && len(b) > engine.MaxStateBytes {
+	if b, jerr := json.Marshal(out); jerr == nil && len(b) > saga.MaxStateBytes {
 		d.w.report.Faults["sabotage_result_discarded"]++
-		return nil, engine.Permanent(engine.NewError("ResultDiscarded", "result too large: thrown away"))
+		return nil, saga.Permanent(saga.NewError("ResultDiscarded", "result too large: thrown away"))
 	}
 	return out, err
 }

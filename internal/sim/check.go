@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 func (w *world) violate(invariant, format string, args ...any) {
@@ -91,19 +91,19 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 			for _, ev := range wr.log.events {
 				call, ok := callFor(wr.log.calls, ev.Step, ev.Compensation)
 				switch {
-				case ev.Kind == lang.KindAction && !ev.Compensation && ev.Outcome == engine.OutcomeCompleted:
+				case ev.Kind == lang.KindAction && !ev.Compensation && ev.Outcome == saga.OutcomeCompleted:
 					if !ok {
 						w.violate("effects_equal_committed_steps", "saga %s: step %s completed without a call in its transition", s.id, ev.Step)
 						continue
 					}
 					completedKeys = append(completedKeys, call.IdempotencyKey)
-				case ev.Compensation && ev.Outcome == engine.OutcomeCompensated:
+				case ev.Compensation && ev.Outcome == saga.OutcomeCompensated:
 					if !ok {
 						w.violate("effects_equal_committed_steps", "saga %s: step %s compensated without a call in its transition", s.id, ev.Step)
 						continue
 					}
 					compKeys = append(compKeys, call.IdempotencyKey)
-				case ev.Compensation && ev.Outcome == engine.OutcomeSkipped:
+				case ev.Compensation && ev.Outcome == saga.OutcomeSkipped:
 					// Resumed with skip: the operator undid it by hand.
 					if undone := w.handUndone[s.id]; len(undone) > 0 {
 						compKeys = append(compKeys, undone[0])
@@ -193,7 +193,7 @@ func compensationKey(key string) string {
 	return key[:i] + ".compensate" + key[i:]
 }
 
-func (w *world) failureType(s *sagaSpec, st *engine.State) string {
+func (w *world) failureType(s *sagaSpec, st *saga.State) string {
 	t := failureType(st)
 	if cs := w.actions.scripts[s.id].cancels; len(cs) > 0 && t == lang.ErrorTypeCancelled {
 		t += " " + strings.Join(cs, ", then ")
@@ -201,7 +201,7 @@ func (w *world) failureType(s *sagaSpec, st *engine.State) string {
 	return t
 }
 
-func failureType(st *engine.State) string {
+func failureType(st *saga.State) string {
 	if st.Failure == nil {
 		return "none"
 	}
@@ -219,13 +219,13 @@ func mapKeys[V any](m map[string]V) []string {
 	return out
 }
 
-func callFor(calls []loggedCall, step string, comp bool) (engine.Call, bool) {
+func callFor(calls []loggedCall, step string, comp bool) (saga.Call, bool) {
 	for _, c := range calls {
 		if c.Step == step && c.Compensation == comp {
 			return c.Call, true
 		}
 	}
-	return engine.Call{}, false
+	return saga.Call{}, false
 }
 
 func sorted(xs []string) []string { s := slices.Clone(xs); slices.Sort(s); return s }

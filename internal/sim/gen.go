@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // genMaxVisits is the visit bound generated plans are compiled with, so a
@@ -159,14 +159,14 @@ func (w *world) genDefinition(k int) string {
 // genPlans compiles count generated definitions; a definition validation
 // refuses is drawn again (the refusals are counted: only what validation
 // accepts must run).
-func (w *world) genPlans(count int) ([]*engine.Plan, error) {
-	var out []*engine.Plan
+func (w *world) genPlans(count int) ([]*saga.Plan, error) {
+	var out []*saga.Plan
 	for k := 0; len(out) < count; k++ {
 		if k > 20*count+20 {
 			return nil, fmt.Errorf("seed %d: validation refused %d of %d generated definitions", w.cfg.Seed, w.report.Refused, k)
 		}
 		src := w.genDefinition(len(out))
-		p, err := engine.Compile(fmt.Sprintf("gen%d.yaml", len(out)), []byte(src), engine.Options{MaxVisits: genMaxVisits})
+		p, err := saga.Compile(fmt.Sprintf("gen%d.yaml", len(out)), []byte(src), saga.Options{MaxVisits: genMaxVisits})
 		if err != nil {
 			if w.report.Refused == 0 {
 				w.report.RefusedExample = fmt.Sprintf("%v\n%s", err, src)

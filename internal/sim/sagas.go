@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // The simulated sagas: money moved between accounts (a switch, a caught
@@ -59,12 +59,12 @@ steps:
   - {id: stop, fail: {error: ChangedMind}}
 `
 
-type plansByName map[string]*engine.Plan
+type plansByName map[string]*saga.Plan
 
 func compilePlans() (plansByName, error) {
 	out := plansByName{}
 	for name, src := range map[string]string{"transfer": transferDef, "trip": tripDef} {
-		p, err := engine.Compile(name+".yaml", []byte(src))
+		p, err := saga.Compile(name+".yaml", []byte(src))
 		if err != nil {
 			return nil, err
 		}
@@ -75,7 +75,7 @@ func compilePlans() (plansByName, error) {
 
 type sagaSpec struct {
 	id        string
-	plan      *engine.Plan
+	plan      *saga.Plan
 	input     map[string]any
 	generated bool // a generated definition (gen.go)
 	maxVisits int  // the plan's visit bound
@@ -83,8 +83,8 @@ type sagaSpec struct {
 
 // newSaga picks a saga, its input and its script from the random source:
 // a third each run the transfer, the trip and a generated definition.
-func (w *world) newSaga(i int, plans plansByName, gen []*engine.Plan) *sagaSpec {
-	s := &sagaSpec{id: fmt.Sprintf("s%d-%d", w.cfg.Seed, i), maxVisits: engine.DefaultMaxVisits}
+func (w *world) newSaga(i int, plans plansByName, gen []*saga.Plan) *sagaSpec {
+	s := &sagaSpec{id: fmt.Sprintf("s%d-%d", w.cfg.Seed, i), maxVisits: saga.DefaultMaxVisits}
 	switch r := w.rng.IntN(3); {
 	case r == 2 && len(gen) > 0:
 		s.plan, s.generated, s.maxVisits = gen[w.rng.IntN(len(gen))], true, genMaxVisits

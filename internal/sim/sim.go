@@ -22,6 +22,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/saga"
 	smem "github.com/lambdasaga/lambdasaga/store/memory"
 )
 
@@ -179,7 +180,7 @@ func (w *world) top() *handleLog { return w.bufs[len(w.bufs)-1] }
 func (w *world) heard(ev engine.StepEvent) {
 	t := w.top()
 	t.events = append(t.events, ev)
-	if sc := w.actions.scripts[ev.SagaID]; sc != nil && ev.Outcome == engine.OutcomeCompensationFailed && sc.lateResumes < 3 {
+	if sc := w.actions.scripts[ev.SagaID]; sc != nil && ev.Outcome == saga.OutcomeCompensationFailed && sc.lateResumes < 3 {
 		sc.lateResumes++
 		w.scheduleResume(ev.SagaID, time.Hour+time.Duration(w.rng.Int64N(int64(71*time.Hour))))
 	}

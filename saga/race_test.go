@@ -1,5 +1,5 @@
 //go:build race
 
-package engine
+package saga
 
 const raceEnabled = true

@@ -1,4 +1,4 @@
-package engine_test
+package saga_test
 
 import (
 	"errors"
@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/invalid")
@@ -24,7 +24,7 @@ func TestValidDefinitions(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			p := mustCompileFile(t, f)
 			src, _ := os.ReadFile(f)
-			if p.Hash() != engine.DefinitionHash(src) || len(p.Hash()) != 64 {
+			if p.Hash() != saga.DefinitionHash(src) || len(p.Hash()) != 64 {
 				t.Fatalf("hash %q", p.Hash())
 			}
 		})
@@ -46,7 +46,7 @@ func TestInvalidDefinitions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = engine.Compile(f, src)
+			_, err = saga.Compile(f, src)
 			if !errors.Is(err, lang.ErrInvalidDefinition) {
 				t.Fatalf("err = %v, want ErrInvalidDefinition", err)
 			}
@@ -91,7 +91,7 @@ func TestDefinitionLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := engine.Compile("big.yaml", []byte(tt.src))
+			_, err := saga.Compile("big.yaml", []byte(tt.src))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
 			}
@@ -117,7 +117,7 @@ steps: [{id: a, set: {x: 1}}]
 	bad := map[string]any{"name": 1.0, "n": 1.5, "price": "x", "ok": "yes", "at": "tomorrow", "wait": "long",
 		"tags": "a", "meta": []any{}, "blob": "!!", "extra": 1}
 	_, err = p.CheckInput(bad)
-	if !errors.Is(err, engine.ErrInvalidInput) {
+	if !errors.Is(err, saga.ErrInvalidInput) {
 		t.Fatalf("err %v", err)
 	}
 	for _, want := range []string{"input.name: want string, got a double", "input.n: want int, got a double", "input.any: missing (declared any)",

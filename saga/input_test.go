@@ -1,17 +1,13 @@
-package engine_test
+package saga_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // decodeInput decodes JSON as the CLI and the functions do: numbers kept
@@ -25,51 +21,6 @@ func decodeInput(t *testing.T, src string) map[string]any {
 		t.Fatal(err)
 	}
 	return m
-}
-
-// Starting a saga again with the same input must find it, whatever the
-// offset its timestamps were written with: the stored state keeps them in
-// UTC.
-func TestStartIsIdempotentForTimestampsWithOffsets(t *testing.T) {
-	now := time.Now().In(time.FixedZone("", -5*3600)) // with a monotonic reading, too
-	for name, tc := range map[string]struct {
-		def   string
-		input func() map[string]any
-	}{
-		"declared timestamp": {
-			def:   "saga: ts\ninput: {at: timestamp}\nsteps: [{id: a, set: {x: 1}}]\n",
-			input: func() map[string]any { return decodeInput(t, `{"at": "2026-05-01T10:00:00.5+02:00"}`) },
-		},
-		"undeclared Go time with a zone": {
-			def: "saga: ts\nsteps: [{id: a, set: {x: 1}}]\n",
-			input: func() map[string]any {
-				at := time.Date(2026, 5, 1, 10, 0, 0, 0, time.FixedZone("CEST", 2*3600))
-				return map[string]any{"at": at, "list": []any{at}, "map": map[string]any{"at": at}, "empty": []any(nil), "blob": []byte(nil)}
-			},
-		},
-		"timestamps inside declared any, list and map": {
-			def: "saga: ts\ninput: {a: any, l: list, m: map}\nsteps: [{id: a, set: {x: 1}}]\n",
-			input: func() map[string]any {
-				return map[string]any{"a": now, "l": []any{now}, "m": map[string]any{"at": now}}
-			},
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "ts.yaml")
-			if err := os.WriteFile(path, []byte(tc.def), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			r := newRig(t, path)
-			first := r.start("ts-1", tc.input())
-			again, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "ts-1", Input: tc.input()})
-			if err != nil {
-				t.Fatalf("second start with the same input: %v", err)
-			}
-			if again.Version != first.Version {
-				t.Fatalf("second start: v%d, want v%d", again.Version, first.Version)
-			}
-		})
-	}
 }
 
 func TestCheckInputNumbersAtTheirLimits(t *testing.T) {
@@ -108,7 +59,7 @@ steps: [{id: a, set: {x: 1}}]
 	} {
 		src := "{" + strings.Replace(base, `"`+tc.field+`": `+map[bool]string{true: "[]", false: "1"}[tc.field == "l"], `"`+tc.field+`": `+tc.value, 1) + "}"
 		_, err := check(t, src)
-		if !errors.Is(err, engine.ErrInvalidInput) || !strings.Contains(err.Error(), tc.want) {
+		if !errors.Is(err, saga.ErrInvalidInput) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", src, err, tc.want)
 		}
 		if err != nil && (strings.Contains(err.Error(), `"`) || strings.Contains(err.Error(), strings.TrimPrefix(tc.value, "-"))) {
@@ -125,7 +76,7 @@ steps: [{id: a, set: {x: 1}}]
 		t.Fatalf("undeclared 1e400: %v", err)
 	}
 	// Action outputs go through NormalizeJSON.
-	if _, err := engine.NormalizeJSON(json.Number("1e400")); err == nil {
+	if _, err := saga.NormalizeJSON(json.Number("1e400")); err == nil {
 		t.Fatal("NormalizeJSON accepted 1e400")
 	}
 }
@@ -144,7 +95,7 @@ steps: [{id: a, set: {x: 1}}]
 		"blob": secret + "!", "tags": map[string]any{"k": secret}, "ok": secret,
 	}
 	_, err := p.CheckInput(bad)
-	if !errors.Is(err, engine.ErrInvalidInput) {
+	if !errors.Is(err, saga.ErrInvalidInput) {
 		t.Fatalf("err %v", err)
 	}
 	if strings.Contains(err.Error(), "411111") {

@@ -1,6 +1,8 @@
-package engine
+package saga
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -33,6 +35,17 @@ func (st *State) Pending() (Cursor, bool) {
 		return Cursor{}, false
 	}
 	return st.Cursors[0], true
+}
+
+// Awaits names what a pending cursor waits on: its step's id and the
+// timeout of the action (or compensation) it runs, zero when none is set.
+// The cursor must fit the plan (CheckState).
+func (p *Plan) Awaits(cur Cursor) (step string, timeout time.Duration) {
+	s := p.steps[cur.Step]
+	if cur.Compensating {
+		return s.ID, s.comp.timeout
+	}
+	return s.ID, s.Timeout
 }
 
 // Call builds the invocation for the saga's pending cursor, evaluating the
@@ -182,4 +195,36 @@ func (t *template) eval(act *activation) (any, error) {
 		return l, nil
 	}
 	return nil, fmt.Errorf("unknown template kind %d", t.kind)
+}
+
+// ActionOutput makes an action's output plain values, as Event.Output
+// must be. An output state cannot hold (not JSON-like, nested too deep)
+// is an error that Advance, given it as Event.Err, takes for InvalidOutput:
+// the action took effect, so it counts as completed and is compensated,
+// and its step fails.
+func ActionOutput(action string, out any) (any, error) {
+	norm, err := normalizeOutput(out)
+	if err != nil {
+		return nil, &invalidOutputError{msg: fmt.Sprintf("action %s returned success with an output state cannot hold: %v", action, err)}
+	}
+	return norm, nil
+}
+
+// normalizeOutput makes an action's output plain values, through JSON for
+// structs and other Go types.
+func normalizeOutput(out any) (any, error) {
+	if v, err := CheckValue(out); err == nil {
+		return v, nil
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("output is not JSON-like: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return NormalizeJSON(v)
 }

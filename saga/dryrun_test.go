@@ -1,10 +1,10 @@
-package engine_test
+package saga_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // TestDryRunEndsOrSaysSo: a dry run returns a final state, or an error
@@ -30,7 +30,7 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := plan.DryRun(engine.DryRunParams{Input: in})
+	st, err := plan.DryRun(saga.DryRunParams{Input: in})
 	if err != nil {
 		if !strings.Contains(err.Error(), "did not end") {
 			t.Fatalf("error %v does not say the dry run did not end", err)

@@ -1,4 +1,4 @@
-package engine_test
+package saga_test
 
 import (
 	"errors"
@@ -6,15 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // refused compiles src and expects a DefinitionError whose text holds every
 // one of want (file:line:column, step, field and message parts).
-func refused(t *testing.T, src string, opts engine.Options, want ...string) {
+func refused(t *testing.T, src string, opts saga.Options, want ...string) {
 	t.Helper()
-	_, err := engine.Compile("test.yaml", []byte(src), opts)
+	_, err := saga.Compile("test.yaml", []byte(src), opts)
 	if !errors.Is(err, lang.ErrInvalidDefinition) {
 		t.Fatalf("compiled, want a refusal mentioning %q\n%s", want, src)
 	}
@@ -25,9 +25,9 @@ func refused(t *testing.T, src string, opts engine.Options, want ...string) {
 	}
 }
 
-func accepted(t *testing.T, src string, opts engine.Options) *engine.Plan {
+func accepted(t *testing.T, src string, opts saga.Options) *saga.Plan {
 	t.Helper()
-	p, err := engine.Compile("test.yaml", []byte(src), opts)
+	p, err := saga.Compile("test.yaml", []byte(src), opts)
 	if err != nil {
 		t.Fatalf("refused a valid definition: %v\n%s", err, src)
 	}
@@ -115,7 +115,7 @@ steps:
 `, []string{"test.yaml:5:", "step a: compensate.with.v[0]: ", "empty expression"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { refused(t, tt.src, engine.Options{}, tt.want...) })
+		t.Run(tt.name, func(t *testing.T) { refused(t, tt.src, saga.Options{}, tt.want...) })
 	}
 }
 
@@ -123,10 +123,10 @@ steps:
 // to a deadline in the past.
 func TestSagaTimeoutBounded(t *testing.T) {
 	for _, d := range []string{"8761h", "2200000h"} {
-		refused(t, "saga: x\ntimeout: "+d+"\nsteps: [{id: a, action: work}]\n", engine.Options{},
+		refused(t, "saga: x\ntimeout: "+d+"\nsteps: [{id: a, action: work}]\n", saga.Options{},
 			"test.yaml:2:", "timeout: ", "longer than the limit of 8760h (one year)")
 	}
-	accepted(t, "saga: x\ntimeout: 8760h\nsteps: [{id: a, action: work}]\n", engine.Options{})
+	accepted(t, "saga: x\ntimeout: 8760h\nsteps: [{id: a, action: work}]\n", saga.Options{})
 }
 
 // An action without out, then a set, then a read of the set var: the var
@@ -141,7 +141,7 @@ steps:
   - id: c
     action: work
     with: {v: "${vars.x}"}
-`, engine.Options{})
+`, saga.Options{})
 	accepted(t, `saga: x
 steps:
   - id: a
@@ -152,7 +152,7 @@ steps:
     set: {x: 1}
   - id: c
     assert: {if: "vars.x == 1"}
-`, engine.Options{})
+`, saga.Options{})
 }
 
 // A compensation may read only the vars that surely exist when it runs:
@@ -166,7 +166,7 @@ steps:
   - id: b
     action: work
     out: later
-`, engine.Options{}, "test.yaml:5:", "step a: compensate.with.id: ", "reads vars.later", "when this compensation runs")
+`, saga.Options{}, "test.yaml:5:", "step a: compensate.with.id: ", "reads vars.later", "when this compensation runs")
 
 	// Written on one branch only: the compensation of c may run without it.
 	refused(t, `saga: x
@@ -181,7 +181,7 @@ steps:
   - id: c
     action: work
     compensate: {action: undo, with: {f: "${vars.flagged}"}}
-`, engine.Options{}, "test.yaml:12:", "step c: compensate.with.f: ", "reads vars.flagged")
+`, saga.Options{}, "test.yaml:12:", "step c: compensate.with.f: ", "reads vars.flagged")
 
 	// Its own out, and vars written on every path before it, are fine.
 	accepted(t, `saga: x
@@ -200,7 +200,7 @@ steps:
     action: work
     out: two
     compensate: {action: undo, with: {a: "${vars.one}", b: "${vars.two}", f: "${has(vars.flagged)}"}}
-`, engine.Options{})
+`, saga.Options{})
 }
 
 func TestCatchRefusals(t *testing.T) {
@@ -209,7 +209,7 @@ steps:
   - id: a
     action: work
     catch: [{errors: ["*"], next: a}]
-`, engine.Options{}, "test.yaml:5:", "step a: catch[0].next: ", "its own step", "retry")
+`, saga.Options{}, "test.yaml:5:", "step a: catch[0].next: ", "its own step", "retry")
 
 	for _, typ := range []string{lang.ErrorTypeStateTooLarge, lang.ErrorTypeStepLimit, lang.ErrorTypeVisitLimit} {
 		refused(t, `saga: x
@@ -219,12 +219,12 @@ steps:
     catch: [{errors: [Timeout, `+typ+`], next: b}]
   - id: b
     action: work
-`, engine.Options{}, "test.yaml:5:", "step a: catch[0].errors: ", typ, "always compensates")
+`, saga.Options{}, "test.yaml:5:", "step a: catch[0].errors: ", typ, "always compensates")
 	}
 }
 
 func TestMaxStepTimeout(t *testing.T) {
-	opts := engine.Options{MaxStepTimeout: engine.StepTimeoutLimit(30 * time.Second)}
+	opts := saga.Options{MaxStepTimeout: saga.StepTimeoutLimit(30 * time.Second)}
 	refused(t, `saga: x
 steps:
   - id: a
@@ -247,25 +247,25 @@ steps:
 	refused(t, ok, opts, "compensate.timeout")
 	ok = strings.Replace(ok, "15m", "1s", 1)
 	accepted(t, ok, opts)
-	accepted(t, strings.Replace(ok, "28s", "15m", 1), engine.Options{})
+	accepted(t, strings.Replace(ok, "28s", "15m", 1), saga.Options{})
 }
 
 func TestYAMLDocumentShape(t *testing.T) {
-	refused(t, "saga: x\nsteps: [{id: a, action: work}]\n---\nsaga: y\nsteps: [{id: b, action: work}]\n", engine.Options{},
+	refused(t, "saga: x\nsteps: [{id: a, action: work}]\n---\nsaga: y\nsteps: [{id: b, action: work}]\n", saga.Options{},
 		"test.yaml:3:", "one YAML document")
-	refused(t, "saga: x\nsteps:\n  - id: a\n    action: work\n    with:\n      <<: {a: 1}\n      b: 2\n", engine.Options{},
+	refused(t, "saga: x\nsteps:\n  - id: a\n    action: work\n    with:\n      <<: {a: 1}\n      b: 2\n", saga.Options{},
 		"test.yaml:6:", "merge key")
-	accepted(t, "---\nsaga: x\nsteps: [{id: a, action: work}]\n", engine.Options{})
-	accepted(t, "saga: x\nsteps: [{id: a, action: work, with: {\"<<\": 1}}]\n", engine.Options{})
+	accepted(t, "---\nsaga: x\nsteps: [{id: a, action: work}]\n", saga.Options{})
+	accepted(t, "saga: x\nsteps: [{id: a, action: work, with: {\"<<\": 1}}]\n", saga.Options{})
 	// Tags are refused (they were silently dropped: !!binary eC55 named the
 	// action eC55); an integer with a leading zero is ambiguous (YAML 1.1
 	// reads 01234 as octal) and must be written plainly or quoted.
-	refused(t, "saga: x\nsteps: [{id: a, action: !!binary eC55}]\n", engine.Options{}, "test.yaml:2:", "YAML tags")
-	refused(t, "saga: x\nsteps: [{id: a, action: work, with: !!set {a, b}}]\n", engine.Options{}, "test.yaml:2:", "YAML tags")
-	refused(t, "saga: x\nsteps: [{id: a, action: work, with: {zip: 01234}}]\n", engine.Options{}, "test.yaml:2:", "leading zero")
-	accepted(t, "saga: x\nsteps: [{id: a, action: work, with: {zip: \"01234\", n: 0, m: -5}}]\n", engine.Options{})
+	refused(t, "saga: x\nsteps: [{id: a, action: !!binary eC55}]\n", saga.Options{}, "test.yaml:2:", "YAML tags")
+	refused(t, "saga: x\nsteps: [{id: a, action: work, with: !!set {a, b}}]\n", saga.Options{}, "test.yaml:2:", "YAML tags")
+	refused(t, "saga: x\nsteps: [{id: a, action: work, with: {zip: 01234}}]\n", saga.Options{}, "test.yaml:2:", "leading zero")
+	accepted(t, "saga: x\nsteps: [{id: a, action: work, with: {zip: \"01234\", n: 0, m: -5}}]\n", saga.Options{})
 	// A plain date is text, as the user wrote it.
-	p, err := engine.Compile("test.yaml", []byte("saga: x\nsteps: [{id: a, succeed: {output: {d: 2001-12-14}}}]\n"))
+	p, err := saga.Compile("test.yaml", []byte("saga: x\nsteps: [{id: a, succeed: {output: {d: 2001-12-14}}}]\n"))
 	if err != nil {
 		t.Fatalf("a plain date refused: %v", err)
 	}
@@ -275,19 +275,19 @@ func TestYAMLDocumentShape(t *testing.T) {
 func TestActionNames(t *testing.T) {
 	for _, name := range []string{`" "`, `"lambda:"`, `"a b"`, `"lambda: fn"`, `"lambda:my fn"`, `"-x"`, `"x:y"`, `"lambda:arn:aws:s3:::bucket"`} {
 		t.Run(name, func(t *testing.T) {
-			refused(t, "saga: x\nsteps:\n  - id: a\n    action: "+name+"\n", engine.Options{}, "test.yaml:4:", "step a: action: ", "not a valid action name")
-			refused(t, "saga: x\nsteps:\n  - id: a\n    action: work\n    compensate: {action: "+name+"}\n", engine.Options{}, "test.yaml:5:", "step a: compensate.action: ", "not a valid action name")
+			refused(t, "saga: x\nsteps:\n  - id: a\n    action: "+name+"\n", saga.Options{}, "test.yaml:4:", "step a: action: ", "not a valid action name")
+			refused(t, "saga: x\nsteps:\n  - id: a\n    action: work\n    compensate: {action: "+name+"}\n", saga.Options{}, "test.yaml:5:", "step a: compensate.action: ", "not a valid action name")
 		})
 	}
 	for _, name := range []string{"inventory.reserve", "svc/charge-v2", "lambda:my-function", "lambda:my_function:prod",
 		"lambda:123456789012:function:my-function", "lambda:arn:aws:lambda:us-west-2:123456789012:function:my-function",
 		"lambda:arn:aws-us-gov:lambda:us-gov-west-1:123456789012:function:fn:$LATEST"} {
-		accepted(t, "saga: x\nsteps:\n  - id: a\n    action: "+name+"\n", engine.Options{})
+		accepted(t, "saga: x\nsteps:\n  - id: a\n    action: "+name+"\n", saga.Options{})
 	}
 }
 
 func TestCompensateSuffixReserved(t *testing.T) {
-	refused(t, "saga: x\nsteps:\n  - id: pay.compensate\n    action: work\n", engine.Options{},
+	refused(t, "saga: x\nsteps:\n  - id: pay.compensate\n    action: work\n", saga.Options{},
 		"test.yaml:3:", "id: ", "reserved")
 }
 
@@ -313,7 +313,7 @@ steps:
 `
 	var first string
 	for i := range 50 {
-		_, err := engine.Compile("test.yaml", []byte(src))
+		_, err := saga.Compile("test.yaml", []byte(src))
 		if err == nil {
 			t.Fatal("compiled")
 		}

@@ -1,10 +1,10 @@
-package engine_test
+package saga_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // TestVarSuggestionIsDeterministic: when two vars are as close to a
@@ -25,7 +25,7 @@ steps:
     with: {x: "${vars.ab}"}
 `)
 	for range 30 {
-		_, err := engine.Compile("s.yaml", src)
+		_, err := saga.Compile("s.yaml", src)
 		if err == nil || !strings.Contains(err.Error(), "reads vars.ab, but no step sets it (did you mean vars.aa?)") {
 			t.Fatalf("got %v", err)
 		}

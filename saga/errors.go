@@ -1,4 +1,4 @@
-package engine
+package saga
 
 import (
 	"context"
@@ -15,12 +15,6 @@ var (
 	ErrInvalidEvent = errors.New("event does not apply")
 	// ErrUnknownFormat: encoded state carries a format version this build does not know.
 	ErrUnknownFormat = errors.New("unknown state format")
-	// ErrDamagedState: a stored state does not fit its definition (a cursor
-	// past the plan, say); the message that found it cannot be handled.
-	ErrDamagedState = errors.New("damaged saga state")
-	// ErrNoTime: too little of the invocation was left to run an action and
-	// record its outcome; the message is handed back, nothing was done.
-	ErrNoTime = errors.New("not enough time left in the invocation")
 )
 
 // ActionError is an error with a type name that catch clauses and

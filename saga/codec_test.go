@@ -1,4 +1,4 @@
-package engine_test
+package saga_test
 
 import (
 	"bytes"
@@ -10,36 +10,36 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
-func richState() *engine.State {
-	return &engine.State{
+func richState() *saga.State {
+	return &saga.State{
 		SagaID: "s-1", Name: "order", DefinitionHash: strings.Repeat("ab", 32), Status: durable.StatusCompensating, Version: 7,
 		Input: map[string]any{"order_id": "o-1", "amount": 12.5, "n": int64(-3), "u": uint64(1 << 63), "ok": true, "none": nil,
 			"blob": []byte{0, 1, 2}, "at": time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), "wait": 90 * time.Second,
 			"items": []any{"a", int64(2), []any{}, map[string]any{}}},
 		Vars:      map[string]any{"reservation": map[string]any{"id": "r-1", "big": strings.Repeat("x", 300)}},
-		Cursors:   []engine.Cursor{{Step: 3, Attempt: 2, Seq: 4, Compensating: true}},
-		Stack:     []engine.Completion{{Step: 0, Seq: 1}, {Step: 3, Seq: 4, Out: map[string]any{"id": "p"}, HasOut: true}},
+		Cursors:   []saga.Cursor{{Step: 3, Attempt: 2, Seq: 4, Compensating: true}},
+		Stack:     []saga.Completion{{Step: 0, Seq: 1}, {Step: 3, Seq: 4, Out: map[string]any{"id": "p"}, HasOut: true}},
 		Outbox:    []durable.Message{{SagaID: "s-1", Version: 7, Queue: durable.QueueCompensate, Step: "charge", Attempt: 2, Delay: 1500 * time.Millisecond}},
 		Seq:       4,
 		CreatedAt: t0, UpdatedAt: t0.Add(time.Minute), Deadline: t0.Add(24 * time.Hour),
-		Failure:           &engine.StepError{Step: "check", Type: "AssertionFailed", Message: "payment not captured"},
-		CompensationError: &engine.StepError{Step: "charge", Type: "Error", Message: "bank down"},
+		Failure:           &saga.StepError{Step: "check", Type: "AssertionFailed", Message: "payment not captured"},
+		CompensationError: &saga.StepError{Step: "charge", Type: "Error", Message: "bank down"},
 		Output:            []any{1.5, "x"},
 	}
 }
 
 func TestStateRoundTrip(t *testing.T) {
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
-	states := []*engine.State{richState(), {}, drive(t, p, orderIn(1), failing("charge")).st, drive(t, p, orderIn(1), failing()).st}
+	states := []*saga.State{richState(), {}, drive(t, p, orderIn(1), failing("charge")).st, drive(t, p, orderIn(1), failing()).st}
 	for i, st := range states {
 		b, err := st.MarshalBinary()
 		if err != nil {
 			t.Fatalf("state %d: %v", i, err)
 		}
-		var got engine.State
+		var got saga.State
 		if err := got.UnmarshalBinary(b); err != nil {
 			t.Fatalf("state %d: %v", i, err)
 		}
@@ -54,7 +54,7 @@ func TestStateRoundTrip(t *testing.T) {
 }
 
 // normalizeEmpty maps empty slices to nil: the encoding does not tell them apart.
-func normalizeEmpty(st *engine.State) *engine.State {
+func normalizeEmpty(st *saga.State) *saga.State {
 	c := *st
 	if len(c.Cursors) == 0 {
 		c.Cursors = nil
@@ -82,8 +82,8 @@ func TestStateUnknownFormatAndFields(t *testing.T) {
 	b, _ := richState().MarshalBinary()
 	future := append([]byte{}, b...)
 	future[2] = 9
-	var st engine.State
-	if err := st.UnmarshalBinary(future); !errors.Is(err, engine.ErrUnknownFormat) || !strings.Contains(err.Error(), "version 9") {
+	var st saga.State
+	if err := st.UnmarshalBinary(future); !errors.Is(err, saga.ErrUnknownFormat) || !strings.Contains(err.Error(), "version 9") {
 		t.Fatalf("err = %v, want ErrUnknownFormat naming version 9", err)
 	}
 	if err := st.UnmarshalBinary([]byte("{}")); err == nil || !strings.Contains(err.Error(), "bad header") {
@@ -105,7 +105,7 @@ func TestStateUnknownFormatAndFields(t *testing.T) {
 func TestStateTruncatedIsAnError(t *testing.T) {
 	b, _ := richState().MarshalBinary()
 	for n := 3; n < len(b); n++ {
-		var st engine.State
+		var st saga.State
 		err := st.UnmarshalBinary(b[:n])
 		if err == nil && reflect.DeepEqual(normalizeEmpty(&st), normalizeEmpty(richState())) {
 			t.Fatalf("prefix of %d/%d bytes decoded as the whole state", n, len(b))
@@ -114,7 +114,7 @@ func TestStateTruncatedIsAnError(t *testing.T) {
 }
 
 func TestStateRejectsValuesItCannotStore(t *testing.T) {
-	st := &engine.State{Vars: map[string]any{"ch": make(chan int)}}
+	st := &saga.State{Vars: map[string]any{"ch": make(chan int)}}
 	if _, err := st.MarshalBinary(); err == nil || !strings.Contains(err.Error(), "chan int") {
 		t.Fatalf("err = %v", err)
 	}
@@ -126,7 +126,7 @@ func FuzzStateDecode(f *testing.F) {
 	f.Add([]byte("LS\x01"))
 	f.Add([]byte("LS\x01\x3a\x05\x09\xff\xff\xff\x0f"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var st engine.State
+		var st saga.State
 		if err := st.UnmarshalBinary(data); err != nil {
 			return
 		}
@@ -135,7 +135,7 @@ func FuzzStateDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("decoded state does not encode: %v", err)
 		}
-		var again engine.State
+		var again saga.State
 		if err := again.UnmarshalBinary(out); err != nil {
 			t.Fatalf("re-decode: %v", err)
 		}
@@ -148,12 +148,12 @@ func FuzzStateDecode(f *testing.F) {
 // Found by FuzzStateDecode: the Unix epoch is a time like any other, not
 // "no time", and the zero time stays zero.
 func TestStateTimesAtTheEpoch(t *testing.T) {
-	st := &engine.State{SagaID: "e", CreatedAt: time.Unix(0, 0).UTC(), UpdatedAt: time.Unix(-1, 0).UTC()}
+	st := &saga.State{SagaID: "e", CreatedAt: time.Unix(0, 0).UTC(), UpdatedAt: time.Unix(-1, 0).UTC()}
 	b, err := st.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got engine.State
+	var got saga.State
 	if err := got.UnmarshalBinary(b); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestStateTimesAtTheEpoch(t *testing.T) {
 // its vars as output, and the state must not hold them twice.
 func TestStateOutputThatIsVarsIsStoredOnce(t *testing.T) {
 	blob := strings.Repeat("x", 100_000)
-	st := &engine.State{SagaID: "s", Vars: map[string]any{"r0": map[string]any{"blob": blob}}}
+	st := &saga.State{SagaID: "s", Vars: map[string]any{"r0": map[string]any{"blob": blob}}}
 	st.Output = st.Vars
 	b, err := st.MarshalBinary()
 	if err != nil {
@@ -175,7 +175,7 @@ func TestStateOutputThatIsVarsIsStoredOnce(t *testing.T) {
 	if len(b) > 110_000 {
 		t.Fatalf("state is %d bytes: the vars are stored twice", len(b))
 	}
-	var got engine.State
+	var got saga.State
 	if err := got.UnmarshalBinary(b); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestStateOutputThatIsVarsIsStoredOnce(t *testing.T) {
 	// An output that merely equals the vars, but is another map, is kept as it is.
 	st.Output = map[string]any{"r0": map[string]any{"blob": blob}}
 	b, _ = st.MarshalBinary()
-	var again engine.State
+	var again saga.State
 	_ = again.UnmarshalBinary(b)
 	if !reflect.DeepEqual(again.Output, st.Output) {
 		t.Fatal("a separate output changed")

@@ -1,4 +1,4 @@
-package engine_test
+package saga_test
 
 import (
 	"sync"

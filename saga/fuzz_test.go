@@ -1,4 +1,4 @@
-package engine_test
+package saga_test
 
 import (
 	"errors"
@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // FuzzCompile feeds arbitrary documents to the parser and validator: they
@@ -22,7 +22,7 @@ func FuzzCompile(f *testing.F) {
 	f.Add([]byte("saga: x\nsteps: [{id: a, set: {x: \"${{'a': {'b': '}'}}}\"}}]"))
 	f.Add([]byte("saga: x\nsteps: [{id: a, set: {x: \"${\"}}]"))
 	f.Fuzz(func(t *testing.T, src []byte) {
-		p, err := engine.Compile("fuzz.yaml", src)
+		p, err := saga.Compile("fuzz.yaml", src)
 		if err != nil {
 			var de *lang.DefinitionError
 			if !errors.As(err, &de) || len(de.Problems) == 0 {

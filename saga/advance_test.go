@@ -1,4 +1,4 @@
-package engine_test
+package saga_test
 
 import (
 	"errors"
@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 const orderInput = `{"order_id": "o-1", "amount": 120.5, "items": ["a", "b"]}`
@@ -45,7 +45,7 @@ func TestAdvanceOrderSaga(t *testing.T) {
 		},
 		{
 			name: "assert fails: charge refunded, then reserve released", amount: 1,
-			act: func(c engine.Call) (any, error) {
+			act: func(c saga.Call) (any, error) {
 				return map[string]any{"id": c.Step + "-1", "status": "pending"}, nil
 			},
 			status:  durable.StatusCompensated,
@@ -54,9 +54,9 @@ func TestAdvanceOrderSaga(t *testing.T) {
 		},
 		{
 			name: "refund fails for good: parked", amount: 1,
-			act: func(c engine.Call) (any, error) {
+			act: func(c saga.Call) (any, error) {
 				if c.Step == "check" || (c.Step == "charge" && c.Compensation) {
-					return nil, engine.Permanent(errors.New("bank down"))
+					return nil, saga.Permanent(errors.New("bank down"))
 				}
 				return map[string]any{"id": "x", "status": "pending"}, nil
 			},
@@ -122,7 +122,7 @@ steps:
     action: svc.later
 `)
 	t.Run("succeeds on the third attempt", func(t *testing.T) {
-		r := drive(t, p, nil, func(c engine.Call) (any, error) {
+		r := drive(t, p, nil, func(c saga.Call) (any, error) {
 			if c.Step == "flaky" && c.Attempt < 3 {
 				return nil, errors.New("timeout talking to svc")
 			}
@@ -152,7 +152,7 @@ steps:
 		}
 	})
 	t.Run("exhausted attempts compensate", func(t *testing.T) {
-		r := drive(t, p, nil, func(c engine.Call) (any, error) {
+		r := drive(t, p, nil, func(c saga.Call) (any, error) {
 			if c.Step == "later" {
 				return nil, errors.New("still broken")
 			}
@@ -167,7 +167,7 @@ steps:
 		}
 	})
 	t.Run("backoff is capped", func(t *testing.T) {
-		r := drive(t, p, nil, func(c engine.Call) (any, error) {
+		r := drive(t, p, nil, func(c saga.Call) (any, error) {
 			if c.Step == "flaky" {
 				return nil, errors.New("no")
 			}
@@ -186,7 +186,7 @@ steps:
     action: pay
     retry: {attempts: 5, permanent: [CardDeclined]}
 `)
-		r := drive(t, p, nil, func(c engine.Call) (any, error) { return nil, engine.NewError("CardDeclined", "no funds") })
+		r := drive(t, p, nil, func(c saga.Call) (any, error) { return nil, saga.NewError("CardDeclined", "no funds") })
 		if got := join(r.trace); got != "pay:started pay:failed" {
 			t.Fatalf("trace %s", got)
 		}
@@ -213,7 +213,7 @@ func TestBackoff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		pol.Jitter = tt.jitter
-		if got := engine.Backoff(pol, tt.attempt, tt.rand); got != tt.want {
+		if got := saga.Backoff(pol, tt.attempt, tt.rand); got != tt.want {
 			t.Errorf("Backoff(attempt %d, jitter %v, rand %v) = %v, want %v", tt.attempt, tt.jitter, tt.rand, got, tt.want)
 		}
 	}
@@ -332,7 +332,7 @@ steps:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := mustCompile(t, tt.def)
-			r := drive(t, p, tt.input, func(c engine.Call) (any, error) {
+			r := drive(t, p, tt.input, func(c saga.Call) (any, error) {
 				if c.Step == "pay" {
 					return nil, errors.New("down")
 				}
@@ -353,13 +353,13 @@ steps:
 
 func TestAdvanceRuntimeGuards(t *testing.T) {
 	t.Run("runaway expression hits the cost limit", func(t *testing.T) {
-		p, err := engine.Compile("t.yaml", []byte(`
+		p, err := saga.Compile("t.yaml", []byte(`
 saga: s
 input: {xs: list}
 steps:
   - id: spin
     set: {n: "${input.xs.map(a, input.xs.map(b, input.xs.map(c, a)))}"}
-`), engine.Options{CostLimit: 10_000})
+`), saga.Options{CostLimit: 10_000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -398,9 +398,9 @@ steps:
 
 func TestAdvanceCancelAndResume(t *testing.T) {
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
-	st := &engine.State{}
+	st := &saga.State{}
 	in, _ := p.CheckInput(orderIn(1))
-	step := func(ev engine.Event) engine.Result {
+	step := func(ev saga.Event) saga.Result {
 		t.Helper()
 		ev.Now = t0
 		res, err := p.Advance(st, ev)
@@ -409,11 +409,11 @@ func TestAdvanceCancelAndResume(t *testing.T) {
 		}
 		return res
 	}
-	step(engine.Event{Kind: engine.EventStart, SagaID: "c-1", Input: in})
-	step(engine.Event{Kind: engine.EventResult, Output: map[string]any{"id": "r-1"}}) // reserve done, charge pending
+	step(saga.Event{Kind: saga.EventStart, SagaID: "c-1", Input: in})
+	step(saga.Event{Kind: saga.EventResult, Output: map[string]any{"id": "r-1"}}) // reserve done, charge pending
 	// The charge is pending and may be running: the cancel waits for its
 	// outcome, sending its message again at the new version.
-	res := step(engine.Event{Kind: engine.EventCancel})
+	res := step(saga.Event{Kind: saga.EventCancel})
 	if st.Status != durable.StatusRunning || !st.CancelRequested || st.Failure != nil {
 		t.Fatalf("after cancel: %s requested %v %+v", st.Status, st.CancelRequested, st.Failure)
 	}
@@ -422,23 +422,23 @@ func TestAdvanceCancelAndResume(t *testing.T) {
 	}
 	// The charge went through: it is compensated with the rest, and no
 	// later step runs.
-	res = step(engine.Event{Kind: engine.EventResult, Output: map[string]any{"id": "p-1", "status": "captured"}})
+	res = step(saga.Event{Kind: saga.EventResult, Output: map[string]any{"id": "p-1", "status": "captured"}})
 	if st.Status != durable.StatusCompensating || st.Failure.Type != lang.ErrorTypeCancelled || st.CancelRequested {
 		t.Fatalf("after the charge: %s %+v", st.Status, st.Failure)
 	}
 	if len(res.Messages) != 1 || res.Messages[0].Queue != durable.QueueCompensate || res.Messages[0].Step != "charge" {
 		t.Fatalf("messages %+v", res.Messages)
 	}
-	if _, err := p.Advance(st, engine.Event{Kind: engine.EventCancel, Now: t0}); !errors.Is(err, engine.ErrInvalidEvent) {
+	if _, err := p.Advance(st, saga.Event{Kind: saga.EventCancel, Now: t0}); !errors.Is(err, saga.ErrInvalidEvent) {
 		t.Fatalf("second cancel: %v", err)
 	}
-	step(engine.Event{Kind: engine.EventResult}) // refunded
-	step(engine.Event{Kind: engine.EventResult, Err: engine.Permanent(errors.New("warehouse offline"))})
+	step(saga.Event{Kind: saga.EventResult}) // refunded
+	step(saga.Event{Kind: saga.EventResult, Err: saga.Permanent(errors.New("warehouse offline"))})
 	if st.Status != durable.StatusCompensationFailed || st.CompensationError.Step != "reserve" {
 		t.Fatalf("after failed release: %s %+v", st.Status, st.CompensationError)
 	}
 	version := st.Version
-	res = step(engine.Event{Kind: engine.EventResume})
+	res = step(saga.Event{Kind: saga.EventResume})
 	if st.Status != durable.StatusCompensating || len(res.Messages) != 1 || res.Messages[0].Attempt != 1 || st.Version != version+1 {
 		t.Fatalf("after resume: %s %+v", st.Status, res.Messages)
 	}
@@ -446,11 +446,11 @@ func TestAdvanceCancelAndResume(t *testing.T) {
 	if err != nil || call.Action != "inventory.release" || call.IdempotencyKey != "c-1/reserve.compensate/1" {
 		t.Fatalf("call %+v %v", call, err)
 	}
-	step(engine.Event{Kind: engine.EventResult})
+	step(saga.Event{Kind: saga.EventResult})
 	if st.Status != durable.StatusCompensated || len(st.Stack) != 0 {
 		t.Fatalf("final %s stack %v", st.Status, st.Stack)
 	}
-	if _, err := p.Advance(st, engine.Event{Kind: engine.EventResume, Now: t0}); !errors.Is(err, engine.ErrInvalidEvent) {
+	if _, err := p.Advance(st, saga.Event{Kind: saga.EventResume, Now: t0}); !errors.Is(err, saga.ErrInvalidEvent) {
 		t.Fatalf("resume of a compensated saga: %v", err)
 	}
 }
@@ -472,7 +472,7 @@ steps:
     fail: {error: Stop}
 `)
 	n := 0
-	r := drive(t, p, map[string]any{"n": 3}, func(c engine.Call) (any, error) {
+	r := drive(t, p, map[string]any{"n": 3}, func(c saga.Call) (any, error) {
 		if c.Compensation {
 			return nil, nil
 		}
@@ -501,20 +501,20 @@ func TestAdvanceRejectsEventsThatDoNotApply(t *testing.T) {
 	done := drive(t, p, orderIn(1), failing()).st
 	tests := []struct {
 		name string
-		plan *engine.Plan
-		st   *engine.State
-		ev   engine.Event
+		plan *saga.Plan
+		st   *saga.State
+		ev   saga.Event
 	}{
-		{"result for a finished saga", p, done, engine.Event{Kind: engine.EventResult}},
-		{"start twice", p, done, engine.Event{Kind: engine.EventStart, SagaID: "x"}},
-		{"start without id", p, &engine.State{}, engine.Event{Kind: engine.EventStart}},
-		{"another definition", other, done, engine.Event{Kind: engine.EventCancel}},
-		{"unknown kind", p, &engine.State{}, engine.Event{Kind: 99}},
+		{"result for a finished saga", p, done, saga.Event{Kind: saga.EventResult}},
+		{"start twice", p, done, saga.Event{Kind: saga.EventStart, SagaID: "x"}},
+		{"start without id", p, &saga.State{}, saga.Event{Kind: saga.EventStart}},
+		{"another definition", other, done, saga.Event{Kind: saga.EventCancel}},
+		{"unknown kind", p, &saga.State{}, saga.Event{Kind: 99}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := tt.st.Version
-			if _, err := tt.plan.Advance(tt.st, tt.ev); !errors.Is(err, engine.ErrInvalidEvent) {
+			if _, err := tt.plan.Advance(tt.st, tt.ev); !errors.Is(err, saga.ErrInvalidEvent) {
 				t.Fatalf("err = %v, want ErrInvalidEvent", err)
 			}
 			if tt.st.Version != before {
@@ -528,7 +528,7 @@ func TestAdvanceRejectsEventsThatDoNotApply(t *testing.T) {
 // maps and lists is not copied when nothing in it needs widening.
 func TestCheckValueDoesNotCopyPlainValues(t *testing.T) {
 	out := map[string]any{"id": "p-1", "nested": map[string]any{"n": int64(1)}, "list": []any{"a", map[string]any{}}}
-	got, err := engine.CheckValue(out)
+	got, err := saga.CheckValue(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,12 +536,12 @@ func TestCheckValueDoesNotCopyPlainValues(t *testing.T) {
 	if out["marker"] != true {
 		t.Fatal("a plain value was copied")
 	}
-	if n := testing.AllocsPerRun(100, func() { _, _ = engine.CheckValue(out) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = saga.CheckValue(out) }); n != 0 {
 		t.Fatalf("%v allocations checking a plain value", n)
 	}
 	// A value that needs widening deep down is copied along its path, never changed in place.
 	in := map[string]any{"a": map[string]any{"n": 3}, "b": "x"}
-	w, err := engine.CheckValue(in)
+	w, err := saga.CheckValue(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -554,15 +554,15 @@ func TestDryRun(t *testing.T) {
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
 	in, _ := p.CheckInput(orderIn(10))
 	var calls []string
-	st, err := p.DryRun(engine.DryRunParams{
+	st, err := p.DryRun(saga.DryRunParams{
 		Input: in,
-		Act: func(c engine.Call) (any, error) {
+		Act: func(c saga.Call) (any, error) {
 			if c.Step == "charge" && !c.Compensation {
-				return nil, engine.Permanent(errors.New("declined"))
+				return nil, saga.Permanent(errors.New("declined"))
 			}
 			return map[string]any{"id": c.Step}, nil
 		},
-		OnCall: func(c engine.Call) {
+		OnCall: func(c saga.Call) {
 			name := c.Step
 			if c.Compensation {
 				name += ".compensate"
@@ -577,7 +577,7 @@ func TestDryRun(t *testing.T) {
 	// payment has no status, so check fails; refunding it needs
 	// vars.payment.id, which the echo lacks: building that call fails, as a
 	// permanent failure of the compensation, and the saga parks.
-	st, err = p.DryRun(engine.DryRunParams{Input: in})
+	st, err = p.DryRun(saga.DryRunParams{Input: in})
 	if err != nil || st.Status != durable.StatusCompensationFailed || st.Failure.Step != "check" || st.CompensationError.Step != "charge" {
 		t.Fatalf("%v %s %+v %+v", err, st.Status, st.Failure, st.CompensationError)
 	}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package saga
+
+const raceEnabled = false

@@ -1,0 +1,70 @@
+package saga
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/lang"
+)
+
+// MaxStateBytes bounds one saga's encoded state, well under DynamoDB's
+// 400 KB item limit: a transition that would exceed it fails its step
+// (StateTooLarge) and the saga compensates.
+const MaxStateBytes = 300 << 10
+
+// maxSettledStateBytes bounds the state of a saga that failed and no longer
+// runs forward (compensating, compensated or parked). The room it leaves
+// over MaxStateBytes keeps the failure, and the output of an action that
+// took the state past MaxStateBytes when it fits, so that its compensation
+// can read it. An item stays within DynamoDB's 400 KB (store/dynamo writes
+// at most 390 KB with its other attributes).
+const maxSettledStateBytes = durable.MaxRecordStateBytes
+
+// ErrUnstorable marks a state that cannot be encoded (a value too deep, a
+// type state cannot hold): like ErrTooLarge, it will never store as it is.
+var ErrUnstorable = errors.New("state cannot be stored")
+
+// Record encodes st as a store record into buf, within the size a state
+// of its status may have: ErrUnstorable when it cannot be encoded,
+// durable.ErrTooLarge when it is too large.
+func (st *State) Record(buf []byte) (durable.SagaRecord, error) {
+	b, err := st.AppendBinary(buf)
+	if err != nil {
+		return durable.SagaRecord{}, fmt.Errorf("%w: saga %s: %w", ErrUnstorable, st.SagaID, err)
+	}
+	limit := MaxStateBytes
+	if st.Failure != nil && st.Status != durable.StatusRunning {
+		limit = maxSettledStateBytes
+	}
+	if len(b) > limit {
+		return durable.SagaRecord{}, fmt.Errorf("%w: saga %s would be %d bytes, over %d", durable.ErrTooLarge, st.SagaID, len(b), limit)
+	}
+	return durable.SagaRecord{SagaID: st.SagaID, Version: st.Version, Status: st.Status, Name: st.Name, DefinitionHash: st.DefinitionHash, UpdatedAt: st.UpdatedAt, State: b}, nil
+}
+
+// CheckState reports what in st does not fit the plan, so that a damaged
+// item is an error rather than a panic.
+func (p *Plan) CheckState(st *State) error {
+	if !st.Status.Valid() {
+		return fmt.Errorf("status %q", st.Status)
+	}
+	for _, c := range st.Cursors {
+		if c.Step < 0 || c.Step >= len(p.steps) {
+			return fmt.Errorf("a cursor at step %d of %d", c.Step, len(p.steps))
+		}
+		if c.Attempt < 1 {
+			return fmt.Errorf("a cursor at attempt %d", c.Attempt)
+		}
+		s := p.steps[c.Step]
+		if s.Kind != lang.KindAction || (c.Compensating && s.comp == nil) {
+			return fmt.Errorf("a cursor at step %s, which has no such action", s.ID)
+		}
+	}
+	for _, c := range st.Stack {
+		if c.Step < 0 || c.Step >= len(p.steps) || p.steps[c.Step].comp == nil {
+			return fmt.Errorf("a completion of step %d, which has no compensation", c.Step)
+		}
+	}
+	return nil
+}
