@@ -1,11 +1,5 @@
 package lang
 
-import "time"
-
-// MaxSagaTimeout bounds a saga's timeout, as Step Functions and Lambda
-// durable functions bound an execution: one year.
-const MaxSagaTimeout = 365 * 24 * time.Hour
-
 // Error types the engine itself produces; actions choose their own. Catch
 // clauses and retry.permanent lists name them.
 const (

@@ -1,7 +1,6 @@
 package saga
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -9,97 +8,6 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/lang"
 )
-
-// EventKind is what happened to a saga.
-type EventKind uint8
-
-const (
-	// EventStart begins a new saga: State must be zero but for nothing.
-	EventStart EventKind = iota + 1
-	// EventResult reports the outcome of the pending action or compensation.
-	EventResult
-	// EventCancel asks a running saga to stop and compensate.
-	EventCancel
-	// EventResume continues a saga parked in compensation_failed.
-	EventResume
-)
-
-func (k EventKind) String() string {
-	switch k {
-	case EventStart:
-		return "start"
-	case EventResult:
-		return "result"
-	case EventCancel:
-		return "cancel"
-	case EventResume:
-		return "resume"
-	}
-	return fmt.Sprintf("event(%d)", uint8(k))
-}
-
-// Event is the input of one transition. Time and randomness come in with
-// it, so Advance stays a pure function.
-type Event struct {
-	Kind EventKind
-	Now  time.Time
-	// Rand is a draw in [0, 1) from the caller's random source, for jitter.
-	Rand float64
-
-	// Skip, on EventResume, takes the failed compensation off the stack
-	// without running it: an operator undid that step by hand.
-	Skip bool
-
-	SagaID string         // EventStart
-	Input  map[string]any // EventStart: checked with Plan.CheckInput first
-
-	Output any   // EventResult: the action's output, made of plain values (CheckValue)
-	Err    error // EventResult: the action's error, nil on success
-
-	// OnStep, when set, hears of every step the transition goes through.
-	OnStep func(StepRecord)
-
-	// StoreLimit, when positive, makes the transition measure the encoded
-	// state after each step. The step that takes it past StoreLimit bytes
-	// fails with StateTooLarge (which no catch takes) and its writes are
-	// undone; an action's output that does not fit is dropped, and the
-	// action still counts as completed, so it is compensated. The
-	// coordinator sets it to replay a transition whose result it could not
-	// store, so that the saga fails in a state that can be stored.
-	StoreLimit int
-}
-
-// StepOutcome says how a step ended within a transition.
-type StepOutcome string
-
-const (
-	OutcomeStarted            StepOutcome = "started"   // an action is now pending
-	OutcomeCompleted          StepOutcome = "completed" // the step succeeded
-	OutcomeRetrying           StepOutcome = "retrying"  // the action failed and will run again
-	OutcomeFailed             StepOutcome = "failed"    // the step failed for good
-	OutcomeCaught             StepOutcome = "caught"    // it failed, and a catch routed it
-	OutcomeCompensated        StepOutcome = "compensated"
-	OutcomeCompensationFailed StepOutcome = "compensation_failed"
-	OutcomeSkipped            StepOutcome = "skipped" // an operator undid it by hand (resume --skip)
-)
-
-// StepRecord tells an observer about one step of a transition.
-type StepRecord struct {
-	Step         string
-	Kind         lang.StepKind
-	Outcome      StepOutcome
-	Attempt      int
-	Compensation bool
-	Delay        time.Duration // before the retry, for OutcomeRetrying
-	Error        *StepError    // for failures
-}
-
-// Result is what a transition produces besides the new state.
-type Result struct {
-	// Messages is the outbox the caller must send once the state is written;
-	// the same slice as the new state's Outbox.
-	Messages []durable.Message
-}
 
 // Advance applies ev to st and returns the messages to send. st is updated
 // in place to the next version: Version goes up by one, and the caller
@@ -174,45 +82,6 @@ func (p *Plan) Advance(st *State, ev Event) (Result, error) {
 		r.compensate(r.tooLarge(step, "starting it"))
 	}
 	return Result{Messages: st.Outbox}, nil
-}
-
-// invalidOutputError is the EventResult error of an action that returned
-// success with an output state cannot hold: the action took effect, so it
-// counts as completed (and is compensated), and its step fails with
-// InvalidOutput.
-type invalidOutputError struct{ msg string }
-
-func (e *invalidOutputError) Error() string { return e.msg }
-
-func asInvalidOutput(err error) *invalidOutputError {
-	if err == nil {
-		return nil
-	}
-	var bad *invalidOutputError
-	if errors.As(err, &bad) {
-		return bad
-	}
-	return nil
-}
-
-// clockSkew is how far apart the clocks of a worker that scheduled a retry
-// and of whoever cancels may be, at most.
-const clockSkew = 5 * time.Second
-
-// pendingRetryDue reports when the pending action's retry becomes visible
-// to workers, for an attempt after the first sent with a delay by the last
-// transition: not before its write plus the delay.
-func pendingRetryDue(st *State) (time.Time, bool) {
-	cur, ok := st.Pending()
-	if !ok || cur.Compensating || cur.Attempt < 2 {
-		return time.Time{}, false
-	}
-	for _, m := range st.Outbox {
-		if m.Queue == durable.QueueAdvance && m.Attempt == cur.Attempt && m.Delay > 0 {
-			return st.UpdatedAt.Add(m.Delay), true
-		}
-	}
-	return time.Time{}, false
 }
 
 func cancelled() *StepError {
@@ -590,80 +459,4 @@ func (r *runner) actionFailed(s *planStep, cur Cursor, err error) {
 	// took no effect, so a cancelled saga compensates without another.
 	st.Cursors = st.Cursors[:0]
 	r.stepFailed(s, cur.Attempt, se)
-}
-
-func (r *runner) retryable(pol lang.RetryPolicy, attempt int, err error, typ string) bool {
-	return !IsPermanent(err) && !slices.Contains(pol.Permanent, typ) && attempt < pol.Attempts
-}
-
-func (r *runner) retry(s *planStep, pol lang.RetryPolicy, cur Cursor, q durable.QueueName, comp bool, se *StepError) {
-	cur.Attempt++
-	d := Backoff(pol, cur.Attempt, r.ev.Rand)
-	r.st.Cursors[0] = cur
-	r.send(q, s.ID, cur.Attempt, d)
-	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeRetrying, Attempt: cur.Attempt - 1, Compensation: comp, Delay: d, Error: se})
-}
-
-// Backoff is the delay before attempt (2 or more) under pol: backoff
-// doubling per attempt, capped at max_backoff, and with jitter drawn from
-// rand in [0, 1) spread over the upper half, so a retry is never immediate.
-func Backoff(pol lang.RetryPolicy, attempt int, rand float64) time.Duration {
-	d := pol.Backoff
-	maxD := pol.MaxBackoff
-	if maxD <= 0 || maxD > durable.MaxDelay {
-		maxD = durable.MaxDelay
-	}
-	for i := 2; i < attempt && d < maxD; i++ {
-		d *= 2
-	}
-	d = min(d, maxD)
-	if pol.Jitter && d > 1 {
-		half := d / 2
-		d = half + time.Duration(float64(d-half)*min(max(rand, 0), 1))
-	}
-	return d
-}
-
-// compensate starts undoing the completed steps, newest first.
-func (r *runner) compensate(cause *StepError) {
-	st := r.st
-	st.Failure = cause
-	st.CancelRequested = false
-	st.Status = durable.StatusCompensating
-	st.Cursors = st.Cursors[:0]
-	r.nextCompensation()
-}
-
-func (r *runner) nextCompensation() {
-	st := r.st
-	if len(st.Stack) == 0 {
-		st.Status = durable.StatusCompensated
-		st.Cursors = st.Cursors[:0]
-		return
-	}
-	top := st.Stack[len(st.Stack)-1]
-	st.Cursors = append(st.Cursors[:0], Cursor{Step: top.Step, Attempt: 1, Seq: top.Seq, Compensating: true})
-	r.send(durable.QueueCompensate, r.p.steps[top.Step].ID, 1, 0)
-}
-
-func (r *runner) compensationResult() {
-	st, ev := r.st, r.ev
-	cur := st.Cursors[0]
-	s := r.p.steps[cur.Step]
-	if ev.Err == nil {
-		st.Stack = st.Stack[:len(st.Stack)-1]
-		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensated, Attempt: cur.Attempt, Compensation: true})
-		r.nextCompensation()
-		return
-	}
-	typ := ErrorType(ev.Err)
-	se := newStepError(s.ID, typ, errorMessage(ev.Err))
-	if r.retryable(s.comp.retry, cur.Attempt, ev.Err, typ) {
-		r.retry(s, s.comp.retry, cur, durable.QueueCompensate, true, se)
-		return
-	}
-	st.Status = durable.StatusCompensationFailed
-	st.CompensationError = se
-	st.Cursors = st.Cursors[:0]
-	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensationFailed, Attempt: cur.Attempt, Compensation: true, Error: se})
 }

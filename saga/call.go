@@ -1,15 +1,9 @@
 package saga
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
-
-	"github.com/google/cel-go/common/types"
-	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // Call is an action invocation: what a worker runs for a saga's pending cursor.
@@ -131,100 +125,4 @@ func overlay(vars map[string]any, name string, v any) map[string]any {
 	}
 	m[name] = v
 	return m
-}
-
-// eval builds the value a template describes.
-func (t *template) eval(act *activation) (any, error) {
-	switch t.kind {
-	case lang.ValueLiteral:
-		return t.lit, nil
-	case lang.ValueExpr:
-		v, err := t.prog.eval(act)
-		if err != nil {
-			return nil, err
-		}
-		out, err := toNative(v)
-		if err != nil {
-			return nil, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %v", t.prog.src, err)}
-		}
-		return out, nil
-	case lang.ValueInterp:
-		var b strings.Builder
-		for _, p := range t.parts {
-			if p.prog == nil {
-				b.WriteString(p.text)
-				continue
-			}
-			v, err := p.prog.eval(act)
-			if err != nil {
-				return nil, err
-			}
-			if s, ok := v.ConvertToType(types.StringType).(types.String); ok {
-				b.WriteString(string(s))
-			} else {
-				native, err := toNative(v)
-				if err != nil {
-					return nil, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %v", p.prog.src, err)}
-				}
-				fmt.Fprint(&b, native)
-			}
-			if b.Len() > maxResultBytes {
-				return nil, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %v", p.prog.src, errResultTooLarge)}
-			}
-		}
-		return b.String(), nil
-	case lang.ValueMap:
-		m := make(map[string]any, len(t.keys))
-		for i, k := range t.keys {
-			v, err := t.items[i].eval(act)
-			if err != nil {
-				return nil, err
-			}
-			m[k] = v
-		}
-		return m, nil
-	case lang.ValueList:
-		l := make([]any, len(t.items))
-		for i, it := range t.items {
-			v, err := it.eval(act)
-			if err != nil {
-				return nil, err
-			}
-			l[i] = v
-		}
-		return l, nil
-	}
-	return nil, fmt.Errorf("unknown template kind %d", t.kind)
-}
-
-// ActionOutput makes an action's output plain values, as Event.Output
-// must be. An output state cannot hold (not JSON-like, nested too deep)
-// is an error that Advance, given it as Event.Err, takes for InvalidOutput:
-// the action took effect, so it counts as completed and is compensated,
-// and its step fails.
-func ActionOutput(action string, out any) (any, error) {
-	norm, err := normalizeOutput(out)
-	if err != nil {
-		return nil, &invalidOutputError{msg: fmt.Sprintf("action %s returned success with an output state cannot hold: %v", action, err)}
-	}
-	return norm, nil
-}
-
-// normalizeOutput makes an action's output plain values, through JSON for
-// structs and other Go types.
-func normalizeOutput(out any) (any, error) {
-	if v, err := CheckValue(out); err == nil {
-		return v, nil
-	}
-	raw, err := json.Marshal(out)
-	if err != nil {
-		return nil, fmt.Errorf("output is not JSON-like: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return NormalizeJSON(v)
 }

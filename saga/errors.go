@@ -79,3 +79,7 @@ func errorMessage(err error) string {
 	}
 	return err.Error()
 }
+
+// ErrUnstorable marks a state that cannot be encoded (a value too deep, a
+// type state cannot hold): like ErrTooLarge, it will never store as it is.
+var ErrUnstorable = errors.New("state cannot be stored")

@@ -1,6 +1,10 @@
 package saga
 
-import "time"
+import (
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+)
 
 // Limits that more than one part of the engine enforces. Each is defined
 // once here, so a check and the code that relies on it cannot disagree.
@@ -30,3 +34,16 @@ const MaxErrorMessageBytes = 1024
 // DefaultMaxVisits bounds the action visits one saga may make (Options),
 // so a loop through a catch cannot run forever.
 const DefaultMaxVisits = 10_000
+
+// MaxStateBytes bounds one saga's encoded state, well under DynamoDB's
+// 400 KB item limit: a transition that would exceed it fails its step
+// (StateTooLarge) and the saga compensates.
+const MaxStateBytes = 300 << 10
+
+// maxSettledStateBytes bounds the state of a saga that failed and no longer
+// runs forward (compensating, compensated or parked). The room it leaves
+// over MaxStateBytes keeps the failure, and the output of an action that
+// took the state past MaxStateBytes when it fits, so that its compensation
+// can read it. An item stays within DynamoDB's 400 KB (store/dynamo writes
+// at most 390 KB with its other attributes).
+const maxSettledStateBytes = durable.MaxRecordStateBytes

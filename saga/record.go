@@ -1,29 +1,11 @@
 package saga
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/lang"
 )
-
-// MaxStateBytes bounds one saga's encoded state, well under DynamoDB's
-// 400 KB item limit: a transition that would exceed it fails its step
-// (StateTooLarge) and the saga compensates.
-const MaxStateBytes = 300 << 10
-
-// maxSettledStateBytes bounds the state of a saga that failed and no longer
-// runs forward (compensating, compensated or parked). The room it leaves
-// over MaxStateBytes keeps the failure, and the output of an action that
-// took the state past MaxStateBytes when it fits, so that its compensation
-// can read it. An item stays within DynamoDB's 400 KB (store/dynamo writes
-// at most 390 KB with its other attributes).
-const maxSettledStateBytes = durable.MaxRecordStateBytes
-
-// ErrUnstorable marks a state that cannot be encoded (a value too deep, a
-// type state cannot hold): like ErrTooLarge, it will never store as it is.
-var ErrUnstorable = errors.New("state cannot be stored")
 
 // Record encodes st as a store record into buf, within the size a state
 // of its status may have: ErrUnstorable when it cannot be encoded,

@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/saga"
+)
+
+// StepEvent tells an observer about one step of a saga.
+type StepEvent struct {
+	SagaID  string
+	Version uint64 // the version the transition wrote
+	saga.StepRecord
+	// Duration is how long the action ran, for the step whose action this
+	// transition ran; zero for pure steps.
+	Duration time.Duration
+}
+
+type stepTiming struct {
+	step string
+	comp bool
+	took time.Duration
+}
+
+// heard holds the step events of a transition until it is written (see
+// write).
+type heard struct {
+	c      *Coordinator
+	events []StepEvent
+}
+
+// observer returns the OnStep of a transition of st, reporting to h; nil
+// when nobody listens.
+func (c *Coordinator) observer(h *heard, sagaID string, st *saga.State, timing *stepTiming) func(saga.StepRecord) {
+	if c.cfg.OnStep == nil {
+		return nil
+	}
+	h.c, h.events = c, h.events[:0]
+	return func(rec saga.StepRecord) {
+		ev := StepEvent{SagaID: sagaID, Version: st.Version, StepRecord: rec}
+		if timing != nil && rec.Step == timing.step && rec.Compensation == timing.comp && rec.Outcome != saga.OutcomeStarted {
+			ev.Duration = timing.took
+		}
+		h.events = append(h.events, ev)
+	}
+}
+
+// report hands the held events to OnStep.
+func (h *heard) report() {
+	if h == nil || h.c == nil {
+		return
+	}
+	for _, ev := range h.events {
+		h.c.cfg.OnStep(ev)
+	}
+	h.events = h.events[:0]
+}

@@ -1,0 +1,317 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/saga"
+)
+
+// unstorable reports whether a write failed for a reason that will not
+// change however often it is retried.
+func unstorable(err error) bool {
+	return errors.Is(err, durable.ErrTooLarge) || errors.Is(err, saga.ErrUnstorable)
+}
+
+// Outcome says what Handle did with a message.
+type Outcome string
+
+const (
+	HandledStep    Outcome = "step"     // ran the pending action and wrote the next version
+	HandledResent  Outcome = "resent"   // the transition had happened: re-sent its outbox
+	HandledStale   Outcome = "stale"    // an old duplicate: dropped
+	HandledNothing Outcome = "finished" // the saga waits for nothing: dropped
+)
+
+// Handle processes one message body (shared/DESIGN.md section 4). A nil
+// error means the message is done and may be deleted. An error wrapping
+// ErrMalformedMessage means it can never be handled: report it failed so it
+// reaches the dead-letter queue untouched. Any other error means try again
+// later (leave the message for redelivery).
+func (c *Coordinator) Handle(ctx context.Context, body []byte) (Outcome, error) {
+	msg, err := durable.DecodeMessage(body)
+	if err != nil {
+		c.log.LogAttrs(ctx, slog.LevelError, "malformed message", slog.Int("bytes", len(body)), slog.String("error", err.Error()))
+		return "", err
+	}
+	for range c.cfg.MaxConflictRetries {
+		outcome, err := c.handle(ctx, msg)
+		if errors.Is(err, durable.ErrConflict) {
+			continue // another worker won: reload and look again
+		}
+		return outcome, err
+	}
+	return "", fmt.Errorf("saga %s: %w after %d tries", msg.SagaID, durable.ErrConflict, c.cfg.MaxConflictRetries)
+}
+
+func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome, error) {
+	_, st, plan, err := c.load(ctx, msg.SagaID)
+	if errors.Is(err, errSagaMissing) {
+		// Sagas are written before their first message is sent: a message
+		// for a saga that does not exist was never ours.
+		return "", fmt.Errorf("%w: %w", durable.ErrMalformedMessage, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case st.Version > msg.Version+1:
+		c.logHandled(ctx, msg, st, HandledStale, 0)
+		return HandledStale, nil
+	case st.Version == msg.Version+1:
+		if err := c.send(ctx, st.Outbox); err != nil {
+			return "", fmt.Errorf("saga %s: re-send outbox of version %d: %w", msg.SagaID, st.Version, err)
+		}
+		c.logHandled(ctx, msg, st, HandledResent, 0)
+		return HandledResent, nil
+	case st.Version < msg.Version:
+		// Consistent reads never lag a write: the store lost one (a restore
+		// from a backup, say). The message cannot be handled: poison.
+		return "", fmt.Errorf("%w: saga %s is at version %d, behind message version %d: did the store lose a write?", ErrDamagedState, msg.SagaID, st.Version, msg.Version)
+	}
+	cur, ok := st.Pending()
+	if !ok {
+		c.logHandled(ctx, msg, st, HandledNothing, 0)
+		return HandledNothing, nil
+	}
+	if id, _ := plan.Awaits(cur); id != msg.Step || cur.Attempt != msg.Attempt || cur.Compensating != (msg.Queue == durable.QueueCompensate) {
+		return "", fmt.Errorf("%w: message for %s %s attempt %d, but saga %s version %d waits on %s attempt %d",
+			durable.ErrMalformedMessage, msg.Queue, msg.Step, msg.Attempt, msg.SagaID, st.Version, id, cur.Attempt)
+	}
+	if err := c.timeLeft(ctx, plan, cur, msg); err != nil {
+		return "", err
+	}
+	now := c.cfg.Clock.Now()
+	out, actErr, took := c.invoke(ctx, plan, st, now)
+	ev := saga.Event{Kind: saga.EventResult, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Output: out, Err: actErr}
+	var h *heard // only when someone listens: no allocation otherwise
+	if c.cfg.OnStep != nil {
+		h = &heard{}
+	}
+	// apply advances st with the action's outcome and writes it
+	// conditionally on the version st was at.
+	apply := func(st *saga.State, limit int) error {
+		ev.StoreLimit = limit
+		if h != nil {
+			ev.OnStep = c.observer(h, msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating, took: took})
+		}
+		base := st.Version
+		if _, err := plan.Advance(st, ev); err != nil {
+			return err
+		}
+		return c.write(ctx, st, base, h)
+	}
+	base := msg.Version
+	err = apply(st, 0)
+	if errors.Is(err, durable.ErrConflict) {
+		// A cancel may have landed while the action ran: it keeps the
+		// pending attempt, so this outcome still applies, to its version
+		// (otherwise the action would run again, and a service that
+		// answers a repeated key differently could lose the effect).
+		if st2, ok := c.cancelledDuring(ctx, msg, cur); ok {
+			st, base = st2, st2.Version
+			err = apply(st, 0)
+		}
+	}
+	if unstorable(err) {
+		// The transition can never be stored (too large, too deep). Replay
+		// it on the version we read, measuring the state after each step:
+		// the step that made it too large fails in a state that can be
+		// stored, and an action that succeeded stays on the compensation
+		// stack, so the saga compensates it rather than retrying forever.
+		cause := err
+		_, st, _, err = c.load(ctx, msg.SagaID)
+		if err != nil {
+			return "", err
+		}
+		if st.Version != base && base == msg.Version {
+			// A cancel that landed while the action ran keeps its attempt
+			// pending: the outcome applies to its version.
+			if st2, ok := c.cancelledDuring(ctx, msg, cur); ok {
+				st, base = st2, st2.Version
+			}
+		}
+		if st.Version != base {
+			return "", fmt.Errorf("saga %s: %w", msg.SagaID, durable.ErrConflict)
+		}
+		if err = apply(st, saga.MaxStateBytes); err != nil && !errors.Is(err, durable.ErrConflict) {
+			c.log.LogAttrs(ctx, slog.LevelError, "transition cannot be stored even after failing its step",
+				slog.String("saga_id", msg.SagaID), slog.String("step", msg.Step), slog.Uint64("version", base),
+				slog.String("cause", cause.Error()), slog.String("error", err.Error()))
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := c.send(ctx, st.Outbox); err != nil {
+		return "", fmt.Errorf("saga %s: version %d written, outbox not sent: %w", msg.SagaID, st.Version, err)
+	}
+	c.logHandled(ctx, msg, st, HandledStep, took)
+	return HandledStep, nil
+}
+
+// cancelledDuring reloads a saga whose write just lost, and returns it if
+// the write that won was a cancel request keeping the very attempt msg ran.
+func (c *Coordinator) cancelledDuring(ctx context.Context, msg durable.Message, cur saga.Cursor) (*saga.State, bool) {
+	_, st, _, err := c.load(ctx, msg.SagaID)
+	if err != nil || !st.CancelRequested || st.Version != msg.Version+1 {
+		return nil, false
+	}
+	now, ok := st.Pending()
+	return st, ok && now == cur
+}
+
+// timeLeft reports ErrNoTime when the invocation has too little left to run
+// the pending attempt and record its outcome: under ResultReserve, or
+// under the step's timeout plus ResultReserve when a fresh invocation
+// (WithInvocationBudget) would give that much. A record after slow ones in
+// a batch is then handed back rather than cut short.
+func (c *Coordinator) timeLeft(ctx context.Context, plan *saga.Plan, cur saga.Cursor, msg durable.Message) error {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return nil
+	}
+	left := time.Until(dl)
+	need := saga.ResultReserve
+	_, t := plan.Awaits(cur)
+	// Only when a fresh invocation surely has the time, with room to load
+	// the saga: else the fresh one would hand it back too, forever.
+	if budget, ok := ctx.Value(budgetKey{}).(time.Duration); ok && t > 0 && t+saga.ResultReserve+handBackSlack <= budget {
+		need += t
+	}
+	if left > saga.ResultReserve && left >= need {
+		return nil
+	}
+	return fmt.Errorf("saga %s: %w: %s left before the invocation's deadline, %s needed to run %s and record it", msg.SagaID, ErrNoTime, left.Round(time.Millisecond), need, msg.Step)
+}
+
+// handBackSlack is what a fresh invocation may spend before an attempt
+// starts (loading the saga, earlier records): a step is handed back for its
+// timeout only if a fresh invocation has that much more.
+const handBackSlack = time.Second
+
+type budgetKey struct{}
+
+// WithInvocationBudget tells the coordinator how long a fresh invocation of
+// the function runs (its timeout, less its start-up): an attempt whose step
+// timeout fits a fresh invocation but not what is left of this one is
+// handed back (ErrNoTime) instead of being cut short.
+func WithInvocationBudget(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, budgetKey{}, d)
+}
+
+// HandBack sends msg again at once, for a message handled later by a fresh
+// invocation (after ErrNoTime): the copy is delivered anew, so the
+// original can be deleted without spending its receive count.
+func (c *Coordinator) HandBack(ctx context.Context, msg durable.Message) error {
+	msg.Delay = 0
+	return c.cfg.Queue.Send(ctx, []durable.Message{msg})
+}
+
+// errSagaMissing marks a load that found no saga (as opposed to no definition).
+var errSagaMissing = errors.New("no such saga")
+
+// mayBeWritten reports whether a write that returned err may have landed.
+func mayBeWritten(err error) bool {
+	return err == nil || !(errors.Is(err, durable.ErrConflict) || errors.Is(err, durable.ErrExists) || errors.Is(err, durable.ErrThrottled) || unstorable(err))
+}
+
+// invoke runs the pending action with its step timeout. Its error is the
+// step's: an expression error building the input is permanent.
+func (c *Coordinator) invoke(ctx context.Context, plan *saga.Plan, st *saga.State, now time.Time) (any, error, time.Duration) {
+	call, err := plan.Call(st, now)
+	if err != nil {
+		return nil, saga.Permanent(err), 0
+	}
+	// The action's context ends ResultReserve before the invocation's,
+	// so that its outcome, whatever it is, is always written and sent.
+	actx := ctx
+	cutByInvocation := false // the invocation's deadline comes before the step timeout
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithDeadline(context.WithoutCancel(ctx), dl.Add(-saga.ResultReserve))
+		defer cancel()
+		cutByInvocation = call.Timeout <= 0 || time.Until(dl.Add(-saga.ResultReserve)) < call.Timeout
+	}
+	if call.Timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(actx, call.Timeout)
+		defer cancel()
+	}
+	start := c.cfg.Clock.Now()
+	out, err := c.safeInvoke(actx, call)
+	took := c.cfg.Clock.Now().Sub(start)
+	if err == nil && actx.Err() != nil && ctx.Err() == nil {
+		// The action returned after its timeout: its result is still good.
+		err = nil
+	}
+	if err != nil {
+		if actx.Err() != nil && !saga.IsPermanent(err) {
+			msg := fmt.Sprintf("action %s did not finish within %s", call.Action, call.Timeout)
+			if cutByInvocation {
+				msg = fmt.Sprintf("action %s was stopped %s before the invocation's deadline, to record its outcome", call.Action, saga.ResultReserve)
+			}
+			err = &saga.ActionError{Type: lang.ErrorTypeTimeout, Message: msg}
+		}
+		return nil, err, took
+	}
+	norm, err := saga.ActionOutput(call.Action, out)
+	return norm, err, took
+}
+
+// safeInvoke turns a panicking action into a retryable error.
+func (c *Coordinator) safeInvoke(ctx context.Context, call saga.Call) (out any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("action %s panicked: %s", call.Action, PanicText(r))
+		}
+	}()
+	return c.cfg.Actions.Invoke(ctx, call)
+}
+
+// stateBuffers recycles encoding buffers: a store copies what it writes.
+var stateBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// write stores st conditionally on the expected version. The step events
+// held in h are reported once the store has written it, or answered in a
+// way that leaves that unknown (a timeout, a crash): never for a
+// transition that lost its condition, was throttled, or was replayed
+// because it could not be stored.
+func (c *Coordinator) write(ctx context.Context, st *saga.State, expected uint64, h *heard) error {
+	bp := stateBuffers.Get().(*[]byte)
+	rec, err := st.Record((*bp)[:0])
+	if err == nil {
+		err = c.cfg.Store.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: rec, ExpectedVersion: expected})
+		if mayBeWritten(err) {
+			h.report()
+		}
+		if cap(rec.State) <= 1<<20 {
+			*bp = rec.State[:0]
+		}
+	}
+	stateBuffers.Put(bp)
+	return err
+}
+
+func (c *Coordinator) send(ctx context.Context, msgs []durable.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	return c.cfg.Queue.Send(ctx, msgs)
+}
+
+func (c *Coordinator) logHandled(ctx context.Context, msg durable.Message, st *saga.State, outcome Outcome, took time.Duration) {
+	if !c.log.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	c.log.LogAttrs(ctx, slog.LevelInfo, "message handled",
+		slog.String("saga_id", msg.SagaID), slog.String("step", msg.Step), slog.Int("attempt", msg.Attempt),
+		slog.Uint64("version", st.Version), slog.String("outcome", string(outcome)),
+		slog.String("status", string(st.Status)), slog.Duration("duration", took))
+}

@@ -1,0 +1,18 @@
+package lang
+
+import "time"
+
+// Limits on definitions; a definition over any of them is rejected by validation.
+const (
+	MaxDefinitionBytes = 256 << 10
+	MaxSteps           = 500
+	MaxExpressionBytes = 4096
+	MaxValueDepth      = 32
+	MaxCatchClauses    = 20
+	MaxSwitchCases     = 100
+	MaxRetryAttempts   = 100
+)
+
+// MaxSagaTimeout bounds a saga's timeout, as Step Functions and Lambda
+// durable functions bound an execution: one year.
+const MaxSagaTimeout = 365 * 24 * time.Hour

@@ -1,0 +1,336 @@
+package lang
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"go.yaml.in/yaml/v3"
+)
+
+var stepFields = []string{"id", "next", "catch", "action", "with", "out", "retry", "timeout", "compensate", "set", "switch", "assert", "fail", "succeed"}
+
+func (p *parser) stepNode(i int, n *yaml.Node) *Step {
+	s := &Step{Pos: Pos{n.Line, n.Column}, pos: map[string]Pos{}}
+	p.step = fmt.Sprintf("#%d", i+1)
+	defer func() { p.step = "" }()
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "", "must be a mapping with an id and one of %s", kindList())
+		return s
+	}
+	// The id first, so that every other problem names the step.
+	for j := 0; j+1 < len(n.Content); j += 2 {
+		if n.Content[j].Value == "id" {
+			s.ID = p.stepID(n.Content[j+1], "id")
+			if s.ID != "" {
+				p.step = s.ID
+			}
+			if strings.HasSuffix(s.ID, compensateSuffix) {
+				p.errorf(n.Content[j+1], "id", "the suffix %s is reserved: STEP%s names the compensation of STEP (in sagactl run --fail and in idempotency keys)", compensateSuffix, compensateSuffix)
+			}
+		}
+	}
+	if s.ID == "" && !p.hasKey(n, "id") {
+		p.errorf(n, "id", "missing: every step needs an id")
+	}
+	var kinds []string
+	fields := map[string]*yaml.Node{}
+	p.eachField(n, "", stepFields, func(key string, k, v *yaml.Node) {
+		s.pos[key] = Pos{k.Line, k.Column}
+		fields[key] = v
+		if slices.Contains(StepKinds(), StepKind(key)) {
+			kinds = append(kinds, key)
+		}
+	})
+	switch len(kinds) {
+	case 0:
+		p.errorf(n, "", "has no kind: give it one of %s", kindList())
+		return s
+	case 1:
+		s.Kind = StepKind(kinds[0])
+	default:
+		p.errorf(n, "", "has %d kinds (%s): a step has exactly one", len(kinds), strings.Join(kinds, ", "))
+		return s
+	}
+	if s.Kind != KindAction {
+		for _, f := range []string{"with", "out", "retry", "timeout", "compensate"} {
+			if v, ok := fields[f]; ok {
+				p.errorf(v, f, "only action steps have %s", f)
+			}
+		}
+	}
+	if v, ok := fields["next"]; ok {
+		if s.Kind == KindSwitch || s.Kind == KindFail || s.Kind == KindSucceed {
+			p.errorf(v, "next", "a %s step ends its path or picks the next step itself: next is not allowed", s.Kind)
+		} else {
+			s.Next = p.stepID(v, "next")
+		}
+	}
+	if v, ok := fields["catch"]; ok {
+		if s.Kind != KindAction && s.Kind != KindAssert {
+			p.errorf(v, "catch", "only action and assert steps can fail with an error to catch")
+		} else {
+			s.Catch = p.catches(v)
+		}
+	}
+	kn := fields[string(s.Kind)]
+	switch s.Kind {
+	case KindAction:
+		s.Action = p.action(kn, "action")
+		if v, ok := fields["with"]; ok {
+			s.With = p.value(v, "with", 0)
+		}
+		if v, ok := fields["out"]; ok {
+			s.Out = p.ident(v, "out")
+		}
+		if v, ok := fields["retry"]; ok {
+			s.Retry = p.retry(v, "retry")
+		}
+		if v, ok := fields["timeout"]; ok {
+			s.Timeout = p.duration(v, "timeout", durable.MaxDelay)
+		}
+		if v, ok := fields["compensate"]; ok {
+			s.Compensate = p.compensation(v)
+		}
+	case KindSet:
+		p.eachField(kn, "set.", nil, func(key string, k, v *yaml.Node) {
+			if !identPattern.MatchString(key) {
+				p.errorf(k, "set."+key, "%q is not a valid variable name", key)
+				return
+			}
+			s.Set = append(s.Set, Assignment{Name: key, Value: p.value(v, "set."+key, 0)})
+		})
+		if kn.Kind == yaml.MappingNode && len(kn.Content) == 0 {
+			p.errorf(kn, "set", "assigns nothing")
+		}
+	case KindSwitch:
+		s.Switch = p.cases(kn)
+	case KindAssert:
+		a := &Assertion{Pos: Pos{kn.Line, kn.Column}, Error: ErrorTypeAssertion}
+		p.eachField(kn, "assert.", []string{"if", "message", "error"}, func(key string, k, v *yaml.Node) {
+			switch key {
+			case "if":
+				a.If = p.condition(v, "assert.if")
+				a.Pos = Pos{v.Line, v.Column + quoteOffset(v)}
+			case "message":
+				a.Message = p.str(v, "assert.message")
+			case "error":
+				a.Error = p.str(v, "assert.error")
+			}
+		})
+		if a.If == "" && !p.hasKey(kn, "if") {
+			p.errorf(kn, "assert.if", "missing: an assert needs a condition")
+		}
+		s.Assert = a
+	case KindFail:
+		f := &Failure{}
+		p.eachField(kn, "fail.", []string{"error", "message"}, func(key string, k, v *yaml.Node) {
+			if key == "error" {
+				f.Error = p.str(v, "fail.error")
+			} else {
+				f.Message = p.str(v, "fail.message")
+			}
+		})
+		if f.Error == "" && !p.hasKey(kn, "error") {
+			p.errorf(kn, "fail.error", "missing: a fail step names its error type")
+		}
+		s.Fail = f
+	case KindSucceed:
+		if kn.Kind == yaml.ScalarNode && kn.ShortTag() == "!!null" {
+			break
+		}
+		p.eachField(kn, "succeed.", []string{"output"}, func(key string, k, v *yaml.Node) {
+			s.Succeed = p.value(v, "succeed.output", 0)
+		})
+	}
+	return s
+}
+
+func kindList() string {
+	names := make([]string, 0, 6)
+	for _, k := range StepKinds() {
+		names = append(names, string(k))
+	}
+	return strings.Join(names, ", ")
+}
+
+func (p *parser) hasKey(n *yaml.Node, key string) bool {
+	if n.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *parser) catches(n *yaml.Node) []Catch {
+	if n.Kind != yaml.SequenceNode {
+		p.errorf(n, "catch", "must be a list of {errors: [...], next: step}")
+		return nil
+	}
+	if len(n.Content) > MaxCatchClauses {
+		p.errorf(n, "catch", "%d clauses, over the limit of %d", len(n.Content), MaxCatchClauses)
+		return nil
+	}
+	var out []Catch
+	for i, cn := range n.Content {
+		field := fmt.Sprintf("catch[%d]", i)
+		c := Catch{Pos: Pos{cn.Line, cn.Column}}
+		p.eachField(cn, field+".", []string{"errors", "next"}, func(key string, k, v *yaml.Node) {
+			switch key {
+			case "errors":
+				if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+					p.errorf(v, field+".errors", "must be a non-empty list of error types (\"*\" for any)")
+					return
+				}
+				for _, e := range v.Content {
+					c.Errors = append(c.Errors, p.str(e, field+".errors"))
+				}
+			case "next":
+				c.Next = p.stepID(v, field+".next")
+			}
+		})
+		if cn.Kind == yaml.MappingNode {
+			if !p.hasKey(cn, "errors") {
+				p.errorf(cn, field+".errors", "missing: list the error types to catch (\"*\" for any)")
+			}
+			if !p.hasKey(cn, "next") {
+				p.errorf(cn, field+".next", "missing: name the step to go to")
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func (p *parser) cases(n *yaml.Node) []Case {
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		p.errorf(n, "switch", "must be a non-empty list of {if: cond, next: step} and a last {default: step}")
+		return nil
+	}
+	if len(n.Content) > MaxSwitchCases {
+		p.errorf(n, "switch", "%d cases, over the limit of %d", len(n.Content), MaxSwitchCases)
+		return nil
+	}
+	var out []Case
+	for i, cn := range n.Content {
+		field := fmt.Sprintf("switch[%d]", i)
+		c := Case{Pos: Pos{cn.Line, cn.Column}}
+		p.eachField(cn, field+".", []string{"if", "next", "default"}, func(key string, k, v *yaml.Node) {
+			switch key {
+			case "if":
+				c.If = p.condition(v, field+".if")
+				c.Pos = Pos{v.Line, v.Column + quoteOffset(v)}
+			case "next":
+				c.Next = p.stepID(v, field+".next")
+			case "default":
+				c.Default = true
+				c.Next = p.stepID(v, field+".default")
+			}
+		})
+		if cn.Kind != yaml.MappingNode {
+			continue
+		}
+		switch {
+		case c.Default && (p.hasKey(cn, "if") || p.hasKey(cn, "next")):
+			p.errorf(cn, field, "a default case has only default: step")
+		case c.Default && i != len(n.Content)-1:
+			p.errorf(cn, field, "the default case must be the last")
+		case !c.Default && (!p.hasKey(cn, "if") || !p.hasKey(cn, "next")):
+			p.errorf(cn, field, "a case needs both if: and next: (or is the last, {default: step})")
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// condition reads an if: field. It is CEL with or without ${ }.
+func (p *parser) condition(n *yaml.Node, field string) string {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool" {
+		return n.Value
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
+		p.str(n, field) // reports the wrong type
+		return ""
+	}
+	s := n.Value
+	if inner, ok := exactExpr(s); ok {
+		s = inner
+	}
+	if strings.TrimSpace(s) == "" {
+		// An empty condition would compile to no program at all.
+		p.errorf(n, field, "empty expression: a condition is a CEL expression that yields a bool")
+		return ""
+	}
+	if len(s) > MaxExpressionBytes {
+		p.errorf(n, field, "expression is %d bytes, over the limit of %d", len(s), MaxExpressionBytes)
+		return ""
+	}
+	return s
+}
+
+func (p *parser) retry(n *yaml.Node, field string) *RetryPolicy {
+	r := DefaultRetry
+	if field != "retry" {
+		r = DefaultCompensateRetry
+	}
+	p.eachField(n, field+".", []string{"attempts", "backoff", "max_backoff", "jitter", "permanent"}, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "attempts":
+			a, err := strconv.Atoi(v.Value)
+			if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" || err != nil || a < 1 || a > MaxRetryAttempts {
+				p.errorf(v, field+".attempts", "%q must be a whole number from 1 to %d", v.Value, MaxRetryAttempts)
+				return
+			}
+			r.Attempts = a
+		case "backoff":
+			r.Backoff = p.duration(v, field+".backoff", durable.MaxDelay)
+		case "max_backoff":
+			r.MaxBackoff = p.duration(v, field+".max_backoff", durable.MaxDelay)
+		case "jitter":
+			if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" {
+				p.errorf(v, field+".jitter", "must be true or false")
+				return
+			}
+			r.Jitter = v.Value == "true"
+		case "permanent":
+			if v.Kind != yaml.SequenceNode {
+				p.errorf(v, field+".permanent", "must be a list of error types")
+				return
+			}
+			for _, e := range v.Content {
+				r.Permanent = append(r.Permanent, p.str(e, field+".permanent"))
+			}
+		}
+	})
+	if r.Backoff > 0 && r.MaxBackoff > 0 && r.MaxBackoff < r.Backoff {
+		p.errorf(n, field+".max_backoff", "%s is shorter than backoff %s", r.MaxBackoff, r.Backoff)
+	}
+	return &r
+}
+
+func (p *parser) compensation(n *yaml.Node) *Compensation {
+	c := &Compensation{Pos: Pos{n.Line, n.Column}}
+	p.eachField(n, "compensate.", []string{"action", "with", "retry", "timeout"}, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "action":
+			c.Action = p.action(v, "compensate.action")
+		case "with":
+			c.With = p.value(v, "compensate.with", 0)
+		case "retry":
+			c.Retry = p.retry(v, "compensate.retry")
+		case "timeout":
+			c.Timeout = p.duration(v, "compensate.timeout", durable.MaxDelay)
+			c.TimeoutPos = Pos{v.Line, v.Column}
+		}
+	})
+	if n.Kind == yaml.MappingNode && !p.hasKey(n, "action") {
+		p.errorf(n, "compensate.action", "missing: name the action that undoes this step")
+	}
+	return c
+}

@@ -1,0 +1,100 @@
+package saga
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/lang"
+)
+
+// EventKind is what happened to a saga.
+type EventKind uint8
+
+const (
+	// EventStart begins a new saga: State must be zero but for nothing.
+	EventStart EventKind = iota + 1
+	// EventResult reports the outcome of the pending action or compensation.
+	EventResult
+	// EventCancel asks a running saga to stop and compensate.
+	EventCancel
+	// EventResume continues a saga parked in compensation_failed.
+	EventResume
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventStart:
+		return "start"
+	case EventResult:
+		return "result"
+	case EventCancel:
+		return "cancel"
+	case EventResume:
+		return "resume"
+	}
+	return fmt.Sprintf("event(%d)", uint8(k))
+}
+
+// Event is the input of one transition. Time and randomness come in with
+// it, so Advance stays a pure function.
+type Event struct {
+	Kind EventKind
+	Now  time.Time
+	// Rand is a draw in [0, 1) from the caller's random source, for jitter.
+	Rand float64
+
+	// Skip, on EventResume, takes the failed compensation off the stack
+	// without running it: an operator undid that step by hand.
+	Skip bool
+
+	SagaID string         // EventStart
+	Input  map[string]any // EventStart: checked with Plan.CheckInput first
+
+	Output any   // EventResult: the action's output, made of plain values (CheckValue)
+	Err    error // EventResult: the action's error, nil on success
+
+	// OnStep, when set, hears of every step the transition goes through.
+	OnStep func(StepRecord)
+
+	// StoreLimit, when positive, makes the transition measure the encoded
+	// state after each step. The step that takes it past StoreLimit bytes
+	// fails with StateTooLarge (which no catch takes) and its writes are
+	// undone; an action's output that does not fit is dropped, and the
+	// action still counts as completed, so it is compensated. The
+	// coordinator sets it to replay a transition whose result it could not
+	// store, so that the saga fails in a state that can be stored.
+	StoreLimit int
+}
+
+// StepOutcome says how a step ended within a transition.
+type StepOutcome string
+
+const (
+	OutcomeStarted            StepOutcome = "started"   // an action is now pending
+	OutcomeCompleted          StepOutcome = "completed" // the step succeeded
+	OutcomeRetrying           StepOutcome = "retrying"  // the action failed and will run again
+	OutcomeFailed             StepOutcome = "failed"    // the step failed for good
+	OutcomeCaught             StepOutcome = "caught"    // it failed, and a catch routed it
+	OutcomeCompensated        StepOutcome = "compensated"
+	OutcomeCompensationFailed StepOutcome = "compensation_failed"
+	OutcomeSkipped            StepOutcome = "skipped" // an operator undid it by hand (resume --skip)
+)
+
+// StepRecord tells an observer about one step of a transition.
+type StepRecord struct {
+	Step         string
+	Kind         lang.StepKind
+	Outcome      StepOutcome
+	Attempt      int
+	Compensation bool
+	Delay        time.Duration // before the retry, for OutcomeRetrying
+	Error        *StepError    // for failures
+}
+
+// Result is what a transition produces besides the new state.
+type Result struct {
+	// Messages is the outbox the caller must send once the state is written;
+	// the same slice as the new state's Outbox.
+	Messages []durable.Message
+}

@@ -1,0 +1,61 @@
+package saga
+
+import (
+	"slices"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/lang"
+)
+
+// clockSkew is how far apart the clocks of a worker that scheduled a retry
+// and of whoever cancels may be, at most.
+const clockSkew = 5 * time.Second
+
+// pendingRetryDue reports when the pending action's retry becomes visible
+// to workers, for an attempt after the first sent with a delay by the last
+// transition: not before its write plus the delay.
+func pendingRetryDue(st *State) (time.Time, bool) {
+	cur, ok := st.Pending()
+	if !ok || cur.Compensating || cur.Attempt < 2 {
+		return time.Time{}, false
+	}
+	for _, m := range st.Outbox {
+		if m.Queue == durable.QueueAdvance && m.Attempt == cur.Attempt && m.Delay > 0 {
+			return st.UpdatedAt.Add(m.Delay), true
+		}
+	}
+	return time.Time{}, false
+}
+
+func (r *runner) retryable(pol lang.RetryPolicy, attempt int, err error, typ string) bool {
+	return !IsPermanent(err) && !slices.Contains(pol.Permanent, typ) && attempt < pol.Attempts
+}
+
+func (r *runner) retry(s *planStep, pol lang.RetryPolicy, cur Cursor, q durable.QueueName, comp bool, se *StepError) {
+	cur.Attempt++
+	d := Backoff(pol, cur.Attempt, r.ev.Rand)
+	r.st.Cursors[0] = cur
+	r.send(q, s.ID, cur.Attempt, d)
+	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeRetrying, Attempt: cur.Attempt - 1, Compensation: comp, Delay: d, Error: se})
+}
+
+// Backoff is the delay before attempt (2 or more) under pol: backoff
+// doubling per attempt, capped at max_backoff, and with jitter drawn from
+// rand in [0, 1) spread over the upper half, so a retry is never immediate.
+func Backoff(pol lang.RetryPolicy, attempt int, rand float64) time.Duration {
+	d := pol.Backoff
+	maxD := pol.MaxBackoff
+	if maxD <= 0 || maxD > durable.MaxDelay {
+		maxD = durable.MaxDelay
+	}
+	for i := 2; i < attempt && d < maxD; i++ {
+		d *= 2
+	}
+	d = min(d, maxD)
+	if pol.Jitter && d > 1 {
+		half := d / 2
+		d = half + time.Duration(float64(d-half)*min(max(rand, 0), 1))
+	}
+	return d
+}
