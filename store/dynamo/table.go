@@ -15,8 +15,25 @@ import (
 // waits until it is active: for local emulators and tests. In AWS the
 // table comes from infra/template.yaml.
 func CreateTable(ctx context.Context, client *dynamodb.Client, table string) error {
+	_, err := client.CreateTable(ctx, tableInput(table))
+	var inUse *types.ResourceInUseException
+	if err != nil && !errors.As(err, &inUse) {
+		return fmt.Errorf("create table %s: %w", table, err)
+	}
+	w := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 50 * time.Millisecond })
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: &table}, 30*time.Second); err != nil {
+		return fmt.Errorf("table %s did not become active: %w", table, err)
+	}
+	return nil
+}
+
+// tableInput is the table CreateTable makes. It must be the table
+// infra/template.yaml declares (TestTableMatchesTemplate compares them),
+// less what only AWS needs: encryption, point-in-time recovery and the
+// time to live on TTLAttribute.
+func tableInput(table string) *dynamodb.CreateTableInput {
 	str := types.ScalarAttributeTypeS
-	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
+	return &dynamodb.CreateTableInput{
 		TableName:   &table,
 		BillingMode: types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{
@@ -40,14 +57,5 @@ func CreateTable(ctx context.Context, client *dynamodb.Client, table string) err
 				NonKeyAttributes: []string{attrVersion, attrStatus, attrName, attrDef, attrUpdated},
 			},
 		}},
-	})
-	var inUse *types.ResourceInUseException
-	if err != nil && !errors.As(err, &inUse) {
-		return fmt.Errorf("create table %s: %w", table, err)
 	}
-	w := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay = 50 * time.Millisecond })
-	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: &table}, 30*time.Second); err != nil {
-		return fmt.Errorf("table %s did not become active: %w", table, err)
-	}
-	return nil
 }
