@@ -4,6 +4,12 @@ SHELL := /bin/bash
 GO ?= go
 BIN := bin
 EMU := tools/emulators
+# The developer tools (aws-lambda-rie, staticcheck) are pinned in a module of their own,
+# tools/mod, not in go.mod: a program importing the library then inherits only what the
+# library needs. tools/mod holds no Go package, so it takes none from the main module.
+# `go tool $(TOOLS) NAME` runs one, `go build $(TOOLS) PKG` builds one; to change a
+# version: go -C tools/mod get -tool PKG@VERSION.
+TOOLS := -modfile=tools/mod/go.mod
 # Runs a command with dynalite and fauxqs started on free 127.0.0.1 ports
 # (LAMBDASAGA_DYNAMODB_ENDPOINT, LAMBDASAGA_SQS_ENDPOINT), stopped afterwards.
 WITH_EMULATORS := $(GO) run ./tools/withemulators -dir $(EMU) -log $(BIN)/emulators.log --
@@ -92,7 +98,7 @@ e2e: emulators ## the order saga through the real Lambda binaries under aws-lamb
 
 local: emulators ## run the deployed shape here (emulators, real bootstraps under aws-lambda-rie, pollers) with the order example's actions
 	$(GO) build -o $(BIN)/sagactl ./cmd/sagactl
-	$(GO) build -o $(BIN)/aws-lambda-rie github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
+	$(GO) build $(TOOLS) -o $(BIN)/aws-lambda-rie github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
 	$(BIN)/sagactl local --main AdvanceFunction=$(ORDER_FN) --main CompensateFunction=$(ORDER_FN) --visibility 5s
 
 $(SAM_VENV)/bin/sam:
@@ -110,10 +116,12 @@ sam-check: $(SAM_VENV)/bin/sam build ## sam validate --lint and sam build on the
 		echo "$$fn: make build matches sam build (build settings from go version -m)"; \
 	done
 
-lint: ## gofmt, go vet, and go.mod/go.sum tidy
+lint: ## gofmt, go vet, go.mod/go.sum tidy (the module's and the tools'), staticcheck
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
+	$(GO) -C tools/mod mod tidy -diff
+	$(GO) tool $(TOOLS) staticcheck ./...
 
 fmt: ## format the code
 	gofmt -w .

@@ -355,13 +355,29 @@ func (e *Env) Restart(ctx context.Context, i int) error {
 	return err
 }
 
-// RIEModule is the Go package of aws-lambda-rie, pinned as a tool in go.mod.
+// RIEModule is the Go package of aws-lambda-rie, pinned as a tool in
+// ToolsModfile.
 const RIEModule = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie"
 
-// BuildRIE builds aws-lambda-rie into path from the version go.mod pins.
-// It must run inside this module.
+// ToolsModfile is the go.mod, relative to the module root, that pins the
+// developer tools (aws-lambda-rie, staticcheck). They live apart from the
+// module's own go.mod so that importers of the library do not inherit their
+// requirements.
+const ToolsModfile = "tools/mod/go.mod"
+
+// BuildRIE builds aws-lambda-rie into path from the version ToolsModfile
+// pins. It must run inside this module, in any of its directories.
 func BuildRIE(ctx context.Context, path string) error {
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", path, RIEModule).CombinedOutput(); err != nil {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return fmt.Errorf("build aws-lambda-rie: go env GOMOD: %w", err)
+	}
+	gomod := string(bytes.TrimSpace(out))
+	if gomod == "" || gomod == os.DevNull {
+		return errors.New("build aws-lambda-rie: not inside the lambdasaga module (its " + ToolsModfile + " pins the version)")
+	}
+	modfile := filepath.Join(filepath.Dir(gomod), filepath.FromSlash(ToolsModfile))
+	if out, err := exec.CommandContext(ctx, "go", "build", "-modfile="+modfile, "-o", path, RIEModule).CombinedOutput(); err != nil {
 		return fmt.Errorf("build aws-lambda-rie: %v\n%s", err, out)
 	}
 	return nil

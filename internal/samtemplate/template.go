@@ -331,6 +331,7 @@ func (t *Template) function(name string, p *yaml.Node) (Function, error) {
 	f := Function{Name: name, CodeURI: scalar(get(p, "CodeUri")), Runtime: scalar(t.prop(p, "Runtime")), Environment: map[string]Value{}}
 	var err error
 	if f.Timeout, err = t.number(t.prop(p, "Timeout"), 3); err != nil {
+		//lint:ignore ST1005 the template's property, spelled as in the template
 		return f, fmt.Errorf("Timeout: %w", err)
 	}
 	if f.MemorySize, err = t.number(t.prop(p, "MemorySize"), 128); err != nil {
