@@ -88,7 +88,7 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 		return "", err
 	}
 	now := c.cfg.Clock.Now()
-	out, actErr, took := c.invoke(ctx, plan, st, now)
+	out, took, actErr := c.invoke(ctx, plan, st, now)
 	ev := saga.Event{Kind: saga.EventResult, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Output: out, Err: actErr}
 	var h *heard // only when someone listens: no allocation otherwise
 	if c.cfg.OnStep != nil {
@@ -224,10 +224,10 @@ func mayBeWritten(err error) bool {
 
 // invoke runs the pending action with its step timeout. Its error is the
 // step's: an expression error building the input is permanent.
-func (c *Coordinator) invoke(ctx context.Context, plan *saga.Plan, st *saga.State, now time.Time) (any, error, time.Duration) {
+func (c *Coordinator) invoke(ctx context.Context, plan *saga.Plan, st *saga.State, now time.Time) (any, time.Duration, error) {
 	call, err := plan.Call(st, now)
 	if err != nil {
-		return nil, saga.Permanent(err), 0
+		return nil, 0, saga.Permanent(err)
 	}
 	// The action's context ends ResultReserve before the invocation's,
 	// so that its outcome, whatever it is, is always written and sent.
@@ -259,10 +259,10 @@ func (c *Coordinator) invoke(ctx context.Context, plan *saga.Plan, st *saga.Stat
 			}
 			err = &saga.ActionError{Type: lang.ErrorTypeTimeout, Message: msg}
 		}
-		return nil, err, took
+		return nil, took, err
 	}
 	norm, err := saga.ActionOutput(call.Action, out)
-	return norm, err, took
+	return norm, took, err
 }
 
 // safeInvoke turns a panicking action into a retryable error.

@@ -10,8 +10,6 @@ import (
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
-const orderInput = `{"order_id": "o-1", "amount": 120.5, "items": ["a", "b"]}`
-
 func orderIn(amount float64) map[string]any {
 	return map[string]any{"order_id": "o-1", "amount": amount, "items": []any{"a", "b"}}
 }

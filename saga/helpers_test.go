@@ -124,5 +124,3 @@ func join(xs []string) string { return strings.Join(xs, " ") }
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func equalValues(a, b any) bool { return fmt.Sprintf("%#v", a) == fmt.Sprintf("%#v", b) }
-
-var osReadFile = os.ReadFile

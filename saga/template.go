@@ -95,24 +95,6 @@ func interpolatable(t *cel.Type) bool {
 	return false
 }
 
-// reads lists every var a template reads.
-func (t *template) reads(out []string) []string {
-	if t == nil {
-		return out
-	}
-	if t.prog != nil {
-		out = append(out, t.prog.reads...)
-	}
-	for _, p := range t.parts {
-		if p.prog != nil {
-			out = append(out, p.prog.reads...)
-		}
-	}
-	for _, it := range t.items {
-		out = it.reads(out)
-	}
-	return out
-}
 
 // eval builds the value a template describes.
 func (t *template) eval(act *activation) (any, error) {
