@@ -95,7 +95,6 @@ func interpolatable(t *cel.Type) bool {
 	return false
 }
 
-
 // eval builds the value a template describes.
 func (t *template) eval(act *activation) (any, error) {
 	switch t.kind {
