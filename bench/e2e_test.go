@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambdasaga/lambdasaga/embedded"
 	"github.com/lambdasaga/lambdasaga/engine"
@@ -130,7 +130,7 @@ func runFloor(t *testing.T, n, steps, workers int) time.Duration {
 		if _, err := b.DynamoDB.PutItem(ctx, &dynamodb.PutItemInput{TableName: &b.Table, Item: item(id, 1)}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.SQS.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(id + " 1")}); err != nil {
+		if _, err := b.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(id + " 1")}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -140,7 +140,7 @@ func runFloor(t *testing.T, n, steps, workers int) time.Duration {
 	for range workers {
 		wg.Go(func() {
 			for done.Load() < int64(n) {
-				out, err := b.SQS.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+				out, err := b.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
 				if err != nil {
 					t.Error(err)
 					return
@@ -160,14 +160,14 @@ func runFloor(t *testing.T, n, steps, workers int) time.Duration {
 						return
 					}
 					if v < steps {
-						if _, err := b.SQS.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(fmt.Sprintf("%s %d", id, v+1))}); err != nil {
+						if _, err := b.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(fmt.Sprintf("%s %d", id, v+1))}); err != nil {
 							t.Error(err)
 							return
 						}
 					} else if done.Add(1) == int64(n) {
 						finished.Store(int64(time.Since(began)))
 					}
-					if _, err := b.SQS.DeleteMessage(ctx, &awssqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle}); err != nil {
+					if _, err := b.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle}); err != nil {
 						t.Error(err)
 						return
 					}

@@ -11,11 +11,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
-	"github.com/lambdasaga/lambdasaga/queue/sqs"
+	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 	"github.com/lambdasaga/lambdasaga/saga"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
@@ -65,7 +65,7 @@ func NewAWS(cfg AWSConfig) (*Client, error) {
 			o.BaseEndpoint = aws.String(cfg.DynamoDBEndpoint)
 		}
 	})
-	sq := awssqs.NewFromConfig(cfg.AWS, func(o *awssqs.Options) {
+	sq := sqs.NewFromConfig(cfg.AWS, func(o *sqs.Options) {
 		if cfg.SQSEndpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.SQSEndpoint)
 		}
@@ -74,7 +74,7 @@ func NewAWS(cfg AWSConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	queue, err := sqs.New(sqs.Config{Client: sq, URLs: map[durable.QueueName]string{durable.QueueAdvance: cfg.AdvanceQueueURL, durable.QueueCompensate: cfg.CompensateQueueURL}})
+	queue, err := sqsqueue.New(sqsqueue.Config{Client: sq, URLs: map[durable.QueueName]string{durable.QueueAdvance: cfg.AdvanceQueueURL, durable.QueueCompensate: cfg.CompensateQueueURL}})
 	if err != nil {
 		return nil, err
 	}

@@ -9,13 +9,13 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/lang"
-	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
-	smem "github.com/lambdasaga/lambdasaga/store/memory"
+	"github.com/lambdasaga/lambdasaga/queue/memqueue"
+	"github.com/lambdasaga/lambdasaga/store/memstore"
 )
 
 func TestStartIsIdempotentAndStatusReads(t *testing.T) {
-	q := qmem.New(qmem.Config{})
-	c, err := client.New(client.Config{Store: smem.New(), Queue: q})
+	q := memqueue.New(memqueue.Config{})
+	c, err := client.New(client.Config{Store: memstore.New(), Queue: q})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
-	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	"github.com/lambdasaga/lambdasaga/queue/memqueue"
 	"github.com/lambdasaga/lambdasaga/saga"
-	smem "github.com/lambdasaga/lambdasaga/store/memory"
+	"github.com/lambdasaga/lambdasaga/store/memstore"
 )
 
 // Config sets up a Runtime. Actions is required.
@@ -68,8 +68,8 @@ func Start(cfg Config) (*Runtime, error) {
 	r := &Runtime{cfg: cfg, Store: cfg.Store, Queue: cfg.Queue, Receiver: cfg.Receiver}
 	switch {
 	case cfg.Store == nil && cfg.Queue == nil && cfg.Receiver == nil:
-		q := qmem.New(qmem.Config{Visibility: cfg.Visibility, PollInterval: time.Millisecond})
-		r.Store, r.Queue, r.Receiver = smem.New(), q, q
+		q := memqueue.New(memqueue.Config{Visibility: cfg.Visibility, PollInterval: time.Millisecond})
+		r.Store, r.Queue, r.Receiver = memstore.New(), q, q
 	case cfg.Store == nil || cfg.Queue == nil || cfg.Receiver == nil:
 		return nil, errors.New("embedded: set Store, Queue and Receiver together, or none")
 	}

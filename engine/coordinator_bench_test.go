@@ -7,9 +7,9 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
-	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	"github.com/lambdasaga/lambdasaga/queue/memqueue"
 	"github.com/lambdasaga/lambdasaga/saga"
-	smem "github.com/lambdasaga/lambdasaga/store/memory"
+	"github.com/lambdasaga/lambdasaga/store/memstore"
 )
 
 // loopSaga runs one action per message forever (until input.stop).
@@ -32,7 +32,7 @@ steps:
 // runs the action, advances, writes and sends the next message.
 type handlePass struct {
 	coord *engine.Coordinator
-	q     *qmem.Queue
+	q     *memqueue.Queue
 	msg   durable.Message
 	body  []byte
 }
@@ -40,10 +40,10 @@ type handlePass struct {
 func newHandlePass(tb testing.TB) *handlePass {
 	reg := engine.NewRegistry()
 	reg.MustRegister("noop", func(context.Context, saga.Call) (any, error) { return nil, nil })
-	hp := &handlePass{q: qmem.New(qmem.Config{})}
+	hp := &handlePass{q: memqueue.New(memqueue.Config{})}
 	clock := durable.NewManualClock(t0)
 	var err error
-	hp.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: smem.New(), Queue: hp.q, Actions: reg, Clock: clock, Rand: func() float64 { return 0.5 }})
+	hp.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: memstore.New(), Queue: hp.q, Actions: reg, Clock: clock, Rand: func() float64 { return 0.5 }})
 	if err != nil {
 		tb.Fatal(err)
 	}

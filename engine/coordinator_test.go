@@ -13,9 +13,9 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
-	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	"github.com/lambdasaga/lambdasaga/queue/memqueue"
 	"github.com/lambdasaga/lambdasaga/saga"
-	smem "github.com/lambdasaga/lambdasaga/store/memory"
+	"github.com/lambdasaga/lambdasaga/store/memstore"
 )
 
 // rig is a coordinator on the memory store and queue with a manual clock.
@@ -23,7 +23,7 @@ type rig struct {
 	t      *testing.T
 	store  *faultyStore
 	queue  *faultyQueue
-	q      *qmem.Queue
+	q      *memqueue.Queue
 	clock  *durable.ManualClock
 	reg    *engine.Registry
 	coord  *engine.Coordinator
@@ -64,8 +64,8 @@ func (q *faultyQueue) Send(ctx context.Context, msgs []durable.Message) error {
 
 func newRig(t *testing.T, defFile string) *rig {
 	r := &rig{t: t, clock: durable.NewManualClock(t0), reg: engine.NewRegistry()}
-	r.q = qmem.New(qmem.Config{Clock: r.clock, MaxReceives: 3, Visibility: 10 * time.Second})
-	r.store = &faultyStore{Store: smem.New()}
+	r.q = memqueue.New(memqueue.Config{Clock: r.clock, MaxReceives: 3, Visibility: 10 * time.Second})
+	r.store = &faultyStore{Store: memstore.New()}
 	r.queue = &faultyQueue{Queue: r.q}
 	r.plan = mustCompileFile(t, defFile)
 	r.reg.SetFallback(func(ctx context.Context, c saga.Call) (any, error) {

@@ -13,9 +13,9 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
-	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	"github.com/lambdasaga/lambdasaga/queue/memqueue"
 	"github.com/lambdasaga/lambdasaga/saga"
-	smem "github.com/lambdasaga/lambdasaga/store/memory"
+	"github.com/lambdasaga/lambdasaga/store/memstore"
 )
 
 // The tests in this file pin the contract at its edges (issue 10): an
@@ -34,8 +34,8 @@ type edgeRig struct {
 func newEdgeRig(t *testing.T, src string, act func(ctx context.Context, c saga.Call) (any, error)) *edgeRig {
 	t.Helper()
 	r := &rig{t: t, clock: durable.NewManualClock(t0), reg: engine.NewRegistry()}
-	r.q = qmem.New(qmem.Config{Clock: r.clock, MaxReceives: 3, Visibility: 10 * time.Second})
-	r.store = &faultyStore{Store: smem.New()}
+	r.q = memqueue.New(memqueue.Config{Clock: r.clock, MaxReceives: 3, Visibility: 10 * time.Second})
+	r.store = &faultyStore{Store: memstore.New()}
 	r.queue = &faultyQueue{Queue: r.q}
 	r.plan = mustCompile(t, src)
 	e := &edgeRig{rig: r, okKey: map[string]bool{}}

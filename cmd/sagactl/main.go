@@ -1,12 +1,12 @@
 // Command sagactl validates, runs, draws and plans saga definitions.
 // Actions it runs are simulated (output = input); build your own main
-// around cli.Main with your registry to run your Go actions for real.
+// around sagactl.Main with your registry to run your Go actions for real.
 package main
 
 import (
 	"os"
 
-	"github.com/lambdasaga/lambdasaga/cli"
+	"github.com/lambdasaga/lambdasaga/sagactl"
 )
 
-func main() { os.Exit(cli.Main(os.Args[1:], cli.Config{})) }
+func main() { os.Exit(sagactl.Main(os.Args[1:], sagactl.Config{})) }

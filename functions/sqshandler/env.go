@@ -13,13 +13,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lambdaaction"
 	"github.com/lambdasaga/lambdasaga/lang"
-	"github.com/lambdasaga/lambdasaga/queue/sqs"
+	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 	"github.com/lambdasaga/lambdasaga/saga"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
@@ -87,7 +87,7 @@ func CoordinatorFromEnvironment(ctx context.Context, reg *engine.Registry) (*eng
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	queue, err := sqs.New(sqs.Config{Client: awssqs.NewFromConfig(awsCfg), URLs: map[durable.QueueName]string{
+	queue, err := sqsqueue.New(sqsqueue.Config{Client: sqs.NewFromConfig(awsCfg), URLs: map[durable.QueueName]string{
 		durable.QueueAdvance: advanceURL, durable.QueueCompensate: compensateURL,
 	}})
 	if err != nil {

@@ -17,12 +17,12 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
-	"github.com/lambdasaga/lambdasaga/queue/sqs"
+	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 )
 
 // DefaultMargin is how much of the invocation's time a record needs to
 // start: with less left it is handed back for redelivery. The coordinator
-// keeps engine.ResultReserve of it to record the outcome; the rest is the
+// keeps saga.ResultReserve of it to record the outcome; the rest is the
 // least an action gets.
 const DefaultMargin = 3 * time.Second
 
@@ -67,7 +67,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		// that but not what is left is handed back, not cut short.
 		ctx = engine.WithInvocationBudget(ctx, time.Until(deadline))
 	}
-	recs := sqs.Records(ev)
+	recs := sqsqueue.Records(ev)
 	var failed []string
 	handled, handedBack := 0, 0
 	for i, r := range recs {
@@ -89,7 +89,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			failed = append(failed, r.MessageID)
 			continue
 		}
-		// The coordinator ends the action engine.ResultReserve before the
+		// The coordinator ends the action saga.ResultReserve before the
 		// deadline, so that its outcome is written and sent in time.
 		err := h.handleRecord(ctx, r)
 		if errors.Is(err, engine.ErrNoTime) && h.handBack(ctx, r) {
@@ -113,13 +113,13 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		handled++
 	}
 	h.log.LogAttrs(ctx, slog.LevelInfo, "batch done", slog.Int("records", len(recs)), slog.Int("handled", handled), slog.Int("handed_back", handedBack), slog.Int("failed", len(failed)))
-	return sqs.BatchResponse(failed), nil
+	return sqsqueue.BatchResponse(failed), nil
 }
 
 // handBack sends r's message again for a fresh invocation, so that r can be
 // deleted without spending a receive toward the dead-letter queue; false if
 // the send failed (then r is reported failed and comes back on its own).
-func (h *Handler) handBack(ctx context.Context, r sqs.Record) bool {
+func (h *Handler) handBack(ctx context.Context, r sqsqueue.Record) bool {
 	if err := h.coord.HandBack(context.WithoutCancel(ctx), r.Message); err != nil {
 		h.log.LogAttrs(ctx, slog.LevelWarn, "hand back failed: record reported failed", slog.String("message_id", r.MessageID), slog.String("error", err.Error()))
 		return false
@@ -140,7 +140,7 @@ var errPanicked = errors.New("handling the record panicked")
 // a damaged state item, a panicking expression) is recovered, logged with
 // the saga's id and a stack, and returned as the record's failure, so the
 // other records of the batch are handled as usual.
-func (h *Handler) handleRecord(ctx context.Context, r sqs.Record) (err error) {
+func (h *Handler) handleRecord(ctx context.Context, r sqsqueue.Record) (err error) {
 	defer func() {
 		p := recover()
 		if p == nil {

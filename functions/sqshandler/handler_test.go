@@ -16,9 +16,9 @@ import (
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/functions/sqshandler"
-	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	"github.com/lambdasaga/lambdasaga/queue/memqueue"
 	"github.com/lambdasaga/lambdasaga/saga"
-	smem "github.com/lambdasaga/lambdasaga/store/memory"
+	"github.com/lambdasaga/lambdasaga/store/memstore"
 )
 
 // fixture reads an event from infra/events: the same files sam local invoke uses.
@@ -33,7 +33,7 @@ func fixture(t *testing.T, name string) []byte {
 
 type rig struct {
 	coord *engine.Coordinator
-	queue *qmem.Queue
+	queue *memqueue.Queue
 	reg   *engine.Registry
 	lh    lambda.Handler
 }
@@ -42,7 +42,7 @@ type rig struct {
 // with reserve behaving as told.
 func newRig(t *testing.T, reserve engine.ActionFunc) *rig {
 	t.Helper()
-	r := &rig{queue: qmem.New(qmem.Config{}), reg: engine.NewRegistry()}
+	r := &rig{queue: memqueue.New(memqueue.Config{}), reg: engine.NewRegistry()}
 	r.reg.SetFallback(func(ctx context.Context, c saga.Call) (any, error) {
 		return map[string]any{"order_id": "order-1001", "amount_cents": int64(4250)}, nil
 	})
@@ -50,7 +50,7 @@ func newRig(t *testing.T, reserve engine.ActionFunc) *rig {
 		r.reg.MustRegister("inventory.reserve", reserve)
 	}
 	var err error
-	r.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: smem.New(), Queue: r.queue, Actions: r.reg})
+	r.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: memstore.New(), Queue: r.queue, Actions: r.reg})
 	if err != nil {
 		t.Fatal(err)
 	}

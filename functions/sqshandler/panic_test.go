@@ -17,9 +17,9 @@ import (
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/functions/sqshandler"
-	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	"github.com/lambdasaga/lambdasaga/queue/memqueue"
 	"github.com/lambdasaga/lambdasaga/saga"
-	smem "github.com/lambdasaga/lambdasaga/store/memory"
+	"github.com/lambdasaga/lambdasaga/store/memstore"
 )
 
 // panickyStore panics when asked for one saga, as a bug or a damaged item
@@ -47,13 +47,13 @@ type batchRig struct {
 
 func newBatchRig(t *testing.T, ids ...string) *batchRig {
 	t.Helper()
-	r := &batchRig{store: &panickyStore{Store: smem.New()}}
+	r := &batchRig{store: &panickyStore{Store: memstore.New()}}
 	reg := engine.NewRegistry()
 	reg.SetFallback(func(ctx context.Context, c saga.Call) (any, error) {
 		return map[string]any{"id": c.Step + "-1", "status": "captured"}, nil
 	})
 	var err error
-	r.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: qmem.New(qmem.Config{}), Actions: reg})
+	r.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: memqueue.New(memqueue.Config{}), Actions: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
-	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	"github.com/lambdasaga/lambdasaga/queue/memqueue"
 	"github.com/lambdasaga/lambdasaga/saga"
-	smem "github.com/lambdasaga/lambdasaga/store/memory"
+	"github.com/lambdasaga/lambdasaga/store/memstore"
 )
 
 // failingQueue refuses the first send: a start cut off after its write.
@@ -34,9 +34,9 @@ func (q *failingQueue) Send(ctx context.Context, msgs []durable.Message) error {
 
 func TestSweepHandlerResendsStrandedSaga(t *testing.T) {
 	clock := durable.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	mq := qmem.New(qmem.Config{Clock: clock})
+	mq := memqueue.New(memqueue.Config{Clock: clock})
 	q := &failingQueue{Queue: mq, fail: true}
-	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: smem.New(), Queue: q, Actions: engine.NewRegistry(), Clock: clock})
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: memstore.New(), Queue: q, Actions: engine.NewRegistry(), Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

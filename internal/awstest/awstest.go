@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambdasaga/lambdasaga/accounting"
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
-	"github.com/lambdasaga/lambdasaga/queue/sqs"
+	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
 
@@ -24,11 +24,11 @@ import (
 type Backend struct {
 	DynamoDBEndpoint, SQSEndpoint string
 	DynamoDB                      *dynamodb.Client
-	SQS                           *awssqs.Client
+	SQS                           *sqs.Client
 	Table                         string
 	URLs                          map[durable.QueueName]string
 	Store                         *dynamo.Store
-	Queue                         *sqs.Queue
+	Queue                         *sqsqueue.Queue
 	// Counter counts every request the clients make; it starts at zero
 	// once the resources exist.
 	Counter *accounting.Counter
@@ -52,10 +52,10 @@ func New(t testing.TB) *Backend {
 	if b.Store, err = dynamo.New(dynamo.Config{Client: b.DynamoDB, Table: b.Table}); err != nil {
 		t.Fatal(err)
 	}
-	if b.URLs, err = sqs.CreateQueues(ctx, b.SQS, sqs.QueueSpec{Prefix: b.Table + "-", MaxReceiveCount: 3, Visibility: 5 * time.Second}); err != nil {
+	if b.URLs, err = sqsqueue.CreateQueues(ctx, b.SQS, sqsqueue.QueueSpec{Prefix: b.Table + "-", MaxReceiveCount: 3, Visibility: 5 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	if b.Queue, err = sqs.New(sqs.Config{Client: b.SQS, URLs: b.URLs}); err != nil {
+	if b.Queue, err = sqsqueue.New(sqsqueue.Config{Client: b.SQS, URLs: b.URLs}); err != nil {
 		t.Fatal(err)
 	}
 	b.Counter.Reset()

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambdasaga/lambdasaga/client"
 	"github.com/lambdasaga/lambdasaga/durable"
@@ -195,7 +195,7 @@ func TestChaos(t *testing.T) {
 	poison := [][]byte{[]byte(`{"v":1,"saga_id":"poison-1",`), []byte("not json at all \u2603")}
 	sqc := awslocal.SQS(sq)
 	for _, p := range poison {
-		if _, err := sqc.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(env.QueueURLs["AdvanceQueue"]), MessageBody: aws.String(string(p))}); err != nil {
+		if _, err := sqc.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(env.QueueURLs["AdvanceQueue"]), MessageBody: aws.String(string(p))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -353,7 +353,7 @@ func TestChaos(t *testing.T) {
 	var dead [][]byte
 	for end := time.Now().Add(60 * time.Second); len(dead) < len(poison) && time.Now().Before(end); {
 		for _, q := range []string{"AdvanceDeadLetterQueue", "CompensateDeadLetterQueue"} {
-			out, err := sqc.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: aws.String(env.QueueURLs[q]), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 600})
+			out, err := sqc.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(env.QueueURLs[q]), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 600})
 			if err != nil {
 				t.Fatal(err)
 			}

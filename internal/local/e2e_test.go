@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambdasaga/lambdasaga/client"
 	"github.com/lambdasaga/lambdasaga/durable"
@@ -102,7 +102,7 @@ func TestE2E(t *testing.T) {
 	// Poison: a body that is no message. It must reach the dead-letter queue as it was.
 	poison := `{"v":1,"saga_id": "broken` + " \u2603"
 	sqc := awslocal.SQS(sq)
-	if _, err := sqc.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(env.QueueURLs["AdvanceQueue"]), MessageBody: aws.String(poison)}); err != nil {
+	if _, err := sqc.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(env.QueueURLs["AdvanceQueue"]), MessageBody: aws.String(poison)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range runs {
@@ -129,7 +129,7 @@ func TestE2E(t *testing.T) {
 	// Poison in the dead-letter queue, body intact (after maxReceiveCount receives, 2s apart).
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		out, err := sqc.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: aws.String(env.QueueURLs["AdvanceDeadLetterQueue"]), WaitTimeSeconds: 2, MaxNumberOfMessages: 10})
+		out, err := sqc.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(env.QueueURLs["AdvanceDeadLetterQueue"]), WaitTimeSeconds: 2, MaxNumberOfMessages: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

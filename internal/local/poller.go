@@ -13,7 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/lambdasaga/lambdasaga/internal/samtemplate"
@@ -26,7 +26,7 @@ import (
 // timeout; the queue's redrive policy moves them to the dead-letter queue.
 type poller struct {
 	env      *Env
-	client   *awssqs.Client
+	client   *sqs.Client
 	fn       samtemplate.Function
 	event    samtemplate.EventSource
 	queueURL string
@@ -40,7 +40,7 @@ func (p *poller) run(ctx context.Context) {
 	arn := "arn:aws:sqs:us-east-1:000000000000:" + p.event.Queue
 	for ctx.Err() == nil {
 		wait := int32(max(1, min(20, p.event.WindowSeconds)))
-		out, err := p.client.ReceiveMessage(calm, &awssqs.ReceiveMessageInput{
+		out, err := p.client.ReceiveMessage(calm, &sqs.ReceiveMessageInput{
 			QueueUrl: aws.String(p.queueURL), MaxNumberOfMessages: int32(min(10, p.event.BatchSize)), WaitTimeSeconds: wait,
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
@@ -74,7 +74,7 @@ func (p *poller) run(ctx context.Context) {
 			if failed[aws.ToString(m.MessageId)] {
 				continue
 			}
-			if _, err := p.client.DeleteMessage(calm, &awssqs.DeleteMessageInput{QueueUrl: aws.String(p.queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+			if _, err := p.client.DeleteMessage(calm, &sqs.DeleteMessageInput{QueueUrl: aws.String(p.queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
 				p.env.logf("%s poller %d: delete %s: %v", p.fn.Name, p.worker, aws.ToString(m.MessageId), err)
 			}
 		}

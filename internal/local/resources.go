@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/lambdasaga/lambdasaga/internal/samtemplate"
@@ -58,7 +58,7 @@ func createTable(ctx context.Context, client *dynamodb.Client, tb samtemplate.Ta
 // first, and returns their URLs by logical id. visibility, when
 // set, replaces the template's visibility timeouts (local runs use short
 // ones so that failed messages come back quickly).
-func createQueues(ctx context.Context, client *awssqs.Client, tpl *samtemplate.Template, prefix string, visibility time.Duration) (map[string]string, error) {
+func createQueues(ctx context.Context, client *sqs.Client, tpl *samtemplate.Template, prefix string, visibility time.Duration) (map[string]string, error) {
 	urls, arns := map[string]string{}, map[string]string{}
 	create := func(q samtemplate.Queue) error {
 		attrs := map[string]string{"VisibilityTimeout": strconv.Itoa(q.VisibilityTimeout)}
@@ -72,11 +72,11 @@ func createQueues(ctx context.Context, client *awssqs.Client, tpl *samtemplate.T
 			}
 			attrs["RedrivePolicy"] = fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, dlqArn, q.MaxReceiveCount)
 		}
-		out, err := client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(prefix + q.Name), Attributes: attrs})
+		out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(prefix + q.Name), Attributes: attrs})
 		if err != nil {
 			return fmt.Errorf("create queue %s: %w", q.Name, err)
 		}
-		got, err := client.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+		got, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
 		if err != nil {
 			return fmt.Errorf("queue %s: %w", q.Name, err)
 		}

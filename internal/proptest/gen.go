@@ -37,8 +37,8 @@ type Behaviour uint8
 const (
 	Echo       Behaviour = iota // success: the input as output
 	Record                      // success: {id: idempotency key, ok: true}
-	Big                         // success: an output near or past engine.MaxStateBytes
-	Half                        // success: an output of half engine.MaxStateBytes
+	Big                         // success: an output near or past saga.MaxStateBytes
+	Half                        // success: an output of half saga.MaxStateBytes
 	Deep                        // success: an output nested 60 to 70 deep
 	Unencoded                   // success: an output that is not JSON-like
 	Flaky                       // a retryable error of type Flaky
@@ -696,7 +696,7 @@ func (g *gen) condition(i int) string {
 }
 
 // input is a JSON object with the usual fields, sometimes near or past
-// engine.MaxInputBytes, or nested near engine.MaxDataDepth.
+// saga.MaxInputBytes, or nested near saga.MaxDataDepth.
 func (g *gen) input() []byte {
 	in := map[string]any{}
 	for _, f := range inputFields {

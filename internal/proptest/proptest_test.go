@@ -133,7 +133,7 @@ func TestGeneratorCoversEveryStepKind(t *testing.T) {
 		t.Errorf("Compile accepted %d of 150 definitions: the generator wastes its cases", accepted)
 	}
 	if overLimit == 0 {
-		t.Error("no input past engine.MaxInputBytes")
+		t.Error("no input past saga.MaxInputBytes")
 	}
 	if a, b := NewCase(9), NewCase(9); string(a.YAML) != string(b.YAML) || string(a.Input) != string(b.Input) {
 		t.Error("one seed generated two different cases")

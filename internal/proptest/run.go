@@ -16,9 +16,9 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
-	qmem "github.com/lambdasaga/lambdasaga/queue/memory"
+	"github.com/lambdasaga/lambdasaga/queue/memqueue"
 	"github.com/lambdasaga/lambdasaga/saga"
-	smem "github.com/lambdasaga/lambdasaga/store/memory"
+	"github.com/lambdasaga/lambdasaga/store/memstore"
 )
 
 // Outcome says how far a case got.
@@ -89,11 +89,11 @@ func Run(c *Case) *Result {
 	}
 
 	clock := durable.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	q := qmem.New(qmem.Config{Clock: clock})
+	q := memqueue.New(memqueue.Config{Clock: clock})
 	acts := newActions(c)
 	jitter := rand.New(rand.NewPCG(c.CallSeed, 2))
 	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{
-		Store: smem.New(), Queue: q, Actions: acts, Clock: clock, Rand: jitter.Float64,
+		Store: memstore.New(), Queue: q, Actions: acts, Clock: clock, Rand: jitter.Float64,
 		NewID: func() string { return sagaID },
 	})
 	if err != nil {

@@ -23,7 +23,7 @@ const (
 	failPermanent
 	timeoutAfterEffect // applies its effect, then reports a timeout
 	// The action runs until its context ends (the step timeout, or the
-	// invocation's deadline less engine.ResultReserve) and the attempt is
+	// invocation's deadline less saga.ResultReserve) and the attempt is
 	// a Timeout: after applying its effect (done, result lost) or before.
 	deadlineAfterEffect
 	deadlineBeforeEffect

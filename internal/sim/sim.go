@@ -23,7 +23,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/saga"
-	smem "github.com/lambdasaga/lambdasaga/store/memory"
+	"github.com/lambdasaga/lambdasaga/store/memstore"
 )
 
 // Config sizes a run.
@@ -43,7 +43,7 @@ type Config struct {
 	Generated int
 	// EdgeRate is the chance that a visit of a generated saga's action
 	// returns an output at or past a limit: half of them sized around
-	// engine.MaxStateBytes, half nested around engine.MaxDataDepth.
+	// saga.MaxStateBytes, half nested around saga.MaxDataDepth.
 	// 0 means 0.02.
 	EdgeRate float64
 
@@ -206,7 +206,7 @@ func Run(cfg Config) (*Report, error) {
 		report:    &Report{Seed: cfg.Seed, Sagas: cfg.Sagas, Faults: map[string]int{}, Outcomes: map[durable.Status]int{}, Checks: map[string]int{}, Violations: map[string]int{}},
 		committed: map[string][]committedWrite{}, resumeFailed: map[string]bool{}, handUndone: map[string][]string{}, quarantined: map[string]bool{},
 	}
-	w.store = &faultyStore{Store: smem.New(), w: w}
+	w.store = &faultyStore{Store: memstore.New(), w: w}
 	w.queue = newSimQueue(w)
 	w.actions = newSimActions(w)
 	var services engine.Invoker = w.actions

@@ -6,13 +6,13 @@ package main
 import (
 	"os"
 
-	"github.com/lambdasaga/lambdasaga/cli"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
+	"github.com/lambdasaga/lambdasaga/sagactl"
 )
 
 func main() {
 	reg := engine.NewRegistry()
 	order.NewServices().Register(reg)
-	os.Exit(cli.Main(os.Args[1:], cli.Config{Actions: reg, Name: "ordersaga"}))
+	os.Exit(sagactl.Main(os.Args[1:], sagactl.Config{Actions: reg, Name: "ordersaga"}))
 }

@@ -1,4 +1,4 @@
-package cli_test
+package sagactl_test
 
 import (
 	"bytes"
@@ -9,13 +9,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/cli"
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
 	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/sagactl"
 )
 
 const orderFile = "../examples/order/order.yaml"
@@ -25,10 +25,10 @@ type result struct {
 	stdout, stderr string
 }
 
-func sagactl(t *testing.T, reg *engine.Registry, args ...string) result {
+func runSagactl(t *testing.T, reg *engine.Registry, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := cli.Main(args, cli.Config{Actions: reg, Stdout: &out, Stderr: &errb})
+	code := sagactl.Main(args, sagactl.Config{Actions: reg, Stdout: &out, Stderr: &errb})
 	return result{code, out.String(), errb.String()}
 }
 
@@ -57,8 +57,8 @@ func ids(rs []stepReport) []string {
 }
 
 func TestRunJSONShape(t *testing.T) {
-	r := sagactl(t, nil, "run", orderFile, "--input", "@../examples/order/testdata/ok.json", "--json", "--id", "o-1")
-	if r.code != cli.ExitOK {
+	r := runSagactl(t, nil, "run", orderFile, "--input", "@../examples/order/testdata/ok.json", "--json", "--id", "o-1")
+	if r.code != sagactl.ExitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	var raw map[string]json.RawMessage
@@ -98,9 +98,9 @@ func TestRunCompensatesInReverseAtEachStep(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.fail, func(t *testing.T) {
-			r := sagactl(t, nil, "run", orderFile, "--input", "@../examples/order/testdata/ok.json", "--fail", tt.fail, "--json")
-			if r.code != cli.ExitCompensated {
-				t.Fatalf("exit %d, want %d: %s", r.code, cli.ExitCompensated, r.stderr)
+			r := runSagactl(t, nil, "run", orderFile, "--input", "@../examples/order/testdata/ok.json", "--fail", tt.fail, "--json")
+			if r.code != sagactl.ExitCompensated {
+				t.Fatalf("exit %d, want %d: %s", r.code, sagactl.ExitCompensated, r.stderr)
 			}
 			var rep report
 			if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
@@ -112,10 +112,10 @@ func TestRunCompensatesInReverseAtEachStep(t *testing.T) {
 		})
 	}
 	t.Run("a failing compensation parks the saga", func(t *testing.T) {
-		r := sagactl(t, nil, "run", orderFile, "--input", "@../examples/order/testdata/ok.json", "--fail", "ship", "--fail", "charge.compensate", "--json")
+		r := runSagactl(t, nil, "run", orderFile, "--input", "@../examples/order/testdata/ok.json", "--fail", "ship", "--fail", "charge.compensate", "--json")
 		var rep report
 		_ = json.Unmarshal([]byte(r.stdout), &rep)
-		if r.code != cli.ExitCompensationFailed || rep.Status != "compensation_failed" || !slices.Equal(ids(rep.Compensations), []string{"charge:compensation_failed"}) {
+		if r.code != sagactl.ExitCompensationFailed || rep.Status != "compensation_failed" || !slices.Equal(ids(rep.Compensations), []string{"charge:compensation_failed"}) {
 			t.Fatalf("exit %d %+v", r.code, rep)
 		}
 		// Why it failed and why it parked are in the JSON, as in the text.
@@ -129,8 +129,8 @@ func TestRunWithGoActions(t *testing.T) {
 	svc := order.NewServices()
 	reg := engine.NewRegistry()
 	svc.Register(reg)
-	r := sagactl(t, reg, "run", orderFile, "--input", "@../examples/order/testdata/declined.json")
-	if r.code != cli.ExitCompensated {
+	r := runSagactl(t, reg, "run", orderFile, "--input", "@../examples/order/testdata/declined.json")
+	if r.code != sagactl.ExitCompensated {
 		t.Fatalf("exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
 	for _, want := range []string{"charge             failed", "CardDeclined: the card was declined", "undo reserve       compensated", "compensated in"} {
@@ -174,9 +174,9 @@ func TestBadInputGetsOneClearMessage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			r := sagactl(t, nil, tt.args...)
-			if r.code != cli.ExitUsage {
-				t.Fatalf("exit %d, want %d", r.code, cli.ExitUsage)
+			r := runSagactl(t, nil, tt.args...)
+			if r.code != sagactl.ExitUsage {
+				t.Fatalf("exit %d, want %d", r.code, sagactl.ExitUsage)
 			}
 			if !strings.Contains(r.stderr, tt.want) {
 				t.Fatalf("stderr %q does not say %q", r.stderr, tt.want)
@@ -189,19 +189,19 @@ func TestBadInputGetsOneClearMessage(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	r := sagactl(t, nil, "validate", orderFile, "../saga/testdata/valid/loop.yaml")
-	if r.code != cli.ExitOK || strings.Count(r.stdout, ": ok (saga ") != 2 {
+	r := runSagactl(t, nil, "validate", orderFile, "../saga/testdata/valid/loop.yaml")
+	if r.code != sagactl.ExitOK || strings.Count(r.stdout, ": ok (saga ") != 2 {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	r = sagactl(t, nil, "validate", orderFile, "../saga/testdata/invalid/mixed.yaml")
-	if r.code != cli.ExitUsage || !strings.Contains(r.stdout, "order.yaml: ok") || !strings.Contains(r.stderr, `mixed.yaml:8:5: step reserve: next: no step has id "chrage"`) {
+	r = runSagactl(t, nil, "validate", orderFile, "../saga/testdata/invalid/mixed.yaml")
+	if r.code != sagactl.ExitUsage || !strings.Contains(r.stdout, "order.yaml: ok") || !strings.Contains(r.stderr, `mixed.yaml:8:5: step reserve: next: no step has id "chrage"`) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 
 func TestGraph(t *testing.T) {
-	r := sagactl(t, nil, "graph", orderFile)
-	if r.code != cli.ExitOK {
+	r := runSagactl(t, nil, "graph", orderFile)
+	if r.code != sagactl.ExitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	for _, want := range []string{
@@ -217,26 +217,26 @@ func TestGraph(t *testing.T) {
 			t.Errorf("graph lacks %q", want)
 		}
 	}
-	r = sagactl(t, nil, "graph", "../saga/testdata/valid/order.yaml")
+	r = runSagactl(t, nil, "graph", "../saga/testdata/valid/order.yaml")
 	if !strings.Contains(r.stdout, `s1 -->|"input.amount #gt; 1000.0"| s2`) || !strings.Contains(r.stdout, "s1 -->|default| s3") {
 		t.Fatalf("switch edges missing:\n%s", r.stdout)
 	}
 }
 
 func TestPlan(t *testing.T) {
-	r := sagactl(t, nil, "plan", orderFile, "--fail", "ship")
+	r := runSagactl(t, nil, "plan", orderFile, "--fail", "ship")
 	want := "if step ship fails for good (path: reserve -> price -> charge -> check -> ship), compensation runs:\n" +
 		"  1. undo charge: payments.refund\n  2. undo reserve: inventory.release\nthe saga ends compensated\n"
-	if r.code != cli.ExitOK || r.stdout != want {
+	if r.code != sagactl.ExitOK || r.stdout != want {
 		t.Fatalf("exit %d\n%s\nwant\n%s%s", r.code, r.stdout, want, r.stderr)
 	}
-	r = sagactl(t, nil, "plan", "../saga/testdata/valid/order.yaml", "--fail", "review.x")
-	if r.code != cli.ExitUsage {
+	r = runSagactl(t, nil, "plan", "../saga/testdata/valid/order.yaml", "--fail", "review.x")
+	if r.code != sagactl.ExitUsage {
 		t.Fatalf("bad step accepted: %s", r.stdout)
 	}
 	// A failure at the first step has nothing completed to undo.
-	r = sagactl(t, nil, "plan", "../saga/testdata/valid/loop.yaml", "--fail", "poll", "--input", `{"job": "j"}`)
-	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "nothing is compensated") {
+	r = runSagactl(t, nil, "plan", "../saga/testdata/valid/loop.yaml", "--fail", "poll", "--input", `{"job": "j"}`)
+	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "nothing is compensated") {
 		t.Fatalf("exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}
 }
@@ -252,20 +252,20 @@ func TestRunOnEmulators(t *testing.T) {
 		status string
 		comps  []string
 	}{
-		{nil, cli.ExitOK, "succeeded", []string{}},
-		{[]string{"--fail", "ship"}, cli.ExitCompensated, "compensated", []string{"charge:compensated", "reserve:compensated"}},
+		{nil, sagactl.ExitOK, "succeeded", []string{}},
+		{[]string{"--fail", "ship"}, sagactl.ExitCompensated, "compensated", []string{"charge:compensated", "reserve:compensated"}},
 	} {
 		args := append([]string{"run", orderFile, "--input", "@../examples/order/testdata/ok.json", "--json",
 			"--dynamodb-endpoint", dyn, "--sqs-endpoint", sq, "--table", "cli-" + suffix, "--queue-prefix", "cli-" + suffix + "-"}, tc.fail...)
-		r := sagactl(t, nil, args...)
+		r := runSagactl(t, nil, args...)
 		var rep report
 		_ = json.Unmarshal([]byte(r.stdout), &rep)
 		if r.code != tc.code || rep.Status != tc.status || !slices.Equal(ids(rep.Compensations), tc.comps) {
 			t.Fatalf("%v: exit %d %+v\n%s", tc.fail, r.code, rep, r.stderr)
 		}
 	}
-	r := sagactl(t, nil, "run", orderFile, "--input", "{}", "--dynamodb-endpoint", dyn)
-	if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--dynamodb-endpoint and --sqs-endpoint go together") {
+	r := runSagactl(t, nil, "run", orderFile, "--input", "{}", "--dynamodb-endpoint", dyn)
+	if r.code != sagactl.ExitUsage || !strings.Contains(r.stderr, "--dynamodb-endpoint and --sqs-endpoint go together") {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 }
@@ -274,34 +274,34 @@ func TestStartStatusCancelOnEmulators(t *testing.T) {
 	b := awstest.New(t)
 	where := []string{"--table", b.Table, "--advance-queue-url", b.URLs[durable.QueueAdvance], "--compensate-queue-url", b.URLs[durable.QueueCompensate],
 		"--dynamodb-endpoint", b.DynamoDBEndpoint, "--sqs-endpoint", b.SQSEndpoint}
-	r := sagactl(t, nil, append([]string{"start", orderFile, "--input", "@../examples/order/testdata/ok.json", "--id", "cli-1"}, where...)...)
-	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "saga cli-1 (order): running, version 1") || !strings.Contains(r.stdout, "waiting on: reserve (attempt 1)") {
+	r := runSagactl(t, nil, append([]string{"start", orderFile, "--input", "@../examples/order/testdata/ok.json", "--id", "cli-1"}, where...)...)
+	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "saga cli-1 (order): running, version 1") || !strings.Contains(r.stdout, "waiting on: reserve (attempt 1)") {
 		t.Fatalf("start: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	r = sagactl(t, nil, append([]string{"status", "cli-1", "--json"}, where...)...)
+	r = runSagactl(t, nil, append([]string{"status", "cli-1", "--json"}, where...)...)
 	var st map[string]any
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st["status"] != "running" || st["pending"] != "reserve" {
 		t.Fatalf("status: %v %v\n%s", st, err, r.stderr)
 	}
 	// reserve is pending (nothing handles messages here): the cancel waits
 	// for its outcome.
-	r = sagactl(t, nil, append([]string{"cancel", "cli-1"}, where...)...)
-	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "running") || !strings.Contains(r.stdout, "cancel requested: compensates once reserve has an outcome") {
+	r = runSagactl(t, nil, append([]string{"cancel", "cli-1"}, where...)...)
+	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "running") || !strings.Contains(r.stdout, "cancel requested: compensates once reserve has an outcome") {
 		t.Fatalf("cancel: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	r = sagactl(t, nil, append([]string{"sweep", "--idle-for", "0s"}, where...)...)
-	if r.code != cli.ExitOK || !strings.Contains(r.stdout, "sweep: 1 unfinished sagas checked, 1 idle") {
+	r = runSagactl(t, nil, append([]string{"sweep", "--idle-for", "0s"}, where...)...)
+	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "sweep: 1 unfinished sagas checked, 1 idle") {
 		t.Fatalf("sweep: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	r = sagactl(t, nil, append([]string{"status", "missing"}, where...)...)
-	if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "saga missing: not found") {
+	r = runSagactl(t, nil, append([]string{"status", "missing"}, where...)...)
+	if r.code != sagactl.ExitUsage || !strings.Contains(r.stderr, "saga missing: not found") {
 		t.Fatalf("missing: exit %d %s", r.code, r.stderr)
 	}
 }
 
 func TestStartNeedsALocation(t *testing.T) {
-	r := sagactl(t, nil, "start", orderFile, "--input", "@../examples/order/testdata/ok.json")
-	if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--local, or --table, --advance-queue-url and --compensate-queue-url") {
+	r := runSagactl(t, nil, "start", orderFile, "--input", "@../examples/order/testdata/ok.json")
+	if r.code != sagactl.ExitUsage || !strings.Contains(r.stderr, "--local, or --table, --advance-queue-url and --compensate-queue-url") {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 }

@@ -1,4 +1,4 @@
-package sqs
+package sqsqueue
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/lambdasaga/lambdasaga/durable"
 )
@@ -22,7 +22,7 @@ type QueueSpec struct {
 
 // CreateQueues creates the advance and compensate queues, each with its
 // dead-letter queue and redrive policy, and returns their URLs by name.
-func CreateQueues(ctx context.Context, client *awssqs.Client, spec QueueSpec) (map[durable.QueueName]string, error) {
+func CreateQueues(ctx context.Context, client *sqs.Client, spec QueueSpec) (map[durable.QueueName]string, error) {
 	if spec.MaxReceiveCount == 0 {
 		spec.MaxReceiveCount = 5
 	}
@@ -32,17 +32,17 @@ func CreateQueues(ctx context.Context, client *awssqs.Client, spec QueueSpec) (m
 	urls := map[durable.QueueName]string{}
 	for _, q := range durable.QueueNames() {
 		dlq := durable.DeadLetter(q)
-		dout, err := client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(spec.Prefix + string(dlq)),
+		dout, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(spec.Prefix + string(dlq)),
 			Attributes: map[string]string{"MessageRetentionPeriod": "1209600"}})
 		if err != nil {
 			return nil, fmt.Errorf("create queue %s: %w", dlq, err)
 		}
-		attrs, err := client.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: dout.QueueUrl, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+		attrs, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dout.QueueUrl, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
 		if err != nil {
 			return nil, fmt.Errorf("queue %s arn: %w", dlq, err)
 		}
 		redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, attrs.Attributes[string(types.QueueAttributeNameQueueArn)], spec.MaxReceiveCount)
-		out, err := client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(spec.Prefix + string(q)), Attributes: map[string]string{
+		out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(spec.Prefix + string(q)), Attributes: map[string]string{
 			"RedrivePolicy":     redrive,
 			"VisibilityTimeout": strconv.Itoa(int(spec.Visibility.Seconds())),
 		}})

@@ -1,4 +1,4 @@
-package cli_test
+package sagactl_test
 
 import (
 	"fmt"
@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/cli"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/sagactl"
 )
 
 // padTo writes prefix padded with spaces to exactly n bytes.
@@ -38,16 +38,16 @@ func TestFilesAreReadWithinALimit(t *testing.T) {
 	}
 	defAt := padTo(t, "at.yaml", string(def), lang.MaxDefinitionBytes)
 	defOver := padTo(t, "over.yaml", string(def), lang.MaxDefinitionBytes+1)
-	inAt := padTo(t, "at.json", string(ok), cli.MaxInputFileBytes)
-	inOver := padTo(t, "over.json", string(ok), cli.MaxInputFileBytes+1)
+	inAt := padTo(t, "at.json", string(ok), sagactl.MaxInputFileBytes)
+	inOver := padTo(t, "over.json", string(ok), sagactl.MaxInputFileBytes+1)
 	defLimit := fmt.Sprintf("over the limit of %d bytes for a definition", lang.MaxDefinitionBytes)
-	inLimit := fmt.Sprintf("over the limit of %d bytes for an input", cli.MaxInputFileBytes)
+	inLimit := fmt.Sprintf("over the limit of %d bytes for an input", sagactl.MaxInputFileBytes)
 
 	for _, args := range [][]string{
 		{"validate", defAt},
 		{"plan", defAt, "--fail", "ship", "--input", "@" + inAt},
 	} {
-		if r := sagactl(t, nil, args...); r.code != cli.ExitOK {
+		if r := runSagactl(t, nil, args...); r.code != sagactl.ExitOK {
 			t.Errorf("%v: a file at its limit is refused: exit %d\n%s", args, r.code, r.stderr)
 		}
 	}
@@ -62,13 +62,13 @@ func TestFilesAreReadWithinALimit(t *testing.T) {
 		{[]string{"run", orderFile, "--input", "@/dev/zero"}, "--input: /dev/zero: " + inLimit},
 		{[]string{"plan", orderFile, "--fail", "ship", "--input", "@" + inOver}, "--input: " + inOver + ": " + inLimit},
 		{[]string{"cost", orderFile, "--input", "@/dev/zero"}, "--input: /dev/zero: " + inLimit},
-		{[]string{"run", orderFile, "--input", string(ok) + strings.Repeat(" ", cli.MaxInputFileBytes)}, " bytes, " + inLimit},
+		{[]string{"run", orderFile, "--input", string(ok) + strings.Repeat(" ", sagactl.MaxInputFileBytes)}, " bytes, " + inLimit},
 	}
 	for _, tt := range tests {
 		name := strings.Join(tt.args, " ")
 		t.Run(name[:min(len(name), 80)], func(t *testing.T) {
-			r := sagactl(t, nil, tt.args...)
-			if r.code != cli.ExitUsage || !strings.Contains(r.stderr, tt.want) {
+			r := runSagactl(t, nil, tt.args...)
+			if r.code != sagactl.ExitUsage || !strings.Contains(r.stderr, tt.want) {
 				t.Fatalf("exit %d, stderr %q, want %q", r.code, r.stderr, tt.want)
 			}
 		})
@@ -88,8 +88,8 @@ func TestMissingDefinitionSaysItOnce(t *testing.T) {
 		{[]string{"validate", dir}, "sagactl: definition " + dir + ": is a directory\n"},
 		{[]string{"run", orderFile, "--input", "@nowhere.json"}, "sagactl: --input: nowhere.json: no such file or directory\n"},
 	} {
-		r := sagactl(t, nil, tt.args...)
-		if r.code != cli.ExitUsage || r.stderr != tt.want {
+		r := runSagactl(t, nil, tt.args...)
+		if r.code != sagactl.ExitUsage || r.stderr != tt.want {
 			t.Errorf("%v: exit %d, stderr %q, want %q", tt.args, r.code, r.stderr, tt.want)
 		}
 	}
@@ -105,8 +105,8 @@ func TestInputThatIsNotAnObjectSaysItsType(t *testing.T) {
 		`true`:               "got a bool",
 		`null`:               "got null",
 	} {
-		r := sagactl(t, nil, "run", orderFile, "--input", in)
-		if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--input: must be a JSON object, "+want) || strings.Contains(r.stderr, "4111") {
+		r := runSagactl(t, nil, "run", orderFile, "--input", in)
+		if r.code != sagactl.ExitUsage || !strings.Contains(r.stderr, "--input: must be a JSON object, "+want) || strings.Contains(r.stderr, "4111") {
 			t.Errorf("--input %s: exit %d, stderr %q", in, r.code, r.stderr)
 		}
 	}

@@ -1,10 +1,10 @@
-package cli_test
+package sagactl_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/cli"
+	"github.com/lambdasaga/lambdasaga/sagactl"
 )
 
 // TestSubcommandHelp: SUB --help (or -h) shows that command's usage and
@@ -20,8 +20,8 @@ func TestSubcommandHelp(t *testing.T) {
 		{[]string{"status", "--help"}, []string{"Usage: sagactl status ID", "-table"}},
 		{[]string{"cost", orderFile, "--help"}, []string{"Usage: sagactl cost FILE", "-memory"}},
 	} {
-		r := sagactl(t, nil, tt.args...)
-		if r.code != cli.ExitOK || r.stderr != "" {
+		r := runSagactl(t, nil, tt.args...)
+		if r.code != sagactl.ExitOK || r.stderr != "" {
 			t.Errorf("%v: exit %d, stderr %q", tt.args, r.code, r.stderr)
 		}
 		for _, w := range tt.want {
@@ -45,13 +45,13 @@ func TestRunRefusesBadFlagsBeforeStarting(t *testing.T) {
 		{[]string{"--timeout", "-1s"}, "--timeout: must be positive"},
 		{[]string{"--timeout", "0s"}, "--timeout: must be positive"},
 	} {
-		r := sagactl(t, nil, append(base, tt.flags...)...)
-		if r.code != cli.ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, tt.want) {
+		r := runSagactl(t, nil, append(base, tt.flags...)...)
+		if r.code != sagactl.ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, tt.want) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q, want %q", tt.flags, r.code, r.stdout, r.stderr, tt.want)
 		}
 	}
-	r := sagactl(t, nil, "start", orderFile, "--input", "@../examples/order/testdata/ok.json", "--id", "a/b", "--local")
-	if r.code != cli.ExitUsage || !strings.Contains(r.stderr, "--id: not a saga id") {
+	r := runSagactl(t, nil, "start", orderFile, "--input", "@../examples/order/testdata/ok.json", "--id", "a/b", "--local")
+	if r.code != sagactl.ExitUsage || !strings.Contains(r.stderr, "--id: not a saga id") {
 		t.Errorf("start --id a/b: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

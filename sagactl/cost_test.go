@@ -1,10 +1,10 @@
-package cli_test
+package sagactl_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/cli"
+	"github.com/lambdasaga/lambdasaga/sagactl"
 )
 
 // TestCostRefusesFiguresThatAreNotPositive: each figure must be a finite
@@ -19,14 +19,14 @@ func TestCostRefusesFiguresThatAreNotPositive(t *testing.T) {
 			values = []string{"-1ms", "0s"}
 		}
 		for _, v := range values {
-			r := sagactl(t, nil, "cost", orderFile, flag, v)
-			if r.code != cli.ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, "cost: "+flag+": must be") {
+			r := runSagactl(t, nil, "cost", orderFile, flag, v)
+			if r.code != sagactl.ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, "cost: "+flag+": must be") {
 				t.Errorf("cost %s %s: exit %d\nstdout %q\nstderr %q", flag, v, r.code, r.stdout, r.stderr)
 			}
 		}
 	}
-	r := sagactl(t, nil, "cost", orderFile, "--sagas-per-month", "1000", "--batch-size", "2.5", "--memory", "512", "--duration", "20ms", "--state-bytes", "900")
-	if r.code != cli.ExitOK || strings.Contains(r.stdout, "NaN") || strings.Contains(r.stdout, "Inf") {
+	r := runSagactl(t, nil, "cost", orderFile, "--sagas-per-month", "1000", "--batch-size", "2.5", "--memory", "512", "--duration", "20ms", "--state-bytes", "900")
+	if r.code != sagactl.ExitOK || strings.Contains(r.stdout, "NaN") || strings.Contains(r.stdout, "Inf") {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

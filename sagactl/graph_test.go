@@ -1,18 +1,18 @@
-package cli_test
+package sagactl_test
 
 import (
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/cli"
+	"github.com/lambdasaga/lambdasaga/sagactl"
 )
 
 // TestGraphNodeIDsAreDistinct: every step and every compensation gets a
 // node of its own, whatever its id looks like once made safe for Mermaid.
 func TestGraphNodeIDsAreDistinct(t *testing.T) {
-	r := sagactl(t, nil, "graph", "testdata/collide.yaml")
-	if r.code != cli.ExitOK {
+	r := runSagactl(t, nil, "graph", "testdata/collide.yaml")
+	if r.code != sagactl.ExitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	decl := regexp.MustCompile(`^    ([A-Za-z0-9_]+)(\[/|\[|\{\{|\{|\(\[)"([^"<]*)`)

@@ -1,4 +1,4 @@
-package memory_test
+package memqueue_test
 
 import (
 	"context"
@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/queue/memory"
+	"github.com/lambdasaga/lambdasaga/queue/memqueue"
 	"github.com/lambdasaga/lambdasaga/queue/queuetest"
 )
 
 func TestConformance(t *testing.T) {
 	queuetest.Exercise(t, func(t *testing.T) *queuetest.Harness {
 		clock := durable.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-		q := memory.New(memory.Config{Clock: clock, MaxReceives: 3, Visibility: 30 * time.Second})
+		q := memqueue.New(memqueue.Config{Clock: clock, MaxReceives: 3, Visibility: 30 * time.Second})
 		return &queuetest.Harness{
 			Queue: q, Receiver: q, MaxReceives: 3,
 			SendRaw: func(ctx context.Context, name durable.QueueName, body []byte) error {

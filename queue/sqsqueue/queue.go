@@ -1,7 +1,7 @@
-// Package sqs is durable.Queue and durable.Receiver on Amazon SQS, and the
+// Package sqsqueue is durable.Queue and durable.Receiver on Amazon SQS, and the
 // glue for Lambda's SQS event source: decoding events.SQSMessage records and
 // building the partial batch response.
-package sqs
+package sqsqueue
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 	"github.com/lambdasaga/lambdasaga/durable"
@@ -35,7 +35,7 @@ const (
 
 // Config sets up a Queue.
 type Config struct {
-	Client *awssqs.Client
+	Client *sqs.Client
 	// URLs maps queue names (durable.QueueAdvance, durable.QueueCompensate,
 	// and their durable.DeadLetter names for receiving) to queue URLs.
 	URLs map[durable.QueueName]string
@@ -43,7 +43,7 @@ type Config struct {
 
 // Queue sends to and receives from SQS queues.
 type Queue struct {
-	client *awssqs.Client
+	client *sqs.Client
 	urls   map[durable.QueueName]string
 }
 
@@ -120,10 +120,10 @@ func (q *Queue) Send(ctx context.Context, msgs []durable.Message) error {
 func (q *Queue) sendBatch(ctx context.Context, url string, entries []types.SendMessageBatchRequestEntry) error {
 	if len(entries) == 1 {
 		e := entries[0]
-		_, err := q.client.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: &url, MessageBody: e.MessageBody, DelaySeconds: e.DelaySeconds, MessageAttributes: e.MessageAttributes})
+		_, err := q.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: e.MessageBody, DelaySeconds: e.DelaySeconds, MessageAttributes: e.MessageAttributes})
 		return interpretError(err)
 	}
-	out, err := q.client.SendMessageBatch(ctx, &awssqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries})
+	out, err := q.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries})
 	if err != nil {
 		return interpretError(err)
 	}
@@ -147,7 +147,7 @@ func (q *Queue) SendBody(ctx context.Context, name durable.QueueName, body []byt
 	if err != nil {
 		return err
 	}
-	_, err = q.client.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(string(body)), DelaySeconds: secs})
+	_, err = q.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: aws.String(string(body)), DelaySeconds: secs})
 	return interpretError(err)
 }
 
@@ -160,7 +160,7 @@ func (q *Queue) Receive(ctx context.Context, p *durable.ReceiveParams) ([]durabl
 	if p.Max < 1 || p.Max > 10 {
 		return nil, fmt.Errorf("receive from %s: max %d outside 1 to 10", p.Queue, p.Max)
 	}
-	in := &awssqs.ReceiveMessageInput{
+	in := &sqs.ReceiveMessageInput{
 		QueueUrl: &url, MaxNumberOfMessages: int32(p.Max),
 		WaitTimeSeconds:             int32(min(20, math.Ceil(p.Wait.Seconds()))),
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
@@ -186,7 +186,7 @@ func (q *Queue) Delete(ctx context.Context, p *durable.DeleteParams) error {
 	if err != nil {
 		return err
 	}
-	_, err = q.client.DeleteMessage(ctx, &awssqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: &p.ReceiptHandle})
+	_, err = q.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: &p.ReceiptHandle})
 	var ae smithy.APIError
 	if errors.As(err, &ae) && strings.Contains(ae.ErrorCode(), "ReceiptHandleIsInvalid") {
 		return nil // stale: the message was received again, or is gone
@@ -201,7 +201,7 @@ func (q *Queue) ChangeVisibility(ctx context.Context, name durable.QueueName, re
 	if err != nil {
 		return err
 	}
-	_, err = q.client.ChangeMessageVisibility(ctx, &awssqs.ChangeMessageVisibilityInput{QueueUrl: &url, ReceiptHandle: &receipt, VisibilityTimeout: int32(math.Ceil(d.Seconds()))})
+	_, err = q.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: &url, ReceiptHandle: &receipt, VisibilityTimeout: int32(math.Ceil(d.Seconds()))})
 	return interpretError(err)
 }
 

@@ -1,4 +1,4 @@
-package sqs_test
+package sqsqueue_test
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/queue/queuetest"
-	"github.com/lambdasaga/lambdasaga/queue/sqs"
+	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 )
 
-func newQueue(t *testing.T, maxReceives int) *sqs.Queue {
+func newQueue(t *testing.T, maxReceives int) *sqsqueue.Queue {
 	t.Helper()
 	ep := awslocal.Endpoint(t, awslocal.EnvSQS)
 	client := awslocal.SQS(ep)
@@ -26,11 +26,11 @@ func newQueue(t *testing.T, maxReceives int) *sqs.Queue {
 	_, _ = rand.Read(b[:])
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	urls, err := sqs.CreateQueues(ctx, client, sqs.QueueSpec{Prefix: "t" + hex.EncodeToString(b[:]) + "-", MaxReceiveCount: maxReceives, Visibility: 30 * time.Second})
+	urls, err := sqsqueue.CreateQueues(ctx, client, sqsqueue.QueueSpec{Prefix: "t" + hex.EncodeToString(b[:]) + "-", MaxReceiveCount: maxReceives, Visibility: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := sqs.New(sqs.Config{Client: client, URLs: urls})
+	q, err := sqsqueue.New(sqsqueue.Config{Client: client, URLs: urls})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestRecordsAndBatchResponse(t *testing.T) {
 	if err := jsonUnmarshal(raw, &ev); err != nil {
 		t.Fatal(err)
 	}
-	recs := sqs.Records(ev)
+	recs := sqsqueue.Records(ev)
 	if len(recs) != 2 {
 		t.Fatalf("%d records", len(recs))
 	}
@@ -69,11 +69,11 @@ func TestRecordsAndBatchResponse(t *testing.T) {
 	if !errors.Is(recs[1].Err, durable.ErrMalformedMessage) || string(recs[1].Body) != "not a message" {
 		t.Fatalf("record 1: %+v", recs[1])
 	}
-	resp := sqs.BatchResponse([]string{recs[1].MessageID})
+	resp := sqsqueue.BatchResponse([]string{recs[1].MessageID})
 	if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "m-2" {
 		t.Fatalf("%+v", resp)
 	}
-	if empty := sqs.BatchResponse(nil); empty.BatchItemFailures == nil {
+	if empty := sqsqueue.BatchResponse(nil); empty.BatchItemFailures == nil {
 		t.Fatal("an empty response must still carry an empty list")
 	}
 }

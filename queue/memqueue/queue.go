@@ -1,9 +1,9 @@
-// Package memory is an durable.Queue and durable.Receiver in process memory,
+// Package memqueue is a durable.Queue and durable.Receiver in process memory,
 // with SQS's semantics where the protocol depends on them: delays,
 // visibility timeouts and redelivery, receive counts, and a dead-letter
 // queue after too many receives. It passes the same queuetest suite as
-// queue/sqs.
-package memory
+// queue/sqsqueue.
+package memqueue
 
 import (
 	"bytes"

@@ -1,7 +1,7 @@
-// Package memory is an durable.Store held in process memory: for the
+// Package memstore is a durable.Store held in process memory: for the
 // embedded mode, unit tests and benchmarks. It copies what it stores, as a
 // real store would, and passes the same storetest suite as store/dynamo.
-package memory
+package memstore
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package cli
+package sagactl
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/embedded"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
-	"github.com/lambdasaga/lambdasaga/queue/sqs"
+	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
 
@@ -46,11 +46,11 @@ func (b *backendFlags) apply(ctx context.Context, cfg *embedded.Config) error {
 		return err
 	}
 	sq := awslocal.SQS(b.sqsEndpoint)
-	urls, err := sqs.CreateQueues(ctx, sq, sqs.QueueSpec{Prefix: b.queuePrefix, MaxReceiveCount: 5, Visibility: 30 * time.Second})
+	urls, err := sqsqueue.CreateQueues(ctx, sq, sqsqueue.QueueSpec{Prefix: b.queuePrefix, MaxReceiveCount: 5, Visibility: 30 * time.Second})
 	if err != nil {
 		return fmt.Errorf("--sqs-endpoint %s: %w", b.sqsEndpoint, err)
 	}
-	queue, err := sqs.New(sqs.Config{Client: sq, URLs: urls})
+	queue, err := sqsqueue.New(sqsqueue.Config{Client: sq, URLs: urls})
 	if err != nil {
 		return err
 	}

@@ -1,13 +1,13 @@
-package memory_test
+package memstore_test
 
 import (
 	"testing"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/store/memory"
+	"github.com/lambdasaga/lambdasaga/store/memstore"
 	"github.com/lambdasaga/lambdasaga/store/storetest"
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Exercise(t, func(t *testing.T) durable.Store { return memory.New() })
+	storetest.Exercise(t, func(t *testing.T) durable.Store { return memstore.New() })
 }

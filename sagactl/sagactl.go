@@ -1,7 +1,9 @@
-// Package cli is sagactl: validate, run, graph and plan saga definitions.
+// Package sagactl is the sagactl command as a library: validate, run,
+// graph, plan and cost saga definitions, and start, inspect, cancel and
+// resume sagas on a deployed stack, the local loop or the emulators.
 // cmd/sagactl is a thin main around Main; a service that wants sagactl to
 // run its Go actions for real builds its own main with its registry.
-package cli
+package sagactl
 
 import (
 	"bytes"
@@ -29,7 +31,7 @@ const (
 )
 
 // MaxInputFileBytes bounds what sagactl reads of an input, inline or
-// @FILE. engine.MaxInputBytes is measured on the input's compact JSON and
+// @FILE. saga.MaxInputBytes is measured on the input's compact JSON and
 // checked after; this leaves room for a file's indentation, and keeps a
 // huge file (or /dev/zero) out of memory.
 const MaxInputFileBytes = 2 * saga.MaxInputBytes

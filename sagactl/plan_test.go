@@ -1,10 +1,10 @@
-package cli_test
+package sagactl_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/cli"
+	"github.com/lambdasaga/lambdasaga/sagactl"
 )
 
 // TestPlanAccountIsConsistent: what plan lists as run, failed or not run
@@ -32,8 +32,8 @@ func TestPlanAccountIsConsistent(t *testing.T) {
 				"the saga ends compensated\n"},
 	}
 	for _, tt := range tests {
-		r := sagactl(t, nil, append([]string{"plan"}, tt.args...)...)
-		if r.code != cli.ExitOK || !strings.HasPrefix(r.stdout, tt.want) {
+		r := runSagactl(t, nil, append([]string{"plan"}, tt.args...)...)
+		if r.code != sagactl.ExitOK || !strings.HasPrefix(r.stdout, tt.want) {
 			t.Errorf("%v: exit %d\n%s%s\nwant\n%s", tt.args, r.code, r.stdout, r.stderr, tt.want)
 		}
 		if strings.Contains(r.stdout, "nothing") && !strings.HasSuffix(r.stdout, "ends compensated\n") {
