@@ -48,7 +48,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.New("client: a Store and a Queue are required")
 	}
 	plans := engine.NewPlans(cfg.Store, saga.Options{})
-	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: cfg.Store, Queue: cfg.Queue, Actions: engine.NewRegistry(), Plans: plans})
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: cfg.Store, Queue: cfg.Queue, Plans: plans})
 	if err != nil {
 		return nil, err
 	}

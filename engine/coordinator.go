@@ -15,10 +15,13 @@ import (
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
-// CoordinatorConfig wires a Coordinator. Store, Queue and Actions are required.
+// CoordinatorConfig wires a Coordinator. Store and Queue are required.
 type CoordinatorConfig struct {
-	Store   durable.Store
-	Queue   durable.Queue
+	Store durable.Store
+	Queue durable.Queue
+	// Actions runs the actions Handle calls. Leave it nil for a coordinator
+	// that only starts, reads, cancels, resumes and sweeps sagas (a client,
+	// the sweep): its Handle returns ErrNoActions and leaves the message.
 	Actions Invoker
 	// Plans finds definitions by hash; default: a cache over Store.
 	Plans *Plans
@@ -54,8 +57,6 @@ func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		return nil, errors.New("coordinator: a Store is required")
 	case cfg.Queue == nil:
 		return nil, errors.New("coordinator: a Queue is required")
-	case cfg.Actions == nil:
-		return nil, errors.New("coordinator: an Invoker for actions is required")
 	}
 	if cfg.Plans == nil {
 		cfg.Plans = NewPlans(cfg.Store, saga.Options{})
@@ -84,8 +85,6 @@ func randomID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Plans is the coordinator's plan cache.
-func (c *Coordinator) Plans() *Plans { return c.cfg.Plans }
 
 // StartParams starts a saga.
 type StartParams struct {

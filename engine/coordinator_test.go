@@ -489,3 +489,35 @@ func TestCoordinatorSweepResendsStrandedSagas(t *testing.T) {
 		t.Fatalf("a sweep re-sent for finished sagas: %+v", res)
 	}
 }
+
+// A coordinator without actions (a client, the sweep) starts and reads
+// sagas, but leaves their messages for one that can run them.
+func TestCoordinatorWithoutActionsLeavesMessages(t *testing.T) {
+	r := newRig(t, "../saga/testdata/valid/order.yaml")
+	bare, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: r.queue, Clock: r.clock})
+	if err != nil {
+		t.Fatalf("a coordinator without actions: %v", err)
+	}
+	st, err := bare.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "o-1", Input: orderIn(10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := r.receive()
+	if !ok {
+		t.Fatal("start sent no message")
+	}
+	if _, err := bare.Handle(context.Background(), d.Body); !errors.Is(err, engine.ErrNoActions) {
+		t.Fatalf("Handle without actions: %v, want ErrNoActions", err)
+	}
+	if got := r.get("o-1"); got.Version != st.Version {
+		t.Fatalf("the saga moved from v%d to v%d", st.Version, got.Version)
+	}
+	if engine.HandleDelivery(context.Background(), bare, r.q, d, nil) {
+		t.Fatal("the message was taken as done")
+	}
+	r.clock.Advance(time.Minute)
+	r.drain() // the rig's own coordinator, which has actions, finishes it
+	if got := r.get("o-1"); got.Status != durable.StatusSucceeded {
+		t.Fatalf("status %s after the coordinator with actions took the message", got.Status)
+	}
+}

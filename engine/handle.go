@@ -29,12 +29,16 @@ const (
 	HandledNothing Outcome = "finished" // the saga waits for nothing: dropped
 )
 
-// Handle processes one message body (shared/DESIGN.md section 4). A nil
+// Handle processes one message body, as docs/PROTOCOL.md describes. A nil
 // error means the message is done and may be deleted. An error wrapping
-// ErrMalformedMessage means it can never be handled: report it failed so it
-// reaches the dead-letter queue untouched. Any other error means try again
-// later (leave the message for redelivery).
+// durable.ErrMalformedMessage means it can never be handled: report it
+// failed so it reaches the dead-letter queue untouched. Any other error
+// (ErrNoActions among them) means try again later: leave the message for
+// redelivery.
 func (c *Coordinator) Handle(ctx context.Context, body []byte) (Outcome, error) {
+	if c.cfg.Actions == nil {
+		return "", ErrNoActions
+	}
 	msg, err := durable.DecodeMessage(body)
 	if err != nil {
 		c.log.LogAttrs(ctx, slog.LevelError, "malformed message", slog.Int("bytes", len(body)), slog.String("error", err.Error()))

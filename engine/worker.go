@@ -59,15 +59,15 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 			continue
 		}
 		for _, d := range ds {
-			HandleDelivery(calm, cfg.Coordinator, cfg.Receiver, d, log)
+			handleDelivery(calm, cfg.Coordinator, cfg.Receiver, d, log)
 		}
 	}
 	return ctx.Err()
 }
 
-// HandleDelivery handles one received message and deletes it if it is done.
+// handleDelivery handles one received message and deletes it if it is done.
 // It reports whether it was. A nil log discards.
-func HandleDelivery(ctx context.Context, c *Coordinator, r durable.Receiver, d durable.Delivery, log *slog.Logger) bool {
+func handleDelivery(ctx context.Context, c *Coordinator, r durable.Receiver, d durable.Delivery, log *slog.Logger) bool {
 	if log == nil {
 		log = c.log
 	}

@@ -49,7 +49,7 @@ func FromEnvironment(ctx context.Context, reg *engine.Registry) (*Handler, error
 
 // CoordinatorFromEnvironment builds the coordinator FromEnvironment uses,
 // with its logger and the deadline margin, for functions that are not SQS
-// batch handlers (the sweep).
+// batch handlers (the sweep). A nil reg builds one that runs no actions.
 func CoordinatorFromEnvironment(ctx context.Context, reg *engine.Registry) (*engine.Coordinator, *slog.Logger, time.Duration, error) {
 	var missing []string
 	get := func(name string) string {
@@ -93,16 +93,20 @@ func CoordinatorFromEnvironment(ctx context.Context, reg *engine.Registry) (*eng
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	invoker := &lambdaaction.Invoker{Client: awslambda.NewFromConfig(awsCfg)}
-	reg.SetFallback(func(ctx context.Context, call saga.Call) (any, error) {
-		if strings.HasPrefix(call.Action, lambdaaction.Prefix) {
-			return invoker.Invoke(ctx, call)
-		}
-		return nil, saga.Permanent(saga.NewError(lang.ErrorTypeActionNotFound,
-			fmt.Sprintf("no action %q in this function: register it in your advance function, or use lambda:<function>", call.Action)))
-	})
+	var actions engine.Invoker // none for the sweep, which runs no action
+	if reg != nil {
+		invoker := &lambdaaction.Invoker{Client: awslambda.NewFromConfig(awsCfg)}
+		reg.SetFallback(func(ctx context.Context, call saga.Call) (any, error) {
+			if strings.HasPrefix(call.Action, lambdaaction.Prefix) {
+				return invoker.Invoke(ctx, call)
+			}
+			return nil, saga.Permanent(saga.NewError(lang.ErrorTypeActionNotFound,
+				fmt.Sprintf("no action %q in this function: register it in your advance function, or use lambda:<function>", call.Action)))
+		})
+		actions = reg
+	}
 	log := slog.New(lambdacontext.NewLogHandler())
-	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: store, Queue: queue, Actions: reg, Logger: log})
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: store, Queue: queue, Actions: actions, Logger: log})
 	if err != nil {
 		return nil, nil, 0, err
 	}

@@ -23,7 +23,7 @@ type sweeper struct {
 }
 
 func newHandler(ctx context.Context) (*sweeper, error) {
-	coord, log, _, err := sqshandler.CoordinatorFromEnvironment(ctx, engine.NewRegistry())
+	coord, log, _, err := sqshandler.CoordinatorFromEnvironment(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
