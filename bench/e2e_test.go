@@ -41,7 +41,7 @@ func TestE2EThroughput(t *testing.T) {
 	}
 	const steps = 5
 	n := envInt("BENCH_E2E_SAGAS", 100)
-	plan, err := saga.Compile("linear.yaml", []byte(linearSaga(steps)))
+	plan, err := saga.Compile("linear.yaml", []byte(linearSaga(steps)), saga.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

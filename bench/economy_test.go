@@ -83,8 +83,8 @@ func TestRequestEconomy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	orderPlan, _ := saga.Compile("order.yaml", order.Definition)
-	linear, err := saga.Compile("linear.yaml", []byte(linearSaga(10)))
+	orderPlan, _ := saga.Compile("order.yaml", order.Definition, saga.Options{})
+	linear, err := saga.Compile("linear.yaml", []byte(linearSaga(10)), saga.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 // step with a clear error (and compensates) instead of being written.
 func TestPayloadSize(t *testing.T) {
 	b := awstest.New(t)
-	plan, err := saga.Compile("linear.yaml", []byte(linearSaga(3)))
+	plan, err := saga.Compile("linear.yaml", []byte(linearSaga(3)), saga.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

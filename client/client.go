@@ -95,7 +95,7 @@ type StartParams struct {
 // same definition and input returns the existing saga; with a different
 // one it is durable.ErrExists.
 func (c *Client) Start(ctx context.Context, p StartParams) (*saga.State, error) {
-	plan, err := saga.Compile(p.File, p.Definition)
+	plan, err := saga.Compile(p.File, p.Definition, saga.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 func TestOrderSagaCost(t *testing.T) {
-	plan, err := saga.Compile("order.yaml", order.Definition)
+	plan, err := saga.Compile("order.yaml", order.Definition, saga.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestOrderSagaCost(t *testing.T) {
 // TestWalkRefusesFiguresThatCannotBe: a negative or non-finite figure
 // would print a negative or NaN cost; zero still means the default.
 func TestWalkRefusesFiguresThatCannotBe(t *testing.T) {
-	plan, err := saga.Compile("order.yaml", order.Definition)
+	plan, err := saga.Compile("order.yaml", order.Definition, saga.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,6 @@ func randomID() string {
 	return hex.EncodeToString(b[:])
 }
 
-
 // StartParams starts a saga.
 type StartParams struct {
 	Plan   *saga.Plan
@@ -121,7 +120,7 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*saga.State, e
 	var h heard
 	first := func(limit int) (*saga.State, durable.SagaRecord, error) {
 		st := &saga.State{}
-		if _, err := plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: now, Rand: rnd, SagaID: id, Input: input, OnStep: c.observer(&h, id, st, nil), StoreLimit: limit}); err != nil {
+		if err := plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: now, Rand: rnd, SagaID: id, Input: input, OnStep: c.observer(&h, id, st, nil), StoreLimit: limit}); err != nil {
 			return nil, durable.SagaRecord{}, err
 		}
 		rec, err := st.Record(nil)
@@ -218,7 +217,7 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind saga.EventK
 			return st, nil
 		}
 		var h heard
-		if _, err := plan.Advance(st, saga.Event{Kind: kind, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Skip: skip, OnStep: c.observer(&h, sagaID, st, nil)}); err != nil {
+		if err := plan.Advance(st, saga.Event{Kind: kind, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Skip: skip, OnStep: c.observer(&h, sagaID, st, nil)}); err != nil {
 			return nil, err
 		}
 		err = c.write(ctx, st, rec.Version, &h)

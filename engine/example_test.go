@@ -26,7 +26,8 @@ steps:
     compensate: {action: hotels.cancel, with: {booking: "${vars.hotel.id}"}}
   - id: car
     action: cars.rent
-`))
+`), saga.Options{})
+
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -34,7 +35,7 @@ steps:
 	input, _ := plan.CheckInput(map[string]any{"city": "Lisbon"})
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	st := &saga.State{}
-	plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: now, SagaID: "trip-1", Input: input})
+	_ = plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: now, SagaID: "trip-1", Input: input})
 	for {
 		call, err := plan.Call(st, now)
 		if err != nil {
@@ -49,7 +50,7 @@ steps:
 			out = map[string]any{"id": call.Step + "-42"}
 		}
 		fmt.Printf("%s %v\n", call.Action, call.Input)
-		plan.Advance(st, saga.Event{Kind: saga.EventResult, Now: now, Output: out, Err: callErr})
+		_ = plan.Advance(st, saga.Event{Kind: saga.EventResult, Now: now, Output: out, Err: callErr})
 	}
 	fmt.Println(st.Status, "after", st.Failure)
 	// Output:

@@ -106,7 +106,7 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 			ev.OnStep = c.observer(h, msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating, took: took})
 		}
 		base := st.Version
-		if _, err := plan.Advance(st, ev); err != nil {
+		if err := plan.Advance(st, ev); err != nil {
 			return err
 		}
 		return c.write(ctx, st, base, h)

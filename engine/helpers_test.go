@@ -15,7 +15,7 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func mustCompile(t testing.TB, src string) *saga.Plan {
 	t.Helper()
-	p, err := saga.Compile("test.yaml", []byte(src))
+	p, err := saga.Compile("test.yaml", []byte(src), saga.Options{})
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}
@@ -28,7 +28,7 @@ func mustCompileFile(t testing.TB, path string) *saga.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := saga.Compile(path, src)
+	p, err := saga.Compile(path, src, saga.Options{})
 	if err != nil {
 		t.Fatalf("compile %s: %v", path, err)
 	}

@@ -9,13 +9,16 @@ import (
 	"github.com/lambdasaga/lambdasaga/lang"
 )
 
-// Advance applies ev to st and returns the messages to send. st is updated
-// in place to the next version: Version goes up by one, and the caller
-// writes it conditionally on the old version. Advance does no I/O and reads
-// no clock or random source but those in ev. On error st is unchanged.
-func (p *Plan) Advance(st *State, ev Event) (Result, error) {
+// Advance applies ev to st, in place, making its next version: Version goes
+// up by one, and the caller writes st conditionally on the old version. The
+// messages the transition sends are st.Outbox: the caller sends them once
+// st is written, and since they are part of the state, a crash between the
+// write and the send loses none (the next delivery sends them again).
+// Advance does no I/O and reads no clock or random source but those in ev.
+// On error st is unchanged.
+func (p *Plan) Advance(st *State, ev Event) error {
 	if err := p.admit(st, ev); err != nil {
-		return Result{}, err
+		return err
 	}
 	r := runner{p: p, st: st, ev: ev}
 	var retryDue time.Time
@@ -81,7 +84,7 @@ func (p *Plan) Advance(st *State, ev Event) (Result, error) {
 		st.Outbox = st.Outbox[:0]
 		r.compensate(r.tooLarge(step, "starting it"))
 	}
-	return Result{Messages: st.Outbox}, nil
+	return nil
 }
 
 func cancelled() *StepError {

@@ -2,6 +2,7 @@ package saga_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -144,7 +145,7 @@ steps:
 			t.Fatalf("attempt %d", r.calls[2].Attempt)
 		}
 		// The retry message carries the delay and the new version.
-		msg := r.results[1].Messages[0]
+		msg := r.outboxes[1][0]
 		if msg.Delay != time.Second || msg.Attempt != 2 || msg.Version != 2 || msg.Queue != durable.QueueAdvance {
 			t.Fatalf("retry message %+v", msg)
 		}
@@ -398,14 +399,13 @@ func TestAdvanceCancelAndResume(t *testing.T) {
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
 	st := &saga.State{}
 	in, _ := p.CheckInput(orderIn(1))
-	step := func(ev saga.Event) saga.Result {
+	step := func(ev saga.Event) []durable.Message {
 		t.Helper()
 		ev.Now = t0
-		res, err := p.Advance(st, ev)
-		if err != nil {
+		if err := p.Advance(st, ev); err != nil {
 			t.Fatal(err)
 		}
-		return res
+		return slices.Clone(st.Outbox)
 	}
 	step(saga.Event{Kind: saga.EventStart, SagaID: "c-1", Input: in})
 	step(saga.Event{Kind: saga.EventResult, Output: map[string]any{"id": "r-1"}}) // reserve done, charge pending
@@ -415,8 +415,8 @@ func TestAdvanceCancelAndResume(t *testing.T) {
 	if st.Status != durable.StatusRunning || !st.CancelRequested || st.Failure != nil {
 		t.Fatalf("after cancel: %s requested %v %+v", st.Status, st.CancelRequested, st.Failure)
 	}
-	if len(res.Messages) != 1 || res.Messages[0].Queue != durable.QueueAdvance || res.Messages[0].Step != "charge" || res.Messages[0].Version != st.Version {
-		t.Fatalf("messages %+v", res.Messages)
+	if len(res) != 1 || res[0].Queue != durable.QueueAdvance || res[0].Step != "charge" || res[0].Version != st.Version {
+		t.Fatalf("messages %+v", res)
 	}
 	// The charge went through: it is compensated with the rest, and no
 	// later step runs.
@@ -424,10 +424,10 @@ func TestAdvanceCancelAndResume(t *testing.T) {
 	if st.Status != durable.StatusCompensating || st.Failure.Type != lang.ErrorTypeCancelled || st.CancelRequested {
 		t.Fatalf("after the charge: %s %+v", st.Status, st.Failure)
 	}
-	if len(res.Messages) != 1 || res.Messages[0].Queue != durable.QueueCompensate || res.Messages[0].Step != "charge" {
-		t.Fatalf("messages %+v", res.Messages)
+	if len(res) != 1 || res[0].Queue != durable.QueueCompensate || res[0].Step != "charge" {
+		t.Fatalf("messages %+v", res)
 	}
-	if _, err := p.Advance(st, saga.Event{Kind: saga.EventCancel, Now: t0}); !errors.Is(err, saga.ErrInvalidEvent) {
+	if err := p.Advance(st, saga.Event{Kind: saga.EventCancel, Now: t0}); !errors.Is(err, saga.ErrInvalidEvent) {
 		t.Fatalf("second cancel: %v", err)
 	}
 	step(saga.Event{Kind: saga.EventResult}) // refunded
@@ -437,8 +437,8 @@ func TestAdvanceCancelAndResume(t *testing.T) {
 	}
 	version := st.Version
 	res = step(saga.Event{Kind: saga.EventResume})
-	if st.Status != durable.StatusCompensating || len(res.Messages) != 1 || res.Messages[0].Attempt != 1 || st.Version != version+1 {
-		t.Fatalf("after resume: %s %+v", st.Status, res.Messages)
+	if st.Status != durable.StatusCompensating || len(res) != 1 || res[0].Attempt != 1 || st.Version != version+1 {
+		t.Fatalf("after resume: %s %+v", st.Status, res)
 	}
 	call, err := p.Call(st, t0)
 	if err != nil || call.Action != "inventory.release" || call.IdempotencyKey != "c-1/reserve.compensate/1" {
@@ -448,7 +448,7 @@ func TestAdvanceCancelAndResume(t *testing.T) {
 	if st.Status != durable.StatusCompensated || len(st.Stack) != 0 {
 		t.Fatalf("final %s stack %v", st.Status, st.Stack)
 	}
-	if _, err := p.Advance(st, saga.Event{Kind: saga.EventResume, Now: t0}); !errors.Is(err, saga.ErrInvalidEvent) {
+	if err := p.Advance(st, saga.Event{Kind: saga.EventResume, Now: t0}); !errors.Is(err, saga.ErrInvalidEvent) {
 		t.Fatalf("resume of a compensated saga: %v", err)
 	}
 }
@@ -512,7 +512,7 @@ func TestAdvanceRejectsEventsThatDoNotApply(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := tt.st.Version
-			if _, err := tt.plan.Advance(tt.st, tt.ev); !errors.Is(err, saga.ErrInvalidEvent) {
+			if err := tt.plan.Advance(tt.st, tt.ev); !errors.Is(err, saga.ErrInvalidEvent) {
 				t.Fatalf("err = %v, want ErrInvalidEvent", err)
 			}
 			if tt.st.Version != before {

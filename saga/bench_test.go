@@ -23,7 +23,7 @@ func linearSetSaga(n int) string {
 
 func mustPlan(tb testing.TB, src string) *Plan {
 	tb.Helper()
-	p, err := Compile("bench.yaml", []byte(src))
+	p, err := Compile("bench.yaml", []byte(src), Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func mustPlan(tb testing.TB, src string) *Plan {
 // advanceWhole runs a whole saga of pure steps with one Advance call.
 func advanceWhole(p *Plan, st *State) {
 	*st = State{Outbox: st.Outbox[:0], Cursors: st.Cursors[:0]}
-	if _, err := p.Advance(st, Event{Kind: EventStart, Now: benchNow, SagaID: "bench-1"}); err != nil || st.Status != durable.StatusSucceeded {
+	if err := p.Advance(st, Event{Kind: EventStart, Now: benchNow, SagaID: "bench-1"}); err != nil || st.Status != durable.StatusSucceeded {
 		panic(fmt.Sprintf("advance: %v %s", err, st.Status))
 	}
 }

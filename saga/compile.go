@@ -3,6 +3,7 @@ package saga
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -20,17 +21,19 @@ func DefinitionHash(src []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Compile parses and validates a definition and compiles it into a Plan.
-// Every problem found is reported at once in a *DefinitionError.
-func Compile(file string, src []byte, opts ...Options) (*Plan, error) {
-	var o Options
-	if len(opts) > 0 {
-		o = opts[0]
-	}
+// Compile parses and validates a definition and compiles it into a Plan;
+// file names the source in problems. The zero Options are the defaults.
+// Every problem found is reported at once in a *lang.DefinitionError,
+// which matches lang.ErrInvalidDefinition.
+func Compile(file string, src []byte, opts Options) (*Plan, error) {
 	def, err := lang.Parse(file, src)
-	c := &compiler{def: def, opts: o.withDefaults()}
+	c := &compiler{def: def, opts: opts.withDefaults()}
 	if err != nil {
-		c.problems = err.(*lang.DefinitionError).Problems
+		var de *lang.DefinitionError
+		if !errors.As(err, &de) {
+			return nil, err
+		}
+		c.problems = de.Problems
 		// Shape problems make further checks noisy; still check what we can.
 		if len(def.Steps) == 0 {
 			return nil, c.result()

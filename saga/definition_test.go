@@ -46,7 +46,7 @@ func TestInvalidDefinitions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = saga.Compile(f, src)
+			_, err = saga.Compile(f, src, saga.Options{})
 			if !errors.Is(err, lang.ErrInvalidDefinition) {
 				t.Fatalf("err = %v, want ErrInvalidDefinition", err)
 			}
@@ -91,7 +91,7 @@ func TestDefinitionLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := saga.Compile("big.yaml", []byte(tt.src))
+			_, err := saga.Compile("big.yaml", []byte(tt.src), saga.Options{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want it to mention %q", err, tt.want)
 			}

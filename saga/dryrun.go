@@ -34,7 +34,7 @@ const dryRunMaxCalls = 3 * DefaultMaxVisits
 // dryRunMaxCalls calls: DryRun then returns an error saying so.
 func (p *Plan) DryRun(params DryRunParams) (*State, error) {
 	st := &State{}
-	if _, err := p.Advance(st, Event{Kind: EventStart, Now: dryRunStart, SagaID: "dry-run", Input: params.Input, OnStep: params.OnStep}); err != nil {
+	if err := p.Advance(st, Event{Kind: EventStart, Now: dryRunStart, SagaID: "dry-run", Input: params.Input, OnStep: params.OnStep}); err != nil {
 		return nil, err
 	}
 	for range dryRunMaxCalls {
@@ -55,7 +55,7 @@ func (p *Plan) DryRun(params DryRunParams) (*State, error) {
 				out, callErr = params.Act(call)
 			}
 		}
-		if _, err := p.Advance(st, Event{Kind: EventResult, Now: dryRunStart, Output: out, Err: callErr, OnStep: params.OnStep}); err != nil {
+		if err := p.Advance(st, Event{Kind: EventResult, Now: dryRunStart, Output: out, Err: callErr, OnStep: params.OnStep}); err != nil {
 			return nil, err
 		}
 	}

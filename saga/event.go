@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/lang"
 )
 
@@ -90,11 +89,4 @@ type StepRecord struct {
 	Compensation bool
 	Delay        time.Duration // before the retry, for OutcomeRetrying
 	Error        *StepError    // for failures
-}
-
-// Result is what a transition produces besides the new state.
-type Result struct {
-	// Messages is the outbox the caller must send once the state is written;
-	// the same slice as the new state's Outbox.
-	Messages []durable.Message
 }

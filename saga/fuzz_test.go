@@ -22,7 +22,7 @@ func FuzzCompile(f *testing.F) {
 	f.Add([]byte("saga: x\nsteps: [{id: a, set: {x: \"${{'a': {'b': '}'}}}\"}}]"))
 	f.Add([]byte("saga: x\nsteps: [{id: a, set: {x: \"${\"}}]"))
 	f.Fuzz(func(t *testing.T, src []byte) {
-		p, err := saga.Compile("fuzz.yaml", src)
+		p, err := saga.Compile("fuzz.yaml", src, saga.Options{})
 		if err != nil {
 			var de *lang.DefinitionError
 			if !errors.As(err, &de) || len(de.Problems) == 0 {

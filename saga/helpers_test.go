@@ -3,6 +3,7 @@ package saga_test
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func mustCompile(t testing.TB, src string) *saga.Plan {
 	t.Helper()
-	p, err := saga.Compile("test.yaml", []byte(src))
+	p, err := saga.Compile("test.yaml", []byte(src), saga.Options{})
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}
@@ -28,7 +29,7 @@ func mustCompileFile(t testing.TB, path string) *saga.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := saga.Compile(path, src)
+	p, err := saga.Compile(path, src, saga.Options{})
 	if err != nil {
 		t.Fatalf("compile %s: %v", path, err)
 	}
@@ -41,11 +42,11 @@ type behaviour func(c saga.Call) (any, error)
 
 // run is a saga driven to a final status in memory, with everything it did.
 type run struct {
-	st      *saga.State
-	trace   []string // "step:outcome" or "step.compensate:outcome", in order
-	calls   []saga.Call
-	delays  []time.Duration
-	results []saga.Result
+	st       *saga.State
+	trace    []string // "step:outcome" or "step.compensate:outcome", in order
+	calls    []saga.Call
+	delays   []time.Duration
+	outboxes [][]durable.Message // what each transition sent
 }
 
 // drive starts a saga and answers every pending call with act until the
@@ -68,12 +69,10 @@ func drive(t testing.TB, p *saga.Plan, input map[string]any, act behaviour) *run
 	if err != nil {
 		t.Fatalf("input: %v", err)
 	}
-	res, err := p.Advance(r.st, saga.Event{Kind: saga.EventStart, Now: now, SagaID: "s-1", Input: in, OnStep: onStep, Rand: 0.5})
-	if err != nil {
+	if err := p.Advance(r.st, saga.Event{Kind: saga.EventStart, Now: now, SagaID: "s-1", Input: in, OnStep: onStep, Rand: 0.5}); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	res.Messages = append([]durable.Message(nil), res.Messages...)
-	r.results = append(r.results, res)
+	r.outboxes = append(r.outboxes, slices.Clone(r.st.Outbox)) // the next transition reuses the outbox
 	for range 1000 {
 		if _, ok := r.st.Pending(); !ok {
 			return r
@@ -90,12 +89,10 @@ func drive(t testing.TB, p *saga.Plan, input map[string]any, act behaviour) *run
 				out, err = act(call)
 			}
 		}
-		res, err := p.Advance(r.st, saga.Event{Kind: saga.EventResult, Now: now, Output: out, Err: err, OnStep: onStep, Rand: 0.5})
-		if err != nil {
+		if err := p.Advance(r.st, saga.Event{Kind: saga.EventResult, Now: now, Output: out, Err: err, OnStep: onStep, Rand: 0.5}); err != nil {
 			t.Fatalf("advance: %v", err)
 		}
-		res.Messages = append([]durable.Message(nil), res.Messages...) // the outbox is reused by the next transition
-		r.results = append(r.results, res)
+		r.outboxes = append(r.outboxes, slices.Clone(r.st.Outbox))
 	}
 	t.Fatalf("saga did not finish in 1000 transitions")
 	return nil

@@ -25,7 +25,7 @@ steps:
     with: {x: "${vars.ab}"}
 `)
 	for range 30 {
-		_, err := saga.Compile("s.yaml", src)
+		_, err := saga.Compile("s.yaml", src, saga.Options{})
 		if err == nil || !strings.Contains(err.Error(), "reads vars.ab, but no step sets it (did you mean vars.aa?)") {
 			t.Fatalf("got %v", err)
 		}

@@ -265,7 +265,7 @@ func TestYAMLDocumentShape(t *testing.T) {
 	refused(t, "saga: x\nsteps: [{id: a, action: work, with: {zip: 01234}}]\n", saga.Options{}, "test.yaml:2:", "leading zero")
 	accepted(t, "saga: x\nsteps: [{id: a, action: work, with: {zip: \"01234\", n: 0, m: -5}}]\n", saga.Options{})
 	// A plain date is text, as the user wrote it.
-	p, err := saga.Compile("test.yaml", []byte("saga: x\nsteps: [{id: a, succeed: {output: {d: 2001-12-14}}}]\n"))
+	p, err := saga.Compile("test.yaml", []byte("saga: x\nsteps: [{id: a, succeed: {output: {d: 2001-12-14}}}]\n"), saga.Options{})
 	if err != nil {
 		t.Fatalf("a plain date refused: %v", err)
 	}
@@ -313,7 +313,7 @@ steps:
 `
 	var first string
 	for i := range 50 {
-		_, err := saga.Compile("test.yaml", []byte(src))
+		_, err := saga.Compile("test.yaml", []byte(src), saga.Options{})
 		if err == nil {
 			t.Fatal("compiled")
 		}

@@ -317,7 +317,7 @@ func TestReadmeExampleValidates(t *testing.T) {
 		t.Fatal("no yaml block in README.md")
 	}
 	def, _, _ := strings.Cut(rest, "```")
-	if _, err := saga.Compile("README.md", []byte(def)); err != nil {
+	if _, err := saga.Compile("README.md", []byte(def), saga.Options{}); err != nil {
 		t.Fatalf("README example: %v", err)
 	}
 }

@@ -17,7 +17,7 @@ import (
 // TestOrderSagaOnEmulators runs the order saga through the coordinator on
 // dynalite and fauxqs, with workers polling the queues.
 func TestOrderSagaOnEmulators(t *testing.T) {
-	plan, err := saga.Compile("order.yaml", order.Definition)
+	plan, err := saga.Compile("order.yaml", order.Definition, saga.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestRequestEconomyPerActionStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, _ := saga.Compile("order.yaml", order.Definition)
+	plan, _ := saga.Compile("order.yaml", order.Definition, saga.Options{})
 	ctx := context.Background()
 	if _, err := coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "econ-1", Input: input(t, "testdata/ok.json")}); err != nil {
 		t.Fatal(err)

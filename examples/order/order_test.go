@@ -29,7 +29,7 @@ func input(t *testing.T, file string) map[string]any {
 }
 
 func TestOrderSaga(t *testing.T) {
-	plan, err := saga.Compile("order.yaml", order.Definition)
+	plan, err := saga.Compile("order.yaml", order.Definition, saga.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

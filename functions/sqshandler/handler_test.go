@@ -54,7 +54,7 @@ func newRig(t *testing.T, reserve engine.ActionFunc) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := saga.Compile("order.yaml", order.Definition)
+	plan, err := saga.Compile("order.yaml", order.Definition, saga.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

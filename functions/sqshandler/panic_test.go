@@ -57,7 +57,7 @@ func newBatchRig(t *testing.T, ids ...string) *batchRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := saga.Compile("order.yaml", order.Definition)
+	plan, err := saga.Compile("order.yaml", order.Definition, saga.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

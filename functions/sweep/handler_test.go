@@ -40,7 +40,7 @@ func TestSweepHandlerResendsStrandedSaga(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, _ := saga.Compile("order.yaml", order.Definition)
+	plan, _ := saga.Compile("order.yaml", order.Definition, saga.Options{})
 	in := map[string]any{"order_id": "o", "customer": "c", "amount": 1.0, "currency": "EUR", "card": "4242", "items": []any{"a"}}
 	if _, err := coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "stranded", Input: in}); err == nil {
 		t.Fatal("start sent its message despite the failing queue")

@@ -120,7 +120,7 @@ func TestGeneratorCoversEveryStepKind(t *testing.T) {
 		if len(c.Input) > saga.MaxInputBytes {
 			overLimit++
 		}
-		if _, err := saga.Compile("prop.yaml", c.YAML); err == nil {
+		if _, err := saga.Compile("prop.yaml", c.YAML, saga.Options{}); err == nil {
 			accepted++
 		}
 	}

@@ -64,7 +64,7 @@ type plansByName map[string]*saga.Plan
 func compilePlans() (plansByName, error) {
 	out := plansByName{}
 	for name, src := range map[string]string{"transfer": transferDef, "trip": tripDef} {
-		p, err := saga.Compile(name+".yaml", []byte(src))
+		p, err := saga.Compile(name+".yaml", []byte(src), saga.Options{})
 		if err != nil {
 			return nil, err
 		}
