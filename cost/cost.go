@@ -7,7 +7,9 @@ package cost
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/saga"
@@ -158,8 +160,8 @@ func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
 	s.CostBreakdownUSD["sqs"] = s.SQSRequests * pr.SQSPerMillionRequests / 1e6
 	s.CostBreakdownUSD["dynamodb writes"] = float64(s.DynamoWrites) * s.WRUPerWrite * pr.DynamoPerMillionWRU / 1e6
 	s.CostBreakdownUSD["dynamodb reads"] = float64(s.DynamoReads) * s.RRUPerRead * pr.DynamoPerMillionRRU / 1e6
-	for _, v := range s.CostBreakdownUSD {
-		s.CostLambdaSaga += v
+	for _, k := range slices.Sorted(maps.Keys(s.CostBreakdownUSD)) { // one order, so one total to the last bit
+		s.CostLambdaSaga += s.CostBreakdownUSD[k]
 	}
 	s.CostStepFnsSaga = float64(s.SFNTransitions) * pr.StepFunctionsPerMillion / 1e6
 	return s, nil

@@ -243,7 +243,7 @@ func (r *runner) run(idx int) {
 				r.caught(s, 1, r.tooLarge(s.ID, "the values step "+s.ID+" sets"))
 				return
 			}
-			idx = s.next
+			idx = s.nextIndex
 		case lang.KindSwitch:
 			next, err := r.choose(s)
 			if err != nil {
@@ -274,7 +274,7 @@ func (r *runner) run(idx int) {
 				}
 				return
 			}
-			idx = s.next
+			idx = s.nextIndex
 		case lang.KindFail:
 			msg := s.Fail.Message
 			if msg == "" {
@@ -313,17 +313,17 @@ func (r *runner) run(idx int) {
 func (r *runner) choose(s *planStep) (int, error) {
 	for _, c := range s.cases {
 		if c.cond == nil {
-			return c.next, nil
+			return c.nextIndex, nil
 		}
 		ok, err := r.holds(c.cond)
 		if err != nil {
 			return 0, err
 		}
 		if ok {
-			return c.next, nil
+			return c.nextIndex, nil
 		}
 	}
-	return s.next, nil
+	return s.nextIndex, nil
 }
 
 func (r *runner) holds(prg *program) (bool, error) {
@@ -375,7 +375,7 @@ func (r *runner) caught(s *planStep, attempt int, err *StepError) (int, bool) {
 		}
 		if slices.Contains(c.errors, err.Type) || slices.Contains(c.errors, "*") {
 			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCaught, Attempt: attempt, Error: err})
-			return c.next, true
+			return c.nextIndex, true
 		}
 	}
 	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: attempt, Error: err})
@@ -431,7 +431,7 @@ func (r *runner) actionResult() {
 		r.compensate(cancelled())
 		return
 	}
-	r.run(s.next)
+	r.run(s.nextIndex)
 }
 
 // complete records a succeeded action: its output in its var (when kept)

@@ -91,12 +91,12 @@ func (c *compiler) compile() *Plan {
 	}
 	p.steps = make([]*planStep, len(def.Steps))
 	for i, s := range def.Steps {
-		ps := &planStep{Step: s, idx: i, next: i + 1}
+		ps := &planStep{Step: s, idx: i, nextIndex: i + 1}
 		if i+1 == len(def.Steps) {
-			ps.next = end
+			ps.nextIndex = end
 		}
 		if s.Next != "" {
-			ps.next = c.target(s, "next", s.Next)
+			ps.nextIndex = c.target(s, "next", s.Next)
 		}
 		p.steps[i] = ps
 	}
@@ -185,7 +185,7 @@ func (c *compiler) compileStep(ps *planStep) {
 		} else if ct.Next != "" {
 			next = c.target(s, field+".next", ct.Next, ct.Pos)
 		}
-		ps.catch = append(ps.catch, compiledCatch{errors: ct.Errors, next: next})
+		ps.catch = append(ps.catch, compiledCatch{errors: ct.Errors, nextIndex: next})
 	}
 	switch s.Kind {
 	case lang.KindAction:
@@ -231,14 +231,14 @@ func (c *compiler) compileStep(ps *planStep) {
 		}
 	case lang.KindSwitch:
 		for i, cs := range s.Switch {
-			cc := compiledCase{next: end}
+			cc := compiledCase{nextIndex: end}
 			field := fmt.Sprintf("switch[%d]", i)
 			if cs.Next != "" {
 				f := field + ".next"
 				if cs.Default {
 					f = field + ".default"
 				}
-				cc.next = c.target(s, f, cs.Next, cs.Pos)
+				cc.nextIndex = c.target(s, f, cs.Next, cs.Pos)
 			}
 			if !cs.Default {
 				cc.cond = c.condition(s, field+".if", cs.If, cs.Pos)

@@ -26,7 +26,7 @@ func (c *compiler) successors(i int) (succ []int, onSuccess []bool) {
 	}
 	switch ps.Kind {
 	case lang.KindAction, lang.KindSet, lang.KindAssert, "": // "": a shape error, reported already; assume it falls through
-		add(ps.next, true)
+		add(ps.nextIndex, true)
 	case lang.KindSwitch:
 		hasDefault := false
 		for _, cs := range ps.Switch {
@@ -36,7 +36,7 @@ func (c *compiler) successors(i int) (succ []int, onSuccess []bool) {
 			hasDefault = hasDefault || cs.Default
 		}
 		if !hasDefault {
-			add(ps.next, true)
+			add(ps.nextIndex, true)
 		}
 	}
 	for _, ct := range ps.Catch {

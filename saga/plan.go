@@ -19,19 +19,22 @@ type Plan struct {
 	index map[string]int
 }
 
+// planStep is a step compiled: its definition (embedded, so s.ID and
+// s.Timeout read through) and what compiling it produced. Step ids stay
+// ids; every field that holds a position in Plan.steps is an index.
 type planStep struct {
 	*lang.Step
-	idx     int
-	next    int // the step after this one when it completes: Next, or the following one
-	with    *template
-	set     []compiledAssign
-	cases   []compiledCase
-	assert  *program
-	succeed *template
-	catch   []compiledCatch
-	retry   lang.RetryPolicy
-	comp    *compiledComp
-	inLoop  bool
+	idx       int
+	nextIndex int // the step after this one when it completes: the index of Next, or the following one; end after the last
+	with      *template
+	set       []compiledAssign
+	cases     []compiledCase
+	assert    *program
+	succeed   *template
+	catch     []compiledCatch
+	retry     lang.RetryPolicy
+	comp      *compiledComp
+	inLoop    bool
 	// keepOut: the step's output is kept with its completion, for its
 	// compensation to read, because its var may be overwritten before the
 	// compensation runs: the step is in a loop, or another step (an
@@ -45,13 +48,13 @@ type compiledAssign struct {
 }
 
 type compiledCase struct {
-	cond *program // nil for default
-	next int
+	cond      *program // nil for default
+	nextIndex int      // the index of the case's Next
 }
 
 type compiledCatch struct {
-	errors []string
-	next   int
+	errors    []string
+	nextIndex int // the index of the catch's Next
 }
 
 type compiledComp struct {
