@@ -187,9 +187,9 @@ func (q *Queue) Delete(ctx context.Context, p *durable.DeleteParams) error {
 		return err
 	}
 	_, err = q.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: &p.ReceiptHandle})
-	var ae smithy.APIError
-	if errors.As(err, &ae) && strings.Contains(ae.ErrorCode(), "ReceiptHandleIsInvalid") {
-		return nil // stale: the message was received again, or is gone
+	var stale *types.ReceiptHandleIsInvalid
+	if errors.As(err, &stale) {
+		return nil // the message was received again, or is gone
 	}
 	return interpretError(err)
 }
@@ -205,17 +205,20 @@ func (q *Queue) ChangeVisibility(ctx context.Context, name durable.QueueName, re
 	return interpretError(err)
 }
 
-// interpretError translates SQS throttling into durable.ErrThrottled.
+// interpretError translates SQS throttling into durable.ErrThrottled,
+// keeping the SDK's error in the chain.
 func interpretError(err error) error {
 	if err == nil {
 		return nil
 	}
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		switch ae.ErrorCode() {
-		case "ThrottlingException", "RequestThrottled", "KmsThrottled", "AWS.SimpleQueueService.RequestThrottled":
-			return fmt.Errorf("%w: %s", durable.ErrThrottled, ae.ErrorMessage())
-		}
+	var (
+		throttled *types.RequestThrottled
+		kms       *types.KmsThrottled
+		ae        smithy.APIError
+	)
+	// ThrottlingException is the generic AWS error, which SQS has no type for.
+	if errors.As(err, &throttled) || errors.As(err, &kms) || (errors.As(err, &ae) && ae.ErrorCode() == "ThrottlingException") {
+		return fmt.Errorf("%w: %w", durable.ErrThrottled, err)
 	}
 	return err
 }

@@ -337,24 +337,27 @@ func interpretError(err error) error {
 	if err == nil {
 		return nil
 	}
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
+	var (
+		conflict    *types.ConditionalCheckFailedException
+		provisioned *types.ProvisionedThroughputExceededException
+		throttling  *types.ThrottlingException
+		requests    *types.RequestLimitExceeded
+		limit       *types.LimitExceededException
+		missing     *types.ResourceNotFoundException
+		ae          smithy.APIError
+	)
+	switch {
+	case errors.As(err, &conflict):
 		return durable.ErrConflict
-	}
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		switch ae.ErrorCode() {
-		case "ConditionalCheckFailedException":
-			return durable.ErrConflict
-		case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded", "LimitExceededException":
-			return fmt.Errorf("%w: %s", durable.ErrThrottled, ae.ErrorMessage())
-		case "ResourceNotFoundException":
-			return fmt.Errorf("table missing: %s: %w", ae.ErrorMessage(), err)
-		case "ValidationException":
-			if strings.Contains(ae.ErrorMessage(), "Item size") {
-				return fmt.Errorf("%w: %s", durable.ErrTooLarge, ae.ErrorMessage())
-			}
-		}
+	case errors.As(err, &provisioned), errors.As(err, &throttling), errors.As(err, &requests), errors.As(err, &limit):
+		return fmt.Errorf("%w: %w", durable.ErrThrottled, err)
+	case errors.As(err, &missing):
+		return fmt.Errorf("table missing: %w", err)
+	case errors.As(err, &ae) && ae.ErrorCode() == "ValidationException" && strings.Contains(ae.ErrorMessage(), "Item size"):
+		// DynamoDB has no error type for an item over 400 KB, only this
+		// ValidationException message (Put checks sizes first; this is
+		// the backstop).
+		return fmt.Errorf("%w: %w", durable.ErrTooLarge, err)
 	}
 	return err
 }
