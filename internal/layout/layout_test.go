@@ -1,0 +1,87 @@
+package layout_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/lambdasaga/lambdasaga"
+
+// packages lists every package of the module (tests excluded) with its
+// imports and everything it depends on, from go list.
+func packages(t *testing.T) map[string]pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}|{{join .Imports \" \"}}|{{join .Deps \" \"}}|{{.Standard}}", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := map[string]pkg{}
+	for line := range strings.Lines(strings.TrimSpace(string(out))) {
+		f := strings.Split(strings.TrimSpace(line), "|")
+		path := strings.TrimPrefix(strings.TrimPrefix(f[0], module), "/")
+		pkgs[path] = pkg{imports: strings.Fields(f[1]), deps: strings.Fields(f[2])}
+	}
+	return pkgs
+}
+
+type pkg struct{ imports, deps []string }
+
+// own is the module-relative path of a module package, or "".
+func own(path string) string {
+	if rest, ok := strings.CutPrefix(path, module+"/"); ok {
+		return rest
+	}
+	return ""
+}
+
+func standard(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+func under(path string, dirs ...string) bool {
+	for _, d := range dirs {
+		if path == d || strings.HasPrefix(path, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestDependenciesPointOneWay(t *testing.T) {
+	pkgs := packages(t)
+	if len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages; expected the whole module", len(pkgs))
+	}
+	for path, p := range pkgs {
+		for _, d := range p.deps {
+			switch {
+			case path == "durable" && !standard(d):
+				t.Errorf("durable depends on %s: the contract imports only the standard library", d)
+			case under(path, "store", "queue") && (strings.HasPrefix(d, "github.com/google/cel-go") || strings.HasPrefix(d, "github.com/antlr4-go") || strings.HasPrefix(d, "go.yaml.in/yaml")):
+				t.Errorf("%s depends on %s: adapters and their suites compile none of the engine", path, d)
+			case under(path, "durable", "lang", "saga", "engine") && strings.HasPrefix(d, "github.com/aws/"):
+				t.Errorf("%s depends on %s: the core knows nothing of AWS", path, d)
+			case d == "github.com/aws/aws-lambda-go/lambda" && !under(path, "functions", "examples/order/cmd", "internal/chaos/fn"):
+				t.Errorf("%s depends on aws-lambda-go/lambda: only Lambda mains do", path)
+			}
+		}
+		for _, i := range p.imports {
+			o := own(i)
+			if o == "" {
+				continue
+			}
+			switch {
+			case under(path, "store", "queue") && !under(o, "durable") && !under(o, "internal/awslocal"):
+				t.Errorf("%s imports %s: an adapter imports the contract (durable), never the engine or another adapter", path, o)
+			case path == "lang" && o != "durable":
+				t.Errorf("lang imports %s: the language stands below the compiler and the runtime", o)
+			case path == "saga" && !under(o, "durable", "lang"):
+				t.Errorf("saga imports %s: the pure core imports only the contract and the language", o)
+			case path == "engine" && !under(o, "durable", "lang", "saga"):
+				t.Errorf("engine imports %s: the runtime imports only the core and the contract", o)
+			}
+		}
+	}
+}
