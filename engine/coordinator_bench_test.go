@@ -101,7 +101,7 @@ func BenchmarkCoordinator(b *testing.B) {
 }
 
 // TestHandlePassAllocs pins the allocations of one handler pass exactly
-// (budget: under 40, shared/DESIGN.md section 6).
+// (budget: under 40, bench/README.md "Budgets").
 func TestHandlePassAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes allocation counts")

@@ -8,7 +8,7 @@ import (
 // TestAllocs pins the allocation count of every engine benchmark exactly:
 // counts are deterministic, so one more allocation fails here, on the change
 // that adds it. When a change lowers a count, lower the pin with it. The
-// budgets of shared/DESIGN.md are the ceilings the pins must stay under.
+// budgets in bench/README.md are the ceilings the pins must stay under.
 func TestAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes allocation counts; the pins hold in a normal build")

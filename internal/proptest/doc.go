@@ -1,5 +1,5 @@
 // Package proptest checks the promise "what validation accepts must run"
-// (shared/DESIGN.md section 2): it generates saga definitions, inputs and
+// (docs/RELIABILITY.md, "What validation accepts must run"): it generates saga definitions, inputs and
 // action behaviours from a seeded random source (or a fuzzer's bytes), and
 // for every definition saga.Compile accepts and every input Start accepts
 // it runs the saga on the memory store and queue and checks that

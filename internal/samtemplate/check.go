@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Check holds the template to the rules of shared/DESIGN.md section 5 and
+// Check holds the template to the rules a deployment must keep and
 // returns every breach: no wildcard IAM action or resource; every queue a
 // function consumes has a dead-letter queue; every SQS event source reports
 // batch item failures; a consumed queue's visibility timeout is at least six

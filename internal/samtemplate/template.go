@@ -2,8 +2,8 @@
 // short-form tags) into what lambdasaga needs to know of it: the table, the
 // queues and their dead-letter queues, the functions and their SQS event
 // sources. Local mode creates resources from it, so the template stays the
-// one source of truth, and Check holds it to the rules of shared/DESIGN.md
-// section 5.
+// one source of truth, and Check holds it to the rules a deployment must
+// keep.
 package samtemplate
 
 import (

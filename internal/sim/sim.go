@@ -9,7 +9,7 @@
 // past every limit; actions that run into the invocation's deadline;
 // cancels during actions and between steps; resumes days after a saga
 // parked). One goroutine runs everything, so a seed replays exactly.
-// After each run the invariants of shared/DESIGN.md section 7 are checked.
+// After each run the invariants of docs/RELIABILITY.md are checked.
 package sim
 
 import (
