@@ -43,7 +43,7 @@ func runLocal(c *Config, args []string) int {
 	workers := fs.Int("workers", 2, "workers per function, each with its own aws-lambda-rie")
 	visibility := fs.Duration("visibility", 0, "replace the queues' visibility timeout (e.g. 5s, so failed messages come back soon); default: the template's")
 	emuDir := fs.String("emulators-dir", "tools/emulators", "where the npm emulators are installed (make emulators)")
-	rie := fs.String("rie", "bin/aws-lambda-rie", "the aws-lambda-rie binary; built from go.mod's tool if missing")
+	rie := fs.String("rie", "bin/aws-lambda-rie", "the aws-lambda-rie binary; built from the version tools/mod/go.mod pins if missing")
 	buildDir := fs.String("build-dir", "bin/local", "where the bootstraps are built")
 	logFile := fs.String("log", ".lambdasaga/local.log", "where the functions' output goes")
 	mains := mainsFlag{}
