@@ -16,9 +16,17 @@ import (
 
 // Stat is what one operation cost.
 type Stat struct {
-	Calls      int
-	Errors     int
-	ReadUnits  float64
+	// Calls counts the operation's calls; the SDK's retries within one
+	// call do not add to it.
+	Calls int
+	// Errors counts the calls that returned an error.
+	Errors int
+	// ReadUnits sums the capacity units consumed by GetItem, Query and
+	// Scan calls that set ReturnConsumedCapacity; zero for the others.
+	ReadUnits float64
+	// WriteUnits sums the capacity units consumed by PutItem, UpdateItem
+	// and DeleteItem calls that set ReturnConsumedCapacity; zero for the
+	// others.
 	WriteUnits float64
 }
 

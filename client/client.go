@@ -22,15 +22,24 @@ import (
 
 // Config wires a Client to a store and a queue.
 type Config struct {
+	// Store holds the definitions and sagas; required.
 	Store durable.Store
+	// Queue carries the sagas' messages to the workers; required.
 	Queue durable.Queue
 }
 
 // AWSConfig wires a Client to a deployed stack (see the template's outputs).
 type AWSConfig struct {
-	AWS                aws.Config
-	Table              string
-	AdvanceQueueURL    string
+	// AWS is the SDK configuration (region, credentials) both clients
+	// are built from.
+	AWS aws.Config
+	// Table is the DynamoDB table's name, the stack's output TableName;
+	// required.
+	Table string
+	// AdvanceQueueURL is the stack's output AdvanceQueueUrl; required.
+	AdvanceQueueURL string
+	// CompensateQueueURL is the stack's output CompensateQueueUrl;
+	// required.
 	CompensateQueueURL string
 	// DynamoDBEndpoint and SQSEndpoint, when set, point at emulators.
 	DynamoDBEndpoint, SQSEndpoint string
@@ -84,10 +93,17 @@ func NewAWS(cfg AWSConfig) (*Client, error) {
 // StartParams names the definition (source and file name, for messages),
 // the saga id (empty: a random one) and the input.
 type StartParams struct {
-	File       string
+	// File names the definition in problems ("order.yaml:12:5: ...").
+	File string
+	// Definition is the definition's YAML source.
 	Definition []byte
-	SagaID     string
-	Input      map[string]any
+	// SagaID identifies the saga: 1 to 128 letters, digits, '_', '.',
+	// ':' or '-', starting with a letter or digit; empty: 32 random hex
+	// digits.
+	SagaID string
+	// Input is the saga's input, checked against the definition's
+	// declared input; nil is an empty object.
+	Input map[string]any
 }
 
 // Start validates the definition, registers it, writes the saga's first

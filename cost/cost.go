@@ -39,7 +39,7 @@ var ListPrices = Prices{
 
 // Params describe the deployment and the measurements the estimate uses.
 type Params struct {
-	SagasPerMonth float64
+	SagasPerMonth float64       // checked, not used by Walk: Report takes the volume
 	MemoryMB      int           // the functions' memory (template: 256)
 	Duration      time.Duration // billed duration of one invocation (one action step), measured
 	StateBytes    int           // the saga's state item size, measured
@@ -73,21 +73,21 @@ func (p Params) check() error {
 
 // Saga counts the work of one saga on one path.
 type Saga struct {
-	Path             []string // steps run, in order
-	ActionSteps      int      // messages and invocations
-	Compensations    int
-	Transitions      int // state writes, start included
-	SFNTransitions   int // Step Functions state transitions for the same path
-	DynamoReads      int
-	DynamoWrites     int
-	RRUPerRead       float64
-	WRUPerWrite      float64
-	SQSRequests      float64
-	LambdaInvokes    float64
-	LambdaGBSeconds  float64
-	CostLambdaSaga   float64
-	CostStepFnsSaga  float64
-	CostBreakdownUSD map[string]float64
+	Path             []string           // steps run, in order
+	ActionSteps      int                // messages and invocations
+	Compensations    int                // compensations run once the saga fails; 0 when it succeeds
+	Transitions      int                // state writes, start included
+	SFNTransitions   int                // Step Functions state transitions for the same path
+	DynamoReads      int                // consistent GetItems: one per action step
+	DynamoWrites     int                // PutItems: one per transition
+	RRUPerRead       float64            // read units per read: StateBytes per 4 KB, rounded up
+	WRUPerWrite      float64            // write units per write: StateBytes per KB, rounded up; index writes not counted
+	SQSRequests      float64            // billed requests: a send per action step, a receive and a delete per batch
+	LambdaInvokes    float64            // ActionSteps over BatchSize
+	LambdaGBSeconds  float64            // ActionSteps times Duration times MemoryMB/1024
+	CostLambdaSaga   float64            // USD per saga with lambdasaga: the sum of CostBreakdownUSD
+	CostStepFnsSaga  float64            // USD per saga on Step Functions Standard: SFNTransitions at list price
+	CostBreakdownUSD map[string]float64 // USD per saga by part: "lambda requests", "lambda compute", "sqs", "dynamodb writes", "dynamodb reads"
 }
 
 // Walk dry-runs the saga (actions succeed with their input as output,

@@ -9,8 +9,8 @@ import (
 type QueueName string
 
 const (
-	QueueAdvance    QueueName = "advance"
-	QueueCompensate QueueName = "compensate"
+	QueueAdvance    QueueName = "advance"    // runs a step's action
+	QueueCompensate QueueName = "compensate" // runs a compensation
 )
 
 // QueueNames lists every queue.
@@ -18,12 +18,16 @@ func QueueNames() []QueueName { return []QueueName{QueueAdvance, QueueCompensate
 
 // Message asks a worker to continue a saga that is at Version.
 type Message struct {
-	SagaID  string
+	SagaID string // the saga to continue
+	// Version is the version the saga is expected to be at: the one the
+	// transition that sent the message wrote. 1 to MaxVersion.
 	Version uint64
-	Queue   QueueName
-	Step    string
-	Attempt int
-	Delay   time.Duration
+	Queue   QueueName // the queue it goes to, which says action or compensation
+	Step    string    // the id of the step whose action (or compensation) the saga waits on
+	Attempt int       // which attempt of that action, from 1
+	// Delay holds the message back before its first delivery (a retry's
+	// backoff), at most MaxDelay; zero: at once. It is not part of the body.
+	Delay time.Duration
 }
 
 // MaxDelay is the longest delay one queue message can carry (SQS's limit).
@@ -41,17 +45,17 @@ type Queue interface {
 
 // Delivery is a received message.
 type Delivery struct {
-	Queue         QueueName
-	MessageID     string
-	ReceiptHandle string
-	Body          []byte
-	ReceiveCount  int // 1 on the first delivery
+	Queue         QueueName // the queue it was received from
+	MessageID     string    // the queue's id of the message, for logs
+	ReceiptHandle string    // names this delivery to Delete
+	Body          []byte    // as sent; DecodeMessage reads it
+	ReceiveCount  int       // 1 on the first delivery
 }
 
 // ReceiveParams asks for up to Max messages from Queue.
 type ReceiveParams struct {
-	Queue QueueName
-	Max   int // 1 to 10
+	Queue QueueName // the queue to receive from
+	Max   int       // 1 to 10
 	// Wait is how long to wait for a first message (long polling); zero returns at once.
 	Wait time.Duration
 	// Visibility is how long received messages stay hidden before they are
@@ -61,8 +65,8 @@ type ReceiveParams struct {
 
 // DeleteParams removes a received message for good.
 type DeleteParams struct {
-	Queue         QueueName
-	ReceiptHandle string
+	Queue         QueueName // the Delivery's Queue
+	ReceiptHandle string    // the Delivery's ReceiptHandle
 }
 
 // Receiver is the consuming side of a queue, used by in-process workers and

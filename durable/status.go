@@ -4,12 +4,12 @@ package durable
 type Status string
 
 const (
-	StatusRunning            Status = "running"
-	StatusWaiting            Status = "waiting"
-	StatusCompensating       Status = "compensating"
-	StatusSucceeded          Status = "succeeded"
-	StatusCompensated        Status = "compensated"
-	StatusCompensationFailed Status = "compensation_failed"
+	StatusRunning            Status = "running"             // steps are executing; an action (or its retry) is pending
+	StatusWaiting            Status = "waiting"             // paused on a timer or a signal; reserved for wait and await steps, not yet built
+	StatusCompensating       Status = "compensating"        // a step failed for good; compensations run, newest first
+	StatusSucceeded          Status = "succeeded"           // final: the steps ended or a succeed step ran
+	StatusCompensated        Status = "compensated"         // final: the saga failed or was cancelled, and every compensation completed
+	StatusCompensationFailed Status = "compensation_failed" // final until resumed: a compensation failed for good; parked for an operator
 )
 
 // Statuses lists every status.

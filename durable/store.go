@@ -8,29 +8,29 @@ import (
 // SagaRecord is a saga as a store holds it: the encoded State and the
 // fields a store indexes.
 type SagaRecord struct {
-	SagaID         string
-	Version        uint64
-	Status         Status
-	Name           string
-	DefinitionHash string
-	UpdatedAt      time.Time
-	State          []byte // State.MarshalBinary
+	SagaID         string    // the key; see ValidSagaID
+	Version        uint64    // transitions so far: 1 when created, one more at each update
+	Status         Status    // listings filter on it
+	Name           string    // the saga's name, from its definition
+	DefinitionHash string    // the key of the definition the saga runs (DefinitionRecord.Hash)
+	UpdatedAt      time.Time // the time of the last transition; listings sort on it, newest first
+	State          []byte    // State.MarshalBinary
 }
 
 // SagaCreateParams creates a saga at its first version.
 type SagaCreateParams struct {
-	Record SagaRecord
+	Record SagaRecord // the saga at its first version, 1
 }
 
 // SagaGetParams reads one saga.
 type SagaGetParams struct {
-	SagaID string
+	SagaID string // the saga to read
 }
 
 // SagaUpdateParams replaces a saga, conditionally on its stored version.
 type SagaUpdateParams struct {
 	Record          SagaRecord // Record.Version is ExpectedVersion+1
-	ExpectedVersion uint64
+	ExpectedVersion uint64     // the version the saga must be stored at for the write to happen
 }
 
 // SagaListParams lists sagas, most recently updated first.
@@ -42,37 +42,37 @@ type SagaListParams struct {
 
 // SagaSummary is one saga in a listing.
 type SagaSummary struct {
-	SagaID         string
-	Name           string
-	Status         Status
-	Version        uint64
-	DefinitionHash string
-	UpdatedAt      time.Time
+	SagaID         string    // the saga's id
+	Name           string    // the saga's name, from its definition
+	Status         Status    // its status when listed
+	Version        uint64    // transitions so far
+	DefinitionHash string    // the key of the definition it runs
+	UpdatedAt      time.Time // the time of its last transition; the listing's order
 }
 
 // SagaListResult is one page of a listing.
 type SagaListResult struct {
-	Sagas      []SagaSummary
-	NextCursor string // empty on the last page
+	Sagas      []SagaSummary // one page, most recently updated first
+	NextCursor string        // empty on the last page
 }
 
 // DefinitionPutParams stores a definition's source under its content hash.
 type DefinitionPutParams struct {
-	Hash   string
-	Name   string
-	Source []byte
+	Hash   string // the key: the engine gives the hex SHA-256 of Source; a store takes any string
+	Name   string // the saga's name, for operators
+	Source []byte // the definition as written
 }
 
 // DefinitionGetParams reads a definition by hash.
 type DefinitionGetParams struct {
-	Hash string
+	Hash string // as given to DefinitionPut
 }
 
 // DefinitionRecord is a stored definition.
 type DefinitionRecord struct {
-	Hash   string
-	Name   string
-	Source []byte
+	Hash   string // as stored by DefinitionPut
+	Name   string // as stored by DefinitionPut
+	Source []byte // as stored by DefinitionPut, byte for byte
 }
 
 // Store keeps saga state and definitions. Implementations are safe for

@@ -20,19 +20,22 @@ import (
 
 // Config sets up a Runtime. Actions is required.
 type Config struct {
+	// Actions runs the actions the sagas call, an *engine.Registry for
+	// instance; required.
 	Actions engine.Invoker
 	// Store, Queue and Receiver default to the memory implementations; set
 	// all three to run on DynamoDB and SQS (or their emulators) instead,
 	// with the workers polling like Lambda's event source mapping.
 	Store    durable.Store
-	Queue    durable.Queue
-	Receiver durable.Receiver
+	Queue    durable.Queue    // the sending side of the queues Receiver reads
+	Receiver durable.Receiver // the workers receive from it
 	// Workers per queue; default 2.
 	Workers int
 	// Visibility is how long a message stays hidden while handled before it
 	// is delivered again; default 30s.
 	Visibility time.Duration
-	Logger     *slog.Logger
+	// Logger gets the coordinator's and the workers' lines; default: discard.
+	Logger *slog.Logger
 	// OnStep hears of every step of every saga.
 	OnStep func(engine.StepEvent)
 	// PollInterval is how often Wait looks at a saga; default 2ms.
@@ -41,9 +44,11 @@ type Config struct {
 
 // Runtime is a running in-process saga system.
 type Runtime struct {
-	Store       durable.Store
-	Queue       durable.Queue
-	Receiver    durable.Receiver
+	Store    durable.Store    // Config.Store, or the memory store
+	Queue    durable.Queue    // Config.Queue, or the memory queue
+	Receiver durable.Receiver // Config.Receiver, or the memory queue
+	// Coordinator starts, reads, cancels and resumes sagas; the
+	// runtime's workers handle their messages with it.
 	Coordinator *engine.Coordinator
 
 	cfg    Config

@@ -17,8 +17,8 @@ import (
 
 // CoordinatorConfig wires a Coordinator. Store and Queue are required.
 type CoordinatorConfig struct {
-	Store durable.Store
-	Queue durable.Queue
+	Store durable.Store // keeps the sagas and their definitions
+	Queue durable.Queue // carries the messages of every transition's outbox
 	// Actions runs the actions Handle calls. Leave it nil for a coordinator
 	// that only starts, reads, cancels, resumes and sweeps sagas (a client,
 	// the sweep): its Handle returns ErrNoActions and leaves the message.
@@ -87,9 +87,9 @@ func randomID() string {
 
 // StartParams starts a saga.
 type StartParams struct {
-	Plan   *saga.Plan
-	SagaID string // empty: a new random id
-	Input  map[string]any
+	Plan   *saga.Plan     // the compiled definition to run; required
+	SagaID string         // empty: a new random id
+	Input  map[string]any // checked and converted by Plan.CheckInput; nil: an empty object
 }
 
 // Start registers the plan's definition, writes the saga's first version

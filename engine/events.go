@@ -8,7 +8,7 @@ import (
 
 // StepEvent tells an observer about one step of a saga.
 type StepEvent struct {
-	SagaID  string
+	SagaID  string // the saga the step belongs to
 	Version uint64 // the version the transition wrote
 	saga.StepRecord
 	// Duration is how long the action ran, for the step whose action this

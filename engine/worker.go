@@ -14,16 +14,18 @@ import (
 // WorkerConfig sets up a worker that consumes one queue in process, as
 // Lambda's event source mapping does in AWS.
 type WorkerConfig struct {
-	Coordinator *Coordinator
-	Receiver    durable.Receiver
-	Queue       durable.QueueName
+	Coordinator *Coordinator      // handles each message; required
+	Receiver    durable.Receiver  // receives and deletes the messages; required
+	Queue       durable.QueueName // the queue to consume
 	// Batch is how many messages one receive asks for (1 to 10); default 10.
 	Batch int
 	// Wait is the long-poll wait of one receive; default 20ms.
 	Wait time.Duration
 	// Visibility hides received messages while they are handled; default: the queue's.
 	Visibility time.Duration
-	Logger     *slog.Logger
+	// Logger gets a line for each failed receive, message not handled and
+	// failed delete; default: discard. The coordinator logs to its own.
+	Logger *slog.Logger
 }
 
 // RunWorker receives and handles messages until ctx ends. A handled message

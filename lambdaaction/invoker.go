@@ -25,7 +25,7 @@ const Prefix = "lambda:"
 
 // Invoker calls Lambda functions for lambda: actions.
 type Invoker struct {
-	Client *awslambda.Client
+	Client *awslambda.Client // makes the Invoke calls; required
 }
 
 var _ engine.Invoker = (*Invoker)(nil)

@@ -13,14 +13,16 @@ var ErrInvalidDefinition = errors.New("invalid saga definition")
 
 // Problem is one thing wrong with a definition, located in its source.
 type Problem struct {
-	File    string
-	Line    int
-	Column  int
+	File    string // the file name the definition was parsed with
+	Line    int    // 1-based; zero when the problem has no position
+	Column  int    // 1-based; zero when the problem has no position
 	Step    string // step id, empty for saga-level problems
 	Field   string // dotted field path within the step or saga, e.g. "with.order_id"
-	Message string
+	Message string // what is wrong; where is in the fields above
 }
 
+// String formats the problem as "file:line:column: step ID: field:
+// message", leaving out the parts that are empty.
 func (p Problem) String() string {
 	var b strings.Builder
 	b.WriteString(p.File)
@@ -42,9 +44,10 @@ func (p Problem) String() string {
 // DefinitionError lists every problem found in a definition. It matches
 // ErrInvalidDefinition with errors.Is.
 type DefinitionError struct {
-	Problems []Problem
+	Problems []Problem // in source order, none twice
 }
 
+// Error returns the problems' Strings, one per line.
 func (e *DefinitionError) Error() string {
 	lines := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
@@ -53,6 +56,7 @@ func (e *DefinitionError) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// Is reports whether target is ErrInvalidDefinition.
 func (e *DefinitionError) Is(target error) bool { return target == ErrInvalidDefinition }
 
 // NewDefinitionError reports problems in source order, each once.

@@ -6,12 +6,12 @@ import "time"
 type StepKind string
 
 const (
-	KindAction  StepKind = "action"
-	KindSet     StepKind = "set"
-	KindSwitch  StepKind = "switch"
-	KindAssert  StepKind = "assert"
-	KindFail    StepKind = "fail"
-	KindSucceed StepKind = "succeed"
+	KindAction  StepKind = "action"  // runs an action; may retry, time out, catch and declare a compensation
+	KindSet     StepKind = "set"     // assigns vars, in order
+	KindSwitch  StepKind = "switch"  // goes to the first case whose condition holds
+	KindAssert  StepKind = "assert"  // fails the step when its condition is false
+	KindFail    StepKind = "fail"    // fails the saga: it compensates
+	KindSucceed StepKind = "succeed" // ends the saga, succeeded, with its output (default: vars)
 )
 
 // StepKinds lists every step kind, in documentation order.
@@ -24,45 +24,49 @@ func InputTypes() []string {
 	return []string{"string", "int", "uint", "double", "bool", "bytes", "list", "map", "timestamp", "duration", "any"}
 }
 
-// Pos is a position in a definition's source, 1-based.
-type Pos struct{ Line, Column int }
+// Pos is a position in a definition's source.
+type Pos struct {
+	Line, Column int // 1-based; zero when there is no position
+}
 
 // Definition is a parsed saga definition. It keeps source positions so that
 // validation can point at the offending line.
 type Definition struct {
-	File    string
-	Source  []byte
-	Name    string
-	Input   []InputField // nil when the definition declares no input
+	File   string       // the file name given to Parse, for problems
+	Source []byte       // the source as given; its SHA-256 identifies the definition
+	Name   string       // the saga's name (saga:)
+	Input  []InputField // nil when the definition declares no input
+	// Timeout is the saga's deadline after its start (timeout:); past it
+	// the saga compensates. Zero: no deadline.
 	Timeout time.Duration
-	Steps   []*Step
+	Steps   []*Step // in source order; the first runs first
 
 	pos map[string]Pos // saga-level field -> position
 }
 
 // InputField is one declared input field.
 type InputField struct {
-	Name string
-	Type string
-	Pos  Pos
+	Name string // the field of input it declares
+	Type string // one of InputTypes
+	Pos  Pos    // of the field's name
 }
 
 // Step is one step of a definition. Exactly one of the kind-specific groups
 // of fields is set, according to Kind.
 type Step struct {
-	ID    string
-	Kind  StepKind
-	Pos   Pos
-	Next  string
-	Catch []Catch
+	ID    string   // unique in the definition; ID.compensate names its compensation
+	Kind  StepKind // says which of the groups below is set
+	Pos   Pos      // where the step's mapping starts
+	Next  string   // the step to go to after this one; empty: the following step
+	Catch []Catch  // action and assert steps only; tried in order
 
 	// action
-	Action     string
-	With       *Value
-	Out        string
-	Retry      *RetryPolicy
-	Timeout    time.Duration
-	Compensate *Compensation
+	Action     string        // a Go action's name, or lambda:FUNCTION
+	With       *Value        // the action's input; nil: none
+	Out        string        // the var that receives the output; empty: not kept
+	Retry      *RetryPolicy  // nil: DefaultRetry
+	Timeout    time.Duration // bounds one attempt; zero: no step timeout
+	Compensate *Compensation // what undoes the step; nil: nothing
 
 	Set     []Assignment // set
 	Switch  []Case       // switch
@@ -86,56 +90,56 @@ func (s *Step) FieldPos(field string) Pos {
 // Catch routes a failure whose error type is listed to another step.
 type Catch struct {
 	Errors []string // error types; "*" matches any
-	Next   string
-	Pos    Pos
+	Next   string   // the step to go to instead of compensating
+	Pos    Pos      // where the clause starts
 }
 
 // Compensation is the action that undoes a completed step.
 type Compensation struct {
-	Action  string
-	With    *Value
-	Retry   *RetryPolicy
-	Timeout time.Duration
-	Pos     Pos
+	Action  string        // as Step.Action
+	With    *Value        // evaluated when the compensation runs, with the step's out visible; nil: no input
+	Retry   *RetryPolicy  // nil: DefaultCompensateRetry
+	Timeout time.Duration // bounds one attempt; zero: no step timeout
+	Pos     Pos           // where the compensate mapping starts
 
 	TimeoutPos Pos // of the timeout field, when given
 }
 
 // Assignment is one name: value pair of a set step.
 type Assignment struct {
-	Name  string
-	Value *Value
+	Name  string // the var assigned
+	Value *Value // evaluated with the assignments before it visible
 }
 
 // Case is one branch of a switch: when If holds (or Default), go to Next.
 type Case struct {
-	If      string
-	Default bool
-	Next    string
-	Pos     Pos
+	If      string // a CEL condition, without ${ }; empty for the default case
+	Default bool   // the last case, {default: step}, which always matches
+	Next    string // the step to go to
+	Pos     Pos    // of the condition; of the case when it has none
 }
 
 // Assertion stops the saga with an error when If is false.
 type Assertion struct {
-	If      string
-	Message string
-	Error   string
-	Pos     Pos
+	If      string // a CEL condition, without ${ }
+	Message string // the failure's message; empty: "assertion failed: " followed by If
+	Error   string // the failure's error type; AssertionFailed unless given
+	Pos     Pos    // of the condition; of the assert mapping when it has none
 }
 
 // Failure is a fail step's error.
 type Failure struct {
-	Error   string
-	Message string
+	Error   string // the error type, required
+	Message string // empty: "the saga reached fail step ID"
 }
 
 // RetryPolicy says how often and how patiently a failing action is retried.
 type RetryPolicy struct {
-	Attempts   int
-	Backoff    time.Duration
-	MaxBackoff time.Duration
-	Jitter     bool
-	Permanent  []string // error types never retried
+	Attempts   int           // attempts in all, the first included: 1 to 100
+	Backoff    time.Duration // the delay before the second attempt, doubling for each after it
+	MaxBackoff time.Duration // caps the delay; zero or above durable.MaxDelay: durable.MaxDelay
+	Jitter     bool          // spread each delay at random over its upper half
+	Permanent  []string      // error types never retried
 }
 
 // Default retry policies for actions and for compensations. Compensations
@@ -152,15 +156,15 @@ const (
 	ValueLiteral ValueKind = iota // a YAML scalar, or a template string without ${}
 	ValueExpr                     // exactly "${expr}": keeps the expression's type
 	ValueInterp                   // text with ${...} parts: always a string
-	ValueMap
-	ValueList
+	ValueMap                      // a YAML mapping: Keys and Items
+	ValueList                     // a YAML sequence: Items
 )
 
 // Value is a value template from a definition: literals, CEL expressions,
 // interpolated strings, and maps and lists of them.
 type Value struct {
-	Kind    ValueKind
-	Pos     Pos
+	Kind    ValueKind    // says which of the fields below are set
+	Pos     Pos          // of the YAML node
 	Literal any          // ValueLiteral
 	Expr    string       // ValueExpr
 	Parts   []InterpPart // ValueInterp
@@ -171,6 +175,6 @@ type Value struct {
 
 // InterpPart is literal text or an expression within an interpolated string.
 type InterpPart struct {
-	Text string
-	Expr string
+	Text string // literal text, "$${" already read as "${"; empty in an expression part
+	Expr string // the CEL source between ${ and }; empty in a text part
 }

@@ -8,18 +8,22 @@ import (
 
 // Call is an action invocation: what a worker runs for a saga's pending cursor.
 type Call struct {
-	SagaID string
-	Step   string
-	Action string
+	SagaID string // the saga the call runs for
+	Step   string // the id of the step the action belongs to
+	Action string // the step's action, or its compensation's when Compensation is set
 	// Attempt is 1-based; retries of one visit to a step count up.
 	Attempt int
 	// IdempotencyKey is the same for every attempt and every redelivery of
 	// one visit to a step (saga id, step, visit number), so a service that
 	// honours it applies the step's effect once. Compensations get their own.
 	IdempotencyKey string
-	Input          any
+	// Input is the step's with (or its compensation's), evaluated; nil
+	// when it has none.
+	Input any
 	// Timeout bounds one attempt; zero means no step timeout.
-	Timeout      time.Duration
+	Timeout time.Duration
+	// Compensation marks a call that undoes the step: it runs the step's
+	// compensate action.
 	Compensation bool
 }
 

@@ -20,10 +20,11 @@ var (
 // ActionError is an error with a type name that catch clauses and
 // retry.permanent lists match against.
 type ActionError struct {
-	Type    string
-	Message string
+	Type    string // the error type; empty: "Error"
+	Message string // kept in the saga's state, cut to MaxErrorMessageBytes: name ids, not values
 }
 
+// Error returns "Type: Message", or Type alone when there is no message.
 func (e *ActionError) Error() string {
 	if e.Message == "" {
 		return e.Type

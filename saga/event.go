@@ -21,6 +21,7 @@ const (
 	EventResume
 )
 
+// String returns the kind's name: "start", "result", "cancel" or "resume".
 func (k EventKind) String() string {
 	switch k {
 	case EventStart:
@@ -38,8 +39,10 @@ func (k EventKind) String() string {
 // Event is the input of one transition. Time and randomness come in with
 // it, so Advance stays a pure function.
 type Event struct {
-	Kind EventKind
-	Now  time.Time
+	Kind EventKind // says which of the fields below apply
+	// Now is the transition's time: saga.now in expressions, the state's
+	// UpdatedAt, and what the saga's deadline is checked against.
+	Now time.Time
 	// Rand is a draw in [0, 1) from the caller's random source, for jitter.
 	Rand float64
 
@@ -70,23 +73,23 @@ type Event struct {
 type StepOutcome string
 
 const (
-	OutcomeStarted            StepOutcome = "started"   // an action is now pending
-	OutcomeCompleted          StepOutcome = "completed" // the step succeeded
-	OutcomeRetrying           StepOutcome = "retrying"  // the action failed and will run again
-	OutcomeFailed             StepOutcome = "failed"    // the step failed for good
-	OutcomeCaught             StepOutcome = "caught"    // it failed, and a catch routed it
-	OutcomeCompensated        StepOutcome = "compensated"
-	OutcomeCompensationFailed StepOutcome = "compensation_failed"
-	OutcomeSkipped            StepOutcome = "skipped" // an operator undid it by hand (resume --skip)
+	OutcomeStarted            StepOutcome = "started"             // an action is now pending
+	OutcomeCompleted          StepOutcome = "completed"           // the step succeeded
+	OutcomeRetrying           StepOutcome = "retrying"            // the action failed and will run again
+	OutcomeFailed             StepOutcome = "failed"              // the step failed for good
+	OutcomeCaught             StepOutcome = "caught"              // it failed, and a catch routed it
+	OutcomeCompensated        StepOutcome = "compensated"         // its compensation succeeded
+	OutcomeCompensationFailed StepOutcome = "compensation_failed" // its compensation failed for good: the saga is parked
+	OutcomeSkipped            StepOutcome = "skipped"             // an operator undid it by hand (resume --skip)
 )
 
 // StepRecord tells an observer about one step of a transition.
 type StepRecord struct {
-	Step         string
-	Kind         lang.StepKind
-	Outcome      StepOutcome
-	Attempt      int
-	Compensation bool
+	Step         string        // the step's id
+	Kind         lang.StepKind // the step's kind
+	Outcome      StepOutcome   // how it ended
+	Attempt      int           // the attempt that started or ended, from 1; 1 for pure steps, 0 for OutcomeSkipped
+	Compensation bool          // the record is of the step's compensation, not of the step
 	Delay        time.Duration // before the retry, for OutcomeRetrying
 	Error        *StepError    // for failures
 }

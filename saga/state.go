@@ -11,27 +11,29 @@ import (
 
 // State is one saga run: everything needed to continue it, stored as one item.
 type State struct {
-	SagaID         string
-	Name           string
-	DefinitionHash string
-	Status         durable.Status
+	SagaID         string         // the saga's id, set at the start
+	Name           string         // the saga's name, from its definition
+	DefinitionHash string         // DefinitionHash of the source the saga runs, pinned at the start
+	Status         durable.Status // where the saga stands (docs/STATES.md)
 	// Version counts transitions. Every write is conditional on the version
 	// read, and moves it up by one.
 	Version   uint64
-	Input     map[string]any
-	Vars      map[string]any
+	Input     map[string]any    // as CheckInput returned it at the start; never changes
+	Vars      map[string]any    // written by out: and set:; the output when the saga succeeds without a succeed output
 	Cursors   []Cursor          // pending work; one today, one per branch when parallel steps come
 	Stack     []Completion      // completed steps that declared compensate, oldest first
 	Outbox    []durable.Message // what the transition to Version must send
 	Seq       uint64            // action visits so far: makes idempotency keys unique per visit
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	Deadline  time.Time // zero: no saga timeout
+	CreatedAt time.Time         // the start's Event.Now
+	UpdatedAt time.Time         // the last transition's Event.Now
+	Deadline  time.Time         // zero: no saga timeout
 	// Failure is why the saga compensates; nil while it has not failed.
 	Failure *StepError
 	// CompensationError is why compensation stopped, in compensation_failed.
 	CompensationError *StepError
-	Output            any
+	// Output is the saga's result once it has succeeded: the succeed
+	// step's output, or Vars; nil otherwise.
+	Output any
 	// CancelRequested marks a running saga that was cancelled while an
 	// action was pending: the action's outcome is still awaited (it may have
 	// taken effect), and then the saga compensates, that action included if
@@ -44,17 +46,17 @@ type Cursor struct {
 	Step         int    // index of the step in the plan
 	Attempt      int    // 1-based
 	Seq          uint64 // visit number, part of the idempotency key
-	Compensating bool
+	Compensating bool   // the work is the step's compensation, on the compensate queue
 }
 
 // Completion records a completed step that declared compensate.
 type Completion struct {
-	Step int
-	Seq  uint64
+	Step int    // index of the step in the plan
+	Seq  uint64 // the visit that completed, as in its idempotency key
 	// Out is the step's output, kept only for steps inside a loop, whose
 	// var a later visit may overwrite before compensation reads it.
 	Out    any
-	HasOut bool
+	HasOut bool // Out was kept (it may be nil)
 	// OutDropped: the action succeeded but its output could not be kept
 	// (too large or not a value state holds), so its var was not written.
 	OutDropped bool
@@ -62,9 +64,9 @@ type Completion struct {
 
 // StepError is a failure recorded in state: ids and type, never values.
 type StepError struct {
-	Step    string `json:"step,omitempty"`
-	Type    string `json:"type"`
-	Message string `json:"message"`
+	Step    string `json:"step,omitempty"` // the step that failed; empty when none did (a cancel, say)
+	Type    string `json:"type"`           // the error type catch and retry.permanent match
+	Message string `json:"message"`        // what went wrong; an action's message is cut to MaxErrorMessageBytes
 }
 
 // maxErrorTypeBytes bounds an error type kept in state.
@@ -89,6 +91,7 @@ func truncate(s string, n int) string {
 	return s[:cut] + mark
 }
 
+// Error returns "step STEP: Type: Message", or "Type: Message" without a step.
 func (e *StepError) Error() string {
 	if e.Step == "" {
 		return e.Type + ": " + e.Message

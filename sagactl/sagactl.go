@@ -40,8 +40,8 @@ const MaxInputFileBytes = 2 * saga.MaxInputBytes
 type Config struct {
 	// Actions are the Go actions run for real; others are simulated.
 	Actions *engine.Registry
-	Stdout  io.Writer
-	Stderr  io.Writer
+	Stdout  io.Writer // the commands' output and help; default os.Stdout
+	Stderr  io.Writer // errors, problems and logs; default os.Stderr
 	// Name is the program name in messages; default "sagactl".
 	Name string
 }

@@ -28,8 +28,10 @@ const DefaultMargin = 3 * time.Second
 
 // Config sets up a Handler.
 type Config struct {
-	Coordinator *engine.Coordinator
-	Logger      *slog.Logger
+	Coordinator *engine.Coordinator // handles each record; required
+	// Logger gets a line per batch and per record not handled; default:
+	// discard. The coordinator logs to its own.
+	Logger *slog.Logger
 	// Margin: see DefaultMargin.
 	Margin time.Duration
 }

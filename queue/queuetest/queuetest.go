@@ -14,8 +14,8 @@ import (
 
 // Harness is one backend, with fresh, empty queues.
 type Harness struct {
-	Queue    durable.Queue
-	Receiver durable.Receiver
+	Queue    durable.Queue    // sends to the harness's queues
+	Receiver durable.Receiver // receives from the same queues and their dead-letter queues
 	// SendRaw puts a body on a queue unchanged, as a foreign producer would.
 	SendRaw func(ctx context.Context, q durable.QueueName, body []byte) error
 	// MaxReceives is the queues' redrive limit: a message received more

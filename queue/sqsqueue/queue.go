@@ -35,7 +35,7 @@ const (
 
 // Config sets up a Queue.
 type Config struct {
-	Client *sqs.Client
+	Client *sqs.Client // makes the SQS calls; required
 	// URLs maps queue names (durable.QueueAdvance, durable.QueueCompensate,
 	// and their durable.DeadLetter names for receiving) to queue URLs.
 	URLs map[durable.QueueName]string
@@ -225,14 +225,14 @@ func interpretError(err error) error {
 
 // Record is one message of a Lambda SQS event, decoded.
 type Record struct {
-	MessageID string
-	Body      []byte
+	MessageID string // the SQS message id; pass it to BatchResponse to report the record failed
+	Body      []byte // the body as received
 	// Message is the decoded body; zero when Err is set.
 	Message durable.Message
 	// Err wraps durable.ErrMalformedMessage for a body that is not a message:
 	// report the record failed so it reaches the dead-letter queue untouched.
 	Err          error
-	ReceiveCount int
+	ReceiveCount int // SQS's ApproximateReceiveCount: 1 on the first delivery, 0 when absent
 }
 
 // Records decodes the records of a Lambda SQS event.

@@ -61,8 +61,8 @@ const MaxItemBytes = 390 << 10
 
 // Config sets up a Store.
 type Config struct {
-	Client *dynamodb.Client
-	Table  string
+	Client *dynamodb.Client // makes the DynamoDB calls; required
+	Table  string           // the table's name, keys and index as in the package doc; required
 	// Retention is how long a succeeded or compensated saga stays before
 	// DynamoDB's TTL removes it; default 30 days. Negative: keep forever (no
 	// ttl attribute). Sagas parked in compensation_failed never expire.
