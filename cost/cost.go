@@ -39,11 +39,10 @@ var ListPrices = Prices{
 
 // Params describe the deployment and the measurements the estimate uses.
 type Params struct {
-	SagasPerMonth float64       // checked, not used by Walk: Report takes the volume
-	MemoryMB      int           // the functions' memory (template: 256)
-	Duration      time.Duration // billed duration of one invocation (one action step), measured
-	StateBytes    int           // the saga's state item size, measured
-	MessageBytes  int           // one message (about 100 bytes)
+	MemoryMB     int           // the functions' memory (template: 256)
+	Duration     time.Duration // billed duration of one invocation (one action step), measured
+	StateBytes   int           // the saga's state item size, measured
+	MessageBytes int           // one message (about 100 bytes)
 	// BatchSize is how many messages one invocation handles on average
 	// (1 when traffic is light; up to the event source's batch size).
 	BatchSize float64
@@ -57,7 +56,6 @@ func (p Params) check() error {
 		name string
 		v    float64
 	}{
-		{"SagasPerMonth", p.SagasPerMonth},
 		{"MemoryMB", float64(p.MemoryMB)},
 		{"Duration", float64(p.Duration)},
 		{"StateBytes", float64(p.StateBytes)},

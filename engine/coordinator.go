@@ -106,7 +106,7 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*saga.State, e
 		id = c.cfg.NewID()
 	}
 	if !durable.ValidSagaID(id) {
-		return nil, fmt.Errorf("%w: saga id %q: use 1 to 128 letters, digits, '_', '.', ':' or '-'", saga.ErrInvalidInput, id)
+		return nil, fmt.Errorf("%w: saga id %q: use 1 to 128 letters, digits, '_', '.', ':' or '-', starting with a letter or digit", saga.ErrInvalidInput, id)
 	}
 	input, err := plan.CheckInput(p.Input)
 	if err != nil {
