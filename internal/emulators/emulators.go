@@ -1,7 +1,10 @@
 // Package emulators starts and stops the local DynamoDB (dynalite) and SQS
 // (fauxqs) emulators that the integration tests and `sagactl local` use.
 // They are npm packages installed under tools/emulators by `npm ci`; both
-// listen on free 127.0.0.1 ports.
+// listen on free 127.0.0.1 ports. Each is started through a launcher there
+// (dynalite-local.mjs, fauxqs-local.mjs) rather than its own command line:
+// fauxqs's binds every interface, and dynalite's dies when a client goes away
+// mid-request, as workers killed by the chaos test do.
 package emulators
 
 import (
@@ -42,7 +45,7 @@ func Start(ctx context.Context, cfg Config) (*Emulators, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	for _, p := range []string{"node_modules/dynalite/cli.js", "node_modules/fauxqs/package.json", "fauxqs-local.mjs"} {
+	for _, p := range []string{"node_modules/dynalite/package.json", "dynalite-local.mjs", "node_modules/fauxqs/package.json", "fauxqs-local.mjs"} {
 		if _, err := os.Stat(filepath.Join(cfg.Dir, p)); err != nil {
 			return nil, fmt.Errorf("emulators not installed in %s (run: cd %s && npm ci): %w", cfg.Dir, cfg.Dir, err)
 		}
@@ -64,7 +67,7 @@ func Start(ctx context.Context, cfg Config) (*Emulators, error) {
 		SQSEndpoint:      fmt.Sprintf("http://127.0.0.1:%d", sqsPort),
 	}
 	starts := [][]string{
-		{"node_modules/dynalite/cli.js", "--host", "127.0.0.1", "--port", fmt.Sprint(dynPort), "--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"},
+		{"dynalite-local.mjs", "--host", "127.0.0.1", "--port", fmt.Sprint(dynPort), "--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"},
 		{"fauxqs-local.mjs", fmt.Sprint(sqsPort)},
 	}
 	for _, args := range starts {
