@@ -219,7 +219,7 @@ func (r *runner) run(idx int) {
 		case lang.KindSet:
 			var saved []savedVar
 			failed := false
-			for _, a := range s.set {
+			for _, a := range s.assigns {
 				v, err := a.val.eval(r.activation(st.Vars, 1))
 				if err != nil {
 					r.restore(saved) // a failed step writes nothing (measured: it may be what grew)
@@ -255,7 +255,7 @@ func (r *runner) run(idx int) {
 			}
 			idx = next
 		case lang.KindAssert:
-			ok, err := r.holds(s.assert)
+			ok, err := r.holds(s.check)
 			var se *StepError
 			switch {
 			case err != nil:
@@ -286,8 +286,8 @@ func (r *runner) run(idx int) {
 			return
 		case lang.KindSucceed:
 			var out any = st.Vars
-			if s.succeed != nil {
-				v, err := s.succeed.eval(r.activation(st.Vars, 1))
+			if s.output != nil {
+				v, err := s.output.eval(r.activation(st.Vars, 1))
 				if err != nil {
 					if next, ok := r.caught(s, 1, exprError(s.ID, err)); ok {
 						idx = next
@@ -369,7 +369,7 @@ func (r *runner) caught(s *planStep, attempt int, err *StepError) (int, bool) {
 		r.compensate(cancelled())
 		return 0, false
 	}
-	for _, c := range s.catch {
+	for _, c := range s.routes {
 		if lang.Uncatchable(err.Type) {
 			break
 		}
@@ -454,8 +454,8 @@ func (r *runner) actionFailed(s *planStep, cur Cursor, err error) {
 	st := r.st
 	typ := ErrorType(err)
 	se := newStepError(s.ID, typ, errorMessage(err))
-	if r.retryable(s.retry, cur.Attempt, err, typ) && !st.CancelRequested {
-		r.retry(s, s.retry, cur, durable.QueueAdvance, false, se)
+	if r.retryable(s.policy, cur.Attempt, err, typ) && !st.CancelRequested {
+		r.retry(s, s.policy, cur, durable.QueueAdvance, false, se)
 		return
 	}
 	// Out of attempts, permanent, or cancelled meanwhile: a failed attempt

@@ -60,7 +60,7 @@ func (p *Plan) Call(st *State, now time.Time) (Call, error) {
 	}
 	s := p.steps[cur.Step]
 	c := Call{SagaID: st.SagaID, Step: s.ID, Action: s.Action, Attempt: cur.Attempt, Timeout: s.Timeout, Compensation: cur.Compensating}
-	with, vars := s.with, st.Vars
+	with, vars := s.args, st.Vars
 	dropped := false
 	if cur.Compensating {
 		c.Action, c.Timeout, with = s.comp.action, s.comp.timeout, s.comp.with

@@ -185,7 +185,7 @@ func (c *compiler) compileStep(ps *planStep) {
 		} else if ct.Next != "" {
 			next = c.target(s, field+".next", ct.Next, ct.Pos)
 		}
-		ps.catch = append(ps.catch, compiledCatch{errors: ct.Errors, nextIndex: next})
+		ps.routes = append(ps.routes, compiledCatch{errors: ct.Errors, nextIndex: next})
 	}
 	switch s.Kind {
 	case lang.KindAction:
@@ -193,12 +193,12 @@ func (c *compiler) compileStep(ps *planStep) {
 		if s.Compensate != nil {
 			c.checkStepTimeout(s, "compensate.timeout", s.Compensate.Timeout, s.Compensate.TimeoutPos)
 		}
-		ps.retry = lang.DefaultRetry
+		ps.policy = lang.DefaultRetry
 		if s.Retry != nil {
-			ps.retry = *s.Retry
+			ps.policy = *s.Retry
 		}
 		if s.With != nil {
-			ps.with = c.template(s, "with", s.With)
+			ps.args = c.template(s, "with", s.With)
 		}
 		if s.Compensate != nil {
 			cc := &compiledComp{action: s.Compensate.Action, retry: lang.DefaultCompensateRetry, timeout: s.Compensate.Timeout}
@@ -224,7 +224,7 @@ func (c *compiler) compileStep(ps *planStep) {
 		}
 	case lang.KindSet:
 		for _, a := range s.Set {
-			ps.set = append(ps.set, compiledAssign{name: a.Name, val: c.template(s, "set."+a.Name, a.Value)})
+			ps.assigns = append(ps.assigns, compiledAssign{name: a.Name, val: c.template(s, "set."+a.Name, a.Value)})
 			if c.allowed != nil {
 				c.allowed[a.Name] = true
 			} // later assignments of the same step see it
@@ -246,10 +246,10 @@ func (c *compiler) compileStep(ps *planStep) {
 			ps.cases = append(ps.cases, cc)
 		}
 	case lang.KindAssert:
-		ps.assert = c.condition(s, "assert.if", s.Assert.If, s.Assert.Pos)
+		ps.check = c.condition(s, "assert.if", s.Assert.If, s.Assert.Pos)
 	case lang.KindSucceed:
 		if s.Succeed != nil {
-			ps.succeed = c.template(s, "succeed.output", s.Succeed)
+			ps.output = c.template(s, "succeed.output", s.Succeed)
 		}
 	}
 }

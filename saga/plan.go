@@ -20,20 +20,22 @@ type Plan struct {
 }
 
 // planStep is a step compiled: its definition (embedded, so s.ID and
-// s.Timeout read through) and what compiling it produced. Step ids stay
-// ids; every field that holds a position in Plan.steps is an index.
+// s.Timeout read through) and what compiling it produced, under names of
+// their own (args is the compiled With, policy the Retry in effect).
+// Step ids stay ids; every field that holds a position in Plan.steps is
+// an index.
 type planStep struct {
 	*lang.Step
 	idx       int
-	nextIndex int // the step after this one when it completes: the index of Next, or the following one; end after the last
-	with      *template
-	set       []compiledAssign
-	cases     []compiledCase
-	assert    *program
-	succeed   *template
-	catch     []compiledCatch
-	retry     lang.RetryPolicy
-	comp      *compiledComp
+	nextIndex int              // the step after this one when it completes: the index of Next, or the following one; end after the last
+	args      *template        // action: its with
+	assigns   []compiledAssign // set
+	cases     []compiledCase   // switch
+	check     *program         // assert: its if
+	output    *template        // succeed: its output
+	routes    []compiledCatch  // catch
+	policy    lang.RetryPolicy // action: its retry, or the default
+	comp      *compiledComp    // compensate
 	inLoop    bool
 	// keepOut: the step's output is kept with its completion, for its
 	// compensation to read, because its var may be overwritten before the
