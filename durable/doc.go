@@ -7,5 +7,5 @@
 // It imports only the standard library, so an adapter compiles none of the
 // engine (no CEL, no YAML). store/storetest and queue/queuetest are the
 // conformance suites every Store and Queue must pass; docs/PROTOCOL.md says
-// how the engine uses them to make every transition durable.
+// how package engine uses them to make every transition durable.
 package durable

@@ -25,7 +25,7 @@ type CoordinatorConfig struct {
 	Actions Invoker
 	// Plans finds definitions by hash; default: a cache over Store.
 	Plans *Plans
-	// Clock defaults to SystemClock.
+	// Clock defaults to durable.SystemClock.
 	Clock durable.Clock
 	// Rand draws jitter in [0, 1); default: math/rand/v2.
 	Rand func() float64
@@ -95,7 +95,7 @@ type StartParams struct {
 // Start registers the plan's definition, writes the saga's first version
 // and sends its first message. It is idempotent by saga id: starting an
 // existing saga with the same input returns it (and re-sends its first
-// message if it has not moved on), with a different input it is ErrExists.
+// message if it has not moved on), with a different input it is durable.ErrExists.
 func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*saga.State, error) {
 	plan := p.Plan
 	if plan == nil {

@@ -172,8 +172,8 @@ func (c *Coordinator) cancelledDuring(ctx context.Context, msg durable.Message, 
 }
 
 // timeLeft reports ErrNoTime when the invocation has too little left to run
-// the pending attempt and record its outcome: under ResultReserve, or
-// under the step's timeout plus ResultReserve when a fresh invocation
+// the pending attempt and record its outcome: under saga.ResultReserve, or
+// under the step's timeout plus saga.ResultReserve when a fresh invocation
 // (WithInvocationBudget) would give that much. A record after slow ones in
 // a batch is then handed back rather than cut short.
 func (c *Coordinator) timeLeft(ctx context.Context, plan *saga.Plan, cur saga.Cursor, msg durable.Message) error {
@@ -233,7 +233,7 @@ func (c *Coordinator) invoke(ctx context.Context, plan *saga.Plan, st *saga.Stat
 	if err != nil {
 		return nil, 0, saga.Permanent(err)
 	}
-	// The action's context ends ResultReserve before the invocation's,
+	// The action's context ends saga.ResultReserve before the invocation's,
 	// so that its outcome, whatever it is, is always written and sent.
 	actx := ctx
 	cutByInvocation := false // the invocation's deadline comes before the step timeout

@@ -33,7 +33,7 @@ func (ps *Plans) Add(plan *saga.Plan) {
 	ps.mu.Unlock()
 }
 
-// Get returns the plan with the hash, or ErrNotFound.
+// Get returns the plan with the hash, or durable.ErrNotFound.
 func (ps *Plans) Get(ctx context.Context, hash string) (*saga.Plan, error) {
 	ps.mu.RLock()
 	p, ok := ps.by[hash]

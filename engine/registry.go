@@ -13,7 +13,7 @@ import (
 )
 
 // ActionFunc runs one action call. Return an error to fail the attempt:
-// retryable unless wrapped with Permanent; NewError gives it a type that
+// retryable unless wrapped with saga.Permanent; saga.NewError gives it a type that
 // catch clauses and retry.permanent match. The output must be JSON-like
 // (maps, lists, strings, numbers, bools) or a value that encodes to JSON.
 type ActionFunc func(ctx context.Context, call saga.Call) (any, error)

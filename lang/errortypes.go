@@ -1,6 +1,6 @@
 package lang
 
-// Error types the engine itself produces; actions choose their own. Catch
+// Error types lambdasaga itself produces; actions choose their own. Catch
 // clauses and retry.permanent lists name them.
 const (
 	// ErrorTypeStateTooLarge: a step took the saga's state past the size a

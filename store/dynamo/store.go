@@ -15,7 +15,8 @@
 // st, name, def and upd) lists sagas of one status, most recently updated
 // first. Reads of sagas are strongly consistent; writes are PutItem with a
 // condition on v (create: attribute_not_exists); no transactions. History
-// items are not written: the state item is the record.
+// items are not written: the state item is the record. docs/PROTOCOL.md
+// gives the access patterns and what each transition bills.
 package dynamo
 
 import (
@@ -330,7 +331,7 @@ func (s *Store) DefinitionGet(ctx context.Context, p *durable.DefinitionGetParam
 	return d, nil
 }
 
-// interpretError translates DynamoDB errors into the engine's, in one
+// interpretError translates DynamoDB errors into the contract's, in one
 // place: a failed condition is a conflict, throttling is ErrThrottled
 // (retryable). Anything else passes through.
 func interpretError(err error) error {
