@@ -15,8 +15,8 @@ import (
 	"github.com/lambdasaga/lambdasaga/lang"
 )
 
-// DefinitionHash returns the content hash that identifies a definition's source.
-func DefinitionHash(src []byte) string {
+// definitionHash returns the content hash that identifies a definition's source.
+func definitionHash(src []byte) string {
 	sum := sha256.Sum256(src)
 	return hex.EncodeToString(sum[:])
 }
@@ -71,7 +71,7 @@ func (c *compiler) errorf(pos lang.Pos, step, field, format string, args ...any)
 
 func (c *compiler) compile() *Plan {
 	def := c.def
-	p := &Plan{def: def, hash: DefinitionHash(def.Source), opts: c.opts, index: map[string]int{}}
+	p := &Plan{def: def, hash: definitionHash(def.Source), opts: c.opts, index: map[string]int{}}
 	c.plan = p
 	env, err := newCELEnv(def)
 	if err != nil {

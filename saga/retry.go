@@ -34,16 +34,16 @@ func (r *runner) retryable(pol lang.RetryPolicy, attempt int, err error, typ str
 
 func (r *runner) retry(s *planStep, pol lang.RetryPolicy, cur Cursor, q durable.QueueName, comp bool, se *StepError) {
 	cur.Attempt++
-	d := Backoff(pol, cur.Attempt, r.ev.Rand)
+	d := backoff(pol, cur.Attempt, r.ev.Rand)
 	r.st.Cursors[0] = cur
 	r.send(q, s.ID, cur.Attempt, d)
 	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeRetrying, Attempt: cur.Attempt - 1, Compensation: comp, Delay: d, Error: se})
 }
 
-// Backoff is the delay before attempt (2 or more) under pol: backoff
+// backoff is the delay before attempt (2 or more) under pol: backoff
 // doubling per attempt, capped at max_backoff, and with jitter drawn from
 // rand in [0, 1) spread over the upper half, so a retry is never immediate.
-func Backoff(pol lang.RetryPolicy, attempt int, rand float64) time.Duration {
+func backoff(pol lang.RetryPolicy, attempt int, rand float64) time.Duration {
 	d := pol.Backoff
 	maxD := pol.MaxBackoff
 	if maxD <= 0 || maxD > durable.MaxDelay {

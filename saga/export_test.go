@@ -1,0 +1,8 @@
+package saga
+
+// For the external tests: the retry delay and the definition hash, which
+// users see through Event outcomes and Plan.Hash.
+var (
+	Backoff        = backoff
+	DefinitionHash = definitionHash
+)
