@@ -256,7 +256,7 @@ func TestRunOnEmulators(t *testing.T) {
 		{[]string{"--fail", "ship"}, sagactl.ExitCompensated, "compensated", []string{"charge:compensated", "reserve:compensated"}},
 	} {
 		args := append([]string{"run", orderFile, "--input", "@../examples/order/testdata/ok.json", "--json",
-			"--dynamodb-endpoint", dyn, "--sqs-endpoint", sq, "--table", "cli-" + suffix, "--queue-prefix", "cli-" + suffix + "-"}, tc.fail...)
+			"--dynamodb-endpoint", dyn, "--sqs-endpoint", sq, "--table", "sagactl-" + suffix, "--queue-prefix", "sagactl-" + suffix + "-"}, tc.fail...)
 		r := runSagactl(t, nil, args...)
 		var rep report
 		_ = json.Unmarshal([]byte(r.stdout), &rep)
@@ -274,18 +274,18 @@ func TestStartStatusCancelOnEmulators(t *testing.T) {
 	b := awstest.New(t)
 	where := []string{"--table", b.Table, "--advance-queue-url", b.URLs[durable.QueueAdvance], "--compensate-queue-url", b.URLs[durable.QueueCompensate],
 		"--dynamodb-endpoint", b.DynamoDBEndpoint, "--sqs-endpoint", b.SQSEndpoint}
-	r := runSagactl(t, nil, append([]string{"start", orderFile, "--input", "@../examples/order/testdata/ok.json", "--id", "cli-1"}, where...)...)
-	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "saga cli-1 (order): running, version 1") || !strings.Contains(r.stdout, "waiting on: reserve (attempt 1)") {
+	r := runSagactl(t, nil, append([]string{"start", orderFile, "--input", "@../examples/order/testdata/ok.json", "--id", "sagactl-1"}, where...)...)
+	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "saga sagactl-1 (order): running, version 1") || !strings.Contains(r.stdout, "waiting on: reserve (attempt 1)") {
 		t.Fatalf("start: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	r = runSagactl(t, nil, append([]string{"status", "cli-1", "--json"}, where...)...)
+	r = runSagactl(t, nil, append([]string{"status", "sagactl-1", "--json"}, where...)...)
 	var st map[string]any
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st["status"] != "running" || st["pending"] != "reserve" {
 		t.Fatalf("status: %v %v\n%s", st, err, r.stderr)
 	}
 	// reserve is pending (nothing handles messages here): the cancel waits
 	// for its outcome.
-	r = runSagactl(t, nil, append([]string{"cancel", "cli-1"}, where...)...)
+	r = runSagactl(t, nil, append([]string{"cancel", "sagactl-1"}, where...)...)
 	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "running") || !strings.Contains(r.stdout, "cancel requested: compensates once reserve has an outcome") {
 		t.Fatalf("cancel: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

@@ -41,8 +41,9 @@ func sqsAnswering(t *testing.T, typ string) *sqsqueue.Queue {
 	return q
 }
 
-// SQS's typed errors, not their text, decide what a failure means.
-func TestErrorsAreInterpretedByType(t *testing.T) {
+// SQS errors are interpreted at the boundary: a stale receipt handle is not
+// an error, throttling is durable.ErrThrottled with the SDK error kept.
+func TestErrorsAreInterpretedAtTheBoundary(t *testing.T) {
 	ctx := context.Background()
 	del := &durable.DeleteParams{Queue: durable.QueueAdvance, ReceiptHandle: "stale"}
 	if err := sqsAnswering(t, "ReceiptHandleIsInvalid").Delete(ctx, del); err != nil {

@@ -38,7 +38,7 @@ func dynamoAnswering(t *testing.T, typ string) *dynamo.Store {
 	return s
 }
 
-func TestErrorsAreInterpretedByType(t *testing.T) {
+func TestErrorsAreInterpretedAtTheBoundary(t *testing.T) {
 	ctx := context.Background()
 	rec := durable.SagaRecord{SagaID: "s-1", Version: 2, Status: durable.StatusRunning, Name: "n", DefinitionHash: "h", UpdatedAt: time.Now(), State: []byte{1}}
 	update := &durable.SagaUpdateParams{Record: rec, ExpectedVersion: 1}
