@@ -391,15 +391,6 @@ steps:
 	}
 }
 
-func mustCompileOpts(t testing.TB, src string, o saga.Options) *saga.Plan {
-	t.Helper()
-	p, err := saga.Compile("test.yaml", []byte(src), o)
-	if err != nil {
-		t.Fatalf("compile: %v", err)
-	}
-	return p
-}
-
 func TestEdgeDamagedStateIsAnErrorNotAPanic(t *testing.T) {
 	e := newEdgeRig(t, bigOutputSaga, nil)
 	st := e.start("s-1", map[string]any{"blob": "b"})

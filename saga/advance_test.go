@@ -11,10 +11,6 @@ import (
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
-func orderIn(amount float64) map[string]any {
-	return map[string]any{"order_id": "o-1", "amount": amount, "items": []any{"a", "b"}}
-}
-
 func TestAdvanceOrderSaga(t *testing.T) {
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
 	tests := []struct {

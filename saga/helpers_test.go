@@ -2,39 +2,24 @@ package saga_test
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/sagatest"
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func mustCompile(t testing.TB, src string) *saga.Plan {
-	t.Helper()
-	p, err := saga.Compile("test.yaml", []byte(src), saga.Options{})
-	if err != nil {
-		t.Fatalf("compile: %v", err)
-	}
-	return p
-}
-
-func mustCompileFile(t testing.TB, path string) *saga.Plan {
-	t.Helper()
-	src, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := saga.Compile(path, src, saga.Options{})
-	if err != nil {
-		t.Fatalf("compile %s: %v", path, err)
-	}
-	return p
-}
+var (
+	mustCompile     = sagatest.MustCompile
+	mustCompileFile = sagatest.MustCompileFile
+	decodeInput     = sagatest.DecodeInput
+	orderIn         = sagatest.OrderInput
+)
 
 // behaviour says what an action does on each call: output and error by
 // action name and attempt.

@@ -10,19 +10,6 @@ import (
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
-// decodeInput decodes JSON as the CLI and the functions do: numbers kept
-// as json.Number.
-func decodeInput(t *testing.T, src string) map[string]any {
-	t.Helper()
-	dec := json.NewDecoder(strings.NewReader(src))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 func TestCheckInputNumbersAtTheirLimits(t *testing.T) {
 	p := mustCompile(t, `
 saga: nums

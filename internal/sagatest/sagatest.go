@@ -1,0 +1,63 @@
+// Package sagatest holds what the tests of saga and engine share: plans
+// compiled from definitions that must compile, inputs decoded from JSON as
+// sagactl decodes them, and the input of the order saga in
+// saga/testdata/valid/order.yaml.
+package sagatest
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/lambdasaga/lambdasaga/saga"
+)
+
+// MustCompile compiles src (named test.yaml in problems) with the default
+// options, failing the test on any problem.
+func MustCompile(t testing.TB, src string) *saga.Plan {
+	t.Helper()
+	return MustCompileWith(t, src, saga.Options{})
+}
+
+// MustCompileWith compiles src with opts, failing the test on any problem.
+func MustCompileWith(t testing.TB, src string, opts saga.Options) *saga.Plan {
+	t.Helper()
+	p, err := saga.Compile("test.yaml", []byte(src), opts)
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	return p
+}
+
+// MustCompileFile compiles the definition in the file at path.
+func MustCompileFile(t testing.TB, path string) *saga.Plan {
+	t.Helper()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := saga.Compile(path, src, saga.Options{})
+	if err != nil {
+		t.Fatalf("compile %s: %v", path, err)
+	}
+	return p
+}
+
+// DecodeInput decodes a JSON object with numbers kept as json.Number, as
+// sagactl reads an input.
+func DecodeInput(t testing.TB, src string) map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(src))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// OrderInput is an input of saga/testdata/valid/order.yaml for amount.
+func OrderInput(amount float64) map[string]any {
+	return map[string]any{"order_id": "o-1", "amount": amount, "items": []any{"a", "b"}}
+}
