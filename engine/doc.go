@@ -10,4 +10,7 @@
 // the protocol it keeps. It knows nothing of AWS: the adapters in store/
 // and queue/ implement package durable, and the Lambda functions and
 // sagactl wire them together.
+//
+// It imports durable, lang and saga, and nothing of AWS (internal/layout
+// checks it).
 package engine

@@ -7,4 +7,7 @@
 // kinds, names, durations and limits. Package saga compiles a parsed
 // definition (CEL type checking, the step graph) into a plan.
 // docs/DEFINITIONS.md is the language's reference.
+//
+// It imports only durable (the queue's delay limit bounds durations) and a
+// YAML parser: no CEL, no engine, nothing of AWS (internal/layout checks it).
 package lang

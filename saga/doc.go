@@ -13,4 +13,7 @@
 // Package engine drives plans against a store and a queue; package durable
 // is the contract those implement; docs/PROTOCOL.md says how a transition
 // is made durable.
+//
+// It imports durable, lang and cel-go, never the runtime (engine) or
+// anything of AWS (internal/layout checks it).
 package saga

@@ -2,7 +2,8 @@
 // with SQS's semantics where the protocol depends on them: delays,
 // visibility timeouts and redelivery, receive counts, and a dead-letter
 // queue after too many receives. It passes the same queuetest suite as
-// queue/sqsqueue.
+// queue/sqsqueue. Like every adapter it imports only durable of this
+// module.
 package memqueue
 
 import (

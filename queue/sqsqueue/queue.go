@@ -1,6 +1,7 @@
 // Package sqsqueue is durable.Queue and durable.Receiver on Amazon SQS, and the
 // glue for Lambda's SQS event source: decoding events.SQSMessage records and
-// building the partial batch response.
+// building the partial batch response. Like every adapter it imports only
+// durable of this module, and no CEL.
 package sqsqueue
 
 import (

@@ -16,7 +16,8 @@
 // first. Reads of sagas are strongly consistent; writes are PutItem with a
 // condition on v (create: attribute_not_exists); no transactions. History
 // items are not written: the state item is the record. docs/PROTOCOL.md
-// gives the access patterns and what each transition bills.
+// gives the access patterns and what each transition bills. Like every
+// adapter it imports only durable of this module, and no CEL.
 package dynamo
 
 import (

@@ -1,6 +1,7 @@
 // Package memstore is a durable.Store held in process memory: for the
 // embedded mode, unit tests and benchmarks. It copies what it stores, as a
 // real store would, and passes the same storetest suite as store/dynamo.
+// Like every adapter it imports only durable of this module.
 package memstore
 
 import (
