@@ -71,15 +71,21 @@ func (p Params) check() error {
 
 // Saga counts the work of one saga on one path.
 type Saga struct {
-	Path             []string           // steps run, in order
-	ActionSteps      int                // messages and invocations
-	Compensations    int                // compensations run once the saga fails; 0 when it succeeds
-	Transitions      int                // state writes, start included
-	SFNTransitions   int                // Step Functions state transitions for the same path
-	DynamoReads      int                // consistent GetItems: one per action step
-	DynamoWrites     int                // PutItems: one per transition
-	RRUPerRead       float64            // read units per read: StateBytes per 4 KB, rounded up
-	WRUPerWrite      float64            // write units per write: StateBytes per KB, rounded up; index writes not counted
+	Path           []string // steps run, in order
+	ActionSteps    int      // messages and invocations
+	Compensations  int      // compensations run once the saga fails; 0 when it succeeds
+	Transitions    int      // state writes, start included
+	SFNTransitions int      // Step Functions state transitions for the same path
+	DynamoReads    int      // consistent GetItems: one per action step
+	DynamoWrites   int      // PutItems: one per transition
+	RRUPerRead     float64  // read units per read: StateBytes per 4 KB, rounded up
+	WRUPerWrite    float64  // write units per write on the table: StateBytes per KB, rounded up
+	// IndexWRU is the write units billed on the by_status index: 1 for the
+	// create, and 2 for every later transition, because each changes the
+	// entry's key (the update time): a delete and a put, each 1 unit for an
+	// entry under 1 KB (DynamoDB Developer Guide, "Global secondary indexes:
+	// writes"). The emulators do not report these.
+	IndexWRU         float64
 	SQSRequests      float64            // billed requests: a send per action step, a receive and a delete per batch
 	LambdaInvokes    float64            // ActionSteps over BatchSize
 	LambdaGBSeconds  float64            // ActionSteps times Duration times MemoryMB/1024
@@ -148,6 +154,7 @@ func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
 	s.DynamoWrites = s.Transitions
 	s.RRUPerRead = math.Ceil(float64(p.StateBytes) / 4096)                // strongly consistent: 1 RRU per 4 KB
 	s.WRUPerWrite = math.Ceil(float64(p.StateBytes) / 1024)               // 1 WRU per 1 KB
+	s.IndexWRU = float64(1 + 2*(s.Transitions-1))                         // the entry is put, then moved by every transition
 	chunks := math.Ceil(float64(p.MessageBytes) / 65536)                  // SQS bills 64 KB chunks
 	s.SQSRequests = float64(s.ActionSteps) * chunks * (1 + 2/p.BatchSize) // a send each; a receive and a delete per batch
 	s.LambdaInvokes = float64(s.ActionSteps) / p.BatchSize
@@ -156,7 +163,7 @@ func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
 	s.CostBreakdownUSD["lambda requests"] = s.LambdaInvokes * pr.LambdaPerMillionRequests / 1e6
 	s.CostBreakdownUSD["lambda compute"] = s.LambdaGBSeconds * pr.LambdaArmPerGBSecond
 	s.CostBreakdownUSD["sqs"] = s.SQSRequests * pr.SQSPerMillionRequests / 1e6
-	s.CostBreakdownUSD["dynamodb writes"] = float64(s.DynamoWrites) * s.WRUPerWrite * pr.DynamoPerMillionWRU / 1e6
+	s.CostBreakdownUSD["dynamodb writes"] = (float64(s.DynamoWrites)*s.WRUPerWrite + s.IndexWRU) * pr.DynamoPerMillionWRU / 1e6
 	s.CostBreakdownUSD["dynamodb reads"] = float64(s.DynamoReads) * s.RRUPerRead * pr.DynamoPerMillionRRU / 1e6
 	for _, k := range slices.Sorted(maps.Keys(s.CostBreakdownUSD)) { // one order, so one total to the last bit
 		s.CostLambdaSaga += s.CostBreakdownUSD[k]
@@ -173,8 +180,8 @@ func (s *Saga) Report(w io.Writer, name string, p Params, sagasPerMonth float64)
 	}
 	fmt.Fprintf(w, "\nper saga: %d action steps, %d state writes, %d reads, %.1f SQS requests, %.2f Lambda invocations, %.5f GB-s\n",
 		s.ActionSteps, s.DynamoWrites, s.DynamoReads, s.SQSRequests, s.LambdaInvokes, s.LambdaGBSeconds)
-	fmt.Fprintf(w, "assumed: %d MB arm64 functions, %s billed per invocation, %d-byte state (%g WRU per write, %g RRU per read), batch size %g\n",
-		orDefault(p.MemoryMB, 256), orDur(p.Duration), orDefault(p.StateBytes, 600), s.WRUPerWrite, s.RRUPerRead, math.Max(1, p.BatchSize))
+	fmt.Fprintf(w, "assumed: %d MB arm64 functions, %s billed per invocation, %d-byte state (%g WRU per write and %g on the status index per saga, %g RRU per read), batch size %g\n",
+		orDefault(p.MemoryMB, 256), orDur(p.Duration), orDefault(p.StateBytes, 600), s.WRUPerWrite, s.IndexWRU, s.RRUPerRead, math.Max(1, p.BatchSize))
 	fmt.Fprintf(w, "\n%-22s %14s %16s\n", "", "per saga", fmt.Sprintf("per %s sagas", human(sagasPerMonth)))
 	for _, k := range []string{"lambda requests", "lambda compute", "sqs", "dynamodb writes", "dynamodb reads"} {
 		fmt.Fprintf(w, "%-22s %14s %16s\n", k, usd(s.CostBreakdownUSD[k]), usd(s.CostBreakdownUSD[k]*sagasPerMonth))

@@ -27,8 +27,13 @@ func TestOrderSagaCost(t *testing.T) {
 		t.Fatalf("%+v", s)
 	}
 	// Per saga: 3 invocations ($0.2/M), 3 x 0.01 s x 0.25 GB, 9 SQS requests,
-	// 4 WRU, 3 RRU.
-	want := 3*0.2/1e6 + 3*0.01*0.25*0.0000133334 + 9*0.4/1e6 + 4*0.625/1e6 + 3*0.125/1e6
+	// 4 WRU on the table and 7 on the by_status index (1 for the create, a
+	// delete and a put for each of the 3 later transitions, whose update
+	// time is the index key), 3 RRU.
+	if s.IndexWRU != 7 {
+		t.Fatalf("index write units %v, want 7", s.IndexWRU)
+	}
+	want := 3*0.2/1e6 + 3*0.01*0.25*0.0000133334 + 9*0.4/1e6 + (4+7)*0.625/1e6 + 3*0.125/1e6
 	if math.Abs(s.CostLambdaSaga-want) > 1e-12 {
 		t.Fatalf("cost %v, want %v", s.CostLambdaSaga, want)
 	}

@@ -39,17 +39,17 @@ steps:
 	// Output:
 	// saga order, path [reserve charge ship]
 	// per saga: 3 action steps, 4 state writes, 3 reads, 9.0 SQS requests, 3.00 Lambda invocations, 0.01500 GB-s
-	// assumed: 256 MB arm64 functions, 20ms billed per invocation, 800-byte state (1 WRU per write, 1 RRU per read), batch size 1
+	// assumed: 256 MB arm64 functions, 20ms billed per invocation, 800-byte state (1 WRU per write and 7 on the status index per saga, 1 RRU per read), batch size 1
 	//
 	//                              per saga     per 1M sagas
 	// lambda requests           $0.00000060            $0.60
 	// lambda compute            $0.00000020            $0.20
 	// sqs                       $0.00000360            $3.60
-	// dynamodb writes           $0.00000250            $2.50
+	// dynamodb writes           $0.00000688            $6.88
 	// dynamodb reads            $0.00000038            $0.38
-	// lambdasaga total          $0.00000728            $7.28
+	// lambdasaga total          $0.00001165           $11.65
 	// Step Functions Std        $0.00007500           $75.00   (3 state transitions at $25 per million)
-	// Step Functions Standard costs 10.3x as much for this saga.
+	// Step Functions Standard costs 6.4x as much for this saga.
 	//
 	// when ship fails: [reserve charge ship], 2 compensations, 5 action steps
 }
