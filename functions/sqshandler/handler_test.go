@@ -58,8 +58,7 @@ func newRig(t *testing.T, reserve engine.ActionFunc) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := map[string]any{"order_id": "order-1001", "customer": "ada", "amount": 42.5, "currency": "EUR", "card": "4242", "items": []any{"book"}}
-	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "order-1001", Input: in}); err != nil {
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "order-1001", Input: orderInput("order-1001")}); err != nil {
 		t.Fatal(err)
 	}
 	h, err := sqshandler.New(sqshandler.Config{Coordinator: r.coord, Margin: time.Second})
@@ -72,9 +71,16 @@ func newRig(t *testing.T, reserve engine.ActionFunc) *rig {
 
 func (r *rig) invoke(t *testing.T, ctx context.Context, event []byte) []string {
 	t.Helper()
-	out, err := r.lh.Invoke(ctx, event)
+	return invokeBatch(t, ctx, r.lh, event)
+}
+
+// invokeBatch sends an SQS event through the Lambda handler, as Lambda
+// does, and returns the ids of the records it reported failed.
+func invokeBatch(t *testing.T, ctx context.Context, lh lambda.Handler, event []byte) []string {
+	t.Helper()
+	out, err := lh.Invoke(ctx, event)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the invocation failed as a whole: %v", err)
 	}
 	var resp events.SQSEventResponse
 	if err := json.Unmarshal(out, &resp); err != nil {
@@ -85,6 +91,11 @@ func (r *rig) invoke(t *testing.T, ctx context.Context, event []byte) []string {
 		failed = append(failed, f.ItemIdentifier)
 	}
 	return failed
+}
+
+// orderInput is an input of the order example for saga id.
+func orderInput(id string) map[string]any {
+	return map[string]any{"order_id": id, "customer": "ada", "amount": 42.5, "currency": "EUR", "card": "4242", "items": []any{"book"}}
 }
 
 func (r *rig) state(t *testing.T) *saga.State {

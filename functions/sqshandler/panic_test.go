@@ -62,8 +62,7 @@ func newBatchRig(t *testing.T, ids ...string) *batchRig {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		in := map[string]any{"order_id": id, "customer": "ada", "amount": 42.5, "currency": "EUR", "card": "4242", "items": []any{"book"}}
-		if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: id, Input: in}); err != nil {
+		if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: id, Input: orderInput(id)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,19 +83,7 @@ func (r *batchRig) invoke(t *testing.T, bodies ...string) []string {
 		ev.Records = append(ev.Records, events.SQSMessage{MessageId: "m" + string(rune('0'+i)), Body: b, Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
 	}
 	raw, _ := json.Marshal(ev)
-	out, err := r.lh.Invoke(context.Background(), raw)
-	if err != nil {
-		t.Fatalf("the invocation failed as a whole: %v", err)
-	}
-	var resp events.SQSEventResponse
-	if err := json.Unmarshal(out, &resp); err != nil {
-		t.Fatalf("response %s: %v", out, err)
-	}
-	failed := []string{}
-	for _, f := range resp.BatchItemFailures {
-		failed = append(failed, f.ItemIdentifier)
-	}
-	return failed
+	return invokeBatch(t, context.Background(), r.lh, raw)
 }
 
 func (r *batchRig) version(t *testing.T, id string) uint64 {
