@@ -73,6 +73,9 @@ func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.MaxConflictRetries < 0 {
+		return nil, fmt.Errorf("coordinator: MaxConflictRetries is %d; it must be 0 (the default, 8) or more", cfg.MaxConflictRetries)
+	}
 	if cfg.MaxConflictRetries == 0 {
 		cfg.MaxConflictRetries = 8
 	}

@@ -521,3 +521,37 @@ func TestCoordinatorWithoutActionsLeavesMessages(t *testing.T) {
 		t.Fatalf("status %s after the coordinator with actions took the message", got.Status)
 	}
 }
+
+// One saga that cannot be read does not stop the sweep: the sagas listed
+// after it are still re-sent, and the error names the bad one.
+func TestSweepGoesOnPastASagaItCannotRead(t *testing.T) {
+	r := newRig(t, "../saga/testdata/valid/order.yaml")
+	r.queue.failSends.Store(1)
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "stranded", Input: orderIn(10)}); err == nil {
+		t.Fatal("start reported success without sending")
+	}
+	r.clock.Advance(time.Minute)
+	// A newer saga whose stored state does not decode, listed first.
+	if err := r.store.SagaCreate(context.Background(), &durable.SagaCreateParams{Record: durable.SagaRecord{
+		SagaID: "damaged", Version: 1, Status: durable.StatusRunning, Name: "order", DefinitionHash: r.plan.Hash(), UpdatedAt: r.clock.Now(), State: []byte{0xff, 0xfe},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(30 * time.Minute)
+	res, err := r.coord.Sweep(context.Background(), &engine.SweepParams{IdleFor: 20 * time.Minute})
+	if err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("sweep error %v, want one naming the damaged saga", err)
+	}
+	if res.Resent != 1 || r.q.Len(durable.QueueAdvance) != 1 {
+		t.Fatalf("resent %d, advance queue %d: the stranded saga behind the damaged one was not re-sent", res.Resent, r.q.Len(durable.QueueAdvance))
+	}
+}
+
+// A negative conflict bound would fail every Handle and Cancel; it is
+// refused when the coordinator is built.
+func TestNegativeConflictRetriesRefused(t *testing.T) {
+	_, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: memstore.New(), Queue: memqueue.New(memqueue.Config{}), MaxConflictRetries: -1})
+	if err == nil || !strings.Contains(err.Error(), "MaxConflictRetries") {
+		t.Fatalf("err %v, want MaxConflictRetries refused", err)
+	}
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -29,16 +30,24 @@ type SweepResult struct {
 // callers: a Start, Cancel or Resume whose write landed but whose send did
 // not, when the caller never retries. Sending an outbox again is always
 // safe: the protocol drops what it has already handled. Run it now and then
-// (sagactl sweep, or a schedule).
+// (sagactl sweep, or a schedule). A saga it cannot read or send for is
+// logged and skipped, so one damaged item does not keep the sweep from the
+// rest; the errors are returned together at the end. Only a failed listing
+// stops it.
 func (c *Coordinator) Sweep(ctx context.Context, p *SweepParams) (*SweepResult, error) {
 	res := &SweepResult{}
+	var errs []error
+	skip := func(sagaID string, err error) {
+		errs = append(errs, fmt.Errorf("sweep: saga %s: %w", sagaID, err))
+		c.log.LogAttrs(ctx, slog.LevelError, "sweep skipped a saga", slog.String("saga_id", sagaID), slog.String("error", err.Error()))
+	}
 	now := c.cfg.Clock.Now()
 	for _, status := range []durable.Status{durable.StatusRunning, durable.StatusWaiting, durable.StatusCompensating} {
 		cursor := ""
 		for {
 			page, err := c.cfg.Store.SagaList(ctx, &durable.SagaListParams{Status: status, Limit: 100, Cursor: cursor})
 			if err != nil {
-				return res, fmt.Errorf("sweep: %w", err)
+				return res, errors.Join(append(errs, fmt.Errorf("sweep: %w", err))...)
 			}
 			for _, sm := range page.Sagas {
 				res.Checked++
@@ -47,13 +56,15 @@ func (c *Coordinator) Sweep(ctx context.Context, p *SweepParams) (*SweepResult, 
 				}
 				st, err := c.Get(ctx, sm.SagaID)
 				if err != nil {
-					return res, fmt.Errorf("sweep: %w", err)
+					skip(sm.SagaID, err)
+					continue
 				}
 				if st.Status.Final() || len(st.Outbox) == 0 {
 					continue
 				}
 				if err := c.send(ctx, st.Outbox); err != nil {
-					return res, fmt.Errorf("sweep: saga %s: %w", st.SagaID, err)
+					skip(st.SagaID, err)
+					continue
 				}
 				res.Resent++
 				c.log.LogAttrs(ctx, slog.LevelInfo, "sweep re-sent outbox", slog.String("saga_id", st.SagaID),
@@ -65,5 +76,5 @@ func (c *Coordinator) Sweep(ctx context.Context, p *SweepParams) (*SweepResult, 
 			cursor = page.NextCursor
 		}
 	}
-	return res, nil
+	return res, errors.Join(errs...)
 }
