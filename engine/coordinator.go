@@ -197,7 +197,10 @@ func (c *Coordinator) Resume(ctx context.Context, sagaID string) (*saga.State, e
 
 // SkipCompensation continues a saga parked in compensation_failed without
 // running the compensation that failed: an operator has undone that step
-// by hand. The rest of the compensations run as on Resume.
+// by hand. The rest of the compensations run as on Resume. Unlike Resume,
+// it is not idempotent on a saga already compensating: that saga may have
+// been resumed without the skip, so it returns saga.ErrInvalidEvent and
+// skips nothing.
 func (c *Coordinator) SkipCompensation(ctx context.Context, sagaID string) (*saga.State, error) {
 	return c.apply(ctx, sagaID, saga.EventResume, true)
 }
@@ -209,6 +212,13 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind saga.EventK
 		rec, st, plan, err := c.load(ctx, sagaID)
 		if err != nil {
 			return nil, err
+		}
+		if kind == saga.EventResume && skip && st.Status == durable.StatusCompensating {
+			// Not a retry we can recognise: a plain resume may have landed
+			// first and sent the failed compensation on its way. Skipping
+			// now would skip the wrong step; saying yes would hide that the
+			// compensation runs again.
+			return nil, fmt.Errorf("%w: saga %s is compensating, not parked: nothing was skipped (if the compensation fails again the saga parks, and it can be skipped then)", saga.ErrInvalidEvent, sagaID)
 		}
 		if already(st, kind) {
 			// A retry of a cancel or resume whose write landed but whose

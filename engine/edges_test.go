@@ -892,3 +892,48 @@ func TestEdgeCancelWhileAnActionRuns(t *testing.T) {
 		})
 	}
 }
+
+// A skip that comes after a plain resume has landed skips nothing: the
+// resume already sent the failed compensation on its way, so the skip is
+// refused (the operator who undid the step by hand must not see it undone
+// a second time behind a success).
+func TestEdgeSkipAfterAResumeIsRefused(t *testing.T) {
+	src := `
+saga: skip
+steps:
+  - id: charge
+    action: pay.charge
+    compensate: {action: pay.refund}
+  - id: fail
+    fail: {error: Nope}
+`
+	refunds := 0
+	e := newEdgeRig(t, src, func(ctx context.Context, c saga.Call) (any, error) {
+		if c.Compensation {
+			refunds++
+			if refunds == 1 {
+				return nil, saga.Permanent(errors.New("refund service down"))
+			}
+		}
+		return nil, nil
+	})
+	e.start("s-1", nil)
+	e.drain()
+	if st := e.get("s-1"); st.Status != durable.StatusCompensationFailed {
+		t.Fatalf("status %s, want parked", st.Status)
+	}
+	if _, err := e.coord.Resume(context.Background(), "s-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.coord.SkipCompensation(context.Background(), "s-1"); !errors.Is(err, saga.ErrInvalidEvent) {
+		t.Fatalf("skip after a resume: %v, want ErrInvalidEvent (nothing was skipped)", err)
+	}
+	// A plain resume retried is still a retry.
+	if _, err := e.coord.Resume(context.Background(), "s-1"); err != nil {
+		t.Fatalf("resume retried: %v", err)
+	}
+	e.drain()
+	if st := e.get("s-1"); st.Status != durable.StatusCompensated || refunds != 2 {
+		t.Fatalf("status %s after %d refund calls, want compensated after the resumed refund", st.Status, refunds)
+	}
+}
