@@ -210,6 +210,17 @@ func WithInvocationBudget(ctx context.Context, d time.Duration) context.Context 
 	return context.WithValue(ctx, budgetKey{}, d)
 }
 
+// FreshWouldHaveMore reports whether a fresh invocation would give a record
+// more time than the left of this one: handing a record back helps only
+// then. It is false while this invocation is itself fresh (within
+// handBackSlack of its start), so a record is never handed back from one
+// fresh invocation to the next forever; without WithInvocationBudget it is
+// true.
+func FreshWouldHaveMore(ctx context.Context, left time.Duration) bool {
+	budget, ok := ctx.Value(budgetKey{}).(time.Duration)
+	return !ok || budget-left >= handBackSlack
+}
+
 // HandBack sends msg again at once, for a message handled later by a fresh
 // invocation (after ErrNoTime): the copy is delivered anew, so the
 // original can be deleted without spending its receive count.

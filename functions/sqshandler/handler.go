@@ -73,7 +73,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	var failed []string
 	handled, handedBack := 0, 0
 	for i, r := range recs {
-		if hasDeadline && time.Until(deadline) < h.margin {
+		if left := time.Until(deadline); hasDeadline && left < h.margin && engine.FreshWouldHaveMore(ctx, left) {
 			for _, rest := range recs[i:] {
 				if rest.Err == nil && h.handBack(ctx, rest) {
 					handedBack++

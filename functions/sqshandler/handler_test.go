@@ -193,3 +193,24 @@ func TestHandlerMessageAheadOfSaga(t *testing.T) {
 		t.Fatal("state changed")
 	}
 }
+
+// A fresh invocation shorter than the margin (Lambda's default 3 s timeout
+// against the default 3 s margin) still runs its first record: handing it
+// back would hand it back in every invocation, forever, without ever
+// spending a receive toward the dead-letter queue.
+func TestFreshInvocationUnderTheMarginRunsItsFirstRecord(t *testing.T) {
+	r := newRig(t, nil)
+	h, err := sqshandler.New(sqshandler.Config{Coordinator: r.coord}) // DefaultMargin
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.lh = lambda.NewHandler(h.Handle)
+	ctx, cancel := context.WithTimeout(context.Background(), 2900*time.Millisecond)
+	defer cancel()
+	if failed := r.invoke(t, ctx, fixture(t, "advance.json")); len(failed) != 0 {
+		t.Fatalf("failed %v", failed)
+	}
+	if v := r.state(t).Version; v != 2 {
+		t.Fatalf("saga at version %d after a fresh invocation, want 2: its record was handed back instead of run", v)
+	}
+}
