@@ -937,3 +937,55 @@ steps:
 		t.Fatalf("status %s after %d refund calls, want compensated after the resumed refund", st.Status, refunds)
 	}
 }
+
+// A cancel that lands while an action runs does not put that attempt's
+// message where a second worker would take it at once and run the action
+// again beside the first: the message already in flight is the one that
+// runs it, at the cancel's version.
+func TestEdgeCancelDuringActionStartsNoSecondRun(t *testing.T) {
+	charges := 0
+	var e *edgeRig
+	e = newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c saga.Call) (any, error) {
+		if c.Step == "charge" && !c.Compensation {
+			if charges++; charges > 1 {
+				return nil, saga.Permanent(saga.NewError("Declined", "asked twice"))
+			}
+			if _, err := e.coord.Cancel(context.Background(), c.SagaID); err != nil {
+				return nil, err
+			}
+			// Another worker polls at once, as a second Lambda would.
+			if ds, _ := e.q.Receive(context.Background(), &durable.ReceiveParams{Queue: durable.QueueAdvance, Max: 10}); len(ds) != 0 {
+				t.Errorf("the cancel made the charge's message visible at once: %d message(s)", len(ds))
+			}
+			return map[string]any{"id": "p"}, nil
+		}
+		return map[string]any{"id": c.Step + "-1"}, nil
+	})
+	e.start("s-1", map[string]any{"blob": "b"})
+	e.drain()
+	if charges != 1 {
+		t.Fatalf("charge ran %d times", charges)
+	}
+	e.checkCompensated(t, "reserve", "charge")
+}
+
+// The message of an attempt that a cancel keeps pending still runs it when
+// it arrives after the cancel (its worker crashed, or it had not been
+// received yet): the cancel waits for exactly that attempt.
+func TestEdgeAttemptMessageRunsAfterTheCancelThatWaitsForIt(t *testing.T) {
+	e := newEdgeRig(t, bigOutputSaga, nil)
+	e.start("s-1", map[string]any{"blob": "b"})
+	d, _ := e.receive() // reserve
+	if _, err := e.coord.Handle(context.Background(), d.Body); err != nil {
+		t.Fatal(err)
+	}
+	d, _ = e.receive() // charge, not yet handled
+	if _, err := e.coord.Cancel(context.Background(), "s-1"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := e.coord.Handle(context.Background(), d.Body); err != nil || out != engine.HandledStep {
+		t.Fatalf("the charge's message after the cancel: %s %v, want it run", out, err)
+	}
+	e.drain()
+	e.checkCompensated(t, "reserve", "charge")
+}

@@ -68,6 +68,9 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 	case st.Version > msg.Version+1:
 		c.logHandled(ctx, msg, st, HandledStale, 0)
 		return HandledStale, nil
+	case st.Version == msg.Version+1 && waitedFor(plan, st, msg):
+		// A cancel landed before this message was handled, and waits for
+		// this very attempt's outcome: run it at the cancel's version.
 	case st.Version == msg.Version+1:
 		if err := c.send(ctx, st.Outbox); err != nil {
 			return "", fmt.Errorf("saga %s: re-send outbox of version %d: %w", msg.SagaID, st.Version, err)
@@ -111,7 +114,7 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 		}
 		return c.write(ctx, st, base, h)
 	}
-	base := msg.Version
+	base := st.Version
 	err = apply(st, 0)
 	if errors.Is(err, durable.ErrConflict) {
 		// A cancel may have landed while the action ran: it keeps the
@@ -158,6 +161,17 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 	}
 	c.logHandled(ctx, msg, st, HandledStep, took)
 	return HandledStep, nil
+}
+
+// waitedFor reports whether st is a cancel request (written after msg's
+// version) that keeps msg's attempt pending: msg then runs it.
+func waitedFor(plan *saga.Plan, st *saga.State, msg durable.Message) bool {
+	cur, ok := st.Pending()
+	if !ok || !st.CancelRequested || cur.Compensating || msg.Queue != durable.QueueAdvance || cur.Attempt != msg.Attempt {
+		return false
+	}
+	id, _ := plan.Awaits(cur)
+	return id == msg.Step
 }
 
 // cancelledDuring reloads a saga whose write just lost, and returns it if

@@ -56,11 +56,14 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		}
 		if cur, ok := st.Pending(); ok && !cur.Compensating && st.Status == durable.StatusRunning {
 			// The pending action may be running now, and may take effect:
-			// wait for its outcome, then compensate it with the rest. Its
-			// message goes out again at this version, since the one in
-			// flight names the version before.
+			// wait for its outcome, then compensate it with the rest. The
+			// message in flight (of the version before) still runs it: the
+			// coordinator takes it for this version's. A copy at this
+			// version goes out only as a fallback, delayed as long as a
+			// queue allows, so that no second worker runs the action beside
+			// the one running it now.
 			st.CancelRequested = true
-			r.send(durable.QueueAdvance, p.steps[cur.Step].ID, cur.Attempt, 0)
+			r.send(durable.QueueAdvance, p.steps[cur.Step].ID, cur.Attempt, durable.MaxDelay)
 			break
 		}
 		st.Cursors = st.Cursors[:0]
