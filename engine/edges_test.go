@@ -623,13 +623,18 @@ input: {m: map, s: string, l: list, n: int}
 steps:
   - {id: a, set: {x: "${input.m[input.s]}"}}
 `
-	for _, tt := range []struct{ src, secret string }{
-		{src, "4111111111111111"},
-		{strings.Replace(src, "input.m[input.s]", "timestamp(input.s)", 1), "4111111111111111"},
-		{strings.Replace(src, "input.m[input.s]", "input.l[input.n]", 1), "-7777"},
+	for _, tt := range []struct{ src, s, secret string }{
+		{src, "4111111111111111", "4111111111111111"},
+		{strings.Replace(src, "input.m[input.s]", "timestamp(input.s)", 1), "4111111111111111", "4111111111111111"},
+		{strings.Replace(src, "input.m[input.s]", "input.l[input.n]", 1), "4111111111111111", "-7777"},
+		// A value that contains the word "overload" used to pass the
+		// redaction whole.
+		{src, "SECRET-4111 overload", "SECRET-4111"},
+		{strings.Replace(src, "input.m[input.s]", "timestamp(input.s)", 1), "SECRET-4111 overload", "SECRET-4111"},
+		{strings.Replace(src, "input.m[input.s]", "input.s.matches(input.s)", 1), "SECRET( no overload", "SECRET("},
 	} {
 		e := newEdgeRig(t, tt.src, nil)
-		e.start("s-1", map[string]any{"m": map[string]any{}, "s": "4111111111111111", "l": []any{}, "n": -7777})
+		e.start("s-1", map[string]any{"m": map[string]any{}, "s": tt.s, "l": []any{}, "n": -7777})
 		st := e.get("s-1")
 		if st.Failure == nil || strings.Contains(st.Failure.Message, tt.secret) {
 			t.Errorf("failure %+v echoes the input's value", st.Failure)

@@ -158,8 +158,8 @@ func (p *program) eval(act *activation) (ref.Val, error) {
 // failed to parse), which come from inputs and vars: failures are stored
 // and logged, values never are.
 func redactEvalError(msg string) string {
-	if strings.Contains(msg, "overload") {
-		return msg // names functions and types only
+	if strings.HasPrefix(msg, "no such overload") || strings.HasPrefix(msg, "found no matching overload") {
+		return msg // CEL's own overload errors name functions and types only
 	}
 	if i := strings.IndexAny(msg, "\"'"); i >= 0 {
 		msg = msg[:i]
