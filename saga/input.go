@@ -72,7 +72,10 @@ func (p *Plan) CheckInput(input map[string]any) (map[string]any, error) {
 		}
 	}
 	if len(problems) == 0 {
-		if n, err := jsonSize(input); err == nil && n > MaxInputBytes {
+		switch n, err := jsonSize(input); {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("input cannot be written as JSON, so its size cannot be checked (%v)", err))
+		case n > MaxInputBytes:
 			problems = append(problems, fmt.Sprintf("input is %d bytes as JSON, over the limit of %d", n, MaxInputBytes))
 		}
 	}

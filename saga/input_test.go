@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/saga"
 )
@@ -96,5 +97,18 @@ steps: [{id: a, set: {x: 1}}]
 	}
 	if !bytes.Contains([]byte(err.Error()), []byte("input.ok: want bool, got a string")) {
 		t.Errorf("bool: %v", err)
+	}
+}
+
+// The size limit holds for inputs JSON cannot encode as they are (a Go
+// caller's timestamp past year 9999): the size check was skipped for them.
+func TestCheckInputSizeHoldsForValuesJSONCannotEncode(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, src := range []string{"saga: s\nsteps: [{id: a, set: {x: 1}}]\n", "saga: s\ninput: {t: timestamp, s: string}\nsteps: [{id: a, set: {x: 1}}]\n"} {
+		p := mustCompile(t, src)
+		if _, err := p.CheckInput(map[string]any{"t": far, "s": big}); !errors.Is(err, saga.ErrInvalidInput) {
+			t.Errorf("1 MiB input with a timestamp past 9999: %v, want ErrInvalidInput", err)
+		}
 	}
 }
