@@ -572,6 +572,10 @@ func (d *decoder) val(depth int) any {
 		}
 		f := math.Float64frombits(binary.LittleEndian.Uint64(d.b))
 		d.b = d.b[8:]
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			d.fail("a double that is not a finite number") // state never holds one (CheckValue refuses it)
+			return nil
+		}
 		return f
 	case valString:
 		return d.str()
