@@ -176,6 +176,7 @@ type activation struct {
 	vars    map[string]any
 	attempt int64
 	now     time.Time
+	guards  *guardMemo // made by the first guarded call (celguard.go)
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {

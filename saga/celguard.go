@@ -58,21 +58,75 @@ type sizeGuarded struct {
 }
 
 func (g *sizeGuarded) Exec(f *interpreter.ExecutionFrame) ref.Val {
-	if err := g.check(func(a interpreter.InterpretableV2) ref.Val { return a.Exec(f) }); err != nil {
-		return err
-	}
-	return g.InterpretableCall.Exec(f)
+	return g.run(memoOf(f.Activation), func(a interpreter.InterpretableV2) ref.Val { return a.Exec(f) }, func() ref.Val { return g.InterpretableCall.Exec(f) })
 }
 
 func (g *sizeGuarded) Eval(act interpreter.Activation) ref.Val {
-	if err := g.check(func(a interpreter.InterpretableV2) ref.Val { return a.Eval(act) }); err != nil {
-		return err
-	}
-	return g.InterpretableCall.Eval(act)
+	return g.run(memoOf(act), func(a interpreter.InterpretableV2) ref.Val { return a.Eval(act) }, func() ref.Val { return g.InterpretableCall.Eval(act) })
 }
 
-// check evaluates the arguments (pure, so evaluating them again in the
-// call is harmless) and refuses a call whose result would be too large.
+// guardMemo keeps, for one evaluation, the results of guarded calls made
+// while another guarded call checks its arguments, so that the call that
+// follows the check finds them instead of evaluating them again. Without
+// it each guarded call nested in another's arguments doubled the work (30
+// chained replaces: 2^30 evaluations). Evaluation is pure and runs in the
+// same order both times, so the results are replayed first in, first out,
+// also for calls inside comprehensions.
+type guardMemo struct {
+	recording, replaying int
+	results              map[*sizeGuarded][]ref.Val
+}
+
+// memoOf finds the evaluation's memo in its activation (comprehensions
+// wrap it); nil when the activation is not a saga's, and then arguments
+// are evaluated twice, as before.
+func memoOf(a interpreter.Activation) *guardMemo {
+	for a != nil {
+		if sa, ok := a.(*activation); ok {
+			if sa.guards == nil {
+				sa.guards = &guardMemo{results: map[*sizeGuarded][]ref.Val{}}
+			}
+			return sa.guards
+		}
+		a = a.Parent()
+	}
+	return nil
+}
+
+// run checks the call's arguments and makes the call, through m.
+func (g *sizeGuarded) run(m *guardMemo, evalArg func(interpreter.InterpretableV2) ref.Val, call func() ref.Val) ref.Val {
+	if m == nil {
+		if err := g.check(evalArg); err != nil {
+			return err
+		}
+		return call()
+	}
+	if m.replaying > 0 {
+		if q := m.results[g]; len(q) > 0 {
+			m.results[g] = q[1:]
+			return q[0]
+		}
+	}
+	m.recording++
+	v := g.check(evalArg)
+	m.recording--
+	if v == nil {
+		m.replaying++
+		v = call()
+		m.replaying--
+	}
+	switch {
+	case m.recording > 0: // an enclosing guarded call is checking its arguments: it replays this
+		m.results[g] = append(m.results[g], v)
+	case m.replaying == 0: // the outermost guarded call is done
+		clear(m.results)
+	}
+	return v
+}
+
+// check evaluates the arguments (pure: the call that follows finds them in
+// the memo, or evaluates them again) and refuses a call whose result would
+// be too large.
 func (g *sizeGuarded) check(eval func(interpreter.InterpretableV2) ref.Val) ref.Val {
 	args := g.Args()
 	vals := make([]ref.Val, len(args))

@@ -6,7 +6,8 @@ import "time"
 type Options struct {
 	// CostLimit bounds the work of one expression evaluation (CEL cost units).
 	CostLimit uint64
-	// EvalTimeout bounds the wall time of one tracked expression evaluation.
+	// EvalTimeout bounds the wall time of one tracked expression evaluation,
+	// checked between comprehension iterations (CEL's interrupt checks).
 	EvalTimeout time.Duration
 	// MaxInlineSteps bounds the pure steps one transition may run before the
 	// saga fails with StepLimitExceeded.
