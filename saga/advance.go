@@ -220,22 +220,21 @@ func (r *runner) run(idx int) {
 			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeStarted, Attempt: 1})
 			return
 		case lang.KindSet:
-			var saved []savedVar
+			var buf [4]savedVar // most sets assign a few vars: no allocation for them
+			saved := buf[:0]
 			failed := false
 			for _, a := range s.assigns {
 				v, err := a.val.eval(r.activation(st.Vars, 1))
 				if err != nil {
-					r.restore(saved) // a failed step writes nothing (measured: it may be what grew)
+					r.restore(saved) // a failed step writes nothing
 					if next, ok := r.caught(s, 1, exprError(s.ID, err)); ok {
 						idx, failed = next, true
 						break
 					}
 					return
 				}
-				if r.ev.StoreLimit > 0 {
-					old, had := st.Vars[a.name]
-					saved = append(saved, savedVar{a.name, old, had})
-				}
+				old, had := st.Vars[a.name]
+				saved = append(saved, savedVar{a.name, old, had})
 				st.Vars[a.name] = v
 			}
 			if failed {

@@ -576,3 +576,34 @@ func TestDryRun(t *testing.T) {
 		t.Fatalf("%v %s %+v %+v", err, st.Status, st.Failure, st.CompensationError)
 	}
 }
+
+// A set step that fails partway writes nothing, whether or not the
+// transition is measured: a compensation must not read a value written by
+// a step that failed (it read 'WRONG' when StoreLimit was 0).
+func TestFailedSetWritesNothing(t *testing.T) {
+	p := mustCompile(t, `saga: x
+input: {s: string}
+steps:
+  - id: init
+    set: {target: "${'good'}"}
+  - id: book
+    action: b
+    compensate: {action: unbook, with: {target: "${vars.target}"}}
+  - id: s
+    set: {target: "${'WRONG'}", n: "${int(input.s)}"}
+`)
+	for _, limit := range []int{0, saga.MaxStateBytes} {
+		st := &saga.State{}
+		in, _ := p.CheckInput(map[string]any{"s": "zz"})
+		if err := p.Advance(st, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "s", Input: in, StoreLimit: limit}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Advance(st, saga.Event{Kind: saga.EventResult, Now: t0, Output: map[string]any{}, StoreLimit: limit}); err != nil {
+			t.Fatal(err)
+		}
+		call, err := p.Call(st, t0)
+		if err != nil || !call.Compensation || call.Input.(map[string]any)["target"] != "good" {
+			t.Errorf("StoreLimit %d: compensation call %+v (%v), want it to read target=good", limit, call, err)
+		}
+	}
+}
