@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/lang"
 	"github.com/lambdasaga/lambdasaga/sagactl"
@@ -108,6 +110,34 @@ func TestInputThatIsNotAnObjectSaysItsType(t *testing.T) {
 		r := runSagactl(t, nil, "run", orderFile, "--input", in)
 		if r.code != sagactl.ExitUsage || !strings.Contains(r.stderr, "--input: must be a JSON object, "+want) || strings.Contains(r.stderr, "4111") {
 			t.Errorf("--input %s: exit %d, stderr %q", in, r.code, r.stderr)
+		}
+	}
+}
+
+// A named pipe nobody writes to, or whose writer stalls, ends in a clear
+// error: opening it used to block forever (validate, run --input @FIFO,
+// validate --template FIFO all hung).
+func TestPipesThatNeverDeliverEnd(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "never")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	for _, args := range [][]string{
+		{"validate", fifo},
+		{"run", orderFile, "--input", "@" + fifo},
+		{"validate", "--template", fifo, orderFile},
+		{"local", "--template", fifo},
+	} {
+		done := make(chan result, 1)
+		go func() { done <- runSagactl(t, nil, args...) }()
+		select {
+		case r := <-done:
+			if r.code != sagactl.ExitUsage || !strings.Contains(r.stderr, fifo) {
+				t.Errorf("%v: exit %d, stderr %q; want a usage error naming the pipe", args, r.code, r.stderr)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%v: still reading a pipe nobody writes to after 10 s", args)
 		}
 	}
 }

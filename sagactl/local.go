@@ -15,6 +15,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/internal/emulators"
 	"github.com/lambdasaga/lambdasaga/internal/local"
+	"github.com/lambdasaga/lambdasaga/internal/samtemplate"
 )
 
 // mainsFlag collects --main FUNCTION=PACKAGE.
@@ -56,6 +57,16 @@ func runLocal(c *Config, args []string) int {
 	}
 	if *visibility < 0 || *workers < 1 {
 		c.errorf("local: --visibility must not be negative and --workers must be at least 1")
+		return ExitUsage
+	}
+	// The template first, read within its limit, so that a bad or endless
+	// one is refused before anything starts.
+	src, err := readFile(*template, maxTemplateBytes, "a template")
+	if err == nil {
+		_, err = samtemplate.Parse(*template, src)
+	}
+	if err != nil {
+		c.errorf("local: %v", err)
 		return ExitUsage
 	}
 	if b, err := os.ReadFile(LocalStateFile); err == nil {

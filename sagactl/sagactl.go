@@ -15,6 +15,8 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
@@ -194,15 +196,21 @@ func (c *Config) loadWith(file string, opts saga.Options) (*saga.Plan, bool) {
 
 // readFile reads file whole if it holds at most limit bytes; a larger one
 // (or an endless one: /dev/zero, a pipe) is refused after limit+1 bytes,
-// never read into memory whole. Errors start with the file's name; what
-// says what the file is for.
+// never read into memory whole. A named pipe is opened without waiting
+// for a writer (none: it reads as empty), and a pipe or device that stops
+// delivering is given up after readPatience. Errors start with the file's
+// name; what says what the file is for.
 func readFile(file string, limit int, what string) ([]byte, error) {
-	f, err := os.Open(file)
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fileError(file, err)
 	}
 	defer f.Close()
+	_ = f.SetReadDeadline(time.Now().Add(readPatience)) // pipes and devices only; a regular file ignores it
 	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, fmt.Errorf("%s: still not at its end after %s (a pipe whose writer stalled?)", file, readPatience)
+	}
 	if err != nil {
 		return nil, fileError(file, err)
 	}
@@ -211,6 +219,9 @@ func readFile(file string, limit int, what string) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// readPatience bounds the wait for a pipe or device to deliver a file.
+const readPatience = 30 * time.Second
 
 // fileError names file once: the *fs.PathError's own text would repeat it
 // after an operation name ("open FILE: ...").
