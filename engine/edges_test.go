@@ -994,3 +994,53 @@ func TestEdgeAttemptMessageRunsAfterTheCancelThatWaitsForIt(t *testing.T) {
 	e.drain()
 	e.checkCompensated(t, "reserve", "charge")
 }
+
+// The action's context ends saga.ResultReserve before the invocation's
+// deadline, so its outcome is always written and sent; a step timeout that
+// comes first ends it instead. (The earlier deadline test was cut by its
+// own step timeout, so giving the action the whole invocation passed it.)
+func TestEdgeActionContextEndsBeforeTheInvocation(t *testing.T) {
+	for _, tc := range []struct {
+		name, timeout string
+		want          func(invocation time.Time) time.Time
+	}{
+		{"untimed step", "", func(inv time.Time) time.Time { return inv.Add(-saga.ResultReserve) }},
+		{"step timeout later than the reserve", ", timeout: 15m", func(inv time.Time) time.Time { return inv.Add(-saga.ResultReserve) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got time.Time
+			e := newEdgeRig(t, "saga: t\nsteps:\n  - {id: a, action: x.a"+tc.timeout+"}\n", func(ctx context.Context, c saga.Call) (any, error) {
+				got, _ = ctx.Deadline()
+				return nil, nil
+			})
+			e.start("s-1", nil)
+			d, _ := e.receive()
+			inv := time.Now().Add(20 * time.Second)
+			ctx, cancel := context.WithDeadline(context.Background(), inv)
+			defer cancel()
+			if _, err := e.coord.Handle(ctx, d.Body); err != nil {
+				t.Fatal(err)
+			}
+			if want := tc.want(inv); !got.Equal(want) {
+				t.Fatalf("the action's deadline is %s before the invocation's, want %s", inv.Sub(got), inv.Sub(want))
+			}
+		})
+	}
+	// A step timeout before the reserve ends the action at the timeout.
+	var left time.Duration
+	e := newEdgeRig(t, "saga: t\nsteps:\n  - {id: a, action: x.a, timeout: 3s}\n", func(ctx context.Context, c saga.Call) (any, error) {
+		dl, _ := ctx.Deadline()
+		left = time.Until(dl)
+		return nil, nil
+	})
+	e.start("s-1", nil)
+	d, _ := e.receive()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := e.coord.Handle(ctx, d.Body); err != nil {
+		t.Fatal(err)
+	}
+	if left <= 2*time.Second || left > 3*time.Second {
+		t.Fatalf("a 3 s step in a 20 s invocation got %s", left)
+	}
+}

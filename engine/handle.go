@@ -259,27 +259,29 @@ func (c *Coordinator) invoke(ctx context.Context, plan *saga.Plan, st *saga.Stat
 		return nil, 0, saga.Permanent(err)
 	}
 	// The action's context ends saga.ResultReserve before the invocation's,
-	// so that its outcome, whatever it is, is always written and sent.
+	// so that its outcome, whatever it is, is always written and sent; or
+	// at its step timeout, if that comes first. One context does both.
 	actx := ctx
 	cutByInvocation := false // the invocation's deadline comes before the step timeout
+	var stop time.Time
+	base := ctx
 	if dl, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithDeadline(context.WithoutCancel(ctx), dl.Add(-saga.ResultReserve))
-		defer cancel()
-		cutByInvocation = call.Timeout <= 0 || time.Until(dl.Add(-saga.ResultReserve)) < call.Timeout
+		stop, cutByInvocation = dl.Add(-saga.ResultReserve), true
+		base = context.WithoutCancel(ctx) // the earlier deadline is set below
 	}
 	if call.Timeout > 0 {
+		if t := time.Now().Add(call.Timeout); stop.IsZero() || t.Before(stop) {
+			stop, cutByInvocation = t, false
+		}
+	}
+	if !stop.IsZero() {
 		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(actx, call.Timeout)
+		actx, cancel = context.WithDeadline(base, stop)
 		defer cancel()
 	}
 	start := c.cfg.Clock.Now()
 	out, err := c.safeInvoke(actx, call)
 	took := c.cfg.Clock.Now().Sub(start)
-	if err == nil && actx.Err() != nil && ctx.Err() == nil {
-		// The action returned after its timeout: its result is still good.
-		err = nil
-	}
 	if err != nil {
 		if actx.Err() != nil && !saga.IsPermanent(err) {
 			msg := fmt.Sprintf("action %s did not finish within %s", call.Action, call.Timeout)
