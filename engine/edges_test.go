@@ -1044,3 +1044,31 @@ func TestEdgeActionContextEndsBeforeTheInvocation(t *testing.T) {
 		t.Fatalf("a 3 s step in a 20 s invocation got %s", left)
 	}
 }
+
+// A cancel within the clock-skew margin of the retry's due time waits for
+// that attempt, which another worker's clock may already have started: it
+// does not compensate at once.
+func TestEdgeCancelNearTheRetryTimeWaitsForTheAttempt(t *testing.T) {
+	src := `
+saga: r
+steps:
+  - {id: pay, action: x.pay, retry: {attempts: 3, backoff: 10m, max_backoff: 15m, jitter: false}, compensate: {action: x.refund}}
+`
+	e := newEdgeRig(t, src, func(ctx context.Context, c saga.Call) (any, error) {
+		if !c.Compensation {
+			return nil, errors.New("busy")
+		}
+		return nil, nil
+	})
+	e.start("s-1", nil)
+	d, _ := e.receive() // the first attempt fails: a retry in 10 minutes
+	engine.HandleDelivery(context.Background(), e.coord, e.q, d, nil)
+	e.clock.Advance(10*time.Minute - 3*time.Second) // 3 s before it is due
+	st, err := e.coord.Cancel(context.Background(), "s-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != durable.StatusRunning || !st.CancelRequested {
+		t.Fatalf("a cancel 3 s before the retry is due: %s, requested %v; want it to wait for the attempt", st.Status, st.CancelRequested)
+	}
+}
