@@ -42,6 +42,9 @@ func TestReadmeSnippetsAreExamples(t *testing.T) {
 			t.Errorf("README snippet: %s has no func %s", m[2], m[1])
 			continue
 		}
+		if !containsRun(fn, []string{"// Output:"}) {
+			t.Errorf("README snippet from %s in %s: the example has no // Output: block, so go test compiles it but does not run it", m[1], m[2])
+		}
 		if !containsRun(fn, trimmed(lines[1:])) {
 			t.Errorf("README snippet from %s in %s is not a run of its lines: copy it again from the example", m[1], m[2])
 		}
