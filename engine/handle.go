@@ -210,9 +210,10 @@ func (c *Coordinator) timeLeft(ctx context.Context, plan *saga.Plan, cur saga.Cu
 }
 
 // handBackSlack is what a fresh invocation may spend before an attempt
-// starts (loading the saga, earlier records): a step is handed back for its
-// timeout only if a fresh invocation has that much more.
-const handBackSlack = time.Second
+// starts: a step is handed back for its timeout only if a fresh invocation
+// has that much more. Validation keeps step timeouts within it
+// (saga.StepTimeoutLimit).
+const handBackSlack = saga.StartReserve
 
 type budgetKey struct{}
 

@@ -264,8 +264,8 @@ func (c *compiler) checkStepTimeout(s *lang.Step, field string, d time.Duration,
 	if pos.Line == 0 {
 		pos = s.Pos
 	}
-	c.errorf(pos, s.ID, field, "%s is longer than the %s the function can give an action (its timeout less the %s kept to record the result): shorten it, or raise the function's timeout",
-		lang.FormatDuration(d), lang.FormatDuration(limit), lang.FormatDuration(ResultReserve))
+	c.errorf(pos, s.ID, field, "%s is longer than the %s the function can give an action (its timeout less %s to load the saga and %s kept to record the result): shorten it, or raise the function's timeout",
+		lang.FormatDuration(d), lang.FormatDuration(limit), lang.FormatDuration(StartReserve), lang.FormatDuration(ResultReserve))
 }
 
 func (c *compiler) condition(s *lang.Step, field, src string, pos lang.Pos) *program {

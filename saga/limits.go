@@ -20,11 +20,18 @@ const MaxDataDepth = 64
 // long before the invocation's deadline.
 const ResultReserve = 2 * time.Second
 
+// StartReserve is what a fresh invocation may spend before an attempt
+// starts (loading the saga and its plan). A record whose step timeout fits
+// a fresh invocation with it is handed back, not cut short, when a batch
+// leaves it too little time.
+const StartReserve = time.Second
+
 // StepTimeoutLimit is the longest step timeout a function whose timeout is
-// functionTimeout can give an action: its timeout less ResultReserve.
-// Zero or negative when the function cannot run an action at all.
+// functionTimeout can give an action: its timeout less StartReserve and
+// ResultReserve, so that a fresh invocation always has the whole step
+// timeout for it. Zero or negative when the function cannot run an action.
 func StepTimeoutLimit(functionTimeout time.Duration) time.Duration {
-	return functionTimeout - ResultReserve
+	return functionTimeout - StartReserve - ResultReserve
 }
 
 // MaxErrorMessageBytes bounds the message of a failure kept in state: a

@@ -17,7 +17,7 @@ type Options struct {
 	MaxVisits int
 	// MaxStepTimeout, when positive, is the longest step timeout (action or
 	// compensation) Compile accepts: what the function that runs the
-	// actions can give one, its timeout less ResultReserve
+	// actions can give one, its timeout less StartReserve and ResultReserve
 	// (StepTimeoutLimit). Zero: only the 15-minute cap applies.
 	MaxStepTimeout time.Duration
 }

@@ -229,25 +229,25 @@ func TestMaxStepTimeout(t *testing.T) {
 steps:
   - id: a
     action: work
-    timeout: 29s
-`, opts, "test.yaml:5:", "step a: timeout: ", "28s", "function", "2s")
+    timeout: 28s
+`, opts, "test.yaml:5:", "step a: timeout: ", "27s", "function", "2s", "1s")
 	refused(t, `saga: x
 steps:
   - id: a
     action: work
     compensate: {action: undo, timeout: 1m}
-`, opts, "test.yaml:5:", "step a: compensate.timeout: ", "28s")
+`, opts, "test.yaml:5:", "step a: compensate.timeout: ", "27s")
 	ok := `saga: x
 steps:
   - id: a
     action: work
-    timeout: 28s
+    timeout: 27s
     compensate: {action: undo, timeout: 15m}
 `
 	refused(t, ok, opts, "compensate.timeout")
 	ok = strings.Replace(ok, "15m", "1s", 1)
 	accepted(t, ok, opts)
-	accepted(t, strings.Replace(ok, "28s", "15m", 1), saga.Options{})
+	accepted(t, strings.Replace(ok, "27s", "15m", 1), saga.Options{})
 }
 
 func TestYAMLDocumentShape(t *testing.T) {

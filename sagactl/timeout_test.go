@@ -17,22 +17,22 @@ func TestValidateStepTimeoutsAgainstTheFunction(t *testing.T) {
 		want []string // on stderr, or stdout when the code is ExitOK
 	}{
 		{[]string{orderFile, "--function-timeout", "30s"}, sagactl.ExitOK, []string{"order.yaml: ok"}},
-		{[]string{orderFile, "--function-timeout", "12s"}, sagactl.ExitOK, []string{"order.yaml: ok"}}, // limit 10s: the order's 10s fit
+		{[]string{orderFile, "--function-timeout", "13s"}, sagactl.ExitOK, []string{"order.yaml: ok"}}, // limit 10s (13 less 1 and 2): the order's 10s fit
 		{[]string{orderFile, "--function-timeout", "10s"}, sagactl.ExitUsage, []string{
-			"step reserve: timeout: 10s is longer than the 8s the function can give an action (its timeout less the 2s kept to record the result)",
-			"step charge: timeout: 10s is longer than the 8s",
+			"step reserve: timeout: 10s is longer than the 7s the function can give an action (its timeout less 1s to load the saga and 2s kept to record the result)",
+			"step charge: timeout: 10s is longer than the 7s",
 			"order.yaml: 2 problem(s)",
-			"(step timeouts checked against a function with timeout 10s: at most 8s)",
+			"(step timeouts checked against a function with timeout 10s: at most 7s)",
 		}},
 		{[]string{"testdata/longundo.yaml", "--function-timeout", "30s"}, sagactl.ExitUsage, []string{
-			"step book: compensate.timeout: 5m is longer than the 28s the function can give an action",
+			"step book: compensate.timeout: 5m is longer than the 27s the function can give an action",
 			"longundo.yaml: 1 problem(s)",
 		}},
 		{[]string{orderFile, "--template", "../infra/template.yaml"}, sagactl.ExitOK, []string{"order.yaml: ok"}},
 		{[]string{orderFile, "--template", "testdata/short-template.yaml"}, sagactl.ExitUsage, []string{
-			"step reserve: timeout: 10s is longer than the 3s the function can give an action",
-			"step charge: timeout: 10s is longer than the 3s",
-			"(step timeouts checked against function AdvanceFunction of testdata/short-template.yaml (timeout 5s): at most 3s)",
+			"step reserve: timeout: 10s is longer than the 2s the function can give an action",
+			"step charge: timeout: 10s is longer than the 2s",
+			"(step timeouts checked against function AdvanceFunction of testdata/short-template.yaml (timeout 5s): at most 2s)",
 		}},
 		{[]string{orderFile, "--function-timeout", "2s"}, sagactl.ExitUsage, []string{"--function-timeout: 2s leaves no time for an action: a function keeps 2s of its timeout to record the outcome"}},
 		{[]string{orderFile, "--function-timeout", "-1s"}, sagactl.ExitUsage, []string{"--function-timeout: must be positive"}},
