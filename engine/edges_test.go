@@ -767,6 +767,9 @@ func TestEdgeLibraryCallsCannotBuildHugeValues(t *testing.T) {
 			if st.Status != durable.StatusCompensated || st.Failure.Step != "b" {
 				t.Fatalf("status %s %+v, want compensated at b", st.Status, st.Failure)
 			}
+			if !strings.Contains(st.Failure.Message, "larger than") {
+				t.Errorf("failure %q does not say why (the redaction cut the guard's reason off)", st.Failure.Message)
+			}
 			if grew := after.TotalAlloc - before.TotalAlloc; grew > 200<<20 {
 				t.Fatalf("allocated %d MB: the value was built before it was refused", grew>>20)
 			}

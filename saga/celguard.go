@@ -138,7 +138,8 @@ func (g *sizeGuarded) check(eval func(interpreter.InterpretableV2) ref.Val) ref.
 		vals[i] = v
 	}
 	if n := g.bound(vals); n > maxResultBytes || n < 0 {
-		return types.NewErr("%s: its result would be larger than %d bytes, more than a saga's state can hold", g.Function(), maxResultBytes)
+		// No ": " and no quotes, so that redactEvalError keeps the reason.
+		return types.NewErr("%s would build a result larger than %d bytes, more than a saga's state can hold", g.Function(), maxResultBytes)
 	}
 	return nil
 }
