@@ -69,13 +69,20 @@ func runLocal(c *Config, args []string) int {
 		c.errorf("local: %v", err)
 		return ExitUsage
 	}
-	if b, err := os.ReadFile(LocalStateFile); err == nil {
-		var ls localState
-		if json.Unmarshal(b, &ls) == nil && ls.PID > 0 && syscall.Kill(ls.PID, 0) == nil {
-			c.errorf("local: already running (pid %d); stop it with: %s local down", ls.PID, c.Name)
-			return ExitUsage
-		}
+	if err := os.MkdirAll(filepath.Dir(LocalStateFile), 0o755); err != nil {
+		c.errorf("local: %v", err)
+		return ExitUsage
 	}
+	lock, held, err := lockLocal()
+	if err != nil {
+		c.errorf("local: %v", err)
+		return ExitUsage
+	}
+	if !held {
+		c.errorf("local: already running here; stop it with: %s local down", c.Name)
+		return ExitUsage
+	}
+	defer lock.Close() // the lock goes with the file
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if _, err := os.Stat(*rie); err != nil {
@@ -133,7 +140,40 @@ Stop with Ctrl-C or: %s local down
 	return ExitOK
 }
 
+// localLockFile is held (flock) by a running `sagactl local` for as long
+// as it runs: a state file is trusted only while its lock is held, so a
+// stale one never makes anyone signal a pid that was reused.
+const localLockFile = ".lambdasaga/local.lock"
+
+// lockLocal takes the local loop's lock; held is false when another
+// process has it.
+func lockLocal() (f *os.File, held bool, err error) {
+	f, err = os.OpenFile(localLockFile, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("%s: %w", localLockFile, err)
+	}
+	return f, true, nil
+}
+
 func localDown(c *Config) int {
+	if lock, held, err := lockLocal(); err == nil && held {
+		// Nobody holds the lock: no local loop runs here, whatever pid the
+		// state file names.
+		lock.Close()
+		if os.Remove(LocalStateFile) == nil {
+			fmt.Fprintf(c.Stdout, "local: was not running; cleaned up its state file\n")
+			return ExitOK
+		}
+		c.errorf("local down: nothing is running here")
+		return ExitUsage
+	}
 	b, err := os.ReadFile(LocalStateFile)
 	if err != nil {
 		c.errorf("local down: nothing is running here (%v)", err)
