@@ -108,8 +108,8 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*saga.State, e
 	if id == "" {
 		id = c.cfg.NewID()
 	}
-	if !durable.ValidSagaID(id) {
-		return nil, fmt.Errorf("%w: saga id %q: use 1 to 128 letters, digits, '_', '.', ':' or '-', starting with a letter or digit", saga.ErrInvalidInput, id)
+	if err := checkSagaID(id); err != nil {
+		return nil, err
 	}
 	input, err := plan.CheckInput(p.Input)
 	if err != nil {
@@ -174,6 +174,9 @@ func (c *Coordinator) existing(ctx context.Context, id string, plan *saga.Plan, 
 
 // Get reads a saga's state.
 func (c *Coordinator) Get(ctx context.Context, sagaID string) (*saga.State, error) {
+	if err := checkSagaID(sagaID); err != nil {
+		return nil, err
+	}
 	rec, err := c.cfg.Store.SagaGet(ctx, &durable.SagaGetParams{SagaID: sagaID})
 	if err != nil {
 		return nil, err // stores name the saga in their errors
@@ -208,6 +211,9 @@ func (c *Coordinator) SkipCompensation(ctx context.Context, sagaID string) (*sag
 // apply writes a cancel or a resume (skip: without the compensation that
 // failed).
 func (c *Coordinator) apply(ctx context.Context, sagaID string, kind saga.EventKind, skip bool) (*saga.State, error) {
+	if err := checkSagaID(sagaID); err != nil {
+		return nil, err
+	}
 	for range c.cfg.MaxConflictRetries {
 		rec, st, plan, err := c.load(ctx, sagaID)
 		if err != nil {
@@ -289,4 +295,13 @@ func (c *Coordinator) load(ctx context.Context, sagaID string) (*durable.SagaRec
 		st.Vars = map[string]any{} // an item written without vars: steps write into it
 	}
 	return rec, st, plan, nil
+}
+
+// checkSagaID refuses an id that cannot name a saga, without echoing it
+// (it may hold anything a caller passed).
+func checkSagaID(id string) error {
+	if durable.ValidSagaID(id) {
+		return nil
+	}
+	return fmt.Errorf("%w: not a saga id (%d bytes): use 1 to 128 letters, digits, '_', '.', ':' or '-', starting with a letter or digit", saga.ErrInvalidInput, len(id))
 }

@@ -555,3 +555,18 @@ func TestNegativeConflictRetriesRefused(t *testing.T) {
 		t.Fatalf("err %v, want MaxConflictRetries refused", err)
 	}
 }
+
+// An id that cannot name a saga is refused before the store is asked.
+func TestOperationsRefuseIDsThatCannotNameASaga(t *testing.T) {
+	r := newRig(t, "../saga/testdata/valid/order.yaml")
+	ctx := context.Background()
+	for name, op := range map[string]func() error{
+		"Get":    func() error { _, err := r.coord.Get(ctx, "a b"); return err },
+		"Cancel": func() error { _, err := r.coord.Cancel(ctx, "a b"); return err },
+		"Resume": func() error { _, err := r.coord.Resume(ctx, ""); return err },
+	} {
+		if err := op(); !errors.Is(err, saga.ErrInvalidInput) {
+			t.Errorf("%s with a bad id: %v, want saga.ErrInvalidInput", name, err)
+		}
+	}
+}

@@ -141,3 +141,14 @@ func TestPipesThatNeverDeliverEnd(t *testing.T) {
 		}
 	}
 }
+
+// A saga id that cannot name a saga is refused before any store is asked,
+// and not echoed (it may hold terminal escapes).
+func TestSagaIDsAreCheckedBeforeUse(t *testing.T) {
+	for _, cmd := range []string{"status", "cancel", "resume"} {
+		r := runSagactl(t, nil, cmd, "a b\x1b[31m", "--table", "t", "--advance-queue-url", "http://127.0.0.1:1/a", "--compensate-queue-url", "http://127.0.0.1:1/c")
+		if r.code != sagactl.ExitUsage || !strings.Contains(r.stderr, "not a saga id") || strings.Contains(r.stderr, "\x1b") {
+			t.Errorf("%s: exit %d, stderr %q; want the id refused, not echoed", cmd, r.code, r.stderr)
+		}
+	}
+}

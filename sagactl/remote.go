@@ -163,6 +163,10 @@ func (c *Config) sagaCommand(name string, args []string, act func(context.Contex
 		c.errorf("%s: name exactly one saga id (got %d)", name, len(ids))
 		return ExitUsage
 	}
+	if !durable.ValidSagaID(ids[0]) {
+		c.errorf("%s: not a saga id (%d bytes): use 1 to 128 letters, digits, '_', '.', ':' or '-', starting with a letter or digit", name, len(ids[0]))
+		return ExitUsage
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cl, err := stack.client(ctx)
