@@ -70,3 +70,22 @@ func TestChecksCatchBreaches(t *testing.T) {
 		})
 	}
 }
+
+// A function timeout Lambda would refuse (1 to 900 s) is a parse error, so
+// nothing computes with it: 3600 let a 14-minute step validate, and a huge
+// number wrapped around to 30 s.
+func TestFunctionTimeoutOutsideLambdasRangeIsRefused(t *testing.T) {
+	src, err := os.ReadFile(templateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"0", "901", "3600", "18446744104"} {
+		mutated := strings.Replace(string(src), "Timeout: 30", "Timeout: "+bad, 1)
+		if mutated == string(src) {
+			t.Fatal("the mutation did not apply")
+		}
+		if _, err := samtemplate.Parse("mutated.yaml", []byte(mutated)); err == nil || !strings.Contains(err.Error(), "Timeout") {
+			t.Errorf("Timeout %s: %v, want it refused", bad, err)
+		}
+	}
+}

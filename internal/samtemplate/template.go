@@ -334,6 +334,10 @@ func (t *Template) function(name string, p *yaml.Node) (Function, error) {
 		//lint:ignore ST1005 the template's property, spelled as in the template
 		return f, fmt.Errorf("Timeout: %w", err)
 	}
+	if f.Timeout < 1 || f.Timeout > 900 {
+		//lint:ignore ST1005 the template's property, spelled as in the template
+		return f, fmt.Errorf("Timeout: %d seconds, outside Lambda's 1 to 900", f.Timeout)
+	}
 	if f.MemorySize, err = t.number(t.prop(p, "MemorySize"), 128); err != nil {
 		return f, fmt.Errorf("MemorySize: %w", err)
 	}
