@@ -59,6 +59,12 @@ func (p *parser) scalar(n *yaml.Node, field string, v *Value) {
 		}
 		v.Literal = i
 	case "!!float":
+		if integerShaped(n.Value) {
+			// YAML reads an integer too large for 64 bits as a float,
+			// silently rounding it.
+			p.errorf(n, field, "integer %s is out of range", n.Value)
+			return
+		}
 		var f float64
 		if err := n.Decode(&f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			p.errorf(n, field, "number %s is not a finite number", n.Value)
@@ -118,4 +124,19 @@ func quoteOffset(n *yaml.Node) int {
 		return 1
 	}
 	return 0
+}
+
+// integerShaped reports whether s is written as an integer: an optional
+// sign, then decimal digits only.
+func integerShaped(s string) bool {
+	s = strings.TrimLeft(s, "+-")
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
