@@ -152,3 +152,11 @@ func TestSagaIDsAreCheckedBeforeUse(t *testing.T) {
 		}
 	}
 }
+
+// After --, every argument is a name, not a flag: only the first was.
+func TestDoubleDashEndsFlags(t *testing.T) {
+	r := runSagactl(t, nil, "validate", "--", "-a.yaml", "-b.yaml")
+	if strings.Contains(r.stderr, "flag provided but not defined") || !strings.Contains(r.stderr, "-a.yaml") || !strings.Contains(r.stderr, "-b.yaml") {
+		t.Fatalf("stderr %q: want both names taken as files", r.stderr)
+	}
+}

@@ -131,6 +131,9 @@ func (c *Config) flags(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 		if fs.NArg() == 0 {
 			return positional, ExitOK, true
 		}
+		if used := len(args) - fs.NArg(); used > 0 && args[used-1] == "--" {
+			return append(positional, fs.Args()...), ExitOK, true // after --, names only
+		}
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
