@@ -2,6 +2,7 @@ package sqshandler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -40,6 +41,11 @@ const (
 // in reg; `lambda:<function>` actions run through Lambda Invoke. Call it
 // once, outside the handler.
 func FromEnvironment(ctx context.Context, reg *engine.Registry) (*Handler, error) {
+	if reg == nil {
+		// Without actions every record would fail and reach the
+		// dead-letter queue.
+		return nil, errors.New("sqshandler: FromEnvironment needs a registry (engine.NewRegistry(), with your actions)")
+	}
 	coord, log, margin, err := CoordinatorFromEnvironment(ctx, reg)
 	if err != nil {
 		return nil, err
