@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,5 +213,11 @@ func TestFreshInvocationUnderTheMarginRunsItsFirstRecord(t *testing.T) {
 	}
 	if v := r.state(t).Version; v != 2 {
 		t.Fatalf("saga at version %d after a fresh invocation, want 2: its record was handed back instead of run", v)
+	}
+}
+
+func TestFromEnvironmentNeedsARegistry(t *testing.T) {
+	if _, err := sqshandler.FromEnvironment(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "registry") {
+		t.Fatalf("err %v, want a nil registry refused", err)
 	}
 }
