@@ -124,6 +124,10 @@ func (a *simActions) Invoke(ctx context.Context, call saga.Call) (any, error) {
 		w.violate("stable_idempotency_key", "call %s attempt %d has key %q", owner, call.Attempt, key)
 	} else if prev, ok := a.owner[key]; ok && prev != owner {
 		w.violate("stable_idempotency_key", "key %q used by %s and %s", key, prev, owner)
+	} else if !ok && call.Attempt > 1 {
+		// A later attempt of one visit runs only after an earlier one
+		// called the action: its key must be one already seen.
+		w.violate("stable_idempotency_key", "call %s attempt %d has key %q, which no earlier attempt used", owner, call.Attempt, key)
 	}
 	if _, seen := a.owner[key]; !seen && !call.Compensation {
 		if a.visits[owner] > 0 {
