@@ -6,7 +6,7 @@ import (
 )
 
 // TestAllocs pins the allocation count of every run-time benchmark exactly
-// (compiling CEL is left out: cel-go's count varies by one between runs):
+// (compiling CEL is left out: its count inside cel-go is not steady):
 // counts are deterministic, so one more allocation fails here, on the change
 // that adds it. When a change lowers a count, lower the pin with it. The
 // budgets in bench/README.md are the ceilings the pins must stay under.
