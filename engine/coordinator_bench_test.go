@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
@@ -35,6 +36,7 @@ type handlePass struct {
 	q     *memqueue.Queue
 	msg   durable.Message
 	body  []byte
+	ctx   context.Context // nil: context.Background()
 }
 
 func newHandlePass(tb testing.TB) *handlePass {
@@ -68,7 +70,11 @@ func loopPlan(tb testing.TB) *saga.Plan {
 
 func (hp *handlePass) once(tb testing.TB) {
 	hp.body = durable.AppendMessage(hp.body[:0], hp.msg)
-	if out, err := hp.coord.Handle(context.Background(), hp.body); err != nil || out != engine.HandledStep {
+	ctx := hp.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if out, err := hp.coord.Handle(ctx, hp.body); err != nil || out != engine.HandledStep {
 		tb.Fatalf("handle: %s %v", out, err)
 	}
 	hp.msg.Version++
@@ -114,5 +120,15 @@ func TestHandlePassAllocs(t *testing.T) {
 	}
 	if got != pinned {
 		t.Errorf("handler pass: %v allocations, pinned at %d: update the pin (and bench/README.md) if this is intended", got, pinned)
+	}
+	// As in Lambda: the invocation has a deadline (and the handler gives
+	// its budget), so the action gets a context that ends before it.
+	ctx, cancel := context.WithTimeout(engine.WithInvocationBudget(context.Background(), time.Hour), time.Hour)
+	defer cancel()
+	hp.ctx = ctx
+	got = testing.AllocsPerRun(200, func() { hp.once(t) })
+	const pinnedDeadline = 26 // the action's context: WithoutCancel and WithDeadline
+	if got >= budget || got != pinnedDeadline {
+		t.Errorf("handler pass with a deadline: %v allocations, pinned at %d (budget under %d)", got, pinnedDeadline, budget)
 	}
 }
