@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -158,7 +157,8 @@ func (c *Client) List(ctx context.Context, p *durable.SagaListParams) (*durable.
 }
 
 // Sweep re-sends the stored outbox of unfinished sagas idle for at least
-// idleFor (see engine.Coordinator.Sweep).
-func (c *Client) Sweep(ctx context.Context, idleFor time.Duration) (*engine.SweepResult, error) {
-	return c.coord.Sweep(ctx, &engine.SweepParams{IdleFor: idleFor})
+// p.IdleFor, at most p.MaxResends times per version (see
+// engine.Coordinator.Sweep).
+func (c *Client) Sweep(ctx context.Context, p *engine.SweepParams) (*engine.SweepResult, error) {
+	return c.coord.Sweep(ctx, p)
 }

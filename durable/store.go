@@ -13,8 +13,20 @@ type SagaRecord struct {
 	Status         Status    // listings filter on it
 	Name           string    // the saga's name, from its definition
 	DefinitionHash string    // the key of the definition the saga runs (DefinitionRecord.Hash)
-	UpdatedAt      time.Time // the time of the last transition; listings sort on it, newest first
-	State          []byte    // State.MarshalBinary
+	CreatedAt      time.Time // the time of the first transition; never changes
+	// StatusSince is when the saga entered Status: the time of the first
+	// transition that wrote this status, kept by the writes after it that
+	// keep the status. Listings sort on it, newest first, and the sweep
+	// reads only sagas in their status since before a bound. A store may
+	// index it: it changes only when Status does.
+	StatusSince time.Time
+	UpdatedAt   time.Time // the time of the last transition
+	State       []byte    // State.MarshalBinary
+	// Resends counts the sweep's re-sends of the saga's outbox since the
+	// write of this version (SagaCountResend). Reads return it; create and
+	// update ignore it and store zero, so it counts only while the saga
+	// makes no progress.
+	Resends int
 }
 
 // SagaCreateParams creates a saga at its first version.
@@ -33,27 +45,45 @@ type SagaUpdateParams struct {
 	ExpectedVersion uint64     // the version the saga must be stored at for the write to happen
 }
 
-// SagaListParams lists sagas, most recently updated first.
+// SagaListParams lists sagas, those that entered their status most
+// recently first (StatusSince, then SagaID, both descending).
 type SagaListParams struct {
 	Status Status // empty: every status
-	Limit  int    // at most this many; 0 means 100
+	// Limit: at most this many; 0 means 100. A store may cap it
+	// (store/dynamo returns at most 1,000).
+	Limit  int
 	Cursor string // from a previous SagaListResult; empty for the first page
+	// EnteredBefore, when set, keeps only the sagas whose StatusSince is
+	// before it: the sagas in their status for longer than now minus it.
+	EnteredBefore time.Time
 }
 
-// SagaSummary is one saga in a listing.
+// SagaSummary is one saga in a listing: what a store can keep in an index
+// without writing it again while the saga keeps its status. A saga's
+// version and update time change at every transition: read the saga for
+// them.
 type SagaSummary struct {
 	SagaID         string    // the saga's id
 	Name           string    // the saga's name, from its definition
 	Status         Status    // its status when listed
-	Version        uint64    // transitions so far
 	DefinitionHash string    // the key of the definition it runs
-	UpdatedAt      time.Time // the time of its last transition; the listing's order
+	CreatedAt      time.Time // when it started
+	StatusSince    time.Time // when it entered Status; the listing's order
 }
 
 // SagaListResult is one page of a listing.
 type SagaListResult struct {
-	Sagas      []SagaSummary // one page, most recently updated first
-	NextCursor string        // empty on the last page
+	Sagas []SagaSummary // one page, newest StatusSince first
+	// NextCursor continues the listing after the last saga of this page;
+	// empty on the last page. It names a position in the order, not a
+	// saga, so it stays valid however the sagas change.
+	NextCursor string
+}
+
+// SagaCountResendParams records one re-send of a saga's stored outbox.
+type SagaCountResendParams struct {
+	SagaID  string // the saga
+	Version uint64 // the version whose outbox was re-sent: the count is kept only if the saga is still at it
 }
 
 // DefinitionPutParams stores a definition's source under its content hash.
@@ -91,9 +121,16 @@ type Store interface {
 	// writer won) and ErrNotFound when the saga does not exist. Of any
 	// number of concurrent updates from one version, exactly one succeeds.
 	SagaUpdate(ctx context.Context, params *SagaUpdateParams) error
-	// SagaList pages through sagas, most recently updated first, optionally
-	// of one status. A saga updated during a listing may be missed or seen twice.
+	// SagaList pages through sagas, newest StatusSince first, optionally of
+	// one status and of sagas in their status since before a time. A saga
+	// that changes status during a listing may be missed (its StatusSince
+	// moves ahead of the cursor); it is not listed twice.
 	SagaList(ctx context.Context, params *SagaListParams) (*SagaListResult, error)
+	// SagaCountResend adds one to the saga's Resends if it is stored at
+	// Version; ErrConflict when it is at another version, ErrNotFound when
+	// there is none. It changes nothing else: not the version, the state
+	// or the update time.
+	SagaCountResend(ctx context.Context, params *SagaCountResendParams) error
 	// DefinitionPut stores a definition; storing the same hash again is a
 	// no-op. Definitions are immutable: a different source under a stored
 	// hash is ErrConflict.

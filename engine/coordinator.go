@@ -185,6 +185,7 @@ func (c *Coordinator) Get(ctx context.Context, sagaID string) (*saga.State, erro
 	if err := st.UnmarshalBinary(rec.State); err != nil {
 		return nil, fmt.Errorf("saga %s: %w", sagaID, err)
 	}
+	st.Resends = rec.Resends
 	return st, nil
 }
 

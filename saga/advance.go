@@ -21,6 +21,12 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		return err
 	}
 	r := runner{p: p, st: st, ev: ev}
+	was := st.Status
+	defer func() {
+		if st.Status != was || st.StatusSince.IsZero() {
+			st.StatusSince = ev.Now
+		}
+	}()
 	var retryDue time.Time
 	retryWaits := false
 	if ev.Kind == EventCancel {

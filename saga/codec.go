@@ -49,6 +49,7 @@ const (
 	tagOutput            = 17
 	tagOutputIsVars      = 18 // the output is the vars map itself (a saga ending without succeed)
 	tagCancelRequested   = 19
+	tagStatusSince       = 20
 )
 
 // Value type bytes.
@@ -123,6 +124,7 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 	e.uint(tagSeq, st.Seq)
 	e.time(tagCreatedAt, st.CreatedAt)
 	e.time(tagUpdatedAt, st.UpdatedAt)
+	e.time(tagStatusSince, st.StatusSince)
 	e.time(tagDeadline, st.Deadline)
 	e.stepError(tagFailure, st.Failure)
 	e.stepError(tagCompensationError, st.CompensationError)
@@ -382,6 +384,8 @@ func (st *State) UnmarshalBinary(data []byte) error {
 			st.CreatedAt = d.time()
 		case tag == tagUpdatedAt && wire == wireVarint:
 			st.UpdatedAt = d.time()
+		case tag == tagStatusSince && wire == wireVarint:
+			st.StatusSince = d.time()
 		case tag == tagDeadline && wire == wireVarint:
 			st.Deadline = d.time()
 		case tag == tagFailure && wire == wireBytes:

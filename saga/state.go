@@ -26,7 +26,11 @@ type State struct {
 	Seq       uint64            // action visits so far: makes idempotency keys unique per visit
 	CreatedAt time.Time         // the start's Event.Now
 	UpdatedAt time.Time         // the last transition's Event.Now
-	Deadline  time.Time         // zero: no saga timeout
+	// StatusSince is the Event.Now of the transition that moved the saga
+	// to its Status; transitions that keep the status keep it. Stores
+	// list sagas by it (durable.SagaRecord.StatusSince).
+	StatusSince time.Time
+	Deadline    time.Time // zero: no saga timeout
 	// Failure is why the saga compensates; nil while it has not failed.
 	Failure *StepError
 	// CompensationError is why compensation stopped, in compensation_failed.
@@ -39,6 +43,11 @@ type State struct {
 	// taken effect), and then the saga compensates, that action included if
 	// it succeeded.
 	CancelRequested bool
+	// Resends is how many times the sweep has sent the outbox of this
+	// version again (durable.SagaRecord.Resends): kept by the store
+	// beside the state, not encoded in it, and filled by the reads that
+	// show it (engine.Coordinator.Get).
+	Resends int
 }
 
 // Cursor is work a saga waits for: an action (or compensation) to run.

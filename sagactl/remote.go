@@ -14,6 +14,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/client"
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/saga"
 )
@@ -200,12 +201,18 @@ type stateReport struct {
 	CompensationError *saga.StepError `json:"compensation_error,omitempty"`
 	Output            any             `json:"output,omitempty"`
 	DefinitionHash    string          `json:"definition_hash"`
+	CreatedAt         time.Time       `json:"created_at"`
+	StatusSince       time.Time       `json:"status_since"`
 	UpdatedAt         time.Time       `json:"updated_at"`
+	// Resends counts the sweep's re-sends of this version's messages:
+	// at engine.DefaultMaxResends the sweep stops and leaves the saga for an operator.
+	Resends int `json:"resends,omitempty"`
 }
 
 func (c *Config) printState(ctx context.Context, cl *client.Client, st *saga.State, asJSON bool) int {
 	r := stateReport{SagaID: st.SagaID, Saga: st.Name, Status: st.Status, CancelRequested: st.CancelRequested, Version: st.Version, Failure: st.Failure,
-		CompensationError: st.CompensationError, Output: jsonable(st.Output), DefinitionHash: st.DefinitionHash, UpdatedAt: st.UpdatedAt}
+		CompensationError: st.CompensationError, Output: jsonable(st.Output), DefinitionHash: st.DefinitionHash,
+		CreatedAt: st.CreatedAt, StatusSince: st.StatusSince, UpdatedAt: st.UpdatedAt, Resends: st.Resends}
 	if cur, ok := st.Pending(); ok {
 		if id, err := cl.Step(ctx, st, cur.Step); err == nil {
 			r.Pending = id
@@ -228,6 +235,13 @@ func (c *Config) printState(ctx context.Context, cl *client.Client, st *saga.Sta
 	if r.CancelRequested {
 		fmt.Fprintf(c.Stdout, "  cancel requested: compensates once %s has an outcome\n", r.Pending)
 	}
+	if r.Resends > 0 {
+		fmt.Fprintf(c.Stdout, "  the sweep sent this version's messages again %d times without progress", r.Resends)
+		if r.Resends >= engine.DefaultMaxResends {
+			fmt.Fprintf(c.Stdout, ": a sweep with the default --max-resends (%d) leaves it for an operator (fix what fails it, then redrive the dead-letter queue)", engine.DefaultMaxResends)
+		}
+		fmt.Fprintln(c.Stdout)
+	}
 	if r.Failure != nil {
 		fmt.Fprintf(c.Stdout, "  failed: %s\n", r.Failure.Error())
 	}
@@ -244,6 +258,7 @@ func (c *Config) printState(ctx context.Context, cl *client.Client, st *saga.Sta
 func runSweep(c *Config, args []string) int {
 	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
 	idle := fs.Duration("idle-for", 20*time.Minute, "pick up unfinished sagas not updated for this long (above the longest retry delay, 15m)")
+	maxResends := fs.Int("max-resends", engine.DefaultMaxResends, "send one version's messages again at most this many times; then leave the saga for an operator")
 	var stack stackFlags
 	stack.register(fs)
 	if rest, code, ok := c.flags(fs, args); !ok {
@@ -256,6 +271,10 @@ func runSweep(c *Config, args []string) int {
 		c.errorf("sweep: --idle-for must not be negative (a sweep re-sends the messages of sagas idle at least that long; 0: all unfinished sagas)")
 		return ExitUsage
 	}
+	if *maxResends < 1 {
+		c.errorf("sweep: --max-resends must be 1 or more (how many times one version's messages are sent again)")
+		return ExitUsage
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cl, err := stack.client(ctx)
@@ -263,11 +282,14 @@ func runSweep(c *Config, args []string) int {
 		c.errorf("%v", err)
 		return ExitUsage
 	}
-	res, err := cl.Sweep(ctx, *idle)
+	res, err := cl.Sweep(ctx, &engine.SweepParams{IdleFor: *idle, MaxResends: *maxResends})
 	if err != nil {
 		c.errorf("%v", err)
 		return ExitUsage
 	}
-	fmt.Fprintf(c.Stdout, "sweep: %d unfinished sagas checked, %d idle for %s or more had their messages sent again\n", res.Checked, res.Resent, *idle)
+	fmt.Fprintf(c.Stdout, "sweep: %d sagas in their status for %s or more checked, %d idle had their messages sent again\n", res.Checked, *idle, res.Resent)
+	if res.LeftForOperator > 0 {
+		fmt.Fprintf(c.Stdout, "sweep: %d idle sagas left for an operator: their messages were sent again %d times and they did not move (sagactl status ID; the message is in a dead-letter queue)\n", res.LeftForOperator, *maxResends)
+	}
 	return ExitOK
 }

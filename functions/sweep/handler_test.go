@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,7 +48,8 @@ func TestSweepHandlerResendsStrandedSaga(t *testing.T) {
 		t.Fatal("start sent its message despite the failing queue")
 	}
 	clock.Advance(30 * time.Minute)
-	s := &sweeper{coord: coord, log: slog.New(slog.DiscardHandler), idleFor: 20 * time.Minute}
+	var metrics bytes.Buffer
+	s := &sweeper{coord: coord, log: slog.New(slog.DiscardHandler), idleFor: 20 * time.Minute, metrics: &metrics, function: "sweep-fn"}
 	event, err := os.ReadFile("../../infra/events/schedule.json")
 	if err != nil {
 		t.Fatal(err)
@@ -61,5 +64,27 @@ func TestSweepHandlerResendsStrandedSaga(t *testing.T) {
 	}
 	if mq.Len(durable.QueueAdvance) != 1 {
 		t.Fatalf("%d messages after the sweep", mq.Len(durable.QueueAdvance))
+	}
+	// One embedded-metric-format line with the counts.
+	var emf struct {
+		AWS struct {
+			CloudWatchMetrics []struct {
+				Namespace  string
+				Dimensions [][]string
+				Metrics    []struct{ Name, Unit string }
+			}
+		} `json:"_aws"`
+		Function             string
+		SweepChecked         int
+		SweepResent          int
+		SagasLeftForOperator *int
+	}
+	if err := json.Unmarshal(metrics.Bytes(), &emf); err != nil || strings.Count(metrics.String(), "\n") != 1 {
+		t.Fatalf("metrics %q: %v", metrics.String(), err)
+	}
+	m := emf.AWS.CloudWatchMetrics
+	if len(m) != 1 || m[0].Namespace != "lambdasaga" || len(m[0].Metrics) != 3 || emf.Function != "sweep-fn" ||
+		emf.SweepChecked != 1 || emf.SweepResent != 1 || emf.SagasLeftForOperator == nil || *emf.SagasLeftForOperator != 0 {
+		t.Fatalf("metrics %s", metrics.String())
 	}
 }

@@ -1,32 +1,69 @@
 // Package dynamo is durable.Store on Amazon DynamoDB: one table, one item
 // per saga, every transition a single conditional write on the version.
 //
-// Table design (single table, on-demand):
+// # Key design
 //
-//	item        pk               sk       attributes
-//	saga        SAGA#<id>        STATE    v (N, version), st (S, status), name (S), def (S, hash),
-//	                                      upd (N, updated, Unix ns), state (B, engine state),
-//	                                      gsi1pk (S, STATUS#<status>), gsi1sk (S, <updated ns, 20 digits>#<id>),
-//	                                      ttl (N, Unix seconds; only once succeeded or compensated,
-//	                                      never while parked in compensation_failed)
-//	definition  DEF#<hash>       DEF      name (S), src (B)
+// One on-demand table, keys pk and sk, one global secondary index,
+// by_status (keys gsi1pk and gsi1sk):
 //
-// The global secondary index "by_status" (gsi1pk, gsi1sk; projecting v,
-// st, name, def and upd) lists sagas of one status, most recently updated
-// first. Reads of sagas are strongly consistent; writes are PutItem with a
-// condition on v (create: attribute_not_exists); no transactions. History
-// items are not written: the state item is the record. docs/PROTOCOL.md
-// gives the access patterns and what each transition bills. Like every
-// adapter it imports only durable of this module, and no CEL.
+//	item        pk           sk     attributes
+//	saga        SAGA#<id>    STATE  v (N, version), st (S, status), name (S), def (S, definition hash),
+//	                                crt (N, created, Unix ns), upd (N, updated, Unix ns),
+//	                                state (B, encoded state with its outbox),
+//	                                gsi1pk (S, STATUS#<status>#<shard>), gsi1sk (S, <status since, Unix ns, 20 digits>#<id>),
+//	                                rs (N, the sweep's re-sends of this version; absent: none),
+//	                                ttl (N, Unix s; only once succeeded or compensated)
+//	definition  DEF#<hash>   DEF    name (S), src (B)
+//
+// The shard is a hash of the saga id, 00 to 31 (Shards): no partition key,
+// of the table or the index, is shared by every saga of a status. by_status
+// projects st, name, def and crt: with its keys, nothing it holds changes
+// while the saga keeps its status (the version and update time, which
+// change at every transition, are not in it). So, as DynamoDB bills index
+// writes:
+//
+//	write                                       table                 by_status
+//	create (a start)                            1 unit per KB of item 1 (a new entry)
+//	a transition that keeps the status          1 unit per KB         0
+//	a transition that changes the status        1 unit per KB         2 (the old entry deleted, the new one put)
+//	a lost condition                            1 per KB of the stored item   0
+//	a re-send counted by the sweep (UpdateItem) 1 per KB of item      0 (rs is not projected)
+//
+// Access patterns:
+//
+//	pattern                                  request                                       key
+//	get a saga (every message)               GetItem, consistent                           pk = SAGA#<id>, sk = STATE
+//	create, update a saga                    PutItem if attribute_not_exists(pk) / v = :v  same
+//	count a sweep's re-send                  UpdateItem ADD rs if v = :v                   same
+//	list, newest status first (by status)    Query by_status per shard, merged             gsi1pk = STATUS#<status>#<shard>, gsi1sk < cursor
+//	list every status                        the same, for every status                    as above
+//	sweep: sagas in their status since < t   Query by_status per shard of running, waiting, compensating, gsi1sk < <t>#
+//	store, get a definition                  PutItem if absent / GetItem, consistent       pk = DEF#<hash>, sk = DEF
+//	expire a finished saga                   DynamoDB's time to live on ttl                (no write charge)
+//
+// A listing queries every shard of a status (32 queries, 192 for every
+// status) in parallel, at most limit+1 entries from each, and merges them
+// by gsi1sk, newest first; its cursor is the gsi1sk of the last saga
+// returned (durable.ListPosition), a place in that order, the same in
+// every shard. The sweep's query reads only the entries older than its
+// bound, so its cost grows with the sagas that have been in one status a
+// long time (stuck ones among them), not with all of them.
+//
+// Reads of sagas are strongly consistent; writes are PutItem with a
+// condition on v; no transactions. docs/PROTOCOL.md gives the design with
+// what each transition bills and the per-partition rates at scale. Like
+// every adapter it imports only durable of this module, and no CEL.
 package dynamo
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -47,6 +84,8 @@ const (
 	attrName      = "name"
 	attrDef       = "def"
 	attrUpdated   = "upd"
+	attrCreated   = "crt"
+	attrResends   = "rs"
 	attrState     = "state"
 	attrGSI1PK    = "gsi1pk"
 	attrGSI1SK    = "gsi1sk"
@@ -107,8 +146,22 @@ func n(v uint64) *types.AttributeValueMemberN {
 	return &types.AttributeValueMemberN{Value: strconv.FormatUint(v, 10)}
 }
 
-func gsi1sk(updated time.Time, id string) string {
-	return fmt.Sprintf("%020d#%s", updated.UnixNano(), id)
+// Shards is how many index partition keys the sagas of one status are
+// spread over. It is part of the stored format: the shard of a saga is
+// written in its index key, and listings read every shard, so changing it
+// needs the items rewritten.
+const Shards = 32
+
+// shard is the saga's index shard: FNV-1a of its id, modulo Shards.
+func shard(id string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return int(h.Sum32() % Shards)
+}
+
+// statusKey is the index partition key of the sagas of status in one shard.
+func statusKey(status durable.Status, shard int) string {
+	return fmt.Sprintf("STATUS#%s#%02d", status, shard)
 }
 
 // item builds the saga item, checking its size first.
@@ -122,10 +175,11 @@ func (s *Store) item(r *durable.SagaRecord) (map[string]types.AttributeValue, er
 	it[attrStatus] = &types.AttributeValueMemberS{Value: string(r.Status)}
 	it[attrName] = &types.AttributeValueMemberS{Value: r.Name}
 	it[attrDef] = &types.AttributeValueMemberS{Value: r.DefinitionHash}
+	it[attrCreated] = &types.AttributeValueMemberN{Value: strconv.FormatInt(r.CreatedAt.UnixNano(), 10)}
 	it[attrUpdated] = &types.AttributeValueMemberN{Value: strconv.FormatInt(r.UpdatedAt.UnixNano(), 10)}
 	it[attrState] = &types.AttributeValueMemberB{Value: r.State}
-	it[attrGSI1PK] = &types.AttributeValueMemberS{Value: "STATUS#" + string(r.Status)}
-	it[attrGSI1SK] = &types.AttributeValueMemberS{Value: gsi1sk(r.UpdatedAt, r.SagaID)}
+	it[attrGSI1PK] = &types.AttributeValueMemberS{Value: statusKey(r.Status, shard(r.SagaID))}
+	it[attrGSI1SK] = &types.AttributeValueMemberS{Value: durable.ListPosition(r.StatusSince, r.SagaID)}
 	if expires(r.Status) && s.retention > 0 {
 		it[attrTTL] = &types.AttributeValueMemberN{Value: strconv.FormatInt(r.UpdatedAt.Add(s.retention).Unix(), 10)}
 	}
@@ -184,12 +238,37 @@ func decodeRecord(id string, it map[string]types.AttributeValue) (*durable.SagaR
 	r.Status = durable.Status(strAttr(it, attrStatus))
 	r.Name = strAttr(it, attrName)
 	r.DefinitionHash = strAttr(it, attrDef)
-	ns, _ := numAttr(it, attrUpdated)
-	r.UpdatedAt = time.Unix(0, int64(ns)).UTC()
+	r.CreatedAt = timeAttr(it, attrCreated)
+	r.UpdatedAt = timeAttr(it, attrUpdated)
+	r.StatusSince, _ = sinceOf(strAttr(it, attrGSI1SK))
+	if n, err := numAttr(it, attrResends); err == nil {
+		r.Resends = int(n)
+	}
 	if b, ok := it[attrState].(*types.AttributeValueMemberB); ok {
 		r.State = b.Value
 	}
 	return r, nil
+}
+
+// timeAttr reads a time in Unix ns; zero when absent.
+func timeAttr(it map[string]types.AttributeValue, name string) time.Time {
+	ns, err := numAttr(it, name)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(ns)).UTC()
+}
+
+// sinceOf reads the status time out of an index sort key.
+func sinceOf(sk string) (time.Time, bool) {
+	if !durable.ValidListPosition(sk) {
+		return time.Time{}, false
+	}
+	ns, err := strconv.ParseInt(sk[:20], 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.Unix(0, ns).UTC(), true
 }
 
 func strAttr(it map[string]types.AttributeValue, name string) string {
@@ -231,62 +310,138 @@ func (s *Store) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParams) err
 	return wrap(err, "update saga %s", p.Record.SagaID)
 }
 
-// SagaList implements durable.Store. The cursor is the index sort key of the
-// last saga returned; a page without a status filter merges one query per status.
+// SagaCountResend implements durable.Store: an UpdateItem that adds one
+// to rs, conditional on the version. It writes no index entry.
+func (s *Store) SagaCountResend(ctx context.Context, p *durable.SagaCountResendParams) error {
+	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: sagaKey(p.SagaID),
+		UpdateExpression:          aws.String("ADD #rs :one"),
+		ConditionExpression:       aws.String("#v = :v"),
+		ExpressionAttributeNames:  map[string]string{"#rs": attrResends, "#v": attrVersion},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": n(1), ":v": n(p.Version)},
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	})
+	err = interpretError(err)
+	if errors.Is(err, durable.ErrConflict) {
+		if _, gerr := s.SagaGet(ctx, &durable.SagaGetParams{SagaID: p.SagaID}); errors.Is(gerr, durable.ErrNotFound) {
+			return gerr
+		}
+		return fmt.Errorf("saga %s is not at version %d: %w", p.SagaID, p.Version, durable.ErrConflict)
+	}
+	return wrap(err, "count a re-send of saga %s", p.SagaID)
+}
+
+// MaxListLimit is the most sagas one SagaList page holds here.
+const MaxListLimit = 1000
+
+// listConcurrency bounds the shard queries one listing runs at once.
+const listConcurrency = 8
+
+// SagaList implements durable.Store: a query per shard of each status
+// asked for, merged newest first (see the package doc).
 func (s *Store) SagaList(ctx context.Context, p *durable.SagaListParams) (*durable.SagaListResult, error) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 100
 	}
+	limit = min(limit, MaxListLimit)
+	if p.Cursor != "" && !durable.ValidListPosition(p.Cursor) {
+		return nil, fmt.Errorf("list sagas: bad cursor %q", p.Cursor)
+	}
+	if p.Status != "" && !p.Status.Valid() {
+		return nil, fmt.Errorf("list sagas: unknown status %q", p.Status)
+	}
+	// Every entry listed sorts below bound: the cursor, the time bound, or both.
+	bound := p.Cursor
+	if !p.EnteredBefore.IsZero() {
+		if b := durable.ListPosition(p.EnteredBefore, "")[:21]; bound == "" || b < bound {
+			bound = b
+		}
+	}
 	statuses := []durable.Status{p.Status}
 	if p.Status == "" {
 		statuses = durable.Statuses()
 	}
-	type found struct {
-		sk string
-		sm durable.SagaSummary
-	}
-	var all []found
+	var keys []string
 	for _, st := range statuses {
-		in := &dynamodb.QueryInput{
-			TableName: &s.table, IndexName: aws.String(IndexByStatus),
-			KeyConditionExpression:    aws.String("#pk = :pk"),
-			ExpressionAttributeNames:  map[string]string{"#pk": attrGSI1PK},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: "STATUS#" + string(st)}},
-			ScanIndexForward:          aws.Bool(false),
-			Limit:                     aws.Int32(int32(limit)),
-			ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-		}
-		if p.Cursor != "" {
-			in.KeyConditionExpression = aws.String("#pk = :pk AND #sk < :cursor")
-			in.ExpressionAttributeNames["#sk"] = attrGSI1SK
-			in.ExpressionAttributeValues[":cursor"] = &types.AttributeValueMemberS{Value: p.Cursor}
-		}
-		out, err := s.client.Query(ctx, in)
-		if err != nil {
-			return nil, wrap(interpretError(err), "list sagas")
-		}
-		for _, it := range out.Items {
-			id := strings.TrimPrefix(strAttr(it, attrPK), "SAGA#")
-			r, err := decodeRecord(id, it)
-			if err != nil {
-				return nil, err
-			}
-			all = append(all, found{sk: strAttr(it, attrGSI1SK), sm: durable.SagaSummary{SagaID: id, Name: r.Name, Status: r.Status, Version: r.Version, DefinitionHash: r.DefinitionHash, UpdatedAt: r.UpdatedAt}})
+		for sh := range Shards {
+			keys = append(keys, statusKey(st, sh))
 		}
 	}
-	// Newest first across statuses: the sort key orders by time, then id.
-	slices.SortFunc(all, func(a, b found) int { return strings.Compare(b.sk, a.sk) })
+	found := make([][]listed, len(keys))
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, listConcurrency)
+	for i, key := range keys {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			found[i], errs[i] = s.queryShard(ctx, key, bound, limit+1)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, wrap(err, "list sagas")
+	}
+	all := slices.Concat(found...)
+	slices.SortFunc(all, func(a, b listed) int { return strings.Compare(b.pos, a.pos) })
 	res := &durable.SagaListResult{}
 	for _, f := range all[:min(limit, len(all))] {
 		res.Sagas = append(res.Sagas, f.sm)
 	}
-	// A full page may have more behind it (each status query stopped at
-	// limit); the next page starts below its last key, and may be empty.
-	if len(all) >= limit {
-		res.NextCursor = all[limit-1].sk
+	// Each shard was asked for one more than a page: there is more
+	// exactly when the merged entries overflow the page.
+	if len(all) > limit {
+		res.NextCursor = all[limit-1].pos
 	}
 	return res, nil
+}
+
+// listed is one index entry read by a listing.
+type listed struct {
+	pos string // its gsi1sk
+	sm  durable.SagaSummary
+}
+
+// queryShard reads up to want entries of one index partition key, newest
+// first, below bound (none: from the newest).
+func (s *Store) queryShard(ctx context.Context, key, bound string, want int) ([]listed, error) {
+	in := &dynamodb.QueryInput{
+		TableName: &s.table, IndexName: aws.String(IndexByStatus),
+		KeyConditionExpression:    aws.String("#pk = :pk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrGSI1PK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: key}},
+		ScanIndexForward:          aws.Bool(false),
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	}
+	if bound != "" {
+		in.KeyConditionExpression = aws.String("#pk = :pk AND #sk < :bound")
+		in.ExpressionAttributeNames["#sk"] = attrGSI1SK
+		in.ExpressionAttributeValues[":bound"] = &types.AttributeValueMemberS{Value: bound}
+	}
+	var out []listed
+	for len(out) < want {
+		in.Limit = aws.Int32(int32(want - len(out)))
+		page, err := s.client.Query(ctx, in)
+		if err != nil {
+			return nil, interpretError(err)
+		}
+		for _, it := range page.Items {
+			sk := strAttr(it, attrGSI1SK)
+			since, ok := sinceOf(sk)
+			if !ok {
+				return nil, fmt.Errorf("index entry %s: bad sort key %q", key, sk)
+			}
+			id := strings.TrimPrefix(strAttr(it, attrPK), "SAGA#")
+			out = append(out, listed{pos: sk, sm: durable.SagaSummary{SagaID: id, Name: strAttr(it, attrName), Status: durable.Status(strAttr(it, attrStatus)),
+				DefinitionHash: strAttr(it, attrDef), CreatedAt: timeAttr(it, attrCreated), StatusSince: since}})
+		}
+		if page.LastEvaluatedKey == nil {
+			break
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+	return out, nil
 }
 
 // DefinitionPut implements durable.Store.

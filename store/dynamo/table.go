@@ -54,7 +54,7 @@ func tableInput(table string) *dynamodb.CreateTableInput {
 			},
 			Projection: &types.Projection{
 				ProjectionType:   types.ProjectionTypeInclude,
-				NonKeyAttributes: []string{attrVersion, attrStatus, attrName, attrDef, attrUpdated},
+				NonKeyAttributes: []string{attrStatus, attrName, attrDef, attrCreated},
 			},
 		}},
 	}

@@ -9,7 +9,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/lambdasaga/lambdasaga/durable"
@@ -42,7 +42,9 @@ func (s *Store) SagaCreate(_ context.Context, p *durable.SagaCreateParams) error
 	if _, ok := s.sagas[p.Record.SagaID]; ok {
 		return fmt.Errorf("saga %s: %w", p.Record.SagaID, durable.ErrExists)
 	}
-	s.sagas[p.Record.SagaID] = clone(&p.Record)
+	r := clone(&p.Record)
+	r.Resends = 0
+	s.sagas[p.Record.SagaID] = r
 	return nil
 }
 
@@ -72,49 +74,63 @@ func (s *Store) SagaUpdate(_ context.Context, p *durable.SagaUpdateParams) error
 	state := append(r.State[:0], p.Record.State...)
 	*r = p.Record
 	r.State = state
+	r.Resends = 0
 	return nil
 }
 
-// SagaList implements durable.Store. The cursor is the offset into the
-// ordering (updated time descending, then id).
+// SagaCountResend implements durable.Store.
+func (s *Store) SagaCountResend(_ context.Context, p *durable.SagaCountResendParams) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.sagas[p.SagaID]
+	if !ok {
+		return fmt.Errorf("saga %s: %w", p.SagaID, durable.ErrNotFound)
+	}
+	if r.Version != p.Version {
+		return fmt.Errorf("saga %s is at version %d, not %d: %w", p.SagaID, r.Version, p.Version, durable.ErrConflict)
+	}
+	r.Resends++
+	return nil
+}
+
+// SagaList implements durable.Store. The order is StatusSince, then
+// SagaID, both descending; the cursor is the position of the last saga
+// returned in that order, as store/dynamo writes it.
 func (s *Store) SagaList(_ context.Context, p *durable.SagaListParams) (*durable.SagaListResult, error) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 100
 	}
-	offset := 0
-	if p.Cursor != "" {
-		n, err := strconv.Atoi(p.Cursor)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("list sagas: bad cursor %q", p.Cursor)
-		}
-		offset = n
+	if p.Cursor != "" && !durable.ValidListPosition(p.Cursor) {
+		return nil, fmt.Errorf("list sagas: bad cursor %q", p.Cursor)
+	}
+	type entry struct {
+		pos string
+		sm  durable.SagaSummary
 	}
 	s.mu.RLock()
-	all := make([]durable.SagaSummary, 0, len(s.sagas))
+	var all []entry
 	for _, r := range s.sagas {
-		if p.Status == "" || r.Status == p.Status {
-			all = append(all, durable.SagaSummary{SagaID: r.SagaID, Name: r.Name, Status: r.Status, Version: r.Version, DefinitionHash: r.DefinitionHash, UpdatedAt: r.UpdatedAt})
+		if p.Status != "" && r.Status != p.Status {
+			continue
 		}
+		if !p.EnteredBefore.IsZero() && !r.StatusSince.Before(p.EnteredBefore) {
+			continue
+		}
+		pos := durable.ListPosition(r.StatusSince, r.SagaID)
+		if p.Cursor != "" && pos >= p.Cursor {
+			continue
+		}
+		all = append(all, entry{pos, durable.SagaSummary{SagaID: r.SagaID, Name: r.Name, Status: r.Status, DefinitionHash: r.DefinitionHash, CreatedAt: r.CreatedAt, StatusSince: r.StatusSince}})
 	}
 	s.mu.RUnlock()
-	slices.SortFunc(all, func(a, b durable.SagaSummary) int {
-		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
-			return c
-		}
-		if a.SagaID < b.SagaID {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(all, func(a, b entry) int { return strings.Compare(b.pos, a.pos) })
 	res := &durable.SagaListResult{}
-	if offset >= len(all) {
-		return res, nil
+	for _, e := range all[:min(limit, len(all))] {
+		res.Sagas = append(res.Sagas, e.sm)
 	}
-	end := min(offset+limit, len(all))
-	res.Sagas = all[offset:end]
-	if end < len(all) {
-		res.NextCursor = strconv.Itoa(end)
+	if len(all) > limit {
+		res.NextCursor = all[limit-1].pos
 	}
 	return res, nil
 }

@@ -28,22 +28,62 @@ func Exercise(t *testing.T, newStore NewStore) {
 	t.Run("SagaUpdateConditional", func(t *testing.T) { testUpdate(t, newStore(t)) })
 	t.Run("SagaUpdateConcurrent", func(t *testing.T) { testConcurrentUpdate(t, newStore(t)) })
 	t.Run("SagaList", func(t *testing.T) { testList(t, newStore(t)) })
+	t.Run("SagaListCursorIsStable", func(t *testing.T) { testListCursorStable(t, newStore(t)) })
+	t.Run("SagaListEnteredBefore", func(t *testing.T) { testListEnteredBefore(t, newStore(t)) })
+	t.Run("SagaCountResend", func(t *testing.T) { testCountResend(t, newStore(t)) })
 	t.Run("Definitions", func(t *testing.T) { testDefinitions(t, newStore(t)) })
 	t.Run("LargeState", func(t *testing.T) { testLargeState(t, newStore(t)) })
 }
 
 var base = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
+// rec is a saga record written at time at, in its status since then.
 func rec(id string, version uint64, status durable.Status, at time.Time, state string) durable.SagaRecord {
-	return durable.SagaRecord{SagaID: id, Version: version, Status: status, Name: "order", DefinitionHash: "h1", UpdatedAt: at, State: []byte(state)}
+	return durable.SagaRecord{SagaID: id, Version: version, Status: status, Name: "order", DefinitionHash: "h1",
+		CreatedAt: base, StatusSince: at, UpdatedAt: at, State: []byte(state)}
 }
 
 func sameRecord(t *testing.T, got *durable.SagaRecord, want durable.SagaRecord) {
 	t.Helper()
 	if got.SagaID != want.SagaID || got.Version != want.Version || got.Status != want.Status || got.Name != want.Name ||
-		got.DefinitionHash != want.DefinitionHash || !got.UpdatedAt.Equal(want.UpdatedAt) || !bytes.Equal(got.State, want.State) {
+		got.DefinitionHash != want.DefinitionHash || !got.CreatedAt.Equal(want.CreatedAt) || !got.StatusSince.Equal(want.StatusSince) ||
+		!got.UpdatedAt.Equal(want.UpdatedAt) || !bytes.Equal(got.State, want.State) || got.Resends != want.Resends {
 		t.Fatalf("record:\n got %+v\nwant %+v", *got, want)
 	}
+}
+
+// listAll pages through a listing with pages of limit, checking each page.
+func listAll(t *testing.T, s durable.Store, p durable.SagaListParams) []durable.SagaSummary {
+	t.Helper()
+	var all []durable.SagaSummary
+	for pages := 0; ; pages++ {
+		if pages > 1000 {
+			t.Fatal("listing does not end")
+		}
+		res, err := s.SagaList(context.Background(), &p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Limit > 0 && len(res.Sagas) > p.Limit {
+			t.Fatalf("page of %d, limit %d", len(res.Sagas), p.Limit)
+		}
+		if res.NextCursor != "" && len(res.Sagas) == 0 {
+			t.Fatal("an empty page with a cursor to more")
+		}
+		all = append(all, res.Sagas...)
+		if res.NextCursor == "" {
+			return all
+		}
+		p.Cursor = res.NextCursor
+	}
+}
+
+func ids(sms []durable.SagaSummary) []string {
+	out := make([]string, len(sms))
+	for i, sm := range sms {
+		out[i] = sm.SagaID
+	}
+	return out
 }
 
 func testCreateGet(t *testing.T, s durable.Store) {
@@ -162,55 +202,150 @@ func testList(t *testing.T, s durable.Store) {
 			t.Fatal(err)
 		}
 	}
-	// Move s-00 to the front by updating it last.
+	// s-00 changes status last: it moves to the front.
 	if err := s.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: rec("s-00", 2, durable.StatusSucceeded, base.Add(time.Hour), "y"), ExpectedVersion: 1}); err != nil {
 		t.Fatal(err)
 	}
-	var all []durable.SagaSummary
-	cursor := ""
-	pages := 0
-	for {
-		res, err := s.SagaList(ctx, &durable.SagaListParams{Limit: 10, Cursor: cursor})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res.Sagas) > 10 {
-			t.Fatalf("page of %d, limit 10", len(res.Sagas))
-		}
-		all = append(all, res.Sagas...)
-		pages++
-		if res.NextCursor == "" {
-			break
-		}
-		cursor = res.NextCursor
-		if pages > 10 {
-			t.Fatal("listing does not end")
-		}
-	}
-	if len(all) != 25 {
-		t.Fatalf("listed %d sagas, want 25", len(all))
-	}
-	if all[0].SagaID != "s-00" || all[0].Status != durable.StatusSucceeded || all[0].Version != 2 || all[1].SagaID != "s-24" || all[24].SagaID != "s-01" {
-		t.Fatalf("order: first %s %s v%d, second %s, last %s", all[0].SagaID, all[0].Status, all[0].Version, all[1].SagaID, all[24].SagaID)
-	}
-	res, err := s.SagaList(ctx, &durable.SagaListParams{Status: durable.StatusCompensated, Limit: 100})
-	if err != nil {
+	// s-03 is updated later still, but keeps its status: it keeps its place.
+	kept := rec("s-03", 2, durable.StatusRunning, base.Add(2*time.Hour), "z")
+	kept.StatusSince = base.Add(3 * time.Second)
+	if err := s.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: kept, ExpectedVersion: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Sagas) != 8 || res.NextCursor != "" {
-		t.Fatalf("compensated: %d sagas, cursor %q; want 8 and none", len(res.Sagas), res.NextCursor)
+	all := listAll(t, s, durable.SagaListParams{Limit: 10})
+	want := []string{"s-00"}
+	for i := 24; i >= 1; i-- {
+		want = append(want, fmt.Sprintf("s-%02d", i))
 	}
-	for i, sm := range res.Sagas {
+	if got := ids(all); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("order:\n got %v\nwant %v", got, want)
+	}
+	first, third := all[0], all[len(all)-3] // s-00 and s-03
+	if first.Status != durable.StatusSucceeded || !first.StatusSince.Equal(base.Add(time.Hour)) || !first.CreatedAt.Equal(base) ||
+		first.Name != "order" || first.DefinitionHash != "h1" {
+		t.Fatalf("summary of s-00: %+v", first)
+	}
+	if third.SagaID != "s-03" || !third.StatusSince.Equal(base.Add(3*time.Second)) {
+		t.Fatalf("summary of s-03: %+v", third)
+	}
+	// A page that ends at the last saga has no cursor.
+	if res, err := s.SagaList(ctx, &durable.SagaListParams{Limit: 25}); err != nil || len(res.Sagas) != 25 || res.NextCursor != "" {
+		t.Fatalf("one page: %d sagas, cursor %q, %v", len(res.Sagas), res.NextCursor, err)
+	}
+	comp := listAll(t, s, durable.SagaListParams{Status: durable.StatusCompensated, Limit: 3})
+	if len(comp) != 8 {
+		t.Fatalf("compensated: %d sagas, want 8", len(comp))
+	}
+	for i, sm := range comp {
 		if sm.Status != durable.StatusCompensated {
 			t.Fatalf("listed a %s saga under compensated", sm.Status)
 		}
-		if i > 0 && sm.UpdatedAt.After(res.Sagas[i-1].UpdatedAt) {
+		if i > 0 && sm.StatusSince.After(comp[i-1].StatusSince) {
 			t.Fatal("not newest first")
 		}
 	}
-	res, err = s.SagaList(ctx, &durable.SagaListParams{Status: durable.StatusWaiting})
-	if err != nil || len(res.Sagas) != 0 {
+	res, err := s.SagaList(ctx, &durable.SagaListParams{Status: durable.StatusWaiting})
+	if err != nil || len(res.Sagas) != 0 || res.NextCursor != "" {
 		t.Fatalf("waiting: %v %v", res, err)
+	}
+	if _, err := s.SagaList(ctx, &durable.SagaListParams{Cursor: "not a cursor"}); err == nil {
+		t.Fatal("a bad cursor was taken")
+	}
+}
+
+// testListCursorStable: a cursor names a place in the order, so sagas that
+// start or change status meanwhile (all moving to the front) neither shift
+// the pages after it nor show up on them.
+func testListCursorStable(t *testing.T, s durable.Store) {
+	ctx := context.Background()
+	for i := range 12 {
+		r := rec(fmt.Sprintf("s-%02d", i), 1, durable.StatusRunning, base.Add(time.Duration(i)*time.Minute), "x")
+		if err := s.SagaCreate(ctx, &durable.SagaCreateParams{Record: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := s.SagaList(ctx, &durable.SagaListParams{Status: durable.StatusRunning, Limit: 5})
+	if err != nil || len(page.Sagas) != 5 || page.NextCursor == "" {
+		t.Fatalf("first page: %v %v", page, err)
+	}
+	if err := s.SagaCreate(ctx, &durable.SagaCreateParams{Record: rec("s-new", 1, durable.StatusRunning, base.Add(time.Hour), "x")}); err != nil {
+		t.Fatal(err)
+	}
+	// s-03, on a later page, fails: it leaves running for compensating.
+	if err := s.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: rec("s-03", 2, durable.StatusCompensating, base.Add(time.Hour), "y"), ExpectedVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	rest := listAll(t, s, durable.SagaListParams{Status: durable.StatusRunning, Limit: 5, Cursor: page.NextCursor})
+	if got, want := fmt.Sprint(ids(rest)), "[s-06 s-05 s-04 s-02 s-01 s-00]"; got != want {
+		t.Fatalf("after the cursor: %s, want %s", got, want)
+	}
+}
+
+// testListEnteredBefore: the sweep's listing, of sagas in their status for
+// a while.
+func testListEnteredBefore(t *testing.T, s durable.Store) {
+	ctx := context.Background()
+	for i := range 6 {
+		r := rec(fmt.Sprintf("s-%d", i), 1, durable.StatusRunning, base.Add(time.Duration(i)*time.Minute), "x")
+		if err := s.SagaCreate(ctx, &durable.SagaCreateParams{Record: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// s-0 was written again since, keeping its status: still old.
+	moved := rec("s-0", 2, durable.StatusRunning, base.Add(time.Hour), "y")
+	moved.StatusSince = base
+	if err := s.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: moved, ExpectedVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got := listAll(t, s, durable.SagaListParams{Status: durable.StatusRunning, Limit: 2, EnteredBefore: base.Add(3 * time.Minute)})
+	if fmt.Sprint(ids(got)) != "[s-2 s-1 s-0]" {
+		t.Fatalf("entered before base+3m: %v, want [s-2 s-1 s-0] (the bound is exclusive)", ids(got))
+	}
+	if got := listAll(t, s, durable.SagaListParams{EnteredBefore: base}); len(got) != 0 {
+		t.Fatalf("entered before the first: %v", ids(got))
+	}
+}
+
+// testCountResend: the sweep's count of re-sends, kept beside the state and
+// cleared by the next write.
+func testCountResend(t *testing.T, s durable.Store) {
+	ctx := context.Background()
+	r := rec("s-1", 1, durable.StatusRunning, base, "v1")
+	r.Resends = 5 // ignored: a create stores zero
+	if err := s.SagaCreate(ctx, &durable.SagaCreateParams{Record: r}); err != nil {
+		t.Fatal(err)
+	}
+	r.Resends = 0
+	got, _ := s.SagaGet(ctx, &durable.SagaGetParams{SagaID: "s-1"})
+	sameRecord(t, got, r)
+	for range 2 {
+		if err := s.SagaCountResend(ctx, &durable.SagaCountResendParams{SagaID: "s-1", Version: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Resends = 2
+	got, _ = s.SagaGet(ctx, &durable.SagaGetParams{SagaID: "s-1"})
+	sameRecord(t, got, r) // nothing else changed: version, state, times
+	if err := s.SagaCountResend(ctx, &durable.SagaCountResendParams{SagaID: "s-1", Version: 2}); !errors.Is(err, durable.ErrConflict) {
+		t.Fatalf("count at another version: %v, want ErrConflict", err)
+	}
+	if err := s.SagaCountResend(ctx, &durable.SagaCountResendParams{SagaID: "nope", Version: 1}); !errors.Is(err, durable.ErrNotFound) {
+		t.Fatalf("count of a missing saga: %v, want ErrNotFound", err)
+	}
+	// Progress clears it, whatever the record passed says.
+	v2 := rec("s-1", 2, durable.StatusRunning, base.Add(time.Minute), "v2")
+	v2.StatusSince, v2.Resends = base, 9
+	if err := s.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: v2, ExpectedVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	v2.Resends = 0
+	got, _ = s.SagaGet(ctx, &durable.SagaGetParams{SagaID: "s-1"})
+	sameRecord(t, got, v2)
+	if err := s.SagaCountResend(ctx, &durable.SagaCountResendParams{SagaID: "s-1", Version: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = s.SagaGet(ctx, &durable.SagaGetParams{SagaID: "s-1"}); got.Resends != 1 {
+		t.Fatalf("count after progress: %d, want 1", got.Resends)
 	}
 }
 
@@ -242,7 +377,7 @@ func testDefinitions(t *testing.T, s durable.Store) {
 func testLargeState(t *testing.T, s durable.Store) {
 	ctx := context.Background()
 	big := bytes.Repeat([]byte{0, 1, 2, 255}, durable.MaxRecordStateBytes/4)
-	r := durable.SagaRecord{SagaID: "big", Version: 1, Status: durable.StatusRunning, Name: "order", DefinitionHash: "h", UpdatedAt: base, State: big}
+	r := durable.SagaRecord{SagaID: "big", Version: 1, Status: durable.StatusRunning, Name: "order", DefinitionHash: "h", CreatedAt: base, StatusSince: base, UpdatedAt: base, State: big}
 	if err := s.SagaCreate(ctx, &durable.SagaCreateParams{Record: r}); err != nil {
 		t.Fatal(err)
 	}
