@@ -2,15 +2,28 @@ package samtemplate
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 )
 
+// logRetentionDays are the values CloudWatch Logs accepts for a log group's
+// retention (CloudWatch Logs API Reference, PutRetentionPolicy,
+// retentionInDays).
+var logRetentionDays = []int{1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
+
 // Check holds the template to the rules a deployment must keep and
-// returns every breach: no wildcard IAM action or resource; every queue a
+// returns every breach: no wildcard IAM action or resource in an Allow (a
+// Deny may use them: it only takes permissions away); every queue a
 // function consumes has a dead-letter queue; every SQS event source reports
 // batch item failures; a consumed queue's visibility timeout is at least six
 // times its function's timeout; the table is encrypted, has point-in-time
-// recovery and a TTL attribute; queues are encrypted.
+// recovery and a TTL attribute; queues are encrypted; every function logs
+// to a log group of the template that has a retention CloudWatch Logs
+// accepts, and is denied logs:CreateLogGroup, so that no log group without
+// a retention can appear (SAM gives every role it makes
+// AWSLambdaBasicExecutionRole, which allows logs:CreateLogGroup on every
+// group).
 func (t *Template) Check() []string {
 	var problems []string
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
@@ -33,8 +46,33 @@ func (t *Template) Check() []string {
 			add("queue %s: not encrypted (SqsManagedSseEnabled or KmsMasterKeyId)", q.Name)
 		}
 	}
+	for _, lg := range t.LogGroups {
+		switch {
+		case lg.RetentionInDays == 0:
+			add("log group %s: no RetentionInDays: its events would never expire", lg.Name)
+		case !slices.Contains(logRetentionDays, lg.RetentionInDays):
+			add("log group %s: RetentionInDays %d is not a retention CloudWatch Logs accepts", lg.Name, lg.RetentionInDays)
+		}
+		for _, v := range t.allowed[lg.RetentionParameter] {
+			if d, err := strconv.Atoi(v); err != nil || !slices.Contains(logRetentionDays, d) {
+				add("parameter %s: allowed value %q is not a retention CloudWatch Logs accepts", lg.RetentionParameter, v)
+			}
+		}
+	}
 	for _, f := range t.Functions {
+		switch _, ok := t.LogGroup(f.LogGroup.Ref); {
+		case f.LogGroup == (Value{}):
+			add("function %s: no LoggingConfig.LogGroup: Lambda would create /aws/lambda/<name>, a log group that never expires", f.Name)
+		case !ok:
+			add("function %s: LoggingConfig.LogGroup %s is not a log group of this template (with its retention)", f.Name, f.LogGroup)
+		}
+		if !slices.ContainsFunc(f.Policies, deniesLogGroupCreation) {
+			add("function %s: no Deny of logs:CreateLogGroup on \"*\": its role (AWSLambdaBasicExecutionRole) may create a log group that never expires", f.Name)
+		}
 		for _, st := range f.Policies {
+			if st.Effect == "Deny" {
+				continue
+			}
 			for _, a := range st.Actions {
 				if strings.Contains(a, "*") {
 					add("function %s: policy statement %s: wildcard action %q", f.Name, st.Sid, a)
@@ -75,4 +113,11 @@ func (t *Template) Check() []string {
 		}
 	}
 	return problems
+}
+
+// deniesLogGroupCreation reports whether st denies creating any log group.
+func deniesLogGroupCreation(st Statement) bool {
+	return st.Effect == "Deny" &&
+		slices.ContainsFunc(st.Actions, func(a string) bool { return a == "logs:CreateLogGroup" || a == "logs:*" || a == "*" }) &&
+		slices.Contains(st.Resources, Value{Literal: "*"})
 }

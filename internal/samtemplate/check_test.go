@@ -35,6 +35,43 @@ func TestTemplatePassesChecks(t *testing.T) {
 	}
 }
 
+// Every function logs to a log group of its own that the template declares
+// with the LogRetentionDays retention (30 days by default), and none may
+// create a log group itself.
+func TestEveryFunctionLogsToALogGroupWithARetention(t *testing.T) {
+	tpl, err := samtemplate.Load(templateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, f := range tpl.Functions {
+		lg, ok := tpl.LogGroup(f.LogGroup.Ref)
+		if !ok {
+			t.Errorf("function %s: LoggingConfig.LogGroup %s is not a log group of the template", f.Name, f.LogGroup)
+			continue
+		}
+		if lg.RetentionInDays != 30 || lg.RetentionParameter != "LogRetentionDays" {
+			t.Errorf("function %s: log group %s keeps events %d days (parameter %q), want 30 from LogRetentionDays", f.Name, lg.Name, lg.RetentionInDays, lg.RetentionParameter)
+		}
+		if other, ok := seen[lg.Name]; ok {
+			t.Errorf("functions %s and %s share log group %s", other, f.Name, lg.Name)
+		}
+		seen[lg.Name] = f.Name
+		denied := false
+		for _, st := range f.Policies {
+			if st.Effect == "Deny" && slices.Contains(st.Actions, "logs:CreateLogGroup") {
+				denied = true
+			}
+		}
+		if !denied {
+			t.Errorf("function %s: logs:CreateLogGroup is not denied", f.Name)
+		}
+	}
+	if len(seen) != len(tpl.Functions) || len(tpl.Functions) == 0 {
+		t.Errorf("%d functions, %d with a log group of their own", len(tpl.Functions), len(seen))
+	}
+}
+
 // Each rule catches its breach: mutate the real template and look for the problem.
 func TestChecksCatchBreaches(t *testing.T) {
 	src, err := os.ReadFile(templateFile)
@@ -52,6 +89,13 @@ func TestChecksCatchBreaches(t *testing.T) {
 		{"no encryption", "      SSESpecification:\n        SSEEnabled: true\n", "", "SSESpecification.SSEEnabled is not true"},
 		{"no TTL", "TimeToLiveSpecification:", "TimeToLiveSpecificationX:", "no TimeToLiveSpecification"},
 		{"wildcard in a !Sub resource", `!Sub "${SagaTable.Arn}/index/by_status"`, `!Sub "${SagaTable.Arn}/index/*"`, `wildcard resource "${SagaTable.Arn}/index/*"`},
+		{"function without a log group", "      LoggingConfig:\n        LogGroup: !Ref CompensateLogGroup\n", "", "function CompensateFunction: no LoggingConfig.LogGroup"},
+		{"log group not in the template", "LogGroup: !Ref SweepLogGroup", "LogGroup: /aws/lambda/sweep", "function SweepFunction: LoggingConfig.LogGroup /aws/lambda/sweep is not a log group of this template"},
+		{"log group without retention", "  AdvanceLogGroup:\n    Type: AWS::Logs::LogGroup\n    Properties:\n      RetentionInDays: !Ref LogRetentionDays\n", "  AdvanceLogGroup:\n    Type: AWS::Logs::LogGroup\n", "log group AdvanceLogGroup: no RetentionInDays"},
+		{"retention CloudWatch refuses", "    Default: 30\n    # The values CloudWatch Logs accepts", "    Default: 31\n    # The values CloudWatch Logs accepts", "log group AdvanceLogGroup: RetentionInDays 31 is not a retention CloudWatch Logs accepts"},
+		{"allowed retention CloudWatch refuses", "AllowedValues: [1, 3, 5,", "AllowedValues: [1, 2, 5,", `parameter LogRetentionDays: allowed value "2" is not a retention CloudWatch Logs accepts`},
+		{"log group creation allowed", "              Effect: Deny\n              Action: [logs:CreateLogGroup]", "              Effect: Allow\n              Action: [logs:CreateLogGroup]", "function AdvanceFunction: no Deny of logs:CreateLogGroup"},
+		{"log group creation denied on one group only", "              Action: [logs:CreateLogGroup]\n              Resource: \"*\"", "              Action: [logs:CreateLogGroup]\n              Resource: !GetAtt AdvanceLogGroup.Arn", "function AdvanceFunction: no Deny of logs:CreateLogGroup"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,6 +112,44 @@ func TestChecksCatchBreaches(t *testing.T) {
 				t.Fatalf("problems %q lack %q", problems, tt.want)
 			}
 		})
+	}
+}
+
+// A wildcard in a Deny takes permissions away, so it is no breach; the same
+// wildcard in an Allow is.
+func TestWildcardsAreBreachesOnlyInAllows(t *testing.T) {
+	src, err := os.ReadFile(templateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deny := "              Effect: Deny\n              Action: [logs:CreateLogGroup]\n              Resource: \"*\""
+	for _, tt := range []struct {
+		to   string
+		want []string
+	}{
+		{"              Effect: Deny\n              Action: [\"logs:*\"]\n              Resource: \"*\"", nil},
+		{"              Effect: Allow\n              Action: [\"logs:*\"]\n              Resource: \"*\"", []string{
+			`function AdvanceFunction: policy statement NoLogGroupCreation: wildcard action "logs:*"`,
+			`function AdvanceFunction: policy statement NoLogGroupCreation: wildcard resource "*"`,
+			`function AdvanceFunction: no Deny of logs:CreateLogGroup on "*"`,
+		}},
+	} {
+		mutated := strings.Replace(string(src), deny, tt.to, 1)
+		if mutated == string(src) {
+			t.Fatal("the mutation did not apply")
+		}
+		tpl, err := samtemplate.Parse("mutated.yaml", []byte(mutated))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := tpl.Check()
+		ok := len(got) == len(tt.want)
+		for _, w := range tt.want {
+			ok = ok && slices.ContainsFunc(got, func(p string) bool { return strings.HasPrefix(p, w) })
+		}
+		if !ok {
+			t.Errorf("%s:\ngot  %q\nwant %q", tt.to, got, tt.want)
+		}
 	}
 }
 

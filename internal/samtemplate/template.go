@@ -1,9 +1,9 @@
 // Package samtemplate reads infra/template.yaml (SAM, with CloudFormation's
 // short-form tags) into what lambdasaga needs to know of it: the table, the
 // queues and their dead-letter queues, the functions and their SQS event
-// sources. Local mode creates resources from it, so the template stays the
-// one source of truth, and Check holds it to the rules a deployment must
-// keep.
+// sources, the log groups they write to. Local mode creates resources from
+// it, so the template stays the one source of truth, and Check holds it to
+// the rules a deployment must keep.
 package samtemplate
 
 import (
@@ -23,6 +23,8 @@ type Template struct {
 	Tables     []Table
 	Queues     []Queue
 	Functions  []Function
+	LogGroups  []LogGroup
+	allowed    map[string][]string   // parameter -> its AllowedValues, if it lists any
 	resources  map[string]*yaml.Node // logical id -> resource node
 	order      []string
 	globals    *yaml.Node // Globals.Function
@@ -63,6 +65,17 @@ type Queue struct {
 	Encrypted         bool
 }
 
+// LogGroup is an AWS::Logs::LogGroup.
+type LogGroup struct {
+	Name string // logical id
+	// RetentionInDays is the days its events are kept, a !Ref to a
+	// parameter resolved to its default; 0 when unset: kept forever.
+	RetentionInDays int
+	// RetentionParameter is the parameter RetentionInDays refers to, ""
+	// for a literal.
+	RetentionParameter string
+}
+
 // Function is an AWS::Serverless::Function, with Globals applied.
 type Function struct {
 	Name        string // logical id
@@ -75,6 +88,11 @@ type Function struct {
 	Events      []EventSource // SQS event sources
 	Scheduled   bool          // has a Schedule event
 	Policies    []Statement
+	// LogGroup is LoggingConfig.LogGroup (the function's, else Globals'):
+	// a !Ref to a log group of the template, a literal name, or nothing,
+	// when Lambda writes to /aws/lambda/<function name>, creating it
+	// without a retention.
+	LogGroup Value
 }
 
 // EventSource is an SQS event of a function.
@@ -134,13 +152,16 @@ func Parse(file string, src []byte) (*Template, error) {
 		return nil, fmt.Errorf("%s: not a template", file)
 	}
 	root := doc.Content[0]
-	t := &Template{File: file, Parameters: map[string]string{}, resources: map[string]*yaml.Node{}}
+	t := &Template{File: file, Parameters: map[string]string{}, allowed: map[string][]string{}, resources: map[string]*yaml.Node{}}
 	if g := get(get(root, "Globals"), "Function"); g != nil {
 		t.globals = g
 	}
 	for name, p := range pairs(get(root, "Parameters")) {
 		if d := get(p, "Default"); d != nil {
 			t.Parameters[name] = d.Value
+		}
+		for _, v := range list(get(p, "AllowedValues")) {
+			t.allowed[name] = append(t.allowed[name], scalar(v))
 		}
 	}
 	res := get(root, "Resources")
@@ -163,6 +184,10 @@ func Parse(file string, src []byte) (*Template, error) {
 			var f Function
 			f, err = t.function(name, props)
 			t.Functions = append(t.Functions, f)
+		case "AWS::Logs::LogGroup":
+			var lg LogGroup
+			lg, err = t.logGroup(name, props)
+			t.LogGroups = append(t.LogGroups, lg)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: resource %s: %w", file, name, err)
@@ -302,6 +327,15 @@ func (t *Template) table(name string, p *yaml.Node) Table {
 	return tb
 }
 
+func (t *Template) logGroup(name string, p *yaml.Node) (LogGroup, error) {
+	lg := LogGroup{Name: name, RetentionParameter: value(get(p, "RetentionInDays")).Ref}
+	var err error
+	if lg.RetentionInDays, err = t.number(get(p, "RetentionInDays"), 0); err != nil {
+		return lg, fmt.Errorf("RetentionInDays: %w", err)
+	}
+	return lg, nil
+}
+
 func (t *Template) queue(name string, p *yaml.Node) (Queue, error) {
 	q := Queue{Name: name}
 	var err error
@@ -340,6 +374,11 @@ func (t *Template) function(name string, p *yaml.Node) (Function, error) {
 	}
 	if f.MemorySize, err = t.number(t.prop(p, "MemorySize"), 128); err != nil {
 		return f, fmt.Errorf("MemorySize: %w", err)
+	}
+	// SAM merges a function's LoggingConfig into Globals' key by key.
+	f.LogGroup = value(get(get(p, "LoggingConfig"), "LogGroup"))
+	if f.LogGroup == (Value{}) {
+		f.LogGroup = value(get(get(t.globals, "LoggingConfig"), "LogGroup"))
 	}
 	if archs := list(t.prop(p, "Architectures")); len(archs) > 0 {
 		f.Arch = scalar(archs[0])
@@ -403,6 +442,15 @@ func statements(pol *yaml.Node) []Statement {
 		out = append(out, st)
 	}
 	return out
+}
+
+// LogGroup returns the log group with the logical id.
+func (t *Template) LogGroup(name string) (LogGroup, bool) {
+	i := slices.IndexFunc(t.LogGroups, func(lg LogGroup) bool { return lg.Name == name })
+	if i < 0 {
+		return LogGroup{}, false
+	}
+	return t.LogGroups[i], true
 }
 
 // Queue returns the queue with the logical id.
