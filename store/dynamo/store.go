@@ -444,43 +444,71 @@ func (s *Store) queryShard(ctx context.Context, key, bound string, want int) ([]
 	return out, nil
 }
 
-// DefinitionPut implements durable.Store.
+// DefinitionPut implements durable.Store. It reads first (eventually
+// consistent, half a read unit per 4 KB) and writes only a definition that
+// is not there: every process that starts sagas stores its definitions
+// once, and a conditional put that fails would bill the stored item's size
+// in write units on the definition's one partition, for every process.
 func (s *Store) DefinitionPut(ctx context.Context, p *durable.DefinitionPutParams) error {
+	stored, err := s.definitionGet(ctx, p.Hash, false)
+	switch {
+	case err == nil:
+		return sameSource(stored, p)
+	case !errors.Is(err, durable.ErrNotFound):
+		return err
+	}
 	it := defKey(p.Hash)
 	it[attrName] = &types.AttributeValueMemberS{Value: p.Name}
 	it[attrSource] = &types.AttributeValueMemberB{Value: p.Source}
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: &s.table, Item: it,
 		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 		ReturnConsumedCapacity:   types.ReturnConsumedCapacityTotal,
 	})
 	if err = interpretError(err); errors.Is(err, durable.ErrConflict) {
-		stored, gerr := s.DefinitionGet(ctx, &durable.DefinitionGetParams{Hash: p.Hash})
-		if gerr != nil {
-			return gerr
+		// Stored since the read: by another starter, or with another source.
+		stored, err := s.definitionGet(ctx, p.Hash, true)
+		if err != nil {
+			return err
 		}
-		if string(stored.Source) != string(p.Source) {
-			return fmt.Errorf("definition %s: stored with a different source: %w", p.Hash, durable.ErrConflict)
-		}
-		return nil
+		return sameSource(stored, p)
 	}
 	return wrap(err, "put definition %s", p.Hash)
 }
 
-// DefinitionGet implements durable.Store.
+func sameSource(stored *durable.DefinitionRecord, p *durable.DefinitionPutParams) error {
+	if string(stored.Source) != string(p.Source) {
+		return fmt.Errorf("definition %s: stored with a different source: %w", p.Hash, durable.ErrConflict)
+	}
+	return nil
+}
+
+// DefinitionGet implements durable.Store. Definitions never change once
+// written, so it reads eventually consistent (half the read units: a
+// worker's first message of a hash reads it, and a burst of new execution
+// environments all read the same item), and reads again consistently only
+// when that finds nothing: a definition written a moment ago.
 func (s *Store) DefinitionGet(ctx context.Context, p *durable.DefinitionGetParams) (*durable.DefinitionRecord, error) {
+	d, err := s.definitionGet(ctx, p.Hash, false)
+	if errors.Is(err, durable.ErrNotFound) {
+		d, err = s.definitionGet(ctx, p.Hash, true)
+	}
+	return d, err
+}
+
+func (s *Store) definitionGet(ctx context.Context, hash string, consistent bool) (*durable.DefinitionRecord, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: &s.table, Key: defKey(p.Hash), ConsistentRead: aws.Bool(true),
+		TableName: &s.table, Key: defKey(hash), ConsistentRead: aws.Bool(consistent),
 		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 	})
 	if err != nil {
-		return nil, wrap(interpretError(err), "get definition %s", p.Hash)
+		return nil, wrap(interpretError(err), "get definition %s", hash)
 	}
 	if out.Item == nil {
-		return nil, fmt.Errorf("definition %s: %w", p.Hash, durable.ErrNotFound)
+		return nil, fmt.Errorf("definition %s: %w", hash, durable.ErrNotFound)
 	}
-	d := &durable.DefinitionRecord{Hash: p.Hash, Name: strAttr(out.Item, attrName)}
+	d := &durable.DefinitionRecord{Hash: hash, Name: strAttr(out.Item, attrName)}
 	if b, ok := out.Item[attrSource].(*types.AttributeValueMemberB); ok {
 		d.Source = b.Value
 	}
