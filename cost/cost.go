@@ -1,56 +1,97 @@
 // Package cost estimates what a saga costs on AWS with lambdasaga, next to
-// what the same saga would cost on Step Functions Standard, from the
-// definition (its path is walked with Advance, actions succeeding) and the
-// list prices in Prices.
+// what the same saga would cost on Step Functions Standard, Step Functions
+// Express and Lambda durable functions. The saga's path is walked with
+// Advance (actions succeeding unless told otherwise), every transition's
+// status is kept, and each request is priced at the list prices in
+// ListPrices, counting DynamoDB's units as DynamoDB bills them.
 package cost
 
 import (
 	"fmt"
-	"io"
-	"maps"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
-// Prices are AWS list prices, us-east-1, on-demand, without free tiers.
-// Checked against the public pricing pages in November 2026; they are the
-// one table to update when prices change.
+// Prices are AWS list prices, us-east-1, on-demand, without free tiers:
+// the one table to update when prices change. Each field names the page it
+// comes from; bench/README.md ("Cost model") lists the same pages.
 type Prices struct {
-	LambdaPerMillionRequests float64 // $0.20
-	LambdaArmPerGBSecond     float64 // $0.0000133334
-	SQSPerMillionRequests    float64 // standard queues, $0.40 per million 64 KB chunks
-	DynamoPerMillionWRU      float64 // on-demand write request units, $0.625
-	DynamoPerMillionRRU      float64 // on-demand read request units, $0.125
-	StepFunctionsPerMillion  float64 // Standard workflows, per state transition, $25
+	// https://aws.amazon.com/lambda/pricing/: $0.20 per million requests.
+	LambdaPerMillionRequests float64
+	// The same page: $0.0000133334 per GB-second on Arm (the first duration tier).
+	LambdaArmPerGBSecond float64
+	// https://aws.amazon.com/sqs/pricing/: standard queues, $0.40 per
+	// million requests, each 64 KB chunk of a payload billed as a request.
+	SQSPerMillionRequests float64
+	// https://aws.amazon.com/dynamodb/pricing/on-demand/: $0.625 per million
+	// write request units.
+	DynamoPerMillionWRU float64
+	// The same page: $0.125 per million read request units.
+	DynamoPerMillionRRU float64
+	// https://aws.amazon.com/step-functions/pricing/: Standard workflows,
+	// $25 per million state transitions, retries included.
+	StepFunctionsPerMillion float64
+	// The same page: Express workflows, $1.00 per million requests.
+	StepFunctionsExpressPerMillion float64
+	// The same page: Express workflows, $0.06 per GB-hour of duration for
+	// the first 1,000 GB-hours (0.06/3600 per GB-second); duration is
+	// rounded up to 100 ms and memory billed in 64 MB chunks
+	// (ExpressMemoryMB).
+	StepFunctionsExpressPerGBSecond float64
+	// https://aws.amazon.com/lambda/pricing/ (Lambda durable functions):
+	// $8.00 per million durable operations. That page could not be read
+	// here; the figure is its transcription in api-evangelist/aws-lambda
+	// (plans/aws-lambda-plans-pricing.yml, read 2026-09-20). Durable
+	// functions also bill the data they write and retain; no price for those
+	// was found, so they are not counted.
+	DurablePerMillionOperations float64
 }
 
-// ListPrices is the table.
+// ListPrices is the table, checked in November 2026.
 var ListPrices = Prices{
-	LambdaPerMillionRequests: 0.20,
-	LambdaArmPerGBSecond:     0.0000133334,
-	SQSPerMillionRequests:    0.40,
-	DynamoPerMillionWRU:      0.625,
-	DynamoPerMillionRRU:      0.125,
-	StepFunctionsPerMillion:  25.0,
+	LambdaPerMillionRequests:        0.20,
+	LambdaArmPerGBSecond:            0.0000133334,
+	SQSPerMillionRequests:           0.40,
+	DynamoPerMillionWRU:             0.625,
+	DynamoPerMillionRRU:             0.125,
+	StepFunctionsPerMillion:         25.0,
+	StepFunctionsExpressPerMillion:  1.00,
+	StepFunctionsExpressPerGBSecond: 0.06 / 3600,
+	DurablePerMillionOperations:     8.00,
 }
+
+// ExpressMemoryMB is the memory an Express workflow of a saga is billed
+// for: 50 MB plus the definition and the execution data, billed in 64 MB
+// chunks (the Step Functions pricing page's examples 3 and 4), so 64 MB for
+// any saga whose state and definition take under 14 MB.
+const ExpressMemoryMB = 64
+
+// ExpressMaxDuration is the longest an Express workflow runs.
+const ExpressMaxDuration = 5 * time.Minute
 
 // Params describe the deployment and the measurements the estimate uses.
+// Zero means the default.
 type Params struct {
 	MemoryMB     int           // the functions' memory (template: 256)
-	Duration     time.Duration // billed duration of one invocation (one action step), measured
-	StateBytes   int           // the saga's state item size, measured
-	MessageBytes int           // one message (about 100 bytes)
+	Duration     time.Duration // billed duration of one invocation (one action step), measured; default 10 ms
+	StateBytes   int           // the saga's encoded state, measured (its largest); default 600
+	MessageBytes int           // one message; default 110
 	// BatchSize is how many messages one invocation handles on average
 	// (1 when traffic is light; up to the event source's batch size).
 	BatchSize float64
-	Input     map[string]any // the input whose path is costed; nil: zero values
+	// SagaIDBytes is the length of the saga ids, which the item holds
+	// three times (its key, the index's sort key); default 36, a UUID.
+	SagaIDBytes int
+	Input       map[string]any // the input whose path is costed; nil: zero values
+	// Transient names the calls that fail with an error the step may retry
+	// (nil: none); the step's retry policy decides whether another attempt
+	// follows. A call the walk's fail function names fails for good instead.
+	Transient func(saga.Call) bool
 }
 
-// check refuses figures no deployment has: negative or not finite. Zero
-// means the default.
+// check refuses figures no deployment has: negative or not finite.
 func (p Params) check() error {
 	for _, f := range []struct {
 		name string
@@ -61,6 +102,7 @@ func (p Params) check() error {
 		{"StateBytes", float64(p.StateBytes)},
 		{"MessageBytes", float64(p.MessageBytes)},
 		{"BatchSize", p.BatchSize},
+		{"SagaIDBytes", float64(p.SagaIDBytes)},
 	} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
 			return fmt.Errorf("cost.Params.%s: must be a finite number, zero (the default) or more", f.name)
@@ -69,41 +111,7 @@ func (p Params) check() error {
 	return nil
 }
 
-// Saga counts the work of one saga on one path.
-type Saga struct {
-	Path           []string // steps run, in order
-	ActionSteps    int      // messages and invocations
-	Compensations  int      // compensations run once the saga fails; 0 when it succeeds
-	Transitions    int      // state writes, start included
-	SFNTransitions int      // Step Functions state transitions for the same path
-	DynamoReads    int      // consistent GetItems: one per action step
-	DynamoWrites   int      // PutItems: one per transition
-	RRUPerRead     float64  // read units per read: StateBytes per 4 KB, rounded up
-	WRUPerWrite    float64  // write units per write on the table: StateBytes per KB, rounded up
-	// IndexWRU is the write units billed on the by_status index: 1 for the
-	// create, and 2 for every later transition, because each changes the
-	// entry's key (the update time): a delete and a put, each 1 unit for an
-	// entry under 1 KB (DynamoDB Developer Guide, "Global secondary indexes:
-	// writes"). The emulators do not report these.
-	IndexWRU         float64
-	SQSRequests      float64            // billed requests: a send per action step, a receive and a delete per batch
-	LambdaInvokes    float64            // ActionSteps over BatchSize
-	LambdaGBSeconds  float64            // ActionSteps times Duration times MemoryMB/1024
-	CostLambdaSaga   float64            // USD per saga with lambdasaga: the sum of CostBreakdownUSD
-	CostStepFnsSaga  float64            // USD per saga on Step Functions Standard: SFNTransitions at list price
-	CostBreakdownUSD map[string]float64 // USD per saga by part: "lambda requests", "lambda compute", "sqs", "dynamodb writes", "dynamodb reads"
-}
-
-// Walk dry-runs the saga (actions succeed with their input as output,
-// except the calls fail names; nil: none) and counts what each piece of
-// the path costs. A negative or non-finite figure in p is an error.
-func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
-	if err := p.check(); err != nil {
-		return nil, err
-	}
-	if fail == nil {
-		fail = func(saga.Call) bool { return false }
-	}
+func (p Params) withDefaults() Params {
 	if p.MemoryMB == 0 {
 		p.MemoryMB = 256
 	}
@@ -119,42 +127,174 @@ func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
 	if p.BatchSize < 1 {
 		p.BatchSize = 1
 	}
+	if p.SagaIDBytes == 0 {
+		p.SagaIDBytes = 36
+	}
+	return p
+}
+
+// Saga counts the work of one saga on one path.
+type Saga struct {
+	Params Params // as walked, defaults filled in
+
+	Path          []string // steps run, in order
+	Compensations int      // compensations run once the saga fails; 0 when it succeeds
+	Calls         int      // actions and compensations called, every attempt
+	Retries       int      // attempts that failed and were retried
+	// RetryWait is the backoff the retries wait out, in all.
+	RetryWait time.Duration
+	// ActionSteps counts the messages handled: one per call, and one per
+	// call whose input could not be built (its step fails in that pass).
+	ActionSteps int
+	Transitions int // state writes, start included
+	// Statuses is the saga's status after each transition, the start's first.
+	Statuses []string
+	// StatusChanges counts the transitions whose status differs from the
+	// one before.
+	StatusChanges  int
+	SFNTransitions int // Step Functions state transitions for the same path
+	DynamoReads    int // consistent GetItems: one per action step
+	DynamoWrites   int // PutItems: one per transition
+	// ItemBytes is the largest saga item written, as DynamoDB sizes items
+	// (attribute names plus values): StateBytes plus ItemOverheadBytes.
+	ItemBytes int
+	// ItemOverheadBytes is the item's keys and other attributes (itemBytes).
+	ItemOverheadBytes int
+	// IndexEntryBytes is the by_status entry's size: its keys, the table's
+	// keys and the projected attributes.
+	IndexEntryBytes int
+	RRUPerRead      float64 // strongly consistent: 1 per 4 KB of item, rounded up
+	// TableWRU is the write units billed on the table: for each write, 1
+	// per KB of item, rounded up.
+	TableWRU float64
+	// IndexWRU is the write units billed on the by_status index, by the
+	// Developer Guide's "Global secondary indexes: writes": the create puts
+	// an entry (1 write), a transition that changes the status moves it
+	// (its key holds the status: a delete and a put, 2 writes), and one that
+	// keeps the status writes nothing, since the entry's key and projected
+	// attributes do not change with it. Each write is 1 unit per KB of
+	// entry, rounded up: 1 for any entry under 1 KB. The emulators do not
+	// report these.
+	IndexWRU        float64
+	SQSRequests     float64 // billed requests: a send per action step, a receive and a delete per batch
+	LambdaInvokes   float64 // ActionSteps over BatchSize
+	LambdaGBSeconds float64 // ActionSteps times Duration times MemoryMB/1024
+	// CostBreakdownUSD is USD per saga by part: "lambda requests", "lambda
+	// compute", "sqs", "dynamodb writes", "dynamodb reads".
+	CostBreakdownUSD map[string]float64
+	CostLambdaSaga   float64 // USD per saga with lambdasaga: the sum of CostBreakdownUSD, in Parts order
+	CostStepFnsSaga  float64 // USD per saga on Step Functions Standard, transitions only: SFNTransitions at list price
+	// Comparisons price the same path on the other services.
+	Comparisons []Comparison
+}
+
+// Parts are the keys of Saga.CostBreakdownUSD, in report order.
+func Parts() []string {
+	return []string{"lambda requests", "lambda compute", "sqs", "dynamodb writes", "dynamodb reads"}
+}
+
+// dryRunStart is the walk's fixed time; retries are not waited for.
+var dryRunStart = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// maxCalls bounds a walk: a saga's action visits (saga.DefaultMaxVisits)
+// with room for their compensations and retries, as saga.DryRun does.
+const maxCalls = 3 * saga.DefaultMaxVisits
+
+// Walk runs the saga with Advance (actions succeed with their input as
+// output, except the calls fail names, which fail for good, and those
+// p.Transient names; nil fail: none), keeps each transition's status, and
+// counts what each piece of the path costs. A negative or non-finite figure
+// in p is an error.
+func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	p = p.withDefaults()
 	in, err := plan.CheckInput(p.Input)
 	if err != nil {
 		return nil, err
 	}
-	s := &Saga{CostBreakdownUSD: map[string]float64{}, Transitions: 1}
-	_, err = plan.DryRun(saga.DryRunParams{
-		Input: in,
-		Act: func(call saga.Call) (any, error) {
-			if fail(call) {
-				return nil, saga.Permanent(saga.NewError("Failed", "costed failure"))
-			}
-			return call.Input, nil
-		},
-		OnCall: func(saga.Call) { s.ActionSteps++; s.Transitions++ },
-		OnStep: func(rec saga.StepRecord) {
-			if rec.Outcome == saga.OutcomeStarted {
-				return
-			}
-			// Step Functions bills each state entered; counted conservatively
-			// (nothing for the start or the end, one state per step).
-			s.SFNTransitions++
-			if rec.Compensation {
-				s.Compensations++
-			} else {
-				s.Path = append(s.Path, rec.Step)
-			}
-		},
-	})
-	if err != nil {
+	s := &Saga{Params: p, CostBreakdownUSD: map[string]float64{}}
+	onStep := func(rec saga.StepRecord) {
+		if rec.Outcome == saga.OutcomeStarted {
+			return
+		}
+		// Step Functions bills each state entered, retries included; counted
+		// conservatively (nothing for the start or the end, one state per
+		// step, compensation or retry).
+		s.SFNTransitions++
+		switch {
+		case rec.Outcome == saga.OutcomeRetrying:
+			s.Retries++
+			s.RetryWait += rec.Delay
+		case rec.Compensation:
+			s.Compensations++
+		default:
+			s.Path = append(s.Path, rec.Step)
+		}
+	}
+	st := &saga.State{}
+	if err := plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: dryRunStart, SagaID: "cost", Input: in, OnStep: onStep}); err != nil {
 		return nil, err
 	}
+	s.Statuses = append(s.Statuses, string(st.Status))
+	for range maxCalls {
+		if _, pending := st.Pending(); !pending {
+			break
+		}
+		s.ActionSteps++
+		var out any
+		call, callErr := plan.Call(st, dryRunStart)
+		if callErr != nil {
+			callErr = saga.Permanent(callErr) // as in the coordinator: the step fails
+		} else {
+			s.Calls++
+			out = call.Input
+			switch {
+			case fail != nil && fail(call):
+				callErr = saga.Permanent(saga.NewError("Failed", "costed failure"))
+			case p.Transient != nil && p.Transient(call):
+				callErr = saga.NewError("Transient", "costed transient failure")
+			}
+		}
+		if err := plan.Advance(st, saga.Event{Kind: saga.EventResult, Now: dryRunStart, Output: out, Err: callErr, OnStep: onStep}); err != nil {
+			return nil, err
+		}
+		s.Statuses = append(s.Statuses, string(st.Status))
+	}
+	if _, pending := st.Pending(); pending {
+		return nil, fmt.Errorf("cost of saga %s: the walk did not end within %d calls: a loop its answers never leave", plan.Name(), maxCalls)
+	}
+	s.count(plan.Name())
+	return s, nil
+}
+
+// count turns the walk into requests, units and dollars.
+func (s *Saga) count(name string) {
+	p := s.Params
+	s.Transitions = len(s.Statuses)
 	s.DynamoReads = s.ActionSteps
 	s.DynamoWrites = s.Transitions
-	s.RRUPerRead = math.Ceil(float64(p.StateBytes) / 4096)                // strongly consistent: 1 RRU per 4 KB
-	s.WRUPerWrite = math.Ceil(float64(p.StateBytes) / 1024)               // 1 WRU per 1 KB
-	s.IndexWRU = float64(1 + 2*(s.Transitions-1))                         // the entry is put, then moved by every transition
+	prev := ""
+	for i, status := range s.Statuses {
+		final := i == len(s.Statuses)-1
+		item := p.StateBytes + itemBytes(p, name, status, final)
+		s.ItemBytes = max(s.ItemBytes, item)
+		s.ItemOverheadBytes = max(s.ItemOverheadBytes, item-p.StateBytes)
+		s.TableWRU += math.Ceil(float64(item) / 1024)
+		entry := indexEntryBytes(p, name, status)
+		s.IndexEntryBytes = max(s.IndexEntryBytes, entry)
+		perIndexWrite := math.Ceil(float64(entry) / 1024)
+		switch {
+		case i == 0:
+			s.IndexWRU += perIndexWrite // the entry is put
+		case status != prev:
+			s.StatusChanges++
+			s.IndexWRU += 2 * perIndexWrite // the entry moves: a delete and a put
+		}
+		prev = status
+	}
+	s.RRUPerRead = math.Ceil(float64(s.ItemBytes) / 4096)
 	chunks := math.Ceil(float64(p.MessageBytes) / 65536)                  // SQS bills 64 KB chunks
 	s.SQSRequests = float64(s.ActionSteps) * chunks * (1 + 2/p.BatchSize) // a send each; a receive and a delete per batch
 	s.LambdaInvokes = float64(s.ActionSteps) / p.BatchSize
@@ -163,66 +303,59 @@ func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
 	s.CostBreakdownUSD["lambda requests"] = s.LambdaInvokes * pr.LambdaPerMillionRequests / 1e6
 	s.CostBreakdownUSD["lambda compute"] = s.LambdaGBSeconds * pr.LambdaArmPerGBSecond
 	s.CostBreakdownUSD["sqs"] = s.SQSRequests * pr.SQSPerMillionRequests / 1e6
-	s.CostBreakdownUSD["dynamodb writes"] = (float64(s.DynamoWrites)*s.WRUPerWrite + s.IndexWRU) * pr.DynamoPerMillionWRU / 1e6
+	s.CostBreakdownUSD["dynamodb writes"] = (s.TableWRU + s.IndexWRU) * pr.DynamoPerMillionWRU / 1e6
 	s.CostBreakdownUSD["dynamodb reads"] = float64(s.DynamoReads) * s.RRUPerRead * pr.DynamoPerMillionRRU / 1e6
-	for _, k := range slices.Sorted(maps.Keys(s.CostBreakdownUSD)) { // one order, so one total to the last bit
+	for _, k := range Parts() { // one order, so one total to the last bit
 		s.CostLambdaSaga += s.CostBreakdownUSD[k]
 	}
 	s.CostStepFnsSaga = float64(s.SFNTransitions) * pr.StepFunctionsPerMillion / 1e6
-	return s, nil
+	s.Comparisons = s.compare()
 }
 
-// Report writes the estimate for sagasPerMonth sagas.
-func (s *Saga) Report(w io.Writer, name string, p Params, sagasPerMonth float64) {
-	fmt.Fprintf(w, "saga %s, path %v", name, s.Path)
-	if s.Compensations > 0 {
-		fmt.Fprintf(w, " then %d compensation(s)", s.Compensations)
+// The saga item, as store/dynamo writes it under the status-keyed index
+// design (docs/PROTOCOL.md, "The table"), sized by the Developer Guide's
+// "DynamoDB item sizes and formats": each attribute is its name's bytes
+// plus its value's (a string's bytes, a binary's raw bytes, a number about
+// 1 byte per 2 significant digits plus 1).
+const (
+	hashBytes    = 64 // def: the definition's SHA-256, in hex
+	nanosBytes   = 11 // a Unix time in ns: 19 digits
+	secondsBytes = 6  // a Unix time in s: 10 digits
+	versionBytes = 3  // v: up to 4 digits
+)
+
+// itemBytes is the saga item without its state: pk (SAGA#<id>), sk (STATE),
+// v, st, name, def, upd, crt, state's name, gsi1pk (STATUS#<status>#<shard
+// of 2 digits>), gsi1sk (20 digits, #, id), and ttl once the saga is final.
+// A sweep's re-send counter (rs) is not counted: sweeps are not part of a
+// path.
+func itemBytes(p Params, name, status string, final bool) int {
+	n := len("pk") + len("SAGA#") + p.SagaIDBytes +
+		len("sk") + len("STATE") +
+		len("v") + versionBytes +
+		len("st") + len(status) +
+		len("name") + len(name) +
+		len("def") + hashBytes +
+		len("upd") + nanosBytes +
+		len("crt") + nanosBytes +
+		len("state") +
+		len("gsi1pk") + len("STATUS#") + len(status) + len("#00") +
+		len("gsi1sk") + 20 + 1 + p.SagaIDBytes
+	if final {
+		n += len("ttl") + secondsBytes
 	}
-	fmt.Fprintf(w, "\nper saga: %d action steps, %d state writes, %d reads, %.1f SQS requests, %.2f Lambda invocations, %.5f GB-s\n",
-		s.ActionSteps, s.DynamoWrites, s.DynamoReads, s.SQSRequests, s.LambdaInvokes, s.LambdaGBSeconds)
-	fmt.Fprintf(w, "assumed: %d MB arm64 functions, %s billed per invocation, %d-byte state (%g WRU per write and %g on the status index per saga, %g RRU per read), batch size %g\n",
-		orDefault(p.MemoryMB, 256), orDur(p.Duration), orDefault(p.StateBytes, 600), s.WRUPerWrite, s.IndexWRU, s.RRUPerRead, math.Max(1, p.BatchSize))
-	fmt.Fprintf(w, "\n%-22s %14s %16s\n", "", "per saga", fmt.Sprintf("per %s sagas", human(sagasPerMonth)))
-	for _, k := range []string{"lambda requests", "lambda compute", "sqs", "dynamodb writes", "dynamodb reads"} {
-		fmt.Fprintf(w, "%-22s %14s %16s\n", k, usd(s.CostBreakdownUSD[k]), usd(s.CostBreakdownUSD[k]*sagasPerMonth))
-	}
-	fmt.Fprintf(w, "%-22s %14s %16s\n", "lambdasaga total", usd(s.CostLambdaSaga), usd(s.CostLambdaSaga*sagasPerMonth))
-	fmt.Fprintf(w, "%-22s %14s %16s   (%d state transitions at $25 per million)\n", "Step Functions Std", usd(s.CostStepFnsSaga), usd(s.CostStepFnsSaga*sagasPerMonth), s.SFNTransitions)
-	if s.CostLambdaSaga > 0 {
-		fmt.Fprintf(w, "Step Functions Standard costs %.1fx as much for this saga.\n", s.CostStepFnsSaga/s.CostLambdaSaga)
-	}
+	return n
 }
 
-func orDefault(v, d int) int {
-	if v == 0 {
-		return d
-	}
-	return v
-}
-
-func orDur(d time.Duration) time.Duration {
-	if d == 0 {
-		return 10 * time.Millisecond
-	}
-	return d
-}
-
-func usd(v float64) string {
-	switch {
-	case v == 0:
-		return "$0"
-	case v < 0.01:
-		return fmt.Sprintf("$%.8f", v)
-	}
-	return fmt.Sprintf("$%.2f", v)
-}
-
-func human(n float64) string {
-	switch {
-	case n >= 1e6:
-		return fmt.Sprintf("%.3gM", n/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.3gk", n/1e3)
-	}
-	return fmt.Sprintf("%.0f", n)
+// indexEntryBytes is a by_status entry: the index's keys, the table's keys
+// and the projected st, name, def and crt.
+func indexEntryBytes(p Params, name, status string) int {
+	return len("gsi1pk") + len("STATUS#") + len(status) + len("#00") +
+		len("gsi1sk") + 20 + 1 + p.SagaIDBytes +
+		len("pk") + len("SAGA#") + p.SagaIDBytes +
+		len("sk") + len("STATE") +
+		len("st") + len(status) +
+		len("name") + len(name) +
+		len("def") + hashBytes +
+		len("crt") + nanosBytes
 }

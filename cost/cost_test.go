@@ -1,7 +1,9 @@
 package cost_test
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,55 +13,219 @@ import (
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
-func TestOrderSagaCost(t *testing.T) {
+var orderInput = map[string]any{"order_id": "o", "customer": "c", "amount": 1.0, "currency": "EUR", "card": "4242", "items": []any{"a"}}
+
+func orderPlan(t *testing.T) *saga.Plan {
+	t.Helper()
 	plan, err := saga.Compile("order.yaml", order.Definition, saga.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := map[string]any{"order_id": "o", "customer": "c", "amount": 1.0, "currency": "EUR", "card": "4242", "items": []any{"a"}}
-	p := cost.Params{MemoryMB: 256, Duration: 10 * time.Millisecond, StateBytes: 600, BatchSize: 1, Input: in}
+	return plan
+}
+
+// linearPlan is n compensable action steps in a row.
+func linearPlan(t *testing.T, n int) *saga.Plan {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("saga: linear\nsteps:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  - {id: s%d, action: svc.do, compensate: {action: svc.undo}}\n", i)
+	}
+	plan, err := saga.Compile("linear.yaml", []byte(b.String()), saga.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-12*math.Max(1, math.Abs(b)) }
+
+func TestOrderSagaCost(t *testing.T) {
+	plan := orderPlan(t)
+	p := cost.Params{MemoryMB: 256, Duration: 10 * time.Millisecond, StateBytes: 600, BatchSize: 1, Input: orderInput}
 	s, err := cost.Walk(plan, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// reserve, price, charge, check, ship, done: three action steps, four writes.
-	if s.ActionSteps != 3 || s.DynamoWrites != 4 || s.DynamoReads != 3 || s.SQSRequests != 9 || s.SFNTransitions != 6 || len(s.Path) != 6 {
+	if s.ActionSteps != 3 || s.Calls != 3 || s.DynamoWrites != 4 || s.DynamoReads != 3 || s.SQSRequests != 9 || s.SFNTransitions != 6 || len(s.Path) != 6 {
 		t.Fatalf("%+v", s)
 	}
-	// Per saga: 3 invocations ($0.2/M), 3 x 0.01 s x 0.25 GB, 9 SQS requests,
-	// 4 WRU on the table and 7 on the by_status index (1 for the create, a
-	// delete and a put for each of the 3 later transitions, whose update
-	// time is the index key), 3 RRU.
-	if s.IndexWRU != 7 {
-		t.Fatalf("index write units %v, want 7", s.IndexWRU)
+	if want := []string{"running", "running", "running", "succeeded"}; !slices.Equal(s.Statuses, want) {
+		t.Fatalf("statuses %v, want %v", s.Statuses, want)
 	}
-	want := 3*0.2/1e6 + 3*0.01*0.25*0.0000133334 + 9*0.4/1e6 + (4+7)*0.625/1e6 + 3*0.125/1e6
-	if math.Abs(s.CostLambdaSaga-want) > 1e-12 {
+	// 4 WRU on the table (a 600-byte state and its attributes fit in 1 KB),
+	// 3 on the index: 1 for the create, 0 for the two transitions that stay
+	// running, 2 for running -> succeeded. 7 in all.
+	if s.TableWRU != 4 || s.IndexWRU != 3 || s.StatusChanges != 1 {
+		t.Fatalf("table %v, index %v write units, %d status changes; want 4, 3, 1", s.TableWRU, s.IndexWRU, s.StatusChanges)
+	}
+	want := 3*0.2/1e6 + 3*0.01*0.25*0.0000133334 + 9*0.4/1e6 + (4+3)*0.625/1e6 + 3*0.125/1e6
+	if !near(s.CostLambdaSaga, want) {
 		t.Fatalf("cost %v, want %v", s.CostLambdaSaga, want)
 	}
-	if s.CostStepFnsSaga != 6*25.0/1e6 || s.CostStepFnsSaga <= s.CostLambdaSaga {
-		t.Fatalf("step functions %v vs %v", s.CostStepFnsSaga, s.CostLambdaSaga)
+	if s.CostStepFnsSaga != 6*25.0/1e6 {
+		t.Fatalf("step functions transitions %v", s.CostStepFnsSaga)
 	}
 	var b strings.Builder
-	s.Report(&b, "order", p, 1e6)
-	if !strings.Contains(b.String(), "Step Functions Standard costs") {
-		t.Fatal(b.String())
+	s.Report(&b, "order", 1e6)
+	for _, line := range []string{"statuses written: running x3, succeeded (1 status change(s))", "3 on the by_status index", "Step Functions Standard ", "Step Functions Express ", "Lambda durable functions "} {
+		if !strings.Contains(b.String(), line) {
+			t.Fatalf("report lacks %q:\n%s", line, b.String())
+		}
 	}
-	// The compensating path: ship fails, charge and reserve are undone.
-	f, err := cost.Walk(plan, p, func(c saga.Call) bool { return c.Step == "ship" && !c.Compensation })
-	if err != nil || f.Compensations != 2 || f.ActionSteps != 5 {
-		t.Fatalf("%+v %v", f, err)
+}
+
+// The index rule follows the statuses the walk produces: 1 unit at the
+// create, 2 at each transition whose status differs from the one before, 0
+// when it keeps it, whatever the path.
+func TestIndexWritesFollowStatusChanges(t *testing.T) {
+	plan := orderPlan(t)
+	for _, tt := range []struct {
+		name      string
+		fail      func(saga.Call) bool
+		transient func(saga.Call) bool
+		statuses  []string
+		table     float64
+		index     float64
+	}{
+		{name: "succeeds", statuses: []string{"running", "running", "running", "succeeded"}, table: 4, index: 3},
+		{
+			// running -> compensating -> compensated: 1 + 2 + 2.
+			name:     "ship fails",
+			fail:     func(c saga.Call) bool { return c.Step == "ship" && !c.Compensation },
+			statuses: []string{"running", "running", "running", "compensating", "compensating", "compensated"},
+			table:    6, index: 5,
+		},
+		{
+			// A retry is a transition that stays running: a table write, no
+			// index write.
+			name:      "reserve retried once",
+			transient: func(c saga.Call) bool { return c.Step == "reserve" && c.Attempt == 1 },
+			statuses:  []string{"running", "running", "running", "running", "succeeded"},
+			table:     5, index: 3,
+		},
+		{
+			// The refund fails for good: compensating -> compensation_failed.
+			name:     "refund fails",
+			fail:     func(c saga.Call) bool { return c.Step == "ship" || (c.Step == "charge" && c.Compensation) },
+			statuses: []string{"running", "running", "running", "compensating", "compensation_failed"},
+			table:    5, index: 5,
+		},
+		{
+			// reserve fails for good: nothing to undo, running -> compensated.
+			name:     "reserve fails",
+			fail:     func(c saga.Call) bool { return c.Step == "reserve" },
+			statuses: []string{"running", "compensated"},
+			table:    2, index: 3,
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := cost.Params{StateBytes: 600, Input: orderInput, Transient: tt.transient}
+			s, err := cost.Walk(plan, p, tt.fail)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(s.Statuses, tt.statuses) {
+				t.Fatalf("statuses %v, want %v", s.Statuses, tt.statuses)
+			}
+			if s.TableWRU != tt.table || s.IndexWRU != tt.index {
+				t.Fatalf("table %v, index %v write units; want %v, %v", s.TableWRU, s.IndexWRU, tt.table, tt.index)
+			}
+		})
+	}
+	// The retry is counted where each service bills it.
+	s, err := cost.Walk(plan, cost.Params{Input: orderInput, Transient: func(c saga.Call) bool { return c.Step == "reserve" && c.Attempt == 1 }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Retries != 1 || s.Calls != 4 || s.ActionSteps != 4 || s.SFNTransitions != 7 || s.RetryWait < 50*time.Millisecond || s.RetryWait > 100*time.Millisecond {
+		t.Fatalf("retries %d, calls %d, action steps %d, transitions %d, wait %v", s.Retries, s.Calls, s.ActionSteps, s.SFNTransitions, s.RetryWait)
+	}
+}
+
+// A 10-step linear saga: 11 table writes, 3 index units (the create, then
+// running -> succeeded at the last), 14 in all.
+func TestLinearSagaWriteUnits(t *testing.T) {
+	s, err := cost.Walk(linearPlan(t, 10), cost.Params{StateBytes: 480}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Transitions != 11 || s.TableWRU != 11 || s.IndexWRU != 3 || s.TableWRU+s.IndexWRU != 14 {
+		t.Fatalf("%d transitions, %v + %v write units; want 11, 11 + 3", s.Transitions, s.TableWRU, s.IndexWRU)
+	}
+}
+
+// The item is its state and a few hundred bytes of keys and attributes, as
+// DynamoDB sizes items: a state just under 1 KB takes the item past it, and
+// each write then bills 2 units on the table; the index entry, which holds
+// no state, still bills 1.
+func TestItemOverheadCountsTowardWriteUnits(t *testing.T) {
+	plan := orderPlan(t)
+	s, err := cost.Walk(plan, cost.Params{StateBytes: 1000, Input: orderInput}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ItemOverheadBytes < 200 || s.ItemOverheadBytes > 400 || s.ItemBytes != 1000+s.ItemOverheadBytes {
+		t.Fatalf("item %d bytes, overhead %d", s.ItemBytes, s.ItemOverheadBytes)
+	}
+	if s.TableWRU != 8 || s.IndexWRU != 3 || s.IndexEntryBytes >= 1024 {
+		t.Fatalf("table %v, index %v write units, entry %d bytes; want 8, 3, under 1 KB", s.TableWRU, s.IndexWRU, s.IndexEntryBytes)
+	}
+	// Longer saga ids make a bigger item: the id is in pk and gsi1sk.
+	long, err := cost.Walk(plan, cost.Params{StateBytes: 1000, SagaIDBytes: 100, Input: orderInput}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if long.ItemOverheadBytes != s.ItemOverheadBytes+2*(100-36) {
+		t.Fatalf("overhead %d with 100-byte ids, %d with 36", long.ItemOverheadBytes, s.ItemOverheadBytes)
+	}
+}
+
+// Each comparison's arithmetic, from the counts and ListPrices.
+func TestComparisons(t *testing.T) {
+	plan := orderPlan(t)
+	p := cost.Params{MemoryMB: 512, Duration: 40 * time.Millisecond, Input: orderInput}
+	s, err := cost.Walk(plan, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Comparisons) != 3 {
+		t.Fatalf("%+v", s.Comparisons)
+	}
+	std, exp, dur := s.Comparisons[0], s.Comparisons[1], s.Comparisons[2]
+	actions := 3 * (0.2/1e6 + 0.04*0.5*0.0000133334) // 3 invocations of 40 ms at 512 MB
+	// Standard: 6 transitions at $25 per million.
+	if std.Name != "step_functions_standard" || std.BilledUnits != 6 || !near(std.OrchestrationUSD, 6*25.0/1e6) || !near(std.LambdaUSD, actions) || !near(std.TotalUSD, std.OrchestrationUSD+std.LambdaUSD) {
+		t.Errorf("standard %+v", std)
+	}
+	// Express: 1 request, 120 ms rounded up to 200 ms, at 64 MB.
+	if d := s.ExpressDuration(); d != 200*time.Millisecond {
+		t.Errorf("express duration %v, want 200ms", d)
+	}
+	if exp.Name != "step_functions_express" || !exp.Fits || exp.BilledUnits != 1 || !near(exp.OrchestrationUSD, 1.0/1e6+0.2*64/1024*0.06/3600) || !near(exp.LambdaUSD, actions) {
+		t.Errorf("express %+v", exp)
+	}
+	// Durable functions: 3 operations at $8 per million, one invocation
+	// running 3 calls.
+	if dur.Name != "lambda_durable_functions" || dur.BilledUnits != 3 || !near(dur.OrchestrationUSD, 3*8.0/1e6) || !near(dur.LambdaUSD, 0.2/1e6+3*0.04*0.5*0.0000133334) {
+		t.Errorf("durable %+v", dur)
+	}
+	// A saga whose retries wait past 5 minutes does not fit Express.
+	long, err := cost.Walk(plan, cost.Params{Duration: 101 * time.Second, Input: orderInput}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if long.Comparisons[1].Fits || !long.Comparisons[0].Fits {
+		t.Errorf("303 s of calls: express fits %v, standard %v", long.Comparisons[1].Fits, long.Comparisons[0].Fits)
 	}
 }
 
 // TestWalkRefusesFiguresThatCannotBe: a negative or non-finite figure
 // would print a negative or NaN cost; zero still means the default.
 func TestWalkRefusesFiguresThatCannotBe(t *testing.T) {
-	plan, err := saga.Compile("order.yaml", order.Definition, saga.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := map[string]any{"order_id": "o", "customer": "c", "amount": 1.0, "currency": "EUR", "card": "4242", "items": []any{"a"}}
+	plan := orderPlan(t)
 	for _, tt := range []struct {
 		p     cost.Params
 		field string
@@ -71,14 +237,15 @@ func TestWalkRefusesFiguresThatCannotBe(t *testing.T) {
 		{cost.Params{Duration: -time.Millisecond}, "Duration"},
 		{cost.Params{StateBytes: -1}, "StateBytes"},
 		{cost.Params{MessageBytes: -1}, "MessageBytes"},
+		{cost.Params{SagaIDBytes: -1}, "SagaIDBytes"},
 	} {
-		tt.p.Input = in
+		tt.p.Input = orderInput
 		s, err := cost.Walk(plan, tt.p, nil)
 		if err == nil || !strings.Contains(err.Error(), tt.field) {
 			t.Errorf("%+v: got %+v, %v; want an error naming %s", tt.p, s, err, tt.field)
 		}
 	}
-	if _, err := cost.Walk(plan, cost.Params{Input: in}, nil); err != nil {
+	if _, err := cost.Walk(plan, cost.Params{Input: orderInput}, nil); err != nil {
 		t.Fatalf("zero figures take the defaults: %v", err)
 	}
 }
@@ -86,12 +253,8 @@ func TestWalkRefusesFiguresThatCannotBe(t *testing.T) {
 // The same walk gives the same figures to the last bit: the breakdown is a
 // map, and adding its parts in map order made the total vary.
 func TestWalkIsDeterministic(t *testing.T) {
-	plan, err := saga.Compile("order.yaml", order.Definition, saga.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := map[string]any{"order_id": "o", "customer": "c", "amount": 1.0, "currency": "EUR", "card": "4242", "items": []any{"a"}}
-	p := cost.Params{MemoryMB: 1769, Duration: 137 * time.Millisecond, StateBytes: 3333, BatchSize: 7, Input: in}
+	plan := orderPlan(t)
+	p := cost.Params{MemoryMB: 1769, Duration: 137 * time.Millisecond, StateBytes: 3333, BatchSize: 7, Input: orderInput}
 	first, err := cost.Walk(plan, p, nil)
 	if err != nil {
 		t.Fatal(err)

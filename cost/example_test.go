@@ -9,9 +9,9 @@ import (
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
-// Walk dry-runs a saga's path and prices it at AWS list prices, next to
-// Step Functions Standard; the failing path prices its compensations too.
-// sagactl cost prints the same report.
+// Walk runs a saga's path and prices it at AWS list prices, next to Step
+// Functions Standard and Express and Lambda durable functions; the failing
+// path prices its compensations too. sagactl cost prints the same report.
 func ExampleWalk() {
 	plan, err := saga.Compile("order.yaml", []byte(`saga: order
 steps:
@@ -23,33 +23,41 @@ steps:
 		fmt.Println(err)
 		return
 	}
-	p := cost.Params{MemoryMB: 256, Duration: 20 * time.Millisecond, StateBytes: 800, BatchSize: 1}
+	p := cost.Params{MemoryMB: 256, Duration: 20 * time.Millisecond, StateBytes: 600, BatchSize: 1}
 	ok, err := cost.Walk(plan, p, nil)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	ok.Report(os.Stdout, "order", p, 1e6)
+	ok.Report(os.Stdout, "order", 1e6)
 	failed, err := cost.Walk(plan, p, func(c saga.Call) bool { return c.Step == "ship" && !c.Compensation })
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("\nwhen ship fails: %v, %d compensations, %d action steps\n", failed.Path, failed.Compensations, failed.ActionSteps)
+	fmt.Printf("\nwhen ship fails: %v, %d compensations, %d action steps, statuses %v, %g index write units\n",
+		failed.Path, failed.Compensations, failed.ActionSteps, failed.Statuses, failed.IndexWRU)
 	// Output:
 	// saga order, path [reserve charge ship]
+	// statuses written: running x3, succeeded (1 status change(s))
 	// per saga: 3 action steps, 4 state writes, 3 reads, 9.0 SQS requests, 3.00 Lambda invocations, 0.01500 GB-s
-	// assumed: 256 MB arm64 functions, 20ms billed per invocation, 800-byte state (1 WRU per write and 7 on the status index per saga, 1 RRU per read), batch size 1
+	// DynamoDB per saga: 4 WRU on the table (items up to 871 bytes: the state and 271 bytes of keys and attributes), 3 on the by_status index (1 at the start, 2 per status change; 239-byte entries), 3 RRU
+	// assumed: 256 MB arm64 functions, 20ms billed per invocation, 600-byte state, batch size 1, 36-byte saga ids
 	//
-	//                              per saga     per 1M sagas
-	// lambda requests           $0.00000060            $0.60
-	// lambda compute            $0.00000020            $0.20
-	// sqs                       $0.00000360            $3.60
-	// dynamodb writes           $0.00000688            $6.88
-	// dynamodb reads            $0.00000038            $0.38
-	// lambdasaga total          $0.00001165           $11.65
-	// Step Functions Std        $0.00007500           $75.00   (3 state transitions at $25 per million)
-	// Step Functions Standard costs 6.4x as much for this saga.
+	//                                  per saga     per 1M sagas   vs lambdasaga
+	// lambda requests               $0.00000060            $0.60
+	// lambda compute                $0.00000020            $0.20
+	// sqs                           $0.00000360            $3.60
+	// dynamodb writes               $0.00000437            $4.38
+	// dynamodb reads                $0.00000038            $0.38
+	// lambdasaga total              $0.00000915            $9.15
+	// Step Functions Standard       $0.00007580           $75.80            8.3x
+	// Step Functions Express        $0.00000190            $1.90            0.2x
+	// Lambda durable functions      $0.00002440           $24.40            2.7x
 	//
-	// when ship fails: [reserve charge ship], 2 compensations, 5 action steps
+	// Step Functions Standard: 3 state transitions at $25 per million (one per step, retry and compensation; none for the start and the end), plus the actions' 3 Lambda invocations.
+	// Step Functions Express: 1 request at $1.00 per million and 100ms at 64 MB (the actions' billed durations and the retries' backoff, rounded up to 100 ms; no time queued or waiting), plus the actions' 3 Lambda invocations; only for sagas that end within 5 minutes.
+	// Lambda durable functions: 3 durable operations at $8.00 per million (one step per call, every attempt; the execution's start not counted), the function invoked 1 time(s) to run the calls; the data written and retained is billed too, at a price not found: not counted.
+	//
+	// when ship fails: [reserve charge ship], 2 compensations, 5 action steps, statuses [running running running compensating compensating compensated], 5 index write units
 }

@@ -1,6 +1,7 @@
 package sagactl
 
 import (
+	"encoding/json"
 	"flag"
 	"math"
 	"time"
@@ -17,6 +18,7 @@ func runCost(c *Config, args []string) int {
 	stateBytes := fs.Int("state-bytes", 600, "the saga's state item size in bytes (sagactl status --json shows the version; bench/README.md has measured sizes)")
 	batch := fs.Float64("batch-size", 1, "messages per invocation on average (1 under light traffic)")
 	input := fs.String("input", "", "the input whose path is costed: JSON or @FILE (default: zero values)")
+	asJSON := fs.Bool("json", false, "print the estimate as one JSON object: its fields are cost.Estimate's, described in bench/README.md (\"Cost model\")")
 	var fails stringList
 	fs.Var(&fails, "fail", "cost the path where STEP fails for good (compensations included); repeatable")
 	files, code, ok := c.flags(fs, args)
@@ -67,6 +69,15 @@ func runCost(c *Config, args []string) int {
 	if n == 0 && s.ActionSteps > 0 {
 		n = *steps / float64(s.ActionSteps)
 	}
-	s.Report(c.Stdout, plan.Name(), p, n)
+	if *asJSON {
+		enc := json.NewEncoder(c.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(s.Estimate(plan.Name(), n)); err != nil {
+			c.errorf("cost: %v", err)
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	s.Report(c.Stdout, plan.Name(), n)
 	return ExitOK
 }

@@ -59,7 +59,7 @@ func commands() []command {
 		{"run", "FILE --input JSON|@FILE [--fail STEP]... [--json] [--id ID] [--timeout D]", "run a saga in this process and watch it", runRun},
 		{"graph", "FILE", "print the definition as a Mermaid flowchart", runGraph},
 		{"plan", "FILE --fail STEP [--input JSON|@FILE]", "show what a failure at STEP would compensate, running nothing", runPlan},
-		{"cost", "FILE [--steps-per-month N] [--memory MB] [--duration D] [--state-bytes N] [--fail STEP]", "estimate the AWS cost of a saga, next to Step Functions Standard", runCost},
+		{"cost", "FILE [--steps-per-month N] [--memory MB] [--duration D] [--state-bytes N] [--fail STEP]... [--json]", "estimate the AWS cost of a saga as AWS bills it, next to Step Functions Standard and Express and Lambda durable functions", runCost},
 		{"start", "FILE --input JSON|@FILE [--id ID] (--local | --table T --advance-queue-url U --compensate-queue-url U)", "start a saga on a deployed stack or the local loop", runStart},
 		{"status", "ID (--local | --table ...)", "show a saga", runStatus},
 		{"cancel", "ID (--local | --table ...)", "stop a running saga; it compensates", runCancel},
