@@ -22,7 +22,7 @@ func (w *world) violate(invariant, format string, args ...any) {
 func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 	r := w.report
 	for _, k := range []string{"no_saga_lost", "ends_final", "versions_written_once", "stable_idempotency_key", "effects_equal_committed_steps",
-		"compensation_exact_reverse", "success_compensated", "visits_bounded", "dead_letters_only_poison"} {
+		"compensation_exact_reverse", "success_compensated", "visits_bounded", "dead_letters_only_poison", "status_since_kept"} {
 		r.Checks[k] += 0
 		r.Violations[k] += 0
 	}
@@ -69,6 +69,29 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 		}
 		if len(writes) > 0 && writes[len(writes)-1].version != st.Version {
 			w.violate("versions_written_once", "saga %s: last write v%d, stored v%d", s.id, writes[len(writes)-1].version, st.Version)
+		}
+
+		// What a store indexes changes only with the status (store/dynamo
+		// writes no index entry otherwise): the creation time never, the
+		// time the saga entered its status only when the status changes,
+		// and then to the time of that write.
+		r.Checks["status_since_kept"]++
+		for i, wr := range writes {
+			prev := wr
+			if i > 0 {
+				prev = writes[i-1]
+			}
+			switch {
+			case !wr.createdAt.Equal(writes[0].createdAt):
+				w.violate("status_since_kept", "saga %s: v%d changed the creation time", s.id, wr.version)
+			case (i == 0 || wr.status != prev.status) && !wr.statusSince.Equal(wr.updatedAt):
+				w.violate("status_since_kept", "saga %s: v%d entered %s at %s but says since %s", s.id, wr.version, wr.status, wr.updatedAt, wr.statusSince)
+			case i > 0 && wr.status == prev.status && !wr.statusSince.Equal(prev.statusSince):
+				w.violate("status_since_kept", "saga %s: v%d kept %s but moved its since from %s to %s", s.id, wr.version, wr.status, prev.statusSince, wr.statusSince)
+			default:
+				continue
+			}
+			break
 		}
 
 		// What committed: the calls whose result a committed transition

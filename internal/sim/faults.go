@@ -29,7 +29,7 @@ func (s *faultyStore) SagaCreate(ctx context.Context, p *durable.SagaCreateParam
 	}
 	err := s.Store.SagaCreate(ctx, p)
 	if err == nil {
-		s.w.commit(p.Record.SagaID, p.Record.Version)
+		s.w.commit(&p.Record)
 		if s.w.fault("crash_after_create_before_send") {
 			return errCrash
 		}
@@ -48,6 +48,12 @@ func (s *faultyStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParam
 		// Another worker got the same message and gets there first.
 		s.w.handle(ctx, s.w.delivery)
 	}
+	if s.w.cfg.Sabotage == "moving-status-since" {
+		// As when the index key held the update time: every write moves it.
+		rec := p.Record
+		rec.StatusSince = rec.UpdatedAt
+		p = &durable.SagaUpdateParams{Record: rec, ExpectedVersion: p.ExpectedVersion}
+	}
 	if s.w.cfg.Sabotage == "unconditional-writes" {
 		if cur, err := s.Store.SagaGet(ctx, &durable.SagaGetParams{SagaID: p.Record.SagaID}); err == nil {
 			p = &durable.SagaUpdateParams{Record: p.Record, ExpectedVersion: cur.Version}
@@ -55,7 +61,7 @@ func (s *faultyStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParam
 	}
 	err := s.Store.SagaUpdate(ctx, p)
 	if err == nil {
-		s.w.commit(p.Record.SagaID, p.Record.Version)
+		s.w.commit(&p.Record)
 		if s.w.fault("crash_after_write_before_send") {
 			return errCrash
 		}
@@ -66,8 +72,9 @@ func (s *faultyStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParam
 // commit records the current handle's log as the saga's next committed
 // write; the transition's step events join it as the coordinator reports
 // them, right after.
-func (w *world) commit(saga string, version uint64) {
-	w.committed[saga] = append(w.committed[saga], committedWrite{version: version, log: w.top()})
+func (w *world) commit(r *durable.SagaRecord) {
+	w.committed[r.SagaID] = append(w.committed[r.SagaID], committedWrite{version: r.Version, status: r.Status,
+		createdAt: r.CreatedAt, statusSince: r.StatusSince, updatedAt: r.UpdatedAt, log: w.top()})
 }
 
 // delivery is a message in the simulated queue, or an operation of a

@@ -49,6 +49,8 @@ type Config struct {
 
 	// Sabotage breaks a guarantee on purpose, to show the checks catch it:
 	// "unconditional-writes" (the store ignores the version condition),
+	// "moving-status-since" (every write moves the time the saga entered
+	// its status, as an index keyed on the update time would),
 	// "ignore-idempotency-keys" (services apply every call's effect) or
 	// "discard-large-results" (an action's result too large to keep is
 	// thrown away and the step failed, though the service did the work).
@@ -159,6 +161,9 @@ type handleLog struct {
 
 type committedWrite struct {
 	version uint64
+	// What a store may index, as written: status_since_kept checks it.
+	status                            durable.Status
+	createdAt, statusSince, updatedAt time.Time
 	// log is the handle's log: the coordinator reports a transition's step
 	// events once the store has accepted its write, so they arrive here
 	// after the commit.

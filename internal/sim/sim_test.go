@@ -76,6 +76,7 @@ func TestSimulationCatchesSabotage(t *testing.T) {
 		edgeRate            float64
 	}{
 		{"unconditional-writes", "versions_written_once", 0},
+		{"moving-status-since", "status_since_kept", 0},
 		{"ignore-idempotency-keys", "effects_equal_committed_steps", 0},
 		// Many outputs past the state limit, so that some land on
 		// compensable steps of sagas that end compensated.
