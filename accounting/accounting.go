@@ -5,6 +5,7 @@ package accounting
 
 import (
 	"context"
+	"maps"
 	"sort"
 	"sync"
 
@@ -22,36 +23,119 @@ type Stat struct {
 	// Errors counts the calls that returned an error.
 	Errors int
 	// ReadUnits sums the capacity units consumed by GetItem, Query and
-	// Scan calls that set ReturnConsumedCapacity; zero for the others.
+	// Scan calls that set ReturnConsumedCapacity, as the service reported
+	// them; zero for the others.
 	ReadUnits float64
 	// WriteUnits sums the capacity units consumed by PutItem, UpdateItem
-	// and DeleteItem calls that set ReturnConsumedCapacity; zero for the
+	// and DeleteItem calls that set ReturnConsumedCapacity, as the service
+	// reported them (the emulators leave out index writes); zero for the
 	// others.
 	WriteUnits float64
+	// BilledReadUnits sums the read units DynamoDB would bill, computed
+	// from the items read (see Bill).
+	BilledReadUnits float64
+	// BilledWriteUnits sums the write units DynamoDB would bill, on the
+	// table and its indexes, computed from the items before and after each
+	// write.
+	BilledWriteUnits float64
+	// BilledIndexWriteUnits is the indexes' share of BilledWriteUnits.
+	BilledIndexWriteUnits float64
+	// BilledIndexes is that share by index name.
+	BilledIndexes map[string]float64
+	// Unbilled counts the calls whose bill could not be computed without
+	// guessing (see Counter); they add nothing to the Billed fields.
+	Unbilled int
+}
+
+// AddBill adds one call's bill to s.
+func (s *Stat) AddBill(b Bill) {
+	s.BilledReadUnits += b.ReadUnits
+	idx := b.IndexUnits()
+	s.BilledWriteUnits += b.WriteUnits + idx
+	s.BilledIndexWriteUnits += idx
+	for name, u := range b.IndexWriteUnits {
+		if s.BilledIndexes == nil {
+			s.BilledIndexes = map[string]float64{}
+		}
+		s.BilledIndexes[name] += u
+	}
 }
 
 // Counter accumulates Stats by "Service.Operation" (e.g. "DynamoDB.PutItem").
 // It is safe for concurrent use.
+//
+// Next to what DynamoDB reports, it computes what DynamoDB would bill
+// (the Billed fields of Stat). A write's bill needs the item before and
+// after it and the table's indexes: the counter learns a table's schema
+// from the CreateTable and DescribeTable calls it sees (or from Table),
+// and gets the item before a PutItem, UpdateItem or DeleteItem by setting
+// ReturnValues and ReturnValuesOnConditionCheckFailure to ALL_OLD when the
+// caller left them unset, then removing what they returned, so the caller
+// sees the answer it asked for. A return value costs no capacity (API
+// Reference, PutItem/UpdateItem/DeleteItem, ReturnValues: "There is no
+// additional cost associated with requesting a return value ... No read
+// capacity units are consumed."). The item after is the request's item
+// (PutItem), none (DeleteItem) or the one before with the update
+// expression applied (UpdateItem, see ApplyUpdate).
+//
+// A call is counted as Unbilled instead when that cannot be done without
+// guessing: the caller asked for other return values itself; a table
+// whose schema the counter has not seen; an update expression ApplyUpdate
+// does not support; a failed condition that returned no item (the
+// emulators never return it, and on DynamoDB a missing item looks the
+// same); a read of some attributes only (DynamoDB bills the whole item,
+// which the answer does not hold), a filtered Query or Scan; and
+// BatchWriteItem, TransactWriteItems and BatchGetItem, which take no
+// ReturnValues. internal/ddbmeter measures those on the wire.
 type Counter struct {
-	mu    sync.Mutex
-	stats map[string]*Stat
+	mu     sync.Mutex
+	stats  map[string]*Stat
+	tables map[string]TableSchema
 }
 
 // New returns an empty counter.
-func New() *Counter { return &Counter{stats: map[string]*Stat{}} }
+func New() *Counter { return &Counter{stats: map[string]*Stat{}, tables: map[string]TableSchema{}} }
+
+// Table tells the counter a table's schema, for a table whose CreateTable
+// or DescribeTable it does not see.
+func (c *Counter) Table(name string, s TableSchema) {
+	c.mu.Lock()
+	c.tables[name] = s
+	c.mu.Unlock()
+}
+
+func (c *Counter) schema(table *string) (TableSchema, bool) {
+	if table == nil {
+		return TableSchema{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.tables[*table]
+	return s, ok
+}
 
 // Register adds the counting middleware to an SDK client's stack: pass it
 // in the client's APIOptions.
 func (c *Counter) Register(stack *middleware.Stack) error {
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("lambdasaga/accounting",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			service := awsmiddleware.GetServiceID(ctx)
+			if service != "DynamoDB" {
+				out, md, err := next.HandleInitialize(ctx, in)
+				c.record(service+"."+awsmiddleware.GetOperationName(ctx), out.Result, err, nil, false)
+				return out, md, err
+			}
+			asked := in.Parameters
+			var w *write
+			in.Parameters, w = prepare(asked)
 			out, md, err := next.HandleInitialize(ctx, in)
-			c.record(awsmiddleware.GetServiceID(ctx)+"."+awsmiddleware.GetOperationName(ctx), out.Result, err)
+			bill, billed := c.bill(asked, w, out.Result, err)
+			c.record(service+"."+awsmiddleware.GetOperationName(ctx), out.Result, err, bill, !billed)
 			return out, md, err
 		}), middleware.After)
 }
 
-func (c *Counter) record(op string, result any, err error) {
+func (c *Counter) record(op string, result any, err error, bill *Bill, unbilled bool) {
 	read, write := capacity(result)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -66,6 +150,12 @@ func (c *Counter) record(op string, result any, err error) {
 	}
 	s.ReadUnits += read
 	s.WriteUnits += write
+	if bill != nil {
+		s.AddBill(*bill)
+	}
+	if unbilled {
+		s.Unbilled++
+	}
 }
 
 // capacity is the capacity a DynamoDB call consumed (with
@@ -101,12 +191,14 @@ func (c *Counter) Snapshot() map[string]Stat {
 	defer c.mu.Unlock()
 	out := make(map[string]Stat, len(c.stats))
 	for k, s := range c.stats {
-		out[k] = *s
+		cp := *s
+		cp.BilledIndexes = maps.Clone(s.BilledIndexes)
+		out[k] = cp
 	}
 	return out
 }
 
-// Reset forgets every count.
+// Reset forgets every count (not the tables' schemas).
 func (c *Counter) Reset() {
 	c.mu.Lock()
 	c.stats = map[string]*Stat{}

@@ -11,10 +11,10 @@ import (
 
 func TestRecordAttributesCapacityByOperation(t *testing.T) {
 	c := New()
-	c.record("DynamoDB.GetItem", &dynamodb.GetItemOutput{ConsumedCapacity: &types.ConsumedCapacity{CapacityUnits: aws.Float64(1)}}, nil)
-	c.record("DynamoDB.PutItem", &dynamodb.PutItemOutput{ConsumedCapacity: &types.ConsumedCapacity{CapacityUnits: aws.Float64(3)}}, nil)
-	c.record("DynamoDB.PutItem", &dynamodb.PutItemOutput{}, errors.New("conditional check failed"))
-	c.record("SQS.SendMessage", nil, nil)
+	c.record("DynamoDB.GetItem", &dynamodb.GetItemOutput{ConsumedCapacity: &types.ConsumedCapacity{CapacityUnits: aws.Float64(1)}}, nil, nil, false)
+	c.record("DynamoDB.PutItem", &dynamodb.PutItemOutput{ConsumedCapacity: &types.ConsumedCapacity{CapacityUnits: aws.Float64(3)}}, nil, nil, false)
+	c.record("DynamoDB.PutItem", &dynamodb.PutItemOutput{}, errors.New("conditional check failed"), nil, false)
+	c.record("SQS.SendMessage", nil, nil, nil, false)
 	s := c.Snapshot()
 	if g := s["DynamoDB.GetItem"]; g.Calls != 1 || g.ReadUnits != 1 || g.WriteUnits != 0 {
 		t.Fatalf("get %+v", g)

@@ -20,8 +20,11 @@ type stepCost struct {
 	step                 string
 	reads, writes, sends int
 	rru, wru             float64
-	stateBytes           int
-	took                 time.Duration
+	// billed: what DynamoDB would bill (accounting's Billed fields), index
+	// writes included, which the emulators leave out of rru and wru
+	billedRRU, billedWRU, billedIndex float64
+	stateBytes                        int
+	took                              time.Duration
 }
 
 // handleAll starts a saga and handles its messages one by one, counting
@@ -65,7 +68,8 @@ func snapshot(b *awstest.Backend, step string) stepCost {
 	s := b.Counter.Snapshot()
 	return stepCost{step: step, reads: s["DynamoDB.GetItem"].Calls, writes: s["DynamoDB.PutItem"].Calls,
 		sends: s["SQS.SendMessage"].Calls + s["SQS.SendMessageBatch"].Calls,
-		rru:   s["DynamoDB.GetItem"].ReadUnits, wru: s["DynamoDB.PutItem"].WriteUnits}
+		rru:   s["DynamoDB.GetItem"].ReadUnits, wru: s["DynamoDB.PutItem"].WriteUnits,
+		billedRRU: s["DynamoDB.GetItem"].BilledReadUnits, billedWRU: s["DynamoDB.PutItem"].BilledWriteUnits, billedIndex: s["DynamoDB.PutItem"].BilledIndexWriteUnits}
 }
 
 // TestRequestEconomy asserts, for the order saga and a 10-step linear saga,
@@ -103,6 +107,7 @@ func TestRequestEconomy(t *testing.T) {
 		}
 		var reads, writes, sends int
 		var wru, rru float64
+		var billedRRU, billedWRU, billedIndex float64
 		maxState := 0
 		for _, s := range steps {
 			if s.reads > 1 || s.writes > 1 || s.sends > 1 {
@@ -111,6 +116,15 @@ func TestRequestEconomy(t *testing.T) {
 			if s.wru != 1 {
 				t.Errorf("%s step %s: %.1f write units, want 1 for a %d-byte state", c.name, s.step, s.wru, s.stateBytes)
 			}
+			// TODO(issue 12): today's store moves the by_status entry on
+			// every transition (its key holds the update time): 2 index
+			// writes. Once the key holds the time the saga entered its
+			// status, a step that keeps the status bills 0 and the last
+			// (running -> succeeded) 2.
+			if s.billedWRU-s.billedIndex != 1 || s.billedIndex != 2 {
+				t.Errorf("%s step %s: billed %.1f WRU of which %.1f on the index, want 1 on the table and 2 on the index", c.name, s.step, s.billedWRU, s.billedIndex)
+			}
+			billedRRU, billedWRU, billedIndex = billedRRU+s.billedRRU, billedWRU+s.billedWRU, billedIndex+s.billedIndex
 			reads, writes, sends, wru, rru = reads+s.reads, writes+s.writes, sends+s.sends, wru+s.wru, rru+s.rru
 			maxState = max(maxState, s.stateBytes)
 		}
@@ -118,6 +132,8 @@ func TestRequestEconomy(t *testing.T) {
 			c.name, c.n, reads, rru, writes+start.writes, wru+start.wru, sends+start.sends,
 			float64(reads)/float64(c.n), float64(writes)/float64(c.n), float64(sends)/float64(c.n), start.writes, start.sends, maxState)
 		t.Log(line)
+		t.Logf("%s as DynamoDB bills it (index writes included): start %.0f WRU (%.0f on by_status); action steps %.0f WRU (%.0f on by_status), %.0f RRU",
+			c.name, start.billedWRU, start.billedIndex, billedWRU, billedIndex, billedRRU)
 		if out := os.Getenv("BENCH_REPORT"); out != "" {
 			appendLine(t, out, line)
 		}

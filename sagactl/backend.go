@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/smithy-go/middleware"
+
 	"github.com/lambdasaga/lambdasaga/embedded"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
@@ -30,14 +32,14 @@ func (b *backendFlags) register(fs *flag.FlagSet) {
 }
 
 // apply points cfg at the emulators when their endpoints are given.
-func (b *backendFlags) apply(ctx context.Context, cfg *embedded.Config) error {
+func (b *backendFlags) apply(ctx context.Context, cfg *embedded.Config, apiOptions []func(*middleware.Stack) error) error {
 	if b.dynamoEndpoint == "" && b.sqsEndpoint == "" {
 		return nil
 	}
 	if b.dynamoEndpoint == "" || b.sqsEndpoint == "" {
 		return errors.New("--dynamodb-endpoint and --sqs-endpoint go together")
 	}
-	ddb := awslocal.DynamoDB(b.dynamoEndpoint)
+	ddb := awslocal.DynamoDB(b.dynamoEndpoint, apiOptions...)
 	if err := dynamo.CreateTable(ctx, ddb, b.table); err != nil {
 		return fmt.Errorf("--dynamodb-endpoint %s: %w", b.dynamoEndpoint, err)
 	}
@@ -45,7 +47,7 @@ func (b *backendFlags) apply(ctx context.Context, cfg *embedded.Config) error {
 	if err != nil {
 		return err
 	}
-	sq := awslocal.SQS(b.sqsEndpoint)
+	sq := awslocal.SQS(b.sqsEndpoint, apiOptions...)
 	urls, err := sqsqueue.CreateQueues(ctx, sq, sqsqueue.QueueSpec{Prefix: b.queuePrefix, MaxReceiveCount: 5, Visibility: 30 * time.Second})
 	if err != nil {
 		return fmt.Errorf("--sqs-endpoint %s: %w", b.sqsEndpoint, err)

@@ -221,7 +221,7 @@ func runRun(c *Config, args []string) int {
 	if *verbose {
 		rtCfg.Logger = slog.New(slog.NewTextHandler(c.Stderr, nil))
 	}
-	if err := be.apply(ctx, &rtCfg); err != nil {
+	if err := be.apply(ctx, &rtCfg, c.APIOptions); err != nil {
 		c.errorf("%v", err)
 		return ExitUsage
 	}

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/smithy-go/middleware"
+
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/lang"
@@ -46,6 +48,11 @@ type Config struct {
 	Stderr  io.Writer // errors, problems and logs; default os.Stderr
 	// Name is the program name in messages; default "sagactl".
 	Name string
+	// APIOptions are added to the DynamoDB and SQS clients that run
+	// builds for --dynamodb-endpoint and --sqs-endpoint: an
+	// accounting.Counter's Register counts their requests, as the meter's
+	// tests do.
+	APIOptions []func(*middleware.Stack) error
 }
 
 type command struct {

@@ -90,7 +90,8 @@ func TestRequestEconomyPerActionStep(t *testing.T) {
 		}
 		snap := be.Counter.Snapshot()
 		reads, writes, sends := snap["DynamoDB.GetItem"], snap["DynamoDB.PutItem"], snap["SQS.SendMessage"].Calls+snap["SQS.SendMessageBatch"].Calls
-		t.Logf("step %-8s: %d read (%.1f RCU), %d write (%.1f WCU), %d send", msg.Step, reads.Calls, reads.ReadUnits, writes.Calls, writes.WriteUnits, sends)
+		t.Logf("step %-8s: %d read (%.1f RCU), %d write (%.1f WCU), %d send; as DynamoDB bills it: %.1f RRU, %.1f WRU of which %.1f on by_status",
+			msg.Step, reads.Calls, reads.ReadUnits, writes.Calls, writes.WriteUnits, sends, reads.BilledReadUnits, writes.BilledWriteUnits, writes.BilledIndexWriteUnits)
 		if reads.Calls > 1 || writes.Calls > 1 || sends > 1 || len(snap) > 3 {
 			t.Fatalf("step %s: %+v: over one read, one write and one send", msg.Step, snap)
 		}
