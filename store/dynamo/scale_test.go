@@ -1,0 +1,184 @@
+package dynamo
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/lambdasaga/lambdasaga/accounting"
+	"github.com/lambdasaga/lambdasaga/durable"
+)
+
+// DynamoDB's per-partition limits (Developer Guide, "Partitions and data
+// distribution" and "Burst and adaptive capacity": a single partition
+// serves at most 3,000 read units and 1,000 write units per second; a
+// partition key of an index counts as on the table).
+const (
+	partitionWriteUnits = 1000.0
+	partitionReadUnits  = 3000.0
+)
+
+// shape is a saga's path: the status each of its writes leaves, the
+// start's first, and the messages it handles (action steps and
+// compensations: each reads the item consistently and makes one write).
+type shape struct {
+	name     string
+	statuses []durable.Status
+	steps    int
+}
+
+func statuses(runs ...any) []durable.Status {
+	var out []durable.Status
+	for i := 0; i < len(runs); i += 2 {
+		for range runs[i+1].(int) {
+			out = append(out, runs[i].(durable.Status))
+		}
+	}
+	return out
+}
+
+var shapes = []shape{
+	// 10 action steps: the start and 9 results keep running, the 10th succeeds.
+	{"10 steps, succeeds", statuses(durable.StatusRunning, 10, durable.StatusSucceeded, 1), 10},
+	// One action step: every write changes the status but the start's.
+	{"1 step, succeeds", statuses(durable.StatusRunning, 1, durable.StatusSucceeded, 1), 1},
+	// The 6th of 10 actions fails for good: 5 compensations follow.
+	{"10 steps, the 6th fails, 5 compensations", statuses(durable.StatusRunning, 6, durable.StatusCompensating, 5, durable.StatusCompensated, 1), 11},
+}
+
+// load is the units per second each partition key receives.
+type load struct {
+	write, read map[string]float64
+}
+
+func (l load) busiest(m map[string]float64) (string, float64) {
+	key, most := "", 0.0
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if m[k] > most {
+			key, most = k, m[k]
+		}
+	}
+	return key, most
+}
+
+// scaleModel derives the load on every partition key when n sagas of
+// shape sh run at rate action steps a second in all, from the items this
+// store writes (Store.item) and the table's index (tableInput), billed as
+// DynamoDB bills them (accounting). It follows a sample of sagas through
+// their writes and scales the sample to the rate; rekey, if not nil,
+// rewrites each item first (to model another key design).
+func scaleModel(t *testing.T, sh shape, n, rate float64, rekey func(map[string]types.AttributeValue)) load {
+	t.Helper()
+	if sh.steps != len(sh.statuses)-1 {
+		t.Fatalf("%s: %d messages for %d writes after the start", sh.name, sh.steps, len(sh.statuses)-1)
+	}
+	const sample = 6400
+	schema := accounting.SchemaFromCreateTable(tableInput("sagas"))
+	ix := &schema.Indexes[0]
+	s := &Store{retention: 30 * 24 * time.Hour}
+	sagasPerSecond := rate / float64(sh.steps)
+	perSample := sagasPerSecond / sample // sagas a second each sampled saga stands for
+	lifetime := float64(sh.steps) * n / rate // seconds: each saga steps at rate/n a second
+	l := load{write: map[string]float64{}, read: map[string]float64{}}
+	state := make([]byte, 480) // a small state, as the order saga's
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for i := range sample {
+		id := fmt.Sprintf("order-%08d", i)
+		var before map[string]types.AttributeValue
+		var since time.Time
+		var table, reads float64
+		for v, st := range sh.statuses {
+			at := t0.Add(time.Duration(v) * time.Second)
+			if v == 0 || st != sh.statuses[v-1] {
+				since = at
+			}
+			after, err := s.item(&durable.SagaRecord{SagaID: id, Version: uint64(v + 1), Status: st, Name: "order", DefinitionHash: "4f9c2d1e8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d",
+				CreatedAt: t0, StatusSince: since, UpdatedAt: at, State: state})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rekey != nil {
+				rekey(after)
+			}
+			bill := schema.WriteBill(before, after)
+			table += bill.WriteUnits
+			// The index's units land on the partition keys of the entries written.
+			if u := bill.IndexWriteUnits[IndexByStatus]; u > 0 {
+				oldKey, newKey := strAttr(before, attrGSI1PK), strAttr(after, attrGSI1PK)
+				if before != nil && (oldKey != newKey || strAttr(before, attrGSI1SK) != strAttr(after, attrGSI1SK)) {
+					del := schema.IndexWrites(ix, before, nil) // the old entry's delete
+					l.write["index "+oldKey] += del * perSample
+					u -= del
+				}
+				l.write["index "+newKey] += u * perSample
+			}
+			if v > 0 {
+				// The message that made this write read the item first, consistently.
+				reads += accounting.ReadUnits(accounting.ItemSize(before), true)
+			}
+			before = after
+		}
+		// A saga's own item: its units spread over its lifetime.
+		key := "table " + strAttr(before, attrPK)
+		l.write[key] = max(l.write[key], table/lifetime)
+		l.read[key] = max(l.read[key], reads/lifetime)
+	}
+	return l
+}
+
+// TestScaleModel: no partition key of the table or its index receives more
+// than DynamoDB serves per partition when 100,000 sagas run 10,000 action
+// steps a second, whatever their shape; and the model sees a hot key when
+// there is one (the index unsharded, as before issue 12).
+func TestScaleModel(t *testing.T) {
+	const n, rate = 100_000, 10_000
+	for _, sh := range shapes {
+		l := scaleModel(t, sh, n, rate, nil)
+		wk, w := l.busiest(l.write)
+		rk, r := l.busiest(l.read)
+		t.Logf("%s: %.0f sagas/s; busiest write key %s at %.0f units/s; busiest read key %s at %.2f units/s",
+			sh.name, rate/float64(sh.steps), wk, w, rk, r)
+		if w >= partitionWriteUnits || r >= partitionReadUnits {
+			t.Errorf("%s: over a partition's limits (%.0f writes, %.0f reads a second)", sh.name, partitionWriteUnits, partitionReadUnits)
+		}
+	}
+	unsharded := func(it map[string]types.AttributeValue) {
+		st := it[attrStatus].(*types.AttributeValueMemberS).Value
+		it[attrGSI1PK] = &types.AttributeValueMemberS{Value: "STATUS#" + st}
+	}
+	l := scaleModel(t, shapes[1], n, rate, unsharded)
+	if k, w := l.busiest(l.write); w < partitionWriteUnits || k != "index STATUS#running" {
+		t.Errorf("the model found no hot key in an unsharded index: busiest %s at %.0f units/s", k, w)
+	}
+}
+
+// TestDefinitionReadsAtScale: a definition is one item that every new
+// execution environment reads once. Lambda scales a function by at most
+// 1,000 execution environments every 10 seconds (Lambda Developer Guide,
+// "Lambda scaling behavior"); both queue functions scaling at once read
+// the item 200 times a second. Eventually consistent, a definition of up to
+// MaxDefinitionReadBytes stays under the partition's 3,000 read units.
+func TestDefinitionReadsAtScale(t *testing.T) {
+	const environmentsPerSecond = 2 * 1000 / 10.0
+	perRead := func(sourceBytes int) float64 {
+		it := defKey("4f9c2d1e8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d")
+		it[attrName] = &types.AttributeValueMemberS{Value: "order"}
+		it[attrSource] = &types.AttributeValueMemberB{Value: make([]byte, sourceBytes)}
+		return accounting.ReadUnits(accounting.ItemSize(it), false)
+	}
+	if r := environmentsPerSecond * perRead(maxDefinitionReadBytes); r >= partitionReadUnits {
+		t.Errorf("a %d-byte definition: %.0f read units a second", maxDefinitionReadBytes, r)
+	}
+	if r := environmentsPerSecond * perRead(maxDefinitionReadBytes+8<<10); r < partitionReadUnits {
+		t.Errorf("the bound is not tight: %d bytes more still reads %.0f units a second", 8<<10, r)
+	}
+}
+
+// maxDefinitionReadBytes is the largest definition whose reads stay under a
+// partition's limit while both queue functions scale up at full speed
+// (docs/PROTOCOL.md). Larger ones may be throttled then, and retried.
+const maxDefinitionReadBytes = 112 << 10
