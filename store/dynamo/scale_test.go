@@ -81,7 +81,7 @@ func scaleModel(t *testing.T, sh shape, n, rate float64, rekey func(map[string]t
 	ix := &schema.Indexes[0]
 	s := &Store{retention: 30 * 24 * time.Hour}
 	sagasPerSecond := rate / float64(sh.steps)
-	perSample := sagasPerSecond / sample // sagas a second each sampled saga stands for
+	perSample := sagasPerSecond / sample     // sagas a second each sampled saga stands for
 	lifetime := float64(sh.steps) * n / rate // seconds: each saga steps at rate/n a second
 	l := load{write: map[string]float64{}, read: map[string]float64{}}
 	state := make([]byte, 480) // a small state, as the order saga's
