@@ -151,7 +151,8 @@ func (c *Client) SkipCompensation(ctx context.Context, sagaID string) (*saga.Sta
 	return c.coord.SkipCompensation(ctx, sagaID)
 }
 
-// List pages through sagas, most recently updated first.
+// List pages through sagas, those that entered their status most recently
+// first (durable.SagaListParams).
 func (c *Client) List(ctx context.Context, p *durable.SagaListParams) (*durable.SagaListResult, error) {
 	return c.coord.List(ctx, p)
 }
