@@ -1,6 +1,7 @@
 package durable_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -31,4 +32,24 @@ func TestListPositionOrders(t *testing.T) {
 			t.Errorf("%q: taken as a position", bad)
 		}
 	}
+}
+
+// FuzzListPosition: every string a store may be handed as a cursor is
+// either refused or a position that ListPosition writes, byte for byte.
+func FuzzListPosition(f *testing.F) {
+	for _, s := range []string{"", "00000000000000000000#a", "01764504000000000000#order-1", "99999999999999999999#z", "0000000000000000000#a", "-0000000000000000001#a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !durable.ValidListPosition(s) {
+			return
+		}
+		ns, err := strconv.ParseInt(s[:20], 10, 64)
+		if err != nil {
+			return // 20 digits past int64: valid as a bound, never written
+		}
+		if got := durable.ListPosition(time.Unix(0, ns), s[21:]); got != s {
+			t.Fatalf("%q is taken as a position but writes as %q", s, got)
+		}
+	})
 }
