@@ -1,0 +1,107 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+)
+
+// exerciseReview12 holds the cases review 12 found failing: where the
+// memory store and DynamoDB disagree, or where the contract's promise is
+// not kept.
+func exerciseReview12(t *testing.T, newStore NewStore) {
+	t.Run("Review12EnteredBeforeFarFuture", func(t *testing.T) { testReviewEnteredBeforeFarFuture(t, newStore(t)) })
+	t.Run("Review12TimesBefore1970", func(t *testing.T) { testReviewTimesBefore1970(t, newStore(t)) })
+	t.Run("Review12UnknownStatus", func(t *testing.T) { testReviewUnknownStatus(t, newStore(t)) })
+	t.Run("Review12NotListedTwice", func(t *testing.T) { testReviewNotListedTwice(t, newStore(t)) })
+}
+
+// A caller that wants every saga "entered before" a far bound (a natural
+// sentinel: the year 9999, or now plus a century of IdleFor gone negative)
+// gets all of them from the memory store and none from DynamoDB: past
+// 2262 time.UnixNano overflows, and ListPosition clamps the negative
+// result to 1970.
+func testReviewEnteredBeforeFarFuture(t *testing.T, s durable.Store) {
+	ctx := context.Background()
+	for i := range 3 {
+		if err := s.SagaCreate(ctx, &durable.SagaCreateParams{Record: rec(fmt.Sprintf("s-%d", i), 1, durable.StatusRunning, base.Add(time.Duration(i)*time.Minute), "x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, year := range []int{2300, 9999} {
+		bound := time.Date(year, 1, 1, 0, 0, 0, 0, time.UTC)
+		if got := listAll(t, s, durable.SagaListParams{Status: durable.StatusRunning, EnteredBefore: bound}); len(got) != 3 {
+			t.Errorf("entered before %d: %v, want all 3 sagas (entered in 2026)", year, ids(got))
+		}
+	}
+}
+
+// A saga's times before 1970 (a test clock at the zero time.Time, a
+// restored record) read back as given from the memory store; DynamoDB
+// gives StatusSince as 1970 and CreatedAt and UpdatedAt as the zero time
+// (it stores negative nanoseconds and reads them with ParseUint).
+func testReviewTimesBefore1970(t *testing.T, s durable.Store) {
+	ctx := context.Background()
+	old := time.Date(1960, 5, 1, 0, 0, 0, 0, time.UTC)
+	r := rec("old", 1, durable.StatusRunning, old, "x")
+	r.CreatedAt = old
+	if err := s.SagaCreate(ctx, &durable.SagaCreateParams{Record: r}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.SagaGet(ctx, &durable.SagaGetParams{SagaID: "old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.StatusSince.Equal(old) || !got.CreatedAt.Equal(old) || !got.UpdatedAt.Equal(old) {
+		t.Errorf("times before 1970 read back as StatusSince %s, CreatedAt %s, UpdatedAt %s; want %s", got.StatusSince, got.CreatedAt, got.UpdatedAt, old)
+	}
+	// Both stores must agree on what entered before 1965.
+	if got := listAll(t, s, durable.SagaListParams{EnteredBefore: time.Date(1965, 1, 1, 0, 0, 0, 0, time.UTC)}); len(got) != 1 {
+		t.Errorf("entered before 1965: %v, want [old]", ids(got))
+	}
+}
+
+// A status that does not exist: DynamoDB refuses it, the memory store
+// lists nothing. The two stores must answer alike (an error is right).
+func testReviewUnknownStatus(t *testing.T, s durable.Store) {
+	if _, err := s.SagaList(context.Background(), &durable.SagaListParams{Status: "runing"}); err == nil {
+		t.Error("listing status \"runing\" gave no error")
+	}
+}
+
+// The contract says a saga that changes status during a listing is not
+// listed twice. It holds only if the new StatusSince is later than the old
+// one, and nothing keeps it so: Advance takes Event.Now from the clock of
+// whichever process handles the message, unclamped. A worker whose clock
+// runs behind the one that put the saga in its status moves it below the
+// cursor, and an every-status listing shows it twice.
+func testReviewNotListedTwice(t *testing.T, s durable.Store) {
+	ctx := context.Background()
+	for i := range 6 {
+		if err := s.SagaCreate(ctx, &durable.SagaCreateParams{Record: rec(fmt.Sprintf("s-%d", i), 1, durable.StatusRunning, base.Add(time.Duration(i)*time.Second), "x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := s.SagaList(ctx, &durable.SagaListParams{Limit: 3})
+	if err != nil || fmt.Sprint(ids(page.Sagas)) != "[s-5 s-4 s-3]" {
+		t.Fatalf("first page: %v %v", page, err)
+	}
+	// s-5 fails on a worker whose clock is 4 s behind: compensating since base+1.5s.
+	moved := rec("s-5", 2, durable.StatusCompensating, base.Add(1500*time.Millisecond), "y")
+	if err := s.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: moved, ExpectedVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, sm := range page.Sagas {
+		seen[sm.SagaID] = true
+	}
+	for _, sm := range listAll(t, s, durable.SagaListParams{Limit: 3, Cursor: page.NextCursor}) {
+		if seen[sm.SagaID] {
+			t.Errorf("%s listed twice (as %s since %s)", sm.SagaID, sm.Status, sm.StatusSince)
+		}
+		seen[sm.SagaID] = true
+	}
+}
