@@ -23,7 +23,7 @@ type SagaRecord struct {
 	UpdatedAt   time.Time // the time of the last transition
 	State       []byte    // State.MarshalBinary
 	// Resends counts the sweep's re-sends of the saga's outbox since the
-	// write of this version (SagaCountResend). Reads return it; create and
+	// write of this version (SagaSetResends). Reads return it; create and
 	// update ignore it and store zero, so it counts only while the saga
 	// makes no progress.
 	Resends int
@@ -80,10 +80,13 @@ type SagaListResult struct {
 	NextCursor string
 }
 
-// SagaCountResendParams records one re-send of a saga's stored outbox.
-type SagaCountResendParams struct {
-	SagaID  string // the saga
-	Version uint64 // the version whose outbox was re-sent: the count is kept only if the saga is still at it
+// SagaSetResendsParams changes the count of re-sends of a saga's stored
+// outbox, as a compare-and-set: the sweep claims a re-send (From n, To n+1)
+// before it sends, and gives it back (From n+1, To n) if the send fails.
+type SagaSetResendsParams struct {
+	SagaID   string // the saga
+	Version  uint64 // the version whose outbox is re-sent: the count changes only if the saga is still at it
+	From, To int    // the count as read, and the count to store
 }
 
 // DefinitionPutParams stores a definition's source under its content hash.
@@ -124,13 +127,16 @@ type Store interface {
 	// SagaList pages through sagas, newest StatusSince first, optionally of
 	// one status and of sagas in their status since before a time. A saga
 	// that changes status during a listing may be missed (its StatusSince
-	// moves ahead of the cursor); it is not listed twice.
+	// moves ahead of the cursor); it is not listed twice, since every
+	// status change writes a later StatusSince (saga.Advance keeps it so,
+	// whatever the writers' clocks).
 	SagaList(ctx context.Context, params *SagaListParams) (*SagaListResult, error)
-	// SagaCountResend adds one to the saga's Resends if it is stored at
-	// Version; ErrConflict when it is at another version, ErrNotFound when
-	// there is none. It changes nothing else: not the version, the state
-	// or the update time.
-	SagaCountResend(ctx context.Context, params *SagaCountResendParams) error
+	// SagaSetResends sets the saga's Resends to To if it is stored at
+	// Version with Resends From; ErrConflict when either differs (the saga
+	// moved on, or another sweep counted first), ErrNotFound when there is
+	// none. It changes nothing else: not the version, the state or the
+	// update time.
+	SagaSetResends(ctx context.Context, params *SagaSetResendsParams) error
 	// DefinitionPut stores a definition; storing the same hash again is a
 	// no-op. Definitions are immutable: a different source under a stored
 	// hash is ErrConflict.

@@ -48,7 +48,7 @@ func TestReviewSweepAFailedSendDoesNotUseUpAResend(t *testing.T) {
 	}
 }
 
-// barrierStore holds every SagaCountResend until n of them have arrived:
+// barrierStore holds every SagaSetResends until n of them have arrived:
 // n sweeps that each read the saga before any of them counted.
 type barrierStore struct {
 	durable.Store
@@ -58,7 +58,7 @@ type barrierStore struct {
 	release chan struct{}
 }
 
-func (s *barrierStore) SagaCountResend(ctx context.Context, p *durable.SagaCountResendParams) error {
+func (s *barrierStore) SagaSetResends(ctx context.Context, p *durable.SagaSetResendsParams) error {
 	s.mu.Lock()
 	s.waiting++
 	if s.waiting == s.n {
@@ -69,7 +69,7 @@ func (s *barrierStore) SagaCountResend(ctx context.Context, p *durable.SagaCount
 	case <-s.release:
 	case <-time.After(5 * time.Second): // the other sweep never came: go on alone
 	}
-	return s.Store.SagaCountResend(ctx, p)
+	return s.Store.SagaSetResends(ctx, p)
 }
 
 // Review 12: the cap is checked on the count as read, and the count's

@@ -52,9 +52,10 @@ type SweepResult struct {
 //
 // It reads only the sagas that have been in their status for IdleFor or
 // longer (durable.SagaListParams.EnteredBefore), and of those re-sends only
-// the ones not updated for IdleFor. Each re-send is counted on the saga
-// (durable.Store.SagaCountResend) before it is sent; the next transition
-// clears the count. A saga whose message keeps failing therefore goes to
+// the ones not updated for IdleFor. Each re-send is claimed on the saga
+// (durable.Store.SagaSetResends, a compare-and-set of the count) before it
+// is sent, so concurrent sweeps send it once, and given back if the send
+// fails; the next transition clears the count. A saga whose message keeps failing therefore goes to
 // the dead-letter queue MaxResends times more, then is left for an
 // operator, logged at WARN on every sweep until it moves.
 //
@@ -102,12 +103,22 @@ func (c *Coordinator) Sweep(ctx context.Context, p *SweepParams) (*SweepResult, 
 						slog.Uint64("version", st.Version), slog.String("status", string(st.Status)), idle, slog.Int("resends", st.Resends))
 					continue
 				}
-				err = c.cfg.Store.SagaCountResend(ctx, &durable.SagaCountResendParams{SagaID: st.SagaID, Version: st.Version})
+				// Claim the re-send (the count as read, plus one), so that
+				// sweeps running at once send it once; give it back if the
+				// send fails, so that trouble sending does not use up the
+				// re-sends of a saga whose message never left.
+				claim := &durable.SagaSetResendsParams{SagaID: st.SagaID, Version: st.Version, From: st.Resends, To: st.Resends + 1}
+				err = c.cfg.Store.SagaSetResends(ctx, claim)
 				if errors.Is(err, durable.ErrConflict) {
-					continue // it moved on since it was read
+					continue // it moved on since it was read, or another sweep took it
 				}
 				if err == nil {
-					err = c.send(ctx, st.Outbox)
+					if err = c.send(ctx, st.Outbox); err != nil {
+						back := &durable.SagaSetResendsParams{SagaID: st.SagaID, Version: st.Version, From: claim.To, To: claim.From}
+						if berr := c.cfg.Store.SagaSetResends(ctx, back); berr != nil && !errors.Is(berr, durable.ErrConflict) {
+							err = fmt.Errorf("%w (and the re-send stays counted: %w)", err, berr)
+						}
+					}
 				}
 				if err != nil {
 					skip(st.SagaID, err)

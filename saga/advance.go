@@ -21,10 +21,15 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		return err
 	}
 	r := runner{p: p, st: st, ev: ev}
-	was := st.Status
+	was, since := st.Status, st.StatusSince
 	defer func() {
-		if st.Status != was || st.StatusSince.IsZero() {
+		if st.Status != was || since.IsZero() {
+			// Later than the status before, whatever the clocks of the
+			// workers that wrote them: a listing's cursor relies on it.
 			st.StatusSince = ev.Now
+			if !since.IsZero() && !ev.Now.After(since) {
+				st.StatusSince = since.Add(time.Nanosecond)
+			}
 		}
 	}()
 	var retryDue time.Time

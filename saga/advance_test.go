@@ -607,3 +607,44 @@ steps:
 		}
 	}
 }
+
+// StatusSince is the time of the transition that set the status, kept by
+// the transitions that keep it, and only grows: a worker whose clock is
+// behind moves it a nanosecond past the one before, so that a saga that
+// changes status moves ahead of any listing's cursor that saw it.
+func TestAdvanceStatusSince(t *testing.T) {
+	p := mustCompileFile(t, "testdata/valid/order.yaml")
+	st := &saga.State{}
+	in, _ := p.CheckInput(orderIn(1))
+	at := func(now time.Time, ev saga.Event) {
+		t.Helper()
+		ev.Now = now
+		if err := p.Advance(st, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at(t0, saga.Event{Kind: saga.EventStart, SagaID: "c-1", Input: in})
+	if !st.StatusSince.Equal(t0) {
+		t.Fatalf("after the start: since %s", st.StatusSince)
+	}
+	at(t0.Add(time.Minute), saga.Event{Kind: saga.EventResult, Output: map[string]any{"id": "r-1"}})
+	if st.Status != durable.StatusRunning || !st.StatusSince.Equal(t0) {
+		t.Fatalf("a step that keeps running: %s since %s, want since %s", st.Status, st.StatusSince, t0)
+	}
+	// The charge is not captured (the assert after it fails), on a worker
+	// whose clock is an hour behind.
+	at(t0.Add(-time.Hour), saga.Event{Kind: saga.EventResult, Output: map[string]any{"id": "p-1", "status": "declined"}})
+	if st.Status != durable.StatusCompensating || !st.StatusSince.Equal(t0.Add(time.Nanosecond)) {
+		t.Fatalf("a status change on a clock behind: %s since %s, want %s", st.Status, st.StatusSince, t0.Add(time.Nanosecond))
+	}
+	// The refund keeps it compensating; the release ends it, on a clock
+	// that is right: its own time.
+	at(t0.Add(time.Minute), saga.Event{Kind: saga.EventResult})
+	if st.Status != durable.StatusCompensating || !st.StatusSince.Equal(t0.Add(time.Nanosecond)) {
+		t.Fatalf("after the refund: %s since %s", st.Status, st.StatusSince)
+	}
+	at(t0.Add(2*time.Minute), saga.Event{Kind: saga.EventResult})
+	if st.Status != durable.StatusCompensated || !st.StatusSince.Equal(t0.Add(2*time.Minute)) {
+		t.Fatalf("compensated: %s since %s", st.Status, st.StatusSince)
+	}
+}

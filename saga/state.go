@@ -27,8 +27,9 @@ type State struct {
 	CreatedAt time.Time         // the start's Event.Now
 	UpdatedAt time.Time         // the last transition's Event.Now
 	// StatusSince is the Event.Now of the transition that moved the saga
-	// to its Status; transitions that keep the status keep it. Stores
-	// list sagas by it (durable.SagaRecord.StatusSince).
+	// to its Status (or, if that clock was behind, a nanosecond after the
+	// StatusSince before it: it only grows); transitions that keep the
+	// status keep it. Stores list sagas by it (durable.SagaRecord.StatusSince).
 	StatusSince time.Time
 	Deadline    time.Time // zero: no saga timeout
 	// Failure is why the saga compensates; nil while it has not failed.

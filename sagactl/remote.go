@@ -283,13 +283,23 @@ func runSweep(c *Config, args []string) int {
 		return ExitUsage
 	}
 	res, err := cl.Sweep(ctx, &engine.SweepParams{IdleFor: *idle, MaxResends: *maxResends})
-	if err != nil {
+	if res == nil {
 		c.errorf("%v", err)
 		return ExitUsage
 	}
+	// A sweep goes on past sagas it cannot read or send for: say what it
+	// did, then what it skipped.
+	defer func() {
+		if err != nil {
+			c.errorf("%v", err)
+		}
+	}()
 	fmt.Fprintf(c.Stdout, "sweep: %d sagas in their status for %s or more checked, %d idle had their messages sent again\n", res.Checked, *idle, res.Resent)
 	if res.LeftForOperator > 0 {
 		fmt.Fprintf(c.Stdout, "sweep: %d idle sagas left for an operator: their messages were sent again %d times and they did not move (sagactl status ID; the message is in a dead-letter queue)\n", res.LeftForOperator, *maxResends)
+	}
+	if err != nil {
+		return ExitUsage
 	}
 	return ExitOK
 }

@@ -2,12 +2,14 @@ package sagactl_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
@@ -303,6 +305,16 @@ func TestStartStatusCancelOnEmulators(t *testing.T) {
 	r = runSagactl(t, nil, append([]string{"status", "sagactl-1"}, where...)...)
 	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "the sweep sent this version's messages again 1 times without progress") {
 		t.Fatalf("status after the sweeps: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// A saga the sweep cannot read: it says what it did, then names it, and fails.
+	at := time.Now().Add(-time.Hour)
+	if err := b.Store.SagaCreate(context.Background(), &durable.SagaCreateParams{Record: durable.SagaRecord{SagaID: "damaged", Version: 1,
+		Status: durable.StatusRunning, Name: "order", DefinitionHash: "h", CreatedAt: at, StatusSince: at, UpdatedAt: at, State: []byte{0xff}}}); err != nil {
+		t.Fatal(err)
+	}
+	r = runSagactl(t, nil, append([]string{"sweep", "--idle-for", "0s"}, where...)...)
+	if r.code != sagactl.ExitUsage || !strings.Contains(r.stdout, "2 sagas in their status for 0s or more checked") || !strings.Contains(r.stderr, "saga damaged") {
+		t.Fatalf("sweep past a damaged saga: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = runSagactl(t, nil, append([]string{"status", "missing"}, where...)...)
 	if r.code != sagactl.ExitUsage || !strings.Contains(r.stderr, "saga missing: not found") {

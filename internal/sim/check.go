@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"slices"
@@ -84,8 +86,10 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 			switch {
 			case !wr.createdAt.Equal(writes[0].createdAt):
 				w.violate("status_since_kept", "saga %s: v%d changed the creation time", s.id, wr.version)
-			case (i == 0 || wr.status != prev.status) && !wr.statusSince.Equal(wr.updatedAt):
-				w.violate("status_since_kept", "saga %s: v%d entered %s at %s but says since %s", s.id, wr.version, wr.status, wr.updatedAt, wr.statusSince)
+			case i == 0 && !wr.statusSince.Equal(wr.updatedAt):
+				w.violate("status_since_kept", "saga %s: v%d started at %s but says since %s", s.id, wr.version, wr.updatedAt, wr.statusSince)
+			case i > 0 && wr.status != prev.status && !wr.statusSince.Equal(laterOf(wr.updatedAt, prev.statusSince.Add(time.Nanosecond))):
+				w.violate("status_since_kept", "saga %s: v%d entered %s at %s (since before: %s) but says since %s", s.id, wr.version, wr.status, wr.updatedAt, prev.statusSince, wr.statusSince)
 			case i > 0 && wr.status == prev.status && !wr.statusSince.Equal(prev.statusSince):
 				w.violate("status_since_kept", "saga %s: v%d kept %s but moved its since from %s to %s", s.id, wr.version, wr.status, prev.statusSince, wr.statusSince)
 			default:
@@ -264,4 +268,11 @@ func sameBodies(a, b [][]byte) bool {
 		as[i], bs[i] = string(a[i]), string(b[i])
 	}
 	return sameSet(as, bs)
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -10,7 +10,7 @@
 //	saga        SAGA#<id>    STATE  v (N, version), st (S, status), name (S), def (S, definition hash),
 //	                                crt (N, created, Unix ns), upd (N, updated, Unix ns),
 //	                                state (B, encoded state with its outbox),
-//	                                gsi1pk (S, STATUS#<status>#<shard>), gsi1sk (S, <status since, Unix ns, 20 digits>#<id>),
+//	                                gsi1pk (S, STATUS#<status>#<shard>), gsi1sk (S, <status since>#<id>: durable.ListPosition),
 //	                                rs (N, the sweep's re-sends of this version; absent: none),
 //	                                ttl (N, Unix s; only once succeeded or compensated)
 //	definition  DEF#<hash>   DEF    name (S), src (B)
@@ -34,7 +34,7 @@
 //	pattern                                  request                                       key
 //	get a saga (every message)               GetItem, consistent                           pk = SAGA#<id>, sk = STATE
 //	create, update a saga                    PutItem if attribute_not_exists(pk) / v = :v  same
-//	count a sweep's re-send                  UpdateItem ADD rs if v = :v                   same
+//	count a sweep's re-send                  UpdateItem SET rs if v = :v and rs = :from    same
 //	list, newest status first (by status)    Query by_status per shard, merged             gsi1pk = STATUS#<status>#<shard>, gsi1sk < cursor
 //	list every status                        the same, for every status                    as above
 //	sweep: sagas in their status since < t   Query by_status per shard of running, waiting, compensating, gsi1sk < <t>#
@@ -42,10 +42,11 @@
 //	expire a finished saga                   DynamoDB's time to live on ttl                (no write charge)
 //
 // A listing queries every shard of a status (32 queries, 192 for every
-// status) in parallel, at most limit+1 entries from each, and merges them
-// by gsi1sk, newest first; its cursor is the gsi1sk of the last saga
-// returned (durable.ListPosition), a place in that order, the same in
-// every shard. The sweep's query reads only the entries older than its
+// status) in parallel, a few entries from each, and merges them by gsi1sk,
+// newest first, reading more from a shard only when the merge has used what
+// it read: a page reads about what it returns plus a few entries per shard.
+// Its cursor is the gsi1sk of the last saga returned (durable.ListPosition),
+// a place in that order, the same in every shard. The sweep's query reads only the entries older than its
 // bound, so its cost grows with the sagas that have been in one status a
 // long time (stuck ones among them), not with all of them.
 //
@@ -60,7 +61,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -175,8 +175,8 @@ func (s *Store) item(r *durable.SagaRecord) (map[string]types.AttributeValue, er
 	it[attrStatus] = &types.AttributeValueMemberS{Value: string(r.Status)}
 	it[attrName] = &types.AttributeValueMemberS{Value: r.Name}
 	it[attrDef] = &types.AttributeValueMemberS{Value: r.DefinitionHash}
-	it[attrCreated] = &types.AttributeValueMemberN{Value: strconv.FormatInt(r.CreatedAt.UnixNano(), 10)}
-	it[attrUpdated] = &types.AttributeValueMemberN{Value: strconv.FormatInt(r.UpdatedAt.UnixNano(), 10)}
+	it[attrCreated] = &types.AttributeValueMemberN{Value: strconv.FormatInt(unixNano(r.CreatedAt), 10)}
+	it[attrUpdated] = &types.AttributeValueMemberN{Value: strconv.FormatInt(unixNano(r.UpdatedAt), 10)}
 	it[attrState] = &types.AttributeValueMemberB{Value: r.State}
 	it[attrGSI1PK] = &types.AttributeValueMemberS{Value: statusKey(r.Status, shard(r.SagaID))}
 	it[attrGSI1SK] = &types.AttributeValueMemberS{Value: durable.ListPosition(r.StatusSince, r.SagaID)}
@@ -250,13 +250,23 @@ func decodeRecord(id string, it map[string]types.AttributeValue) (*durable.SagaR
 	return r, nil
 }
 
-// timeAttr reads a time in Unix ns; zero when absent.
+// unixNano is t in Unix ns, clamped to what an int64 holds (1678 to 2262).
+func unixNano(t time.Time) int64 {
+	at, _ := durable.PositionTime(durable.ListPosition(t, "x"))
+	return at.UnixNano()
+}
+
+// timeAttr reads a time in Unix ns (before 1970: negative); zero when absent.
 func timeAttr(it map[string]types.AttributeValue, name string) time.Time {
-	ns, err := numAttr(it, name)
+	v, ok := it[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return time.Time{}
+	}
+	ns, err := strconv.ParseInt(v.Value, 10, 64)
 	if err != nil {
 		return time.Time{}
 	}
-	return time.Unix(0, int64(ns)).UTC()
+	return time.Unix(0, ns).UTC()
 }
 
 // sinceOf reads the status time out of an index sort key.
@@ -264,11 +274,7 @@ func sinceOf(sk string) (time.Time, bool) {
 	if !durable.ValidListPosition(sk) {
 		return time.Time{}, false
 	}
-	ns, err := strconv.ParseInt(sk[:20], 10, 64)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return time.Unix(0, ns).UTC(), true
+	return durable.PositionTime(sk)
 }
 
 func strAttr(it map[string]types.AttributeValue, name string) string {
@@ -310,15 +316,23 @@ func (s *Store) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParams) err
 	return wrap(err, "update saga %s", p.Record.SagaID)
 }
 
-// SagaCountResend implements durable.Store: an UpdateItem that adds one
-// to rs, conditional on the version. It writes no index entry.
-func (s *Store) SagaCountResend(ctx context.Context, p *durable.SagaCountResendParams) error {
+// SagaSetResends implements durable.Store: an UpdateItem that sets rs,
+// conditional on the version and on rs as read (absent is 0). It writes no
+// index entry.
+func (s *Store) SagaSetResends(ctx context.Context, p *durable.SagaSetResendsParams) error {
+	if p.From < 0 || p.To < 0 {
+		return fmt.Errorf("saga %s: re-send counts %d and %d: must not be negative", p.SagaID, p.From, p.To)
+	}
+	cond := "#v = :v AND #rs = :from"
+	if p.From == 0 {
+		cond = "#v = :v AND (attribute_not_exists(#rs) OR #rs = :from)"
+	}
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: &s.table, Key: sagaKey(p.SagaID),
-		UpdateExpression:          aws.String("ADD #rs :one"),
-		ConditionExpression:       aws.String("#v = :v"),
+		UpdateExpression:          aws.String("SET #rs = :to"),
+		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  map[string]string{"#rs": attrResends, "#v": attrVersion},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":one": n(1), ":v": n(p.Version)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":from": n(uint64(p.From)), ":to": n(uint64(p.To)), ":v": n(p.Version)},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	})
 	err = interpretError(err)
@@ -326,9 +340,9 @@ func (s *Store) SagaCountResend(ctx context.Context, p *durable.SagaCountResendP
 		if _, gerr := s.SagaGet(ctx, &durable.SagaGetParams{SagaID: p.SagaID}); errors.Is(gerr, durable.ErrNotFound) {
 			return gerr
 		}
-		return fmt.Errorf("saga %s is not at version %d: %w", p.SagaID, p.Version, durable.ErrConflict)
+		return fmt.Errorf("saga %s is not at version %d with %d re-sends: %w", p.SagaID, p.Version, p.From, durable.ErrConflict)
 	}
-	return wrap(err, "count a re-send of saga %s", p.SagaID)
+	return wrap(err, "set the re-sends of saga %s", p.SagaID)
 }
 
 // MaxListLimit is the most sagas one SagaList page holds here.
@@ -362,37 +376,44 @@ func (s *Store) SagaList(ctx context.Context, p *durable.SagaListParams) (*durab
 	if p.Status == "" {
 		statuses = durable.Statuses()
 	}
-	var keys []string
+	var readers []*shardReader
 	for _, st := range statuses {
 		for sh := range Shards {
-			keys = append(keys, statusKey(st, sh))
+			readers = append(readers, &shardReader{s: s, key: statusKey(st, sh), bound: bound})
 		}
 	}
-	found := make([][]listed, len(keys))
-	errs := make([]error, len(keys))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, listConcurrency)
-	for i, key := range keys {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			found[i], errs[i] = s.queryShard(ctx, key, bound, limit+1)
-		})
+	// Merge the shards newest first, reading each a few entries at a time:
+	// a page reads about what it returns plus a few entries per shard, not
+	// a page's worth from every shard. A shard that runs dry while it
+	// still has entries reads again, twice as many each time.
+	chunk := max(2, (limit+1+len(readers)-1)/len(readers))
+	for _, r := range readers {
+		r.want = chunk
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, wrap(err, "list sagas")
+	var out []listed
+	for len(out) <= limit {
+		if err := fill(ctx, readers); err != nil {
+			return nil, wrap(err, "list sagas")
+		}
+		var next *shardReader
+		for _, r := range readers {
+			if len(r.buf) > 0 && (next == nil || r.buf[0].pos > next.buf[0].pos) {
+				next = r
+			}
+		}
+		if next == nil {
+			break // every shard read to its end
+		}
+		out = append(out, next.buf[0])
+		next.buf = next.buf[1:]
 	}
-	all := slices.Concat(found...)
-	slices.SortFunc(all, func(a, b listed) int { return strings.Compare(b.pos, a.pos) })
 	res := &durable.SagaListResult{}
-	for _, f := range all[:min(limit, len(all))] {
+	for _, f := range out[:min(limit, len(out))] {
 		res.Sagas = append(res.Sagas, f.sm)
 	}
-	// Each shard was asked for one more than a page: there is more
-	// exactly when the merged entries overflow the page.
-	if len(all) > limit {
-		res.NextCursor = all[limit-1].pos
+	// One more than a page was taken when there is more.
+	if len(out) > limit {
+		res.NextCursor = out[limit-1].pos
 	}
 	return res, nil
 }
@@ -403,45 +424,74 @@ type listed struct {
 	sm  durable.SagaSummary
 }
 
-// queryShard reads up to want entries of one index partition key, newest
-// first, below bound (none: from the newest).
-func (s *Store) queryShard(ctx context.Context, key, bound string, want int) ([]listed, error) {
+// shardReader reads one index partition key, newest first, below bound
+// (none: from the newest), in pages.
+type shardReader struct {
+	s          *Store
+	key, bound string
+	buf        []listed                        // read, not yet merged
+	start      map[string]types.AttributeValue // where the next page starts
+	want       int                             // entries the next page asks for
+	done       bool                            // read to its end
+}
+
+// fill reads the next page of every shard whose entries are all merged and
+// that has more, at most listConcurrency at a time.
+func fill(ctx context.Context, readers []*shardReader) error {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, listConcurrency)
+	errs := make([]error, len(readers))
+	for i, r := range readers {
+		if len(r.buf) > 0 || r.done {
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			// A page may come back empty with more behind it: read on.
+			for len(r.buf) == 0 && !r.done && errs[i] == nil {
+				errs[i] = r.read(ctx)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (r *shardReader) read(ctx context.Context) error {
 	in := &dynamodb.QueryInput{
-		TableName: &s.table, IndexName: aws.String(IndexByStatus),
+		TableName: &r.s.table, IndexName: aws.String(IndexByStatus),
 		KeyConditionExpression:    aws.String("#pk = :pk"),
 		ExpressionAttributeNames:  map[string]string{"#pk": attrGSI1PK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: key}},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: r.key}},
 		ScanIndexForward:          aws.Bool(false),
+		Limit:                     aws.Int32(int32(r.want)),
+		ExclusiveStartKey:         r.start,
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}
-	if bound != "" {
+	if r.bound != "" {
 		in.KeyConditionExpression = aws.String("#pk = :pk AND #sk < :bound")
 		in.ExpressionAttributeNames["#sk"] = attrGSI1SK
-		in.ExpressionAttributeValues[":bound"] = &types.AttributeValueMemberS{Value: bound}
+		in.ExpressionAttributeValues[":bound"] = &types.AttributeValueMemberS{Value: r.bound}
 	}
-	var out []listed
-	for len(out) < want {
-		in.Limit = aws.Int32(int32(want - len(out)))
-		page, err := s.client.Query(ctx, in)
-		if err != nil {
-			return nil, interpretError(err)
-		}
-		for _, it := range page.Items {
-			sk := strAttr(it, attrGSI1SK)
-			since, ok := sinceOf(sk)
-			if !ok {
-				return nil, fmt.Errorf("index entry %s: bad sort key %q", key, sk)
-			}
-			id := strings.TrimPrefix(strAttr(it, attrPK), "SAGA#")
-			out = append(out, listed{pos: sk, sm: durable.SagaSummary{SagaID: id, Name: strAttr(it, attrName), Status: durable.Status(strAttr(it, attrStatus)),
-				DefinitionHash: strAttr(it, attrDef), CreatedAt: timeAttr(it, attrCreated), StatusSince: since}})
-		}
-		if page.LastEvaluatedKey == nil {
-			break
-		}
-		in.ExclusiveStartKey = page.LastEvaluatedKey
+	page, err := r.s.client.Query(ctx, in)
+	if err != nil {
+		return interpretError(err)
 	}
-	return out, nil
+	for _, it := range page.Items {
+		sk := strAttr(it, attrGSI1SK)
+		since, ok := sinceOf(sk)
+		if !ok {
+			return fmt.Errorf("index entry %s: bad sort key %q", r.key, sk)
+		}
+		id := strings.TrimPrefix(strAttr(it, attrPK), "SAGA#")
+		r.buf = append(r.buf, listed{pos: sk, sm: durable.SagaSummary{SagaID: id, Name: strAttr(it, attrName), Status: durable.Status(strAttr(it, attrStatus)),
+			DefinitionHash: strAttr(it, attrDef), CreatedAt: timeAttr(it, attrCreated), StatusSince: since}})
+	}
+	r.start = page.LastEvaluatedKey
+	r.done = page.LastEvaluatedKey == nil
+	r.want = min(2*r.want, MaxListLimit+1)
+	return nil
 }
 
 // DefinitionPut implements durable.Store. It reads first (eventually

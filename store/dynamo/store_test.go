@@ -53,7 +53,7 @@ func TestWriteUnitsPerTransition(t *testing.T) {
 			return s.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: r, ExpectedVersion: 1})
 		}, 1, 0},
 		{"the sweep's count", func() error {
-			return s.SagaCountResend(ctx, &durable.SagaCountResendParams{SagaID: "wu-1", Version: 2})
+			return s.SagaSetResends(ctx, &durable.SagaSetResendsParams{SagaID: "wu-1", Version: 2, From: 0, To: 1})
 		}, 1, 0},
 		{"a status change", func() error {
 			r.Version, r.Status, r.StatusSince, r.UpdatedAt = 3, durable.StatusSucceeded, t0.Add(2*time.Second), t0.Add(2*time.Second)

@@ -78,18 +78,18 @@ func (s *Store) SagaUpdate(_ context.Context, p *durable.SagaUpdateParams) error
 	return nil
 }
 
-// SagaCountResend implements durable.Store.
-func (s *Store) SagaCountResend(_ context.Context, p *durable.SagaCountResendParams) error {
+// SagaSetResends implements durable.Store.
+func (s *Store) SagaSetResends(_ context.Context, p *durable.SagaSetResendsParams) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.sagas[p.SagaID]
 	if !ok {
 		return fmt.Errorf("saga %s: %w", p.SagaID, durable.ErrNotFound)
 	}
-	if r.Version != p.Version {
-		return fmt.Errorf("saga %s is at version %d, not %d: %w", p.SagaID, r.Version, p.Version, durable.ErrConflict)
+	if r.Version != p.Version || r.Resends != p.From {
+		return fmt.Errorf("saga %s is at version %d with %d re-sends, not %d with %d: %w", p.SagaID, r.Version, r.Resends, p.Version, p.From, durable.ErrConflict)
 	}
-	r.Resends++
+	r.Resends = p.To
 	return nil
 }
 
@@ -103,6 +103,9 @@ func (s *Store) SagaList(_ context.Context, p *durable.SagaListParams) (*durable
 	}
 	if p.Cursor != "" && !durable.ValidListPosition(p.Cursor) {
 		return nil, fmt.Errorf("list sagas: bad cursor %q", p.Cursor)
+	}
+	if p.Status != "" && !p.Status.Valid() {
+		return nil, fmt.Errorf("list sagas: unknown status %q", p.Status)
 	}
 	type entry struct {
 		pos string

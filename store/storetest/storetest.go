@@ -30,7 +30,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	t.Run("SagaList", func(t *testing.T) { testList(t, newStore(t)) })
 	t.Run("SagaListCursorIsStable", func(t *testing.T) { testListCursorStable(t, newStore(t)) })
 	t.Run("SagaListEnteredBefore", func(t *testing.T) { testListEnteredBefore(t, newStore(t)) })
-	t.Run("SagaCountResend", func(t *testing.T) { testCountResend(t, newStore(t)) })
+	t.Run("SagaSetResends", func(t *testing.T) { testSetResends(t, newStore(t)) })
 	t.Run("Definitions", func(t *testing.T) { testDefinitions(t, newStore(t)) })
 	t.Run("LargeState", func(t *testing.T) { testLargeState(t, newStore(t)) })
 	exerciseReview12(t, newStore)
@@ -307,10 +307,13 @@ func testListEnteredBefore(t *testing.T, s durable.Store) {
 	}
 }
 
-// testCountResend: the sweep's count of re-sends, kept beside the state and
-// cleared by the next write.
-func testCountResend(t *testing.T, s durable.Store) {
+// testSetResends: the sweep's count of re-sends, kept beside the state,
+// changed only as a compare-and-set, and cleared by the next write.
+func testSetResends(t *testing.T, s durable.Store) {
 	ctx := context.Background()
+	set := func(id string, version uint64, from, to int) error {
+		return s.SagaSetResends(ctx, &durable.SagaSetResendsParams{SagaID: id, Version: version, From: from, To: to})
+	}
 	r := rec("s-1", 1, durable.StatusRunning, base, "v1")
 	r.Resends = 5 // ignored: a create stores zero
 	if err := s.SagaCreate(ctx, &durable.SagaCreateParams{Record: r}); err != nil {
@@ -319,19 +322,50 @@ func testCountResend(t *testing.T, s durable.Store) {
 	r.Resends = 0
 	got, _ := s.SagaGet(ctx, &durable.SagaGetParams{SagaID: "s-1"})
 	sameRecord(t, got, r)
-	for range 2 {
-		if err := s.SagaCountResend(ctx, &durable.SagaCountResendParams{SagaID: "s-1", Version: 1}); err != nil {
-			t.Fatal(err)
+	for from := range 2 {
+		if err := set("s-1", 1, from, from+1); err != nil {
+			t.Fatalf("%d to %d: %v", from, from+1, err)
 		}
 	}
 	r.Resends = 2
 	got, _ = s.SagaGet(ctx, &durable.SagaGetParams{SagaID: "s-1"})
 	sameRecord(t, got, r) // nothing else changed: version, state, times
-	if err := s.SagaCountResend(ctx, &durable.SagaCountResendParams{SagaID: "s-1", Version: 2}); !errors.Is(err, durable.ErrConflict) {
-		t.Fatalf("count at another version: %v, want ErrConflict", err)
+	// A count that changed since it was read (another sweep) is a conflict,
+	// and so is another version; neither changes the count.
+	if err := set("s-1", 1, 1, 2); !errors.Is(err, durable.ErrConflict) {
+		t.Fatalf("from a stale count: %v, want ErrConflict", err)
 	}
-	if err := s.SagaCountResend(ctx, &durable.SagaCountResendParams{SagaID: "nope", Version: 1}); !errors.Is(err, durable.ErrNotFound) {
-		t.Fatalf("count of a missing saga: %v, want ErrNotFound", err)
+	if err := set("s-1", 2, 2, 3); !errors.Is(err, durable.ErrConflict) {
+		t.Fatalf("at another version: %v, want ErrConflict", err)
+	}
+	if err := set("nope", 1, 0, 1); !errors.Is(err, durable.ErrNotFound) {
+		t.Fatalf("a missing saga: %v, want ErrNotFound", err)
+	}
+	// Giving a claim back.
+	if err := set("s-1", 1, 2, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = s.SagaGet(ctx, &durable.SagaGetParams{SagaID: "s-1"}); got.Resends != 1 {
+		t.Fatalf("after giving one back: %d, want 1", got.Resends)
+	}
+	// Of concurrent claims from one count, exactly one wins.
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() { errs[i] = set("s-1", 1, 1, 2) })
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, durable.ErrConflict):
+			t.Fatal(err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d concurrent claims from one count won, want 1", won)
 	}
 	// Progress clears it, whatever the record passed says.
 	v2 := rec("s-1", 2, durable.StatusRunning, base.Add(time.Minute), "v2")
@@ -342,7 +376,7 @@ func testCountResend(t *testing.T, s durable.Store) {
 	v2.Resends = 0
 	got, _ = s.SagaGet(ctx, &durable.SagaGetParams{SagaID: "s-1"})
 	sameRecord(t, got, v2)
-	if err := s.SagaCountResend(ctx, &durable.SagaCountResendParams{SagaID: "s-1", Version: 2}); err != nil {
+	if err := set("s-1", 2, 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ = s.SagaGet(ctx, &durable.SagaGetParams{SagaID: "s-1"}); got.Resends != 1 {
