@@ -33,7 +33,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	t.Run("SagaSetResends", func(t *testing.T) { testSetResends(t, newStore(t)) })
 	t.Run("Definitions", func(t *testing.T) { testDefinitions(t, newStore(t)) })
 	t.Run("LargeState", func(t *testing.T) { testLargeState(t, newStore(t)) })
-	exerciseReview12(t, newStore)
+	exerciseEdges(t, newStore)
 }
 
 var base = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)

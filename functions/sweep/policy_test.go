@@ -20,12 +20,12 @@ import (
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
-// Review 12: every DynamoDB and SQS operation a sweep makes must be allowed
+// Found by review 12: every DynamoDB and SQS operation a sweep makes must be allowed
 // by the SweepFunction's policy in infra/template.yaml, or the deployed
 // sweep fails with AccessDenied where the emulators (which check no IAM)
 // pass. The operations are taken from what a sweep that re-sends a
 // stranded saga really calls on the emulators, not from a list kept by hand.
-func TestReviewSweepPolicyAllowsEveryCallASweepMakes(t *testing.T) {
+func TestSweepPolicyAllowsEveryCallASweepMakes(t *testing.T) {
 	b := awstest.New(t)
 	clock := durable.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	q := &failingQueue{Queue: b.Queue, fail: true}

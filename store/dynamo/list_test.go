@@ -17,7 +17,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
 
-// Review 12: a listing page asks every shard for limit+1 entries below the
+// Found by review 12: a listing page asks every shard for limit+1 entries below the
 // cursor, and the next page asks again from the cursor, so the entries a
 // shard gave but the merge did not use are read again on every later page.
 // Paging through the sweep's listing (pages of 100) of 3,200 sagas long in
@@ -25,7 +25,7 @@ import (
 // cost grows with the sagas long in their status, as if each were read once.
 // The bound here, 3 entries read per saga listed, leaves room for the
 // one-more-per-shard of every page.
-func TestReviewListingReadsEachEntryAboutOnce(t *testing.T) {
+func TestListingReadsEachEntryAboutOnce(t *testing.T) {
 	b := awstest.New(t)
 	ctx := context.Background()
 	const sagas = 3200
@@ -51,7 +51,7 @@ func TestReviewListingReadsEachEntryAboutOnce(t *testing.T) {
 	}
 	var entries, queries atomic.Int64
 	count := func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("review12/count", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("listing/count", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			out, md, err := next.HandleInitialize(ctx, in)
 			if q, ok := out.Result.(*dynamodb.QueryOutput); ok {
 				entries.Add(int64(q.Count))

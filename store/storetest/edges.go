@@ -9,13 +9,13 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 )
 
-// exerciseReview12 holds the cases review 12 found failing: where the
+// exerciseEdges holds the cases review 12 found failing: where the
 // memory store and DynamoDB disagree, or where the contract's promise is
 // not kept.
-func exerciseReview12(t *testing.T, newStore NewStore) {
-	t.Run("Review12EnteredBeforeFarFuture", func(t *testing.T) { testReviewEnteredBeforeFarFuture(t, newStore(t)) })
-	t.Run("Review12TimesBefore1970", func(t *testing.T) { testReviewTimesBefore1970(t, newStore(t)) })
-	t.Run("Review12UnknownStatus", func(t *testing.T) { testReviewUnknownStatus(t, newStore(t)) })
+func exerciseEdges(t *testing.T, newStore NewStore) {
+	t.Run("SagaListFarFutureBound", func(t *testing.T) { testEnteredBeforeFarFuture(t, newStore(t)) })
+	t.Run("TimesBefore1970", func(t *testing.T) { testTimesBefore1970(t, newStore(t)) })
+	t.Run("SagaListUnknownStatus", func(t *testing.T) { testUnknownStatus(t, newStore(t)) })
 }
 
 // A caller that wants every saga "entered before" a far bound (a natural
@@ -23,7 +23,7 @@ func exerciseReview12(t *testing.T, newStore NewStore) {
 // gets all of them from the memory store and none from DynamoDB: past
 // 2262 time.UnixNano overflows, and ListPosition clamps the negative
 // result to 1970.
-func testReviewEnteredBeforeFarFuture(t *testing.T, s durable.Store) {
+func testEnteredBeforeFarFuture(t *testing.T, s durable.Store) {
 	ctx := context.Background()
 	for i := range 3 {
 		if err := s.SagaCreate(ctx, &durable.SagaCreateParams{Record: rec(fmt.Sprintf("s-%d", i), 1, durable.StatusRunning, base.Add(time.Duration(i)*time.Minute), "x")}); err != nil {
@@ -42,7 +42,7 @@ func testReviewEnteredBeforeFarFuture(t *testing.T, s durable.Store) {
 // restored record) read back as given from the memory store; DynamoDB
 // gives StatusSince as 1970 and CreatedAt and UpdatedAt as the zero time
 // (it stores negative nanoseconds and reads them with ParseUint).
-func testReviewTimesBefore1970(t *testing.T, s durable.Store) {
+func testTimesBefore1970(t *testing.T, s durable.Store) {
 	ctx := context.Background()
 	old := time.Date(1960, 5, 1, 0, 0, 0, 0, time.UTC)
 	r := rec("old", 1, durable.StatusRunning, old, "x")
@@ -65,7 +65,7 @@ func testReviewTimesBefore1970(t *testing.T, s durable.Store) {
 
 // A status that does not exist: DynamoDB refuses it, the memory store
 // lists nothing. The two stores must answer alike (an error is right).
-func testReviewUnknownStatus(t *testing.T, s durable.Store) {
+func testUnknownStatus(t *testing.T, s durable.Store) {
 	if _, err := s.SagaList(context.Background(), &durable.SagaListParams{Status: "runing"}); err == nil {
 		t.Error("listing status \"runing\" gave no error")
 	}

@@ -11,14 +11,14 @@ import (
 	"github.com/lambdasaga/lambdasaga/engine"
 )
 
-// Review 12: the sweep counts a re-send before it sends, so a send that
+// Found by review 12: the sweep counts a re-send before it sends, so a send that
 // fails uses up one of the MaxResends all the same. A saga whose start
 // lost its send (the case the sweep exists for) meets sweeps whose sends
 // fail too (the same SQS trouble); after MaxResends of those it is left for
 // an operator without ever having been re-sent, and the remedy the docs
 // give (redrive the dead-letter queue) has nothing to redrive: its message
 // never reached any queue.
-func TestReviewSweepAFailedSendDoesNotUseUpAResend(t *testing.T) {
+func TestSweepAFailedSendDoesNotUseUpAResend(t *testing.T) {
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	ctx := context.Background()
 	r.queue.failSends.Store(1)
@@ -72,12 +72,12 @@ func (s *barrierStore) SagaSetResends(ctx context.Context, p *durable.SagaSetRes
 	return s.Store.SagaSetResends(ctx, p)
 }
 
-// Review 12: the cap is checked on the count as read, and the count's
+// Found by review 12: the cap is checked on the count as read, and the count's
 // condition is on the version only, so two sweeps at once (the scheduled
 // one and an operator's sagactl sweep, or a Lambda retry of a sweep that
 // returned an error) both re-send a saga already at MaxResends-1: the cap
 // MaxResends is passed.
-func TestReviewConcurrentSweepsKeepMaxResends(t *testing.T) {
+func TestConcurrentSweepsKeepMaxResends(t *testing.T) {
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	ctx := context.Background()
 	r.queue.failSends.Store(1)
