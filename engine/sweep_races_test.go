@@ -11,13 +11,12 @@ import (
 	"github.com/lambdasaga/lambdasaga/engine"
 )
 
-// Found by review 12: the sweep counts a re-send before it sends, so a send that
-// fails uses up one of the MaxResends all the same. A saga whose start
+// A send that fails gives its claim on a re-send back. A saga whose start
 // lost its send (the case the sweep exists for) meets sweeps whose sends
-// fail too (the same SQS trouble); after MaxResends of those it is left for
-// an operator without ever having been re-sent, and the remedy the docs
-// give (redrive the dead-letter queue) has nothing to redrive: its message
-// never reached any queue.
+// fail too (the same SQS trouble); it must not be left for an operator
+// without ever having been re-sent: the remedy then (redrive the
+// dead-letter queue) would have nothing to redrive. (Review 12 found the
+// count kept when the send failed.)
 func TestSweepAFailedSendDoesNotUseUpAResend(t *testing.T) {
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	ctx := context.Background()
@@ -72,11 +71,11 @@ func (s *barrierStore) SagaSetResends(ctx context.Context, p *durable.SagaSetRes
 	return s.Store.SagaSetResends(ctx, p)
 }
 
-// Found by review 12: the cap is checked on the count as read, and the count's
-// condition is on the version only, so two sweeps at once (the scheduled
-// one and an operator's sagactl sweep, or a Lambda retry of a sweep that
-// returned an error) both re-send a saga already at MaxResends-1: the cap
-// MaxResends is passed.
+// Two sweeps at once (the scheduled one and an operator's sagactl sweep,
+// or a Lambda retry of a sweep that returned an error) re-send a saga at
+// MaxResends-1 once between them: the claim is a compare-and-set of the
+// count as read. (Review 12 found the cap passed when the count's
+// condition was on the version only.)
 func TestConcurrentSweepsKeepMaxResends(t *testing.T) {
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	ctx := context.Background()

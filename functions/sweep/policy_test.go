@@ -20,7 +20,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
-// Found by review 12: every DynamoDB and SQS operation a sweep makes must be allowed
+// Every DynamoDB and SQS operation a sweep makes must be allowed
 // by the SweepFunction's policy in infra/template.yaml, or the deployed
 // sweep fails with AccessDenied where the emulators (which check no IAM)
 // pass. The operations are taken from what a sweep that re-sends a

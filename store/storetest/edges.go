@@ -9,9 +9,9 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 )
 
-// exerciseEdges holds the cases review 12 found failing: where the
-// memory store and DynamoDB disagree, or where the contract's promise is
-// not kept.
+// exerciseEdges holds cases at the edges where review 12 found the memory
+// store and DynamoDB disagreeing: bounds past 2262, times before 1970, a
+// status that does not exist.
 func exerciseEdges(t *testing.T, newStore NewStore) {
 	t.Run("SagaListFarFutureBound", func(t *testing.T) { testEnteredBeforeFarFuture(t, newStore(t)) })
 	t.Run("TimesBefore1970", func(t *testing.T) { testTimesBefore1970(t, newStore(t)) })
@@ -19,10 +19,8 @@ func exerciseEdges(t *testing.T, newStore NewStore) {
 }
 
 // A caller that wants every saga "entered before" a far bound (a natural
-// sentinel: the year 9999, or now plus a century of IdleFor gone negative)
-// gets all of them from the memory store and none from DynamoDB: past
-// 2262 time.UnixNano overflows, and ListPosition clamps the negative
-// result to 1970.
+// sentinel: the year 9999) gets all of them, past 2262 too, where
+// time.UnixNano overflows.
 func testEnteredBeforeFarFuture(t *testing.T, s durable.Store) {
 	ctx := context.Background()
 	for i := range 3 {
@@ -38,10 +36,8 @@ func testEnteredBeforeFarFuture(t *testing.T, s durable.Store) {
 	}
 }
 
-// A saga's times before 1970 (a test clock at the zero time.Time, a
-// restored record) read back as given from the memory store; DynamoDB
-// gives StatusSince as 1970 and CreatedAt and UpdatedAt as the zero time
-// (it stores negative nanoseconds and reads them with ParseUint).
+// A saga's times before 1970 (a test clock, a restored record) read back
+// as given, and list in their place.
 func testTimesBefore1970(t *testing.T, s durable.Store) {
 	ctx := context.Background()
 	old := time.Date(1960, 5, 1, 0, 0, 0, 0, time.UTC)
@@ -63,8 +59,7 @@ func testTimesBefore1970(t *testing.T, s durable.Store) {
 	}
 }
 
-// A status that does not exist: DynamoDB refuses it, the memory store
-// lists nothing. The two stores must answer alike (an error is right).
+// A status that does not exist is an error, not an empty listing.
 func testUnknownStatus(t *testing.T, s durable.Store) {
 	if _, err := s.SagaList(context.Background(), &durable.SagaListParams{Status: "runing"}); err == nil {
 		t.Error("listing status \"runing\" gave no error")
