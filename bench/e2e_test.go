@@ -13,6 +13,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
+	"github.com/lambdasaga/lambdasaga/internal/sagatest"
 	"github.com/lambdasaga/lambdasaga/saga"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,7 +42,7 @@ func TestE2EThroughput(t *testing.T) {
 	}
 	const steps = 5
 	n := envInt("BENCH_E2E_SAGAS", 100)
-	plan, err := saga.Compile("linear.yaml", []byte(linearSaga(steps)), saga.Options{})
+	plan, err := saga.Compile("linear.yaml", []byte(sagatest.LinearSaga(steps)), saga.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

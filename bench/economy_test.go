@@ -9,6 +9,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
+	"github.com/lambdasaga/lambdasaga/internal/sagatest"
 	"github.com/lambdasaga/lambdasaga/saga"
 
 	"github.com/lambdasaga/lambdasaga/engine"
@@ -90,7 +91,7 @@ func TestRequestEconomy(t *testing.T) {
 		t.Fatal(err)
 	}
 	orderPlan, _ := saga.Compile("order.yaml", order.Definition, saga.Options{})
-	linear, err := saga.Compile("linear.yaml", []byte(linearSaga(10)), saga.Options{})
+	linear, err := saga.Compile("linear.yaml", []byte(sagatest.LinearSaga(10)), saga.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
+	"github.com/lambdasaga/lambdasaga/internal/sagatest"
 	"github.com/lambdasaga/lambdasaga/lang"
 	"github.com/lambdasaga/lambdasaga/saga"
 
@@ -21,7 +22,7 @@ import (
 // step with a clear error (and compensates) instead of being written.
 func TestPayloadSize(t *testing.T) {
 	b := awstest.New(t)
-	plan, err := saga.Compile("linear.yaml", []byte(linearSaga(3)), saga.Options{})
+	plan, err := saga.Compile("linear.yaml", []byte(sagatest.LinearSaga(3)), saga.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"maps"
 	"net/http/httptest"
 	"os"
@@ -19,18 +18,9 @@ import (
 	"github.com/lambdasaga/lambdasaga/accounting"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/ddbmeter"
+	"github.com/lambdasaga/lambdasaga/internal/sagatest"
 	"github.com/lambdasaga/lambdasaga/sagactl"
 )
-
-// linearSaga is n compensable action steps (as bench/rig_test.go builds it).
-func linearSaga(n int) string {
-	var s strings.Builder
-	s.WriteString("saga: linear\nsteps:\n")
-	for i := range n {
-		fmt.Fprintf(&s, "  - {id: s%d, action: work, out: r%d, compensate: {action: undo}}\n", i, i)
-	}
-	return s.String()
-}
 
 func str(it map[string]types.AttributeValue, name string) string {
 	if v, ok := it[name].(*types.AttributeValueMemberS); ok {
@@ -62,7 +52,7 @@ func TestWireMeterAgreesWithMiddleware(t *testing.T) {
 	sqs := awslocal.Endpoint(t, awslocal.EnvSQS)
 	dir := t.TempDir()
 	linear := filepath.Join(dir, "linear.yaml")
-	if err := os.WriteFile(linear, []byte(linearSaga(10)), 0o644); err != nil {
+	if err := os.WriteFile(linear, []byte(sagatest.LinearSaga(10)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {

@@ -6,6 +6,7 @@ package sagatest
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -60,4 +61,16 @@ func DecodeInput(t testing.TB, src string) map[string]any {
 // OrderInput is an input of saga/testdata/valid/order.yaml for amount.
 func OrderInput(amount float64) map[string]any {
 	return map[string]any{"order_id": "o-1", "amount": amount, "items": []any{"a", "b"}}
+}
+
+// LinearSaga is the source of a saga of n action steps (action work, ids
+// s0, s1, …), each compensable (action undo) and writing its output into
+// vars: the shape the benchmarks and the meters measure.
+func LinearSaga(n int) string {
+	var s strings.Builder
+	s.WriteString("saga: linear\nsteps:\n")
+	for i := range n {
+		fmt.Fprintf(&s, "  - {id: s%d, action: work, out: r%d, compensate: {action: undo}}\n", i, i)
+	}
+	return s.String()
 }
