@@ -76,14 +76,16 @@ func (s *Stat) AddBill(b Bill) {
 // additional cost associated with requesting a return value ... No read
 // capacity units are consumed."). The item after is the request's item
 // (PutItem), none (DeleteItem) or the one before with the update
-// expression applied (UpdateItem, see ApplyUpdate).
+// expression applied (UpdateItem, see ApplyUpdate). A failed condition
+// bills the item DynamoDB returns with it, or the minimum when it returns
+// none (there was none; dynalite 4 returns none even when there is one, so
+// on the emulator an item over 1 KB is billed short: the wire meter reads
+// it).
 //
 // A call is counted as Unbilled instead when that cannot be done without
 // guessing: the caller asked for other return values itself; a table
 // whose schema the counter has not seen; an update expression ApplyUpdate
-// does not support; a failed condition that returned no item (the
-// emulators never return it, and on DynamoDB a missing item looks the
-// same); a read of some attributes only (DynamoDB bills the whole item,
+// does not support; a read of some attributes only (DynamoDB bills the whole item,
 // which the answer does not hold), a filtered Query or Scan; and
 // BatchWriteItem, TransactWriteItems and BatchGetItem, which take no
 // ReturnValues. internal/ddbmeter measures those on the wire.

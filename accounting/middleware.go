@@ -132,9 +132,11 @@ func (c *Counter) billWrite(asked any, w *write, result any, err error) (*Bill, 
 		if w.setOnFailure {
 			ccf.Item = nil
 		}
-		if existing == nil {
-			return nil, false
-		}
+		// The item is always asked for (the caller's ALL_OLD, or the
+		// middleware's in place of NONE), and DynamoDB returns it when there
+		// is one: none means none, and the write bills the minimum. (dynalite 4 never
+		// returns it, so on the emulator an existing item bills 1 unit here
+		// whatever its size; the wire meter reads it and bills it exactly.)
 		b := FailedConditionBill(existing)
 		return &b, true
 	}

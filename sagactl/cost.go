@@ -3,10 +3,12 @@ package sagactl
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"math"
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/cost"
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
 func runCost(c *Config, args []string) int {
@@ -37,10 +39,14 @@ func runCost(c *Config, args []string) int {
 	}{
 		{"steps-per-month", above0, positive(*steps)},
 		{"sagas-per-month", above0, !given["sagas-per-month"] || positive(*sagas)}, // unset: from --steps-per-month
-		{"memory", "a number of MB above zero", *memory > 0},
-		{"duration", "a duration above zero", *duration > 0},
-		{"state-bytes", "a number of bytes above zero", *stateBytes > 0},
-		{"batch-size", "a finite number, 1 or more (messages per invocation)", positive(*batch) && *batch >= 1},
+		// And within what AWS allows (Lambda Developer Guide, "Lambda
+		// quotas": 128 to 10,240 MB, 15 minutes; an SQS event source's
+		// batch: at most 10,000) and what a saga holds.
+		{"memory", "a number of MB from 128 to 10240 (Lambda's range)", *memory >= 128 && *memory <= 10240},
+		{"duration", "a duration above zero, at most 15m (Lambda's longest invocation)", *duration > 0 && *duration <= 15*time.Minute},
+		{"state-bytes", fmt.Sprintf("a number of bytes above zero, at most %d (the most a saga's state holds)", durable.MaxRecordStateBytes),
+			*stateBytes > 0 && *stateBytes <= durable.MaxRecordStateBytes},
+		{"batch-size", "a finite number from 1 to 10000 (messages per invocation; an SQS event source's batch is at most 10,000)", positive(*batch) && *batch >= 1 && *batch <= 10000},
 	} {
 		if !f.ok {
 			c.errorf("cost: --%s: must be %s", f.name, f.want)

@@ -69,8 +69,14 @@ func (l load) busiest(m map[string]float64) (string, float64) {
 // shape sh run at rate action steps a second in all, from the items this
 // store writes (Store.item) and the table's index (tableInput), billed as
 // DynamoDB bills them (accounting). It follows a sample of sagas through
-// their writes and scales the sample to the rate; rekey, if not nil,
-// rewrites each item first (to model another key design).
+// their writes, puts each unit on the partition key it lands on, and
+// scales the sample to the rate: a key that several sampled sagas share
+// (an index shard) is shared in the same proportion by all n sagas, so it
+// receives the sample's units times the sagas a second each sampled saga
+// stands for; a key only one sampled saga touches (its own item) is taken
+// as its own, receiving that saga's units over its lifetime. (A key space
+// larger than the sample would be taken for keys of their own.) rekey, if
+// not nil, rewrites each item first, to model another key design.
 func scaleModel(t *testing.T, sh shape, n, rate float64, rekey func(map[string]types.AttributeValue)) load {
 	t.Helper()
 	if sh.steps != len(sh.statuses)-1 {
@@ -80,17 +86,25 @@ func scaleModel(t *testing.T, sh shape, n, rate float64, rekey func(map[string]t
 	schema := accounting.SchemaFromCreateTable(tableInput("sagas"))
 	ix := &schema.Indexes[0]
 	s := &Store{retention: 30 * 24 * time.Hour}
-	sagasPerSecond := rate / float64(sh.steps)
-	perSample := sagasPerSecond / sample     // sagas a second each sampled saga stands for
-	lifetime := float64(sh.steps) * n / rate // seconds: each saga steps at rate/n a second
-	l := load{write: map[string]float64{}, read: map[string]float64{}}
+	sagasPerSecond := rate / float64(sh.steps) // = n over a saga's lifetime (n sagas live at once)
+	type tally struct {
+		units float64
+		sagas map[int]bool
+	}
+	writes, reads := map[string]*tally{}, map[string]*tally{}
+	add := func(m map[string]*tally, key string, units float64, saga int) {
+		if m[key] == nil {
+			m[key] = &tally{sagas: map[int]bool{}}
+		}
+		m[key].units += units
+		m[key].sagas[saga] = true
+	}
 	state := make([]byte, 480) // a small state, as the order saga's
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	for i := range sample {
 		id := fmt.Sprintf("order-%08d", i)
 		var before map[string]types.AttributeValue
 		var since time.Time
-		var table, reads float64
 		for v, st := range sh.statuses {
 			at := t0.Add(time.Duration(v) * time.Second)
 			if v == 0 || st != sh.statuses[v-1] {
@@ -104,30 +118,37 @@ func scaleModel(t *testing.T, sh shape, n, rate float64, rekey func(map[string]t
 			if rekey != nil {
 				rekey(after)
 			}
+			if v > 0 {
+				// The message that made this write read the item first, consistently.
+				add(reads, "table "+strAttr(before, attrPK), accounting.ReadUnits(accounting.ItemSize(before), true), i)
+			}
 			bill := schema.WriteBill(before, after)
-			table += bill.WriteUnits
+			add(writes, "table "+strAttr(after, attrPK), bill.WriteUnits, i)
 			// The index's units land on the partition keys of the entries written.
 			if u := bill.IndexWriteUnits[IndexByStatus]; u > 0 {
 				oldKey, newKey := strAttr(before, attrGSI1PK), strAttr(after, attrGSI1PK)
 				if before != nil && (oldKey != newKey || strAttr(before, attrGSI1SK) != strAttr(after, attrGSI1SK)) {
 					del := schema.IndexWrites(ix, before, nil) // the old entry's delete
-					l.write["index "+oldKey] += del * perSample
+					add(writes, "index "+oldKey, del, i)
 					u -= del
 				}
-				l.write["index "+newKey] += u * perSample
-			}
-			if v > 0 {
-				// The message that made this write read the item first, consistently.
-				reads += accounting.ReadUnits(accounting.ItemSize(before), true)
+				add(writes, "index "+newKey, u, i)
 			}
 			before = after
 		}
-		// A saga's own item: its units spread over its lifetime.
-		key := "table " + strAttr(before, attrPK)
-		l.write[key] = max(l.write[key], table/lifetime)
-		l.read[key] = max(l.read[key], reads/lifetime)
 	}
-	return l
+	rates := func(m map[string]*tally) map[string]float64 {
+		out := map[string]float64{}
+		for key, t := range m {
+			if len(t.sagas) == 1 {
+				out[key] = t.units * sagasPerSecond / n // one saga's units over its lifetime
+			} else {
+				out[key] = t.units * sagasPerSecond / sample
+			}
+		}
+		return out
+	}
+	return load{write: rates(writes), read: rates(reads)}
 }
 
 // TestScaleModel: no partition key of the table or its index receives more
