@@ -8,14 +8,14 @@ import (
 )
 
 // TestCostRefusesFiguresNoDeploymentHas (review 2 of issue 12): sagactl
-// cost refuses figures below zero but prices ones no deployment can have,
-// each beyond a hard AWS limit: a state whose item is over DynamoDB's
+// cost refuses figures no deployment can have, each beyond a hard AWS
+// limit, as it refuses those below zero: a state whose item is over DynamoDB's
 // 400 KB item limit (the store refuses items over dynamo.MaxItemBytes, so
 // such a saga fails; it is not billed $846 a month), a function memory
 // over Lambda's 10,240 MB, an invocation longer than Lambda's 15 minutes
 // (Lambda Developer Guide, "Lambda quotas"), a batch larger than an SQS
 // event source's 10,000 messages. Each should be a usage error naming the
-// flag, like the figures below zero.
+// flag.
 func TestCostRefusesFiguresNoDeploymentHas(t *testing.T) {
 	for _, c := range []struct{ flag, value string }{
 		{"--state-bytes", "1000000"},

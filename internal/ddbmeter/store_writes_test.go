@@ -24,10 +24,9 @@ import (
 // bills a lost condition the existing item's size, at least 1 unit
 // (Developer Guide, "Condition expressions": "If the ConditionExpression
 // evaluates to false, DynamoDB still consumes write capacity from the
-// table"). The wire meter bills them; the middleware counts them as
-// unbilled (dynalite returns no item with the failure), so the two
-// disagree, and every figure asserted from the middleware leaves out the
-// units of every conflict.
+// table"). Both meters bill them, on these small items alike. (The
+// middleware once counted them unbilled, since dynalite returns no item
+// with the failure, leaving the units of every conflict out.)
 func TestWireMeterAgreesWithMiddlewareOnStoreWrites(t *testing.T) {
 	endpoint := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
 	meter, err := ddbmeter.New(ddbmeter.Config{Backend: endpoint})

@@ -10,9 +10,9 @@ import (
 // must see a hot key on the table as it sees one on the index. Here every
 // saga's item shares one partition key (the id moved to the sort key), so
 // at 10,000 action steps a second that one key receives about 11,000 write
-// units a second, far over a partition's 1,000. The model keeps, per table
-// key, the largest rate of one saga (max) instead of the sum over the
-// sagas that share the key, so it reports a tenth of a unit and passes.
+// units a second, far over a partition's 1,000. (The model once kept, per
+// table key, the largest rate of one saga instead of the sum over the
+// sagas that share the key, and reported a tenth of a unit.)
 func TestScaleModelSeesAHotTableKey(t *testing.T) {
 	const n, rate = 100_000, 10_000
 	oneTableKey := func(it map[string]types.AttributeValue) {
