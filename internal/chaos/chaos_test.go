@@ -248,7 +248,7 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	cancels.Wait()
-	duplicates, hung, cancelled := 0, 0, 0
+	duplicates, hung, cancelled, timedOut := 0, 0, 0, 0
 	for id := range all {
 		fail := failAt[id]
 		st := final[id]
@@ -282,7 +282,20 @@ func TestChaos(t *testing.T) {
 			cancelled++
 			checked["cancel_during_action_compensates_it"]++
 			got := stepsOf(dos)
-			compensable := slices.DeleteFunc(slices.Clone(got), func(s string) bool { return s == "d" })
+			// Compensated: the compensable steps whose call returned
+			// success. A call that ran into the invocation's deadline after
+			// its effect (a Timeout) while the cancel waited is not retried,
+			// so not compensated: the contract's exposure (docs/RELIABILITY.md),
+			// which the simulation exempts the same way.
+			var returned []chaos.Entry
+			for _, e := range dos {
+				if e.Returned {
+					returned = append(returned, e)
+				} else {
+					timedOut++
+				}
+			}
+			compensable := slices.DeleteFunc(stepsOf(returned), func(s string) bool { return s == "d" })
 			wantUndo := slices.Clone(compensable)
 			slices.Reverse(wantUndo)
 			switch {
@@ -368,7 +381,7 @@ func TestChaos(t *testing.T) {
 	logs.mu.Lock()
 	cut := bytes.Count(logs.b.Bytes(), []byte("invocation failed"))
 	logs.mu.Unlock()
-	t.Logf("chaos report: %d sagas, %d workers killed with SIGKILL, %d invocations cut off mid-flight, %d duplicate action calls absorbed by idempotency keys, %d actions run into the invocation's deadline, %d sagas cancelled during an action", nSagas, kills.Load(), cut, duplicates, hung, cancelled)
+	t.Logf("chaos report: %d sagas, %d workers killed with SIGKILL, %d invocations cut off mid-flight, %d duplicate action calls absorbed by idempotency keys, %d actions run into the invocation's deadline, %d sagas cancelled during an action (%d of their calls timed out after the effect, not compensated)", nSagas, kills.Load(), cut, duplicates, hung, cancelled, timedOut)
 	for _, k := range []string{"no_saga_lost", "status_as_scripted", "versions_written_once", "effects_once_per_completed_step", "compensation_exact_reverse", "deadline_attempt_recorded", "cancel_during_action_compensates_it", "dead_letters_only_poison"} {
 		t.Logf("  %-32s checked %5d, violated %d", k, checked[k], violated[k])
 	}

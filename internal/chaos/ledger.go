@@ -39,6 +39,10 @@ type Entry struct {
 	Phase string // "do" or "undo"
 	Seq   int64
 	Calls int64
+	// Returned: a call with this key returned success to the engine (the
+	// ledger marks it just before returning). A call that ran into its
+	// deadline after its effect never did.
+	Returned bool
 }
 
 // CreateTable makes the ledger table.
@@ -86,7 +90,7 @@ func (l *Ledger) Register(reg *engine.Registry) {
 			case <-time.After(SlowFor):
 			}
 		}
-		return nil, nil
+		return nil, l.returned(ctx, c)
 	})
 	reg.MustRegister("ledger.undo", func(ctx context.Context, c saga.Call) (any, error) {
 		return nil, l.apply(ctx, c, "undo")
@@ -117,6 +121,16 @@ func (l *Ledger) apply(ctx context.Context, c saga.Call, phase string) (err erro
 	return err
 }
 
+// returned marks that a call with c's key returns success.
+func (l *Ledger) returned(ctx context.Context, c saga.Call) error {
+	_, err := l.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(l.Table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "EFFECT#" + c.IdempotencyKey}},
+		UpdateExpression:          aws.String("SET returned = :yes"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":yes": &types.AttributeValueMemberBOOL{Value: true}},
+	})
+	return err
+}
+
 // Entries reads the whole ledger, by saga.
 func (l *Ledger) Entries(ctx context.Context) (map[string][]Entry, error) {
 	out := map[string][]Entry{}
@@ -134,6 +148,9 @@ func (l *Ledger) Entries(ctx context.Context) (map[string][]Entry, error) {
 			e := Entry{Key: pk[len("EFFECT#"):], Saga: str(it, "saga"), Step: str(it, "step"), Phase: str(it, "phase")}
 			e.Seq, _ = strconv.ParseInt(num(it, "seq"), 10, 64)
 			e.Calls, _ = strconv.ParseInt(num(it, "calls"), 10, 64)
+			if v, ok := it["returned"].(*types.AttributeValueMemberBOOL); ok {
+				e.Returned = v.Value
+			}
 			out[e.Saga] = append(out[e.Saga], e)
 		}
 		if page.LastEvaluatedKey == nil {
