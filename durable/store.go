@@ -21,7 +21,12 @@ type SagaRecord struct {
 	// index it: it changes only when Status does.
 	StatusSince time.Time
 	UpdatedAt   time.Time // the time of the last transition
-	State       []byte    // State.MarshalBinary
+	// WakeAt is when a timer of the saga is due (a wait, a timeout, the
+	// saga's deadline while it waits); zero: none. A store indexes it
+	// (SagaListDue); it changes only when the saga starts or stops
+	// waiting on a timer, or its timer changes.
+	WakeAt time.Time
+	State  []byte // State.MarshalBinary
 	// Resends counts the sweep's re-sends of the saga's outbox since the
 	// write of this version (SagaSetResends). Reads return it; create and
 	// update ignore it and store zero, so it counts only while the saga
@@ -80,6 +85,25 @@ type SagaListResult struct {
 	NextCursor string
 }
 
+// SagaListDueParams lists the sagas whose timer is due.
+type SagaListDueParams struct {
+	Before time.Time // only sagas whose WakeAt is before it (required)
+	Limit  int       // at most this many; 0 means 100; a store may cap it (store/dynamo: 1,000)
+	Cursor string    // from a previous SagaListDueResult; empty for the first page
+}
+
+// SagaDue is one saga whose timer is due.
+type SagaDue struct {
+	SagaID string    // the saga's id
+	WakeAt time.Time // when its timer is due
+}
+
+// SagaListDueResult is one page of due timers, earliest first.
+type SagaListDueResult struct {
+	Sagas      []SagaDue // earliest WakeAt first (then SagaID)
+	NextCursor string    // empty on the last page
+}
+
 // SagaSetResendsParams changes the count of re-sends of a saga's stored
 // outbox, as a compare-and-set: the sweep claims a re-send (From n, To n+1)
 // before it sends, and gives it back (From n+1, To n) if the send fails.
@@ -131,6 +155,10 @@ type Store interface {
 	// status change writes a later StatusSince (saga.Advance keeps it so,
 	// whatever the writers' clocks).
 	SagaList(ctx context.Context, params *SagaListParams) (*SagaListResult, error)
+	// SagaListDue pages through the sagas whose WakeAt is set and before
+	// Before, earliest first. Like a listing, it is eventually consistent:
+	// a timer set a moment ago may be missed by one call.
+	SagaListDue(ctx context.Context, params *SagaListDueParams) (*SagaListDueResult, error)
 	// SagaSetResends sets the saga's Resends to To if it is stored at
 	// Version with Resends From; ErrConflict when either differs (the saga
 	// moved on, or another sweep counted first), ErrNotFound when there is

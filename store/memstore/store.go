@@ -138,6 +138,48 @@ func (s *Store) SagaList(_ context.Context, p *durable.SagaListParams) (*durable
 	return res, nil
 }
 
+// SagaListDue implements durable.Store: the sagas with a WakeAt before
+// p.Before, earliest first; the cursor is the position (durable.ListPosition
+// of WakeAt and id) of the last one returned.
+func (s *Store) SagaListDue(_ context.Context, p *durable.SagaListDueParams) (*durable.SagaListDueResult, error) {
+	if p.Before.IsZero() {
+		return nil, fmt.Errorf("list due timers: a Before time is required")
+	}
+	if p.Cursor != "" && !durable.ValidListPosition(p.Cursor) {
+		return nil, fmt.Errorf("list due timers: bad cursor %q", p.Cursor)
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	type entry struct {
+		pos string
+		due durable.SagaDue
+	}
+	s.mu.RLock()
+	var all []entry
+	for _, r := range s.sagas {
+		if r.WakeAt.IsZero() || !r.WakeAt.Before(p.Before) {
+			continue
+		}
+		pos := durable.ListPosition(r.WakeAt, r.SagaID)
+		if p.Cursor != "" && pos <= p.Cursor {
+			continue
+		}
+		all = append(all, entry{pos, durable.SagaDue{SagaID: r.SagaID, WakeAt: r.WakeAt}})
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(all, func(a, b entry) int { return strings.Compare(a.pos, b.pos) })
+	res := &durable.SagaListDueResult{}
+	for _, e := range all[:min(limit, len(all))] {
+		res.Sagas = append(res.Sagas, e.due)
+	}
+	if len(all) > limit {
+		res.NextCursor = all[limit-1].pos
+	}
+	return res, nil
+}
+
 // DefinitionPut implements durable.Store.
 func (s *Store) DefinitionPut(_ context.Context, p *durable.DefinitionPutParams) error {
 	s.mu.Lock()
