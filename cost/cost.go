@@ -238,13 +238,26 @@ func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
 		return nil, err
 	}
 	s.Statuses = append(s.Statuses, string(st.Status))
+	now := dryRunStart
 	for range maxCalls {
-		if _, pending := st.Pending(); !pending {
+		cur, pending := st.Pending()
+		if !pending {
 			break
+		}
+		if cur.Wait {
+			// A wait's timer: a transition and a message, no action.
+			// TODO(issue 13): the by_due index's writes and the ticker's
+			// share are not counted yet.
+			now = st.WakeAt()
+			if err := plan.Advance(st, saga.Event{Kind: saga.EventTimer, Now: now, OnStep: onStep}); err != nil {
+				return nil, err
+			}
+			s.Statuses = append(s.Statuses, string(st.Status))
+			continue
 		}
 		s.ActionSteps++
 		var out any
-		call, callErr := plan.Call(st, dryRunStart)
+		call, callErr := plan.Call(st, now)
 		if callErr != nil {
 			callErr = saga.Permanent(callErr) // as in the coordinator: the step fails
 		} else {
@@ -257,7 +270,7 @@ func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
 				callErr = saga.NewError("Transient", "costed transient failure")
 			}
 		}
-		if err := plan.Advance(st, saga.Event{Kind: saga.EventResult, Now: dryRunStart, Output: out, Err: callErr, OnStep: onStep}); err != nil {
+		if err := plan.Advance(st, saga.Event{Kind: saga.EventResult, Now: now, Output: out, Err: callErr, OnStep: onStep}); err != nil {
 			return nil, err
 		}
 		s.Statuses = append(s.Statuses, string(st.Status))

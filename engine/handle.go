@@ -27,6 +27,8 @@ const (
 	HandledResent  Outcome = "resent"   // the transition had happened: re-sent its outbox
 	HandledStale   Outcome = "stale"    // an old duplicate: dropped
 	HandledNothing Outcome = "finished" // the saga waits for nothing: dropped
+	HandledTimer   Outcome = "timer"    // fired the saga's timer and wrote the next version
+	HandledEarly   Outcome = "early"    // the saga's timer is not due yet: sent again for the rest, no write
 )
 
 // Handle processes one message body, as docs/PROTOCOL.md describes. A nil
@@ -90,6 +92,9 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 	if id, _ := plan.Awaits(cur); id != msg.Step || cur.Attempt != msg.Attempt || cur.Compensating != (msg.Queue == durable.QueueCompensate) {
 		return "", fmt.Errorf("%w: message for %s %s attempt %d, but saga %s version %d waits on %s attempt %d",
 			durable.ErrMalformedMessage, msg.Queue, msg.Step, msg.Attempt, msg.SagaID, st.Version, id, cur.Attempt)
+	}
+	if cur.Wait {
+		return c.fire(ctx, msg, st, plan)
 	}
 	if err := c.timeLeft(ctx, plan, cur, msg); err != nil {
 		return "", err
@@ -161,6 +166,57 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 	}
 	c.logHandled(ctx, msg, st, HandledStep, took)
 	return HandledStep, nil
+}
+
+// fire handles the message of a waiting saga's timer: once it is due, one
+// transition (EventTimer) written and sent like any other; before, the
+// message goes out again for the time left, and nothing is written.
+func (c *Coordinator) fire(ctx context.Context, msg durable.Message, st *saga.State, plan *saga.Plan) (Outcome, error) {
+	now := c.cfg.Clock.Now()
+	if wake := st.WakeAt(); now.Before(wake) {
+		again := durable.Message{SagaID: st.SagaID, Version: st.Version, Queue: durable.QueueAdvance, Step: msg.Step, Attempt: msg.Attempt, Delay: min(wake.Sub(now), durable.MaxDelay)}
+		if err := c.send(ctx, []durable.Message{again}); err != nil {
+			return "", fmt.Errorf("saga %s: timer not due, sending it again: %w", st.SagaID, err)
+		}
+		c.logHandled(ctx, msg, st, HandledEarly, 0)
+		return HandledEarly, nil
+	}
+	var h *heard
+	if c.cfg.OnStep != nil {
+		h = &heard{}
+	}
+	base := st.Version
+	apply := func(st *saga.State, limit int) error {
+		ev := saga.Event{Kind: saga.EventTimer, Now: now, Rand: c.cfg.Rand(), StoreLimit: limit}
+		if h != nil {
+			ev.OnStep = c.observer(h, msg.SagaID, st, nil)
+		}
+		if err := plan.Advance(st, ev); err != nil {
+			return err
+		}
+		return c.write(ctx, st, base, h)
+	}
+	err := apply(st, 0)
+	if unstorable(err) {
+		// The steps after the wait grew the state past what can be stored:
+		// run them again from the version read, measuring, so that the step
+		// that grew it fails in a state that can be.
+		if _, st, _, err = c.load(ctx, msg.SagaID); err != nil {
+			return "", err
+		}
+		if st.Version != base {
+			return "", fmt.Errorf("saga %s: %w", msg.SagaID, durable.ErrConflict)
+		}
+		err = apply(st, saga.MaxStateBytes)
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := c.send(ctx, st.Outbox); err != nil {
+		return "", fmt.Errorf("saga %s: version %d written, outbox not sent: %w", msg.SagaID, st.Version, err)
+	}
+	c.logHandled(ctx, msg, st, HandledTimer, 0)
+	return HandledTimer, nil
 }
 
 // waitedFor reports whether st is a cancel request (written after msg's

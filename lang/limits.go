@@ -16,3 +16,8 @@ const (
 // MaxSagaTimeout bounds a saga's timeout, as Step Functions and Lambda
 // durable functions bound an execution: one year.
 const MaxSagaTimeout = 365 * 24 * time.Hour
+
+// MaxWait bounds a wait step's for: and how far ahead its until: may
+// lie: one year, as the saga's timeout. A saga with a timeout waits no
+// longer than it.
+const MaxWait = MaxSagaTimeout

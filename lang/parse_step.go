@@ -10,7 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-var stepFields = []string{"id", "next", "catch", "action", "with", "out", "retry", "timeout", "compensate", "set", "switch", "assert", "fail", "succeed"}
+var stepFields = []string{"id", "next", "catch", "action", "with", "out", "retry", "timeout", "compensate", "set", "switch", "assert", "fail", "succeed", "wait"}
 
 func (p *parser) stepNode(i int, n *yaml.Node) *Step {
 	s := &Step{Pos: Pos{n.Line, n.Column}, pos: map[string]Pos{}}
@@ -137,6 +137,8 @@ func (p *parser) stepNode(i int, n *yaml.Node) *Step {
 			p.errorf(kn, "fail.error", "missing: a fail step names its error type")
 		}
 		s.Fail = f
+	case KindWait:
+		s.Wait = p.wait(kn)
 	case KindSucceed:
 		if kn.Kind == yaml.ScalarNode && kn.ShortTag() == "!!null" {
 			break
@@ -148,8 +150,33 @@ func (p *parser) stepNode(i int, n *yaml.Node) *Step {
 	return s
 }
 
+// wait reads {for: DURATION} or {until: CEL timestamp}.
+func (p *parser) wait(n *yaml.Node) *Wait {
+	w := &Wait{Pos: Pos{n.Line, n.Column}}
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "wait", "must be {for: DURATION} (such as 36h) or {until: \"${CEL timestamp}\"}")
+		return w
+	}
+	p.eachField(n, "wait.", []string{"for", "until"}, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "for":
+			w.For = p.duration(v, "wait.for", MaxWait)
+		case "until":
+			w.Until = p.expression(v, "wait.until", "until: is a CEL expression that yields a timestamp")
+			w.Pos = Pos{v.Line, v.Column + quoteOffset(v)}
+		}
+	})
+	switch hasFor, hasUntil := p.hasKey(n, "for"), p.hasKey(n, "until"); {
+	case hasFor && hasUntil:
+		p.errorf(n, "wait", "has both for: and until:; give one")
+	case !hasFor && !hasUntil:
+		p.errorf(n, "wait", "missing: give for: DURATION (such as 36h) or until: \"${CEL timestamp}\"")
+	}
+	return w
+}
+
 func kindList() string {
-	names := make([]string, 0, 6)
+	names := make([]string, 0, 7)
 	for _, k := range StepKinds() {
 		names = append(names, string(k))
 	}
@@ -251,6 +278,12 @@ func (p *parser) cases(n *yaml.Node) []Case {
 
 // condition reads an if: field. It is CEL with or without ${ }.
 func (p *parser) condition(n *yaml.Node, field string) string {
+	return p.expression(n, field, "a condition is a CEL expression that yields a bool")
+}
+
+// expression reads a field that holds one CEL expression, with or without
+// ${ }; what says what it must be, for the error when it is empty.
+func (p *parser) expression(n *yaml.Node, field, what string) string {
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool" {
 		return n.Value
 	}
@@ -264,7 +297,7 @@ func (p *parser) condition(n *yaml.Node, field string) string {
 	}
 	if strings.TrimSpace(s) == "" {
 		// An empty condition would compile to no program at all.
-		p.errorf(n, field, "empty expression: a condition is a CEL expression that yields a bool")
+		p.errorf(n, field, "empty expression: %s", what)
 		return ""
 	}
 	if len(s) > MaxExpressionBytes {

@@ -12,11 +12,12 @@ const (
 	KindAssert  StepKind = "assert"  // fails the step when its condition is false
 	KindFail    StepKind = "fail"    // fails the saga: it compensates
 	KindSucceed StepKind = "succeed" // ends the saga, succeeded, with its output (default: vars)
+	KindWait    StepKind = "wait"    // pauses the saga, status waiting, for a duration or until a time
 )
 
 // StepKinds lists every step kind, in documentation order.
 func StepKinds() []StepKind {
-	return []StepKind{KindAction, KindSet, KindSwitch, KindAssert, KindFail, KindSucceed}
+	return []StepKind{KindAction, KindSet, KindSwitch, KindAssert, KindFail, KindSucceed, KindWait}
 }
 
 // InputTypes lists the type names an input field may declare.
@@ -73,6 +74,7 @@ type Step struct {
 	Assert  *Assertion   // assert
 	Fail    *Failure     // fail
 	Succeed *Value       // succeed: the output, nil for none
+	Wait    *Wait        // wait
 
 	pos map[string]Pos // field path -> position
 }
@@ -85,6 +87,13 @@ func (s *Step) FieldPos(field string) Pos {
 		return p
 	}
 	return s.Pos
+}
+
+// Wait is a wait step's timer: For, or Until, never both.
+type Wait struct {
+	For   time.Duration // wait this long after the step is reached; zero: Until
+	Until string        // a CEL expression, without ${ }, yielding the timestamp to wait until
+	Pos   Pos           // of Until's expression; of the wait mapping otherwise
 }
 
 // Catch routes a failure whose error type is listed to another step.

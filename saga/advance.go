@@ -79,6 +79,20 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		}
 		st.Cursors = st.Cursors[:0]
 		r.compensate(cancelled())
+	case EventTimer:
+		cur := st.Cursors[0]
+		st.Cursors = st.Cursors[:0]
+		if !st.Deadline.IsZero() && !ev.Now.Before(st.Deadline) {
+			s := p.steps[cur.Step]
+			err := &StepError{Step: s.ID, Type: lang.ErrorTypeDeadline, Message: fmt.Sprintf("saga deadline %s passed while it waited", st.Deadline.UTC().Format(time.RFC3339))}
+			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: 1, Error: err})
+			r.compensate(err)
+			break
+		}
+		s := p.steps[cur.Step]
+		st.Status = durable.StatusRunning
+		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
+		r.run(s.nextIndex)
 	case EventResume:
 		st.CompensationError = nil
 		st.Status = durable.StatusCompensating
@@ -129,6 +143,14 @@ func (p *Plan) admit(st *State, ev Event) error {
 	case EventResume:
 		if st.Status != durable.StatusCompensationFailed {
 			return fmt.Errorf("%w: saga %s is %s; only compensation_failed sagas resume", ErrInvalidEvent, st.SagaID, st.Status)
+		}
+	case EventTimer:
+		wake := st.WakeAt()
+		if wake.IsZero() {
+			return fmt.Errorf("%w: saga %s (%s) waits on no timer", ErrInvalidEvent, st.SagaID, st.Status)
+		}
+		if ev.Now.Before(wake) {
+			return fmt.Errorf("%w: saga %s's timer is due at %s, not yet at %s", ErrInvalidEvent, st.SagaID, wake.UTC().Format(time.RFC3339Nano), ev.Now.UTC().Format(time.RFC3339Nano))
 		}
 	default:
 		return fmt.Errorf("%w: unknown event kind %d", ErrInvalidEvent, ev.Kind)
@@ -297,6 +319,28 @@ func (r *runner) run(idx int) {
 			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: 1, Error: err})
 			r.compensate(err)
 			return
+		case lang.KindWait:
+			due, err := r.due(s)
+			if err != nil {
+				if next, ok := r.caught(s, 1, exprError(s.ID, err)); ok {
+					idx = next
+					continue
+				}
+				return
+			}
+			if due.After(r.ev.Now) {
+				st.Cursors = append(st.Cursors[:0], Cursor{Step: idx, Attempt: 1, Seq: st.Seq, Wait: true, Due: due})
+				st.Status = durable.StatusWaiting
+				if wake := st.WakeAt(); wake.Sub(r.ev.Now) <= durable.MaxDelay {
+					// Due within what a queue's delay covers: the message
+					// is the timer. Later ones are sent by the ticker when
+					// they come near (durable.SagaRecord.WakeAt).
+					r.send(durable.QueueAdvance, s.ID, 1, wake.Sub(r.ev.Now))
+				}
+				r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeWaiting, Attempt: 1})
+				return
+			}
+			idx = s.nextIndex // due already: until in the past goes on at once
 		case lang.KindSucceed:
 			var out any = st.Vars
 			if s.output != nil {
@@ -321,6 +365,25 @@ func (r *runner) run(idx int) {
 		}
 		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
 	}
+}
+
+// due is when a wait step's timer is due: its for after now, or its until.
+func (r *runner) due(s *planStep) (time.Time, error) {
+	if s.until == nil {
+		return r.ev.Now.Add(s.Wait.For), nil
+	}
+	v, err := s.until.eval(r.activation(r.st.Vars, 1))
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, ok := v.Value().(time.Time)
+	if !ok {
+		return time.Time{}, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("wait until ${%s} is a %s, not a timestamp", s.until.src, v.Type().TypeName())}
+	}
+	if limit := r.ev.Now.Add(lang.MaxWait); t.After(limit) {
+		return time.Time{}, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("wait until %s is more than %s ahead, the longest wait", t.UTC().Format(time.RFC3339), lang.FormatDuration(lang.MaxWait))}
+	}
+	return t, nil
 }
 
 func (r *runner) choose(s *planStep) (int, error) {

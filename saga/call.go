@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
 )
 
 // Call is an action invocation: what a worker runs for a saga's pending cursor.
@@ -33,6 +35,21 @@ func (st *State) Pending() (Cursor, bool) {
 		return Cursor{}, false
 	}
 	return st.Cursors[0], true
+}
+
+// WakeAt is when the saga's timer is due: the wait a waiting saga waits
+// on, or its deadline when that comes first; zero when it waits on no
+// timer. Stores index it (durable.SagaRecord.WakeAt), and EventTimer fires
+// it.
+func (st *State) WakeAt() time.Time {
+	cur, ok := st.Pending()
+	if !ok || !cur.Wait || st.Status != durable.StatusWaiting {
+		return time.Time{}
+	}
+	if !st.Deadline.IsZero() && st.Deadline.Before(cur.Due) {
+		return st.Deadline
+	}
+	return cur.Due
 }
 
 // Awaits names what a pending cursor waits on: its step's id and the

@@ -98,6 +98,10 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 		if c.Compensating {
 			e.uint(4, 1)
 		}
+		if c.Wait {
+			e.uint(5, 1)
+			e.time(6, c.Due)
+		}
 		e.end(at)
 	}
 	for _, c := range st.Stack {
@@ -329,6 +333,10 @@ func (st *State) UnmarshalBinary(data []byte) error {
 					c.Seq = d.uint()
 				case 4:
 					c.Compensating = d.uint() == 1
+				case 5:
+					c.Wait = d.uint() == 1
+				case 6:
+					c.Due = d.time()
 				default:
 					return false
 				}

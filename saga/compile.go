@@ -251,6 +251,19 @@ func (c *compiler) compileStep(ps *planStep) {
 		if s.Succeed != nil {
 			ps.output = c.template(s, "succeed.output", s.Succeed)
 		}
+	case lang.KindWait:
+		if s.Wait.Until != "" {
+			prg := c.expr(s, "wait.until", s.Wait.Until, s.Wait.Pos.Line, s.Wait.Pos.Column)
+			if prg != nil && !prg.outType.IsExactType(cel.TimestampType) && !prg.outType.IsExactType(cel.DynType) {
+				c.errorf(s.Wait.Pos, s.ID, "wait.until", "until must be a timestamp, but ${%s} is a %s (timestamp('2026-12-24T09:00:00Z') makes one from text)", s.Wait.Until, prg.outType)
+				prg = nil
+			}
+			ps.until = prg
+		}
+		if t := c.def.Timeout; t > 0 && s.Wait.For > t {
+			c.errorf(s.FieldPos("wait"), s.ID, "wait.for", "%s is longer than the saga's timeout of %s: the saga would compensate before it ends",
+				lang.FormatDuration(s.Wait.For), lang.FormatDuration(t))
+		}
 	}
 }
 

@@ -37,12 +37,22 @@ func (p *Plan) DryRun(params DryRunParams) (*State, error) {
 	if err := p.Advance(st, Event{Kind: EventStart, Now: dryRunStart, SagaID: "dry-run", Input: params.Input, OnStep: params.OnStep}); err != nil {
 		return nil, err
 	}
+	now := dryRunStart
 	for range dryRunMaxCalls {
-		if _, pending := st.Pending(); !pending {
+		cur, pending := st.Pending()
+		if !pending {
 			return st, nil // the saga is final
 		}
+		if cur.Wait {
+			// A wait: its timer fires when due, and time moves on to then.
+			now = st.WakeAt()
+			if err := p.Advance(st, Event{Kind: EventTimer, Now: now, OnStep: params.OnStep}); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		var out any
-		call, callErr := p.Call(st, dryRunStart)
+		call, callErr := p.Call(st, now)
 		if callErr != nil {
 			// Building the input failed: the step fails, as in the coordinator.
 			callErr = Permanent(callErr)
@@ -55,7 +65,7 @@ func (p *Plan) DryRun(params DryRunParams) (*State, error) {
 				out, callErr = params.Act(call)
 			}
 		}
-		if err := p.Advance(st, Event{Kind: EventResult, Now: dryRunStart, Output: out, Err: callErr, OnStep: params.OnStep}); err != nil {
+		if err := p.Advance(st, Event{Kind: EventResult, Now: now, Output: out, Err: callErr, OnStep: params.OnStep}); err != nil {
 			return nil, err
 		}
 	}

@@ -19,9 +19,12 @@ const (
 	EventCancel
 	// EventResume continues a saga parked in compensation_failed.
 	EventResume
+	// EventTimer fires the timer of a waiting saga (State.WakeAt): the
+	// wait it waits on ends, or its deadline has passed.
+	EventTimer
 )
 
-// String returns the kind's name: "start", "result", "cancel" or "resume".
+// String returns the kind's name: "start", "result", "cancel", "resume" or "timer".
 func (k EventKind) String() string {
 	switch k {
 	case EventStart:
@@ -32,6 +35,8 @@ func (k EventKind) String() string {
 		return "cancel"
 	case EventResume:
 		return "resume"
+	case EventTimer:
+		return "timer"
 	}
 	return fmt.Sprintf("event(%d)", uint8(k))
 }
@@ -74,6 +79,7 @@ type StepOutcome string
 
 const (
 	OutcomeStarted            StepOutcome = "started"             // an action is now pending
+	OutcomeWaiting            StepOutcome = "waiting"             // a wait step's timer is set: the saga waits
 	OutcomeCompleted          StepOutcome = "completed"           // the step succeeded
 	OutcomeRetrying           StepOutcome = "retrying"            // the action failed and will run again
 	OutcomeFailed             StepOutcome = "failed"              // the step failed for good

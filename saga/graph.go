@@ -25,7 +25,7 @@ func (c *compiler) successors(i int) (succ []int, onSuccess []bool) {
 		return j, ok
 	}
 	switch ps.Kind {
-	case lang.KindAction, lang.KindSet, lang.KindAssert, "": // "": a shape error, reported already; assume it falls through
+	case lang.KindAction, lang.KindSet, lang.KindAssert, lang.KindWait, "": // "": a shape error, reported already; assume it falls through
 		add(ps.nextIndex, true)
 	case lang.KindSwitch:
 		hasDefault := false
@@ -93,8 +93,8 @@ func (c *compiler) checkGraph() {
 		hasAction, hasExit := false, false
 		first := comp[0]
 		for _, i := range comp {
-			if c.plan.steps[i].Kind == lang.KindAction {
-				hasAction = true
+			if k := c.plan.steps[i].Kind; k == lang.KindAction || k == lang.KindWait {
+				hasAction = true // a pass takes a message, or time
 			}
 			if i < first {
 				first = i
@@ -111,7 +111,7 @@ func (c *compiler) checkGraph() {
 		case !hasExit:
 			c.errorf(s.Pos, s.ID, "", "loop with no way out: %s", names)
 		case !hasAction:
-			c.errorf(s.Pos, s.ID, "", "loop of steps that do no work between passes (%s): put an action in it", names)
+			c.errorf(s.Pos, s.ID, "", "loop of steps that do no work between passes (%s): put an action or a wait in it", names)
 		}
 	}
 	c.reachable = seen

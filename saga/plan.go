@@ -33,6 +33,7 @@ type planStep struct {
 	cases     []compiledCase   // switch
 	check     *program         // assert: its if
 	output    *template        // succeed: its output
+	until     *program         // wait: its until, a timestamp
 	routes    []compiledCatch  // catch
 	policy    lang.RetryPolicy // action: its retry, or the default
 	comp      *compiledComp    // compensate

@@ -23,7 +23,7 @@ func (st *State) Record(buf []byte) (durable.SagaRecord, error) {
 		return durable.SagaRecord{}, fmt.Errorf("%w: saga %s would be %d bytes, over %d", durable.ErrTooLarge, st.SagaID, len(b), limit)
 	}
 	return durable.SagaRecord{SagaID: st.SagaID, Version: st.Version, Status: st.Status, Name: st.Name, DefinitionHash: st.DefinitionHash,
-		CreatedAt: st.CreatedAt, StatusSince: st.StatusSince, UpdatedAt: st.UpdatedAt, State: b}, nil
+		CreatedAt: st.CreatedAt, StatusSince: st.StatusSince, UpdatedAt: st.UpdatedAt, WakeAt: st.WakeAt(), State: b}, nil
 }
 
 // CheckState reports what in st does not fit the plan, so that a damaged
@@ -40,6 +40,12 @@ func (p *Plan) CheckState(st *State) error {
 			return fmt.Errorf("a cursor at attempt %d", c.Attempt)
 		}
 		s := p.steps[c.Step]
+		if c.Wait {
+			if s.Kind != lang.KindWait || c.Compensating || c.Due.IsZero() {
+				return fmt.Errorf("a timer at step %s, which is no wait", s.ID)
+			}
+			continue
+		}
 		if s.Kind != lang.KindAction || (c.Compensating && s.comp == nil) {
 			return fmt.Errorf("a cursor at step %s, which has no such action", s.ID)
 		}
