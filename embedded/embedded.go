@@ -40,6 +40,16 @@ type Config struct {
 	OnStep func(engine.StepEvent)
 	// PollInterval is how often Wait looks at a saga; default 2ms.
 	PollInterval time.Duration
+	// Clock is the sagas' time; default the system clock. A
+	// *durable.ManualClock runs them in virtual time (memory store and
+	// queue only): whenever nothing is in flight, the runtime moves the
+	// clock on to the next thing due (a delayed message, a timer), so a
+	// saga that waits 30 days, or retries with long backoffs, runs in
+	// milliseconds.
+	Clock durable.Clock
+	// TickInterval is how often the runtime fires due timers
+	// (engine.Coordinator.Tick) on a real clock; default 1s.
+	TickInterval time.Duration
 }
 
 // Runtime is a running in-process saga system.
@@ -70,21 +80,36 @@ func Start(cfg Config) (*Runtime, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = durable.SystemClock{}
+	}
+	if cfg.TickInterval == 0 {
+		cfg.TickInterval = time.Second
+	}
+	virtual, _ := cfg.Clock.(*durable.ManualClock)
 	r := &Runtime{cfg: cfg, Store: cfg.Store, Queue: cfg.Queue, Receiver: cfg.Receiver}
+	var mq *memqueue.Queue
 	switch {
 	case cfg.Store == nil && cfg.Queue == nil && cfg.Receiver == nil:
-		q := memqueue.New(memqueue.Config{Visibility: cfg.Visibility, PollInterval: time.Millisecond})
-		r.Store, r.Queue, r.Receiver = memstore.New(), q, q
+		mq = memqueue.New(memqueue.Config{Visibility: cfg.Visibility, PollInterval: time.Millisecond, Clock: cfg.Clock})
+		r.Store, r.Queue, r.Receiver = memstore.New(), mq, mq
 	case cfg.Store == nil || cfg.Queue == nil || cfg.Receiver == nil:
 		return nil, errors.New("embedded: set Store, Queue and Receiver together, or none")
+	case virtual != nil:
+		return nil, errors.New("embedded: a manual clock (virtual time) needs the memory store and queue")
 	}
-	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.Store, Queue: r.Queue, Actions: cfg.Actions, Logger: cfg.Logger, OnStep: cfg.OnStep})
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.Store, Queue: r.Queue, Actions: cfg.Actions, Logger: cfg.Logger, OnStep: cfg.OnStep, Clock: cfg.Clock})
 	if err != nil {
 		return nil, err
 	}
 	r.Coordinator = coord
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
+	if virtual != nil {
+		r.wg.Go(func() { r.runVirtualTime(ctx, virtual, mq) })
+	} else {
+		r.wg.Go(func() { r.runTicks(ctx) })
+	}
 	for _, q := range durable.QueueNames() {
 		for range cfg.Workers {
 			r.wg.Go(func() {
@@ -93,6 +118,58 @@ func Start(cfg Config) (*Runtime, error) {
 		}
 	}
 	return r, nil
+}
+
+// runTicks fires due timers every TickInterval until ctx ends.
+func (r *Runtime) runTicks(ctx context.Context) {
+	t := time.NewTicker(r.cfg.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := r.Coordinator.Tick(ctx, &engine.TickParams{}); err != nil && ctx.Err() == nil {
+				r.cfg.Logger.LogAttrs(ctx, slog.LevelError, "tick failed", slog.String("error", err.Error()))
+			}
+		}
+	}
+}
+
+// farAhead is beyond any timer: a wait and a saga's timeout are at most a year.
+const farAhead = 2 * 365 * 24 * time.Hour
+
+// runVirtualTime moves a manual clock on whenever nothing is in flight
+// and nothing is visible: to the next delayed message, or the next timer,
+// whichever comes first; then fires what is due.
+func (r *Runtime) runVirtualTime(ctx context.Context, clock *durable.ManualClock, q *memqueue.Queue) {
+	t := time.NewTicker(r.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		inFlight, next := q.Pending()
+		now := clock.Now()
+		if inFlight > 0 || (!next.IsZero() && !next.After(now)) {
+			continue // work in hand, or visible: the workers take it
+		}
+		due, err := r.Store.SagaListDue(ctx, &durable.SagaListDueParams{Before: now.Add(farAhead), Limit: 1})
+		if err == nil && len(due.Sagas) > 0 && (next.IsZero() || due.Sagas[0].WakeAt.Before(next)) {
+			next = due.Sagas[0].WakeAt
+		}
+		if next.IsZero() {
+			continue // nothing waits
+		}
+		if next.After(now) {
+			clock.Advance(next.Sub(now))
+		}
+		if _, err := r.Coordinator.Tick(ctx, &engine.TickParams{}); err != nil && ctx.Err() == nil {
+			r.cfg.Logger.LogAttrs(ctx, slog.LevelError, "tick failed", slog.String("error", err.Error()))
+		}
+	}
 }
 
 // Close stops the workers and waits for them.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/embedded"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/saga"
@@ -68,4 +69,50 @@ steps:
 	// payments.refund o-1001/charge.compensate/2
 	// inventory.release o-1001/reserve.compensate/1
 	// compensated because step ship: NoCarrier: no carrier today
+}
+
+// A test of a saga that waits 30 days, in virtual time: on a manual clock
+// the runtime moves time on whenever nothing is in flight, so the wait
+// passes at once.
+func Example_virtualTime() {
+	src := []byte(`saga: subscription
+steps:
+  - id: open
+    action: accounts.open
+  - id: trial
+    wait: {for: 720h}
+  - id: bill
+    action: payments.charge
+`)
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	clock := durable.NewManualClock(start)
+	actions := engine.NewRegistry()
+	actions.SetFallback(func(ctx context.Context, call saga.Call) (any, error) {
+		fmt.Println(call.Action, "on", clock.Now().Format("2006-01-02"))
+		return map[string]any{}, nil
+	})
+	rt, err := embedded.Start(embedded.Config{Actions: actions, Workers: 1, Clock: clock})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rt.Close()
+	plan, err := saga.Compile("subscription.yaml", src, saga.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	began := time.Now()
+	st, err := rt.Run(ctx, &engine.StartParams{Plan: plan, SagaID: "sub-1"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(st.Status, "after", clock.Now().Sub(start), "of virtual time, under a second of real time:", time.Since(began) < time.Second)
+	// Output:
+	// accounts.open on 2026-12-01
+	// payments.charge on 2026-12-31
+	// succeeded after 720h0m0s of virtual time, under a second of real time: true
 }

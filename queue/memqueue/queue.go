@@ -185,6 +185,31 @@ func (q *Queue) Delete(_ context.Context, p *durable.DeleteParams) error {
 	return nil
 }
 
+// Pending says what the queues (dead-letter queues aside) hold: how many
+// messages are in flight (received, their visibility timeout running) and
+// when the next of the others becomes visible (zero: none queued). A
+// runtime on a manual clock moves time on to it when nothing is in
+// flight.
+func (q *Queue) Pending() (inFlight int, next time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.cfg.Clock.Now()
+	for name, items := range q.queues {
+		if strings.HasSuffix(string(name), string(durable.DeadLetter(""))) {
+			continue
+		}
+		for _, it := range items {
+			switch {
+			case it.receipt != "" && it.visibleAt.After(now):
+				inFlight++
+			case next.IsZero() || it.visibleAt.Before(next):
+				next = it.visibleAt
+			}
+		}
+	}
+	return inFlight, next
+}
+
 // Len counts the messages on a queue, visible or not.
 func (q *Queue) Len(name durable.QueueName) int {
 	q.mu.Lock()
