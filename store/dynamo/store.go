@@ -89,9 +89,12 @@ const (
 	attrState     = "state"
 	attrGSI1PK    = "gsi1pk"
 	attrGSI1SK    = "gsi1sk"
+	attrGSI2PK    = "gsi2pk"
+	attrGSI2SK    = "gsi2sk"
 	attrTTL       = "ttl"
 	attrSource    = "src"
 	IndexByStatus = "by_status"
+	IndexByDue    = "by_due"
 	// TTLAttribute is the attribute the table's time to live reads.
 	TTLAttribute = attrTTL
 )
@@ -164,9 +167,14 @@ func statusKey(status durable.Status, shard int) string {
 	return fmt.Sprintf("STATUS#%s#%02d", status, shard)
 }
 
+// dueKey is the by_due partition key of the timers of one shard.
+func dueKey(shard int) string {
+	return fmt.Sprintf("DUE#%02d", shard)
+}
+
 // item builds the saga item, checking its size first.
 func (s *Store) item(r *durable.SagaRecord) (map[string]types.AttributeValue, error) {
-	size := len(r.State) + len(r.SagaID)*3 + len(r.Name) + len(r.DefinitionHash) + 200
+	size := len(r.State) + len(r.SagaID)*4 + len(r.Name) + len(r.DefinitionHash) + 250
 	if size > MaxItemBytes {
 		return nil, fmt.Errorf("%w: saga %s item would be %d bytes, over the %d this store writes (DynamoDB's limit is 400 KB)", durable.ErrTooLarge, r.SagaID, size, MaxItemBytes)
 	}
@@ -180,6 +188,12 @@ func (s *Store) item(r *durable.SagaRecord) (map[string]types.AttributeValue, er
 	it[attrState] = &types.AttributeValueMemberB{Value: r.State}
 	it[attrGSI1PK] = &types.AttributeValueMemberS{Value: statusKey(r.Status, shard(r.SagaID))}
 	it[attrGSI1SK] = &types.AttributeValueMemberS{Value: durable.ListPosition(r.StatusSince, r.SagaID)}
+	// by_due is sparse: a saga without a timer has no gsi2 keys, so it has
+	// no entry, and its writes bill nothing on the index.
+	if !r.WakeAt.IsZero() {
+		it[attrGSI2PK] = &types.AttributeValueMemberS{Value: dueKey(shard(r.SagaID))}
+		it[attrGSI2SK] = &types.AttributeValueMemberS{Value: durable.ListPosition(r.WakeAt, r.SagaID)}
+	}
 	if expires(r.Status) && s.retention > 0 {
 		it[attrTTL] = &types.AttributeValueMemberN{Value: strconv.FormatInt(r.UpdatedAt.Add(s.retention).Unix(), 10)}
 	}
@@ -240,7 +254,8 @@ func decodeRecord(id string, it map[string]types.AttributeValue) (*durable.SagaR
 	r.DefinitionHash = strAttr(it, attrDef)
 	r.CreatedAt = timeAttr(it, attrCreated)
 	r.UpdatedAt = timeAttr(it, attrUpdated)
-	r.StatusSince, _ = sinceOf(strAttr(it, attrGSI1SK))
+	r.StatusSince, _ = timeOf(strAttr(it, attrGSI1SK))
+	r.WakeAt, _ = timeOf(strAttr(it, attrGSI2SK)) // absent: zero, no timer
 	if n, err := numAttr(it, attrResends); err == nil {
 		r.Resends = int(n)
 	}
@@ -269,8 +284,9 @@ func timeAttr(it map[string]types.AttributeValue, name string) time.Time {
 	return time.Unix(0, ns).UTC()
 }
 
-// sinceOf reads the status time out of an index sort key.
-func sinceOf(sk string) (time.Time, bool) {
+// timeOf reads the time out of an index sort key (a durable.ListPosition):
+// the status since in gsi1sk, the due time in gsi2sk.
+func timeOf(sk string) (time.Time, bool) {
 	if !durable.ValidListPosition(sk) {
 		return time.Time{}, false
 	}
@@ -345,20 +361,25 @@ func (s *Store) SagaSetResends(ctx context.Context, p *durable.SagaSetResendsPar
 	return wrap(err, "set the re-sends of saga %s", p.SagaID)
 }
 
-// MaxListLimit is the most sagas one SagaList page holds here.
+// MaxListLimit is the most sagas one SagaList or SagaListDue page holds
+// here.
 const MaxListLimit = 1000
 
 // listConcurrency bounds the shard queries one listing runs at once.
 const listConcurrency = 8
 
+// pageLimit is a listing's Limit: 100 when not set, at most MaxListLimit.
+func pageLimit(limit int) int {
+	if limit <= 0 {
+		return 100
+	}
+	return min(limit, MaxListLimit)
+}
+
 // SagaList implements durable.Store: a query per shard of each status
 // asked for, merged newest first (see the package doc).
 func (s *Store) SagaList(ctx context.Context, p *durable.SagaListParams) (*durable.SagaListResult, error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	limit = min(limit, MaxListLimit)
+	limit := pageLimit(p.Limit)
 	if p.Cursor != "" && !durable.ValidListPosition(p.Cursor) {
 		return nil, fmt.Errorf("list sagas: bad cursor %q", p.Cursor)
 	}
@@ -368,7 +389,7 @@ func (s *Store) SagaList(ctx context.Context, p *durable.SagaListParams) (*durab
 	// Every entry listed sorts below bound: the cursor, the time bound, or both.
 	bound := p.Cursor
 	if !p.EnteredBefore.IsZero() {
-		if b := durable.ListPosition(p.EnteredBefore, "")[:21]; bound == "" || b < bound {
+		if b := positionBound(p.EnteredBefore); bound == "" || b < bound {
 			bound = b
 		}
 	}
@@ -379,13 +400,106 @@ func (s *Store) SagaList(ctx context.Context, p *durable.SagaListParams) (*durab
 	var readers []*shardReader
 	for _, st := range statuses {
 		for sh := range Shards {
-			readers = append(readers, &shardReader{s: s, key: statusKey(st, sh), bound: bound})
+			readers = append(readers, &shardReader{s: s, index: byStatus, key: statusKey(st, sh), below: bound})
 		}
 	}
-	// Merge the shards newest first, reading each a few entries at a time:
-	// a page reads about what it returns plus a few entries per shard, not
-	// a page's worth from every shard. A shard that runs dry while it
-	// still has entries reads again, twice as many each time.
+	out, err := merge(ctx, readers, limit)
+	if err != nil {
+		return nil, wrap(err, "list sagas")
+	}
+	res := &durable.SagaListResult{}
+	for _, e := range out[:min(limit, len(out))] {
+		id := strings.TrimPrefix(strAttr(e.item, attrPK), "SAGA#")
+		since, _ := timeOf(e.pos)
+		res.Sagas = append(res.Sagas, durable.SagaSummary{SagaID: id, Name: strAttr(e.item, attrName), Status: durable.Status(strAttr(e.item, attrStatus)),
+			DefinitionHash: strAttr(e.item, attrDef), CreatedAt: timeAttr(e.item, attrCreated), StatusSince: since})
+	}
+	// One more than a page was taken when there is more.
+	if len(out) > limit {
+		res.NextCursor = out[limit-1].pos
+	}
+	return res, nil
+}
+
+// SagaListDue implements durable.Store: a query per shard of by_due,
+// merged earliest first (see the package doc). The cursor is the gsi2sk
+// of the last saga returned.
+func (s *Store) SagaListDue(ctx context.Context, p *durable.SagaListDueParams) (*durable.SagaListDueResult, error) {
+	if p.Before.IsZero() {
+		return nil, errors.New("list due timers: a Before time is required")
+	}
+	if p.Cursor != "" && !durable.ValidListPosition(p.Cursor) {
+		return nil, fmt.Errorf("list due timers: bad cursor %q", p.Cursor)
+	}
+	limit := pageLimit(p.Limit)
+	below := positionBound(p.Before)
+	res := &durable.SagaListDueResult{}
+	if p.Cursor != "" && p.Cursor >= below {
+		return res, nil // the cursor is past the bound: nothing is between them
+	}
+	readers := make([]*shardReader, Shards)
+	for sh := range readers {
+		readers[sh] = &shardReader{s: s, index: byDue, key: dueKey(sh), forward: true, after: p.Cursor, below: below}
+	}
+	out, err := merge(ctx, readers, limit)
+	if err != nil {
+		return nil, wrap(err, "list due timers")
+	}
+	for _, e := range out[:min(limit, len(out))] {
+		at, _ := timeOf(e.pos)
+		res.Sagas = append(res.Sagas, durable.SagaDue{SagaID: strings.TrimPrefix(strAttr(e.item, attrPK), "SAGA#"), WakeAt: at})
+	}
+	if len(out) > limit {
+		res.NextCursor = out[limit-1].pos
+	}
+	return res, nil
+}
+
+// positionBound is the least index sort key of time t: "<t>#", below every
+// entry of t (an id follows the #) and above every entry before t. An
+// entry is before t exactly when its sort key is below it.
+func positionBound(t time.Time) string {
+	return durable.ListPosition(t, "")
+}
+
+// indexKeys names a secondary index and its key attributes.
+type indexKeys struct {
+	name, pk, sk string
+}
+
+var (
+	byStatus = indexKeys{IndexByStatus, attrGSI1PK, attrGSI1SK}
+	byDue    = indexKeys{IndexByDue, attrGSI2PK, attrGSI2SK}
+)
+
+// listed is one index entry read by a listing.
+type listed struct {
+	pos  string                          // its index sort key, a durable.ListPosition
+	item map[string]types.AttributeValue // the entry: the keys and what the index projects
+}
+
+// shardReader reads one index partition key in pages, newest first or,
+// forward, oldest first, keeping the entries whose sort key is above after
+// and below below (either "": unbounded).
+type shardReader struct {
+	s            *Store
+	index        indexKeys
+	key          string // the partition key read
+	forward      bool   // ascending sort keys
+	after, below string
+	buf          []listed                        // read, not yet merged
+	start        map[string]types.AttributeValue // where the next page starts
+	want         int                             // entries the next page asks for
+	done         bool                            // read to its end
+}
+
+// merge merges the shards' entries in their order (every reader reads the
+// same way), up to limit+1 of them: one more than a page tells there is
+// more. It reads each shard a few entries at a time: a page reads about
+// what it returns plus a few entries per shard, not a page's worth from
+// every shard. A shard that runs dry while it still has entries reads
+// again, twice as many each time.
+func merge(ctx context.Context, readers []*shardReader, limit int) ([]listed, error) {
 	chunk := max(2, (limit+1+len(readers)-1)/len(readers))
 	for _, r := range readers {
 		r.want = chunk
@@ -393,11 +507,11 @@ func (s *Store) SagaList(ctx context.Context, p *durable.SagaListParams) (*durab
 	var out []listed
 	for len(out) <= limit {
 		if err := fill(ctx, readers); err != nil {
-			return nil, wrap(err, "list sagas")
+			return nil, err
 		}
 		var next *shardReader
 		for _, r := range readers {
-			if len(r.buf) > 0 && (next == nil || r.buf[0].pos > next.buf[0].pos) {
+			if len(r.buf) > 0 && (next == nil || r.precedes(next)) {
 				next = r
 			}
 		}
@@ -407,32 +521,16 @@ func (s *Store) SagaList(ctx context.Context, p *durable.SagaListParams) (*durab
 		out = append(out, next.buf[0])
 		next.buf = next.buf[1:]
 	}
-	res := &durable.SagaListResult{}
-	for _, f := range out[:min(limit, len(out))] {
-		res.Sagas = append(res.Sagas, f.sm)
-	}
-	// One more than a page was taken when there is more.
-	if len(out) > limit {
-		res.NextCursor = out[limit-1].pos
-	}
-	return res, nil
+	return out, nil
 }
 
-// listed is one index entry read by a listing.
-type listed struct {
-	pos string // its gsi1sk
-	sm  durable.SagaSummary
-}
-
-// shardReader reads one index partition key, newest first, below bound
-// (none: from the newest), in pages.
-type shardReader struct {
-	s          *Store
-	key, bound string
-	buf        []listed                        // read, not yet merged
-	start      map[string]types.AttributeValue // where the next page starts
-	want       int                             // entries the next page asks for
-	done       bool                            // read to its end
+// precedes reports whether r's next entry comes before o's in the order
+// both read.
+func (r *shardReader) precedes(o *shardReader) bool {
+	if r.forward {
+		return r.buf[0].pos < o.buf[0].pos
+	}
+	return r.buf[0].pos > o.buf[0].pos
 }
 
 // fill reads the next page of every shard whose entries are all merged and
@@ -458,35 +556,54 @@ func fill(ctx context.Context, readers []*shardReader) error {
 	return errors.Join(errs...)
 }
 
+// read reads the shard's next page. A key condition holds one comparison
+// of the sort key, and BETWEEN includes both ends (Developer Guide, "Key
+// condition expressions for the Query operation"): with both bounds it
+// asks for the closed range and drops an entry equal to either (the
+// cursor's own entry, in its shard).
 func (r *shardReader) read(ctx context.Context) error {
 	in := &dynamodb.QueryInput{
-		TableName: &r.s.table, IndexName: aws.String(IndexByStatus),
+		TableName: &r.s.table, IndexName: aws.String(r.index.name),
 		KeyConditionExpression:    aws.String("#pk = :pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrGSI1PK},
+		ExpressionAttributeNames:  map[string]string{"#pk": r.index.pk},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: r.key}},
-		ScanIndexForward:          aws.Bool(false),
+		ScanIndexForward:          aws.Bool(r.forward),
 		Limit:                     aws.Int32(int32(r.want)),
 		ExclusiveStartKey:         r.start,
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
 	}
-	if r.bound != "" {
-		in.KeyConditionExpression = aws.String("#pk = :pk AND #sk < :bound")
-		in.ExpressionAttributeNames["#sk"] = attrGSI1SK
-		in.ExpressionAttributeValues[":bound"] = &types.AttributeValueMemberS{Value: r.bound}
+	var cond string
+	switch {
+	case r.after != "" && r.below != "":
+		cond = " AND #sk BETWEEN :after AND :below"
+	case r.after != "":
+		cond = " AND #sk > :after"
+	case r.below != "":
+		cond = " AND #sk < :below"
+	}
+	if cond != "" {
+		in.KeyConditionExpression = aws.String(*in.KeyConditionExpression + cond)
+		in.ExpressionAttributeNames["#sk"] = r.index.sk
+	}
+	if r.after != "" {
+		in.ExpressionAttributeValues[":after"] = &types.AttributeValueMemberS{Value: r.after}
+	}
+	if r.below != "" {
+		in.ExpressionAttributeValues[":below"] = &types.AttributeValueMemberS{Value: r.below}
 	}
 	page, err := r.s.client.Query(ctx, in)
 	if err != nil {
 		return interpretError(err)
 	}
 	for _, it := range page.Items {
-		sk := strAttr(it, attrGSI1SK)
-		since, ok := sinceOf(sk)
-		if !ok {
+		sk := strAttr(it, r.index.sk)
+		if _, ok := timeOf(sk); !ok {
 			return fmt.Errorf("index entry %s: bad sort key %q", r.key, sk)
 		}
-		id := strings.TrimPrefix(strAttr(it, attrPK), "SAGA#")
-		r.buf = append(r.buf, listed{pos: sk, sm: durable.SagaSummary{SagaID: id, Name: strAttr(it, attrName), Status: durable.Status(strAttr(it, attrStatus)),
-			DefinitionHash: strAttr(it, attrDef), CreatedAt: timeAttr(it, attrCreated), StatusSince: since}})
+		if sk == r.after || sk == r.below {
+			continue
+		}
+		r.buf = append(r.buf, listed{pos: sk, item: it})
 	}
 	r.start = page.LastEvaluatedKey
 	r.done = page.LastEvaluatedKey == nil

@@ -31,51 +31,65 @@ func TestItemSizeIsCheckedBeforeWriting(t *testing.T) {
 }
 
 // What each write of a small saga bills, as DynamoDB bills it (the
-// accounting middleware computes the index's share, which the emulator
-// leaves out): a create 1 unit on the table and 1 on by_status; a
-// transition that keeps the status 1 and 0; a status change 1 and 2 (the
-// entry moves); the sweep's count 1 and 0. A read is 1 unit.
+// accounting middleware computes the indexes' share, which the emulator
+// leaves out): 1 unit on the table, whatever the write; on by_status 1 for
+// a create, 2 for a status change (the entry moves), 0 otherwise; on
+// by_due 1 for setting a timer or clearing it, 2 for changing it, 0 for
+// none or the same (so a saga that never waits bills nothing there). A
+// read is 1 unit.
 func TestWriteUnitsPerTransition(t *testing.T) {
 	b := awstest.New(t)
 	s, counter := b.Store, b.Counter
 	ctx := context.Background()
 	t0 := time.Now()
-	r := durable.SagaRecord{SagaID: "wu-1", Version: 1, Status: durable.StatusRunning, Name: "order", DefinitionHash: strings.Repeat("a", 64),
-		CreatedAt: t0, StatusSince: t0, UpdatedAt: t0, State: make([]byte, 300)}
+	r := durable.SagaRecord{SagaID: "wu-1", Version: 1, Status: durable.StatusWaiting, Name: "order", DefinitionHash: strings.Repeat("a", 64),
+		CreatedAt: t0, StatusSince: t0, UpdatedAt: t0, WakeAt: t0.Add(30 * 24 * time.Hour), State: make([]byte, 300)}
+	// next is r's next version at the next second, in status st (since
+	// then, if it changes) with its timer at wake.
+	next := func(st durable.Status, wake time.Time) error {
+		r.Version++
+		r.UpdatedAt = t0.Add(time.Duration(r.Version) * time.Second)
+		if st != r.Status {
+			r.Status, r.StatusSince = st, r.UpdatedAt
+		}
+		r.WakeAt = wake
+		return s.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: r, ExpectedVersion: r.Version - 1})
+	}
 	for _, w := range []struct {
-		name         string
-		write        func() error
-		table, index float64
+		name               string
+		write              func() error
+		table, status, due float64
 	}{
-		{"create", func() error { return s.SagaCreate(ctx, &durable.SagaCreateParams{Record: r}) }, 1, 1},
-		{"a step that keeps the status", func() error {
-			r.Version, r.UpdatedAt = 2, t0.Add(time.Second)
-			return s.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: r, ExpectedVersion: 1})
-		}, 1, 0},
+		{"create, waiting on a timer", func() error { return s.SagaCreate(ctx, &durable.SagaCreateParams{Record: r}) }, 1, 1, 1},
+		{"a write that keeps the status and the timer", func() error { return next(durable.StatusWaiting, r.WakeAt) }, 1, 0, 0},
 		{"the sweep's count", func() error {
 			return s.SagaSetResends(ctx, &durable.SagaSetResendsParams{SagaID: "wu-1", Version: 2, From: 0, To: 1})
-		}, 1, 0},
-		{"a status change", func() error {
-			r.Version, r.Status, r.StatusSince, r.UpdatedAt = 3, durable.StatusSucceeded, t0.Add(2*time.Second), t0.Add(2*time.Second)
-			return s.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: r, ExpectedVersion: 2})
-		}, 1, 2},
+		}, 1, 0, 0},
+		{"the timer changed", func() error { return next(durable.StatusWaiting, t0.Add(time.Hour)) }, 1, 0, 2},
+		{"the timer fired: running, no timer", func() error { return next(durable.StatusRunning, time.Time{}) }, 1, 2, 1},
+		{"a step that keeps the status, no timer", func() error { return next(durable.StatusRunning, time.Time{}) }, 1, 0, 0},
+		{"a timer set, the status kept", func() error { return next(durable.StatusRunning, t0.Add(time.Hour)) }, 1, 0, 1},
+		{"the timer cleared, the status kept", func() error { return next(durable.StatusRunning, time.Time{}) }, 1, 0, 1},
+		{"a status change, no timer", func() error { return next(durable.StatusSucceeded, time.Time{}) }, 1, 2, 0},
 	} {
 		counter.Reset()
 		if err := w.write(); err != nil {
 			t.Fatalf("%s: %v", w.name, err)
 		}
-		var table, index float64
+		var table, status, due float64
 		var calls, unbilled int
 		for op, st := range counter.Snapshot() {
 			if op == "DynamoDB.PutItem" || op == "DynamoDB.UpdateItem" {
 				calls += st.Calls
 				unbilled += st.Unbilled
 				table += st.BilledWriteUnits - st.BilledIndexWriteUnits
-				index += st.BilledIndexWriteUnits
+				status += st.BilledIndexes[dynamo.IndexByStatus]
+				due += st.BilledIndexes[dynamo.IndexByDue]
 			}
 		}
-		if calls != 1 || unbilled != 0 || table != w.table || index != w.index {
-			t.Errorf("%s: %d writes (%d unbilled) billed %v on the table and %v on by_status; want 1 write, %v and %v", w.name, calls, unbilled, table, index, w.table, w.index)
+		if calls != 1 || unbilled != 0 || table != w.table || status != w.status || due != w.due {
+			t.Errorf("%s: %d writes (%d unbilled) billed %v on the table, %v on by_status, %v on by_due; want 1 write, %v, %v and %v",
+				w.name, calls, unbilled, table, status, due, w.table, w.status, w.due)
 		}
 	}
 	counter.Reset()

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// CreateTable creates the table this store expects, with its index, and
+// CreateTable creates the table this store expects, with its indexes, and
 // waits until it is active: for local emulators and tests. In AWS the
 // table comes from infra/template.yaml.
 func CreateTable(ctx context.Context, client *dynamodb.Client, table string) error {
@@ -41,6 +41,8 @@ func tableInput(table string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String(attrSK), AttributeType: str},
 			{AttributeName: aws.String(attrGSI1PK), AttributeType: str},
 			{AttributeName: aws.String(attrGSI1SK), AttributeType: str},
+			{AttributeName: aws.String(attrGSI2PK), AttributeType: str},
+			{AttributeName: aws.String(attrGSI2SK), AttributeType: str},
 		},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(attrPK), KeyType: types.KeyTypeHash},
@@ -56,6 +58,15 @@ func tableInput(table string) *dynamodb.CreateTableInput {
 				ProjectionType:   types.ProjectionTypeInclude,
 				NonKeyAttributes: []string{attrStatus, attrName, attrDef, attrCreated},
 			},
+		}, {
+			// Sparse: only sagas with a timer have its keys. The keys hold
+			// all it gives (the id and the due time).
+			IndexName: aws.String(IndexByDue),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(attrGSI2PK), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(attrGSI2SK), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 		}},
 	}
 }

@@ -34,6 +34,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	t.Run("Definitions", func(t *testing.T) { testDefinitions(t, newStore(t)) })
 	t.Run("LargeState", func(t *testing.T) { testLargeState(t, newStore(t)) })
 	exerciseEdges(t, newStore)
+	exerciseDue(t, newStore)
 }
 
 var base = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -48,7 +49,7 @@ func sameRecord(t *testing.T, got *durable.SagaRecord, want durable.SagaRecord) 
 	t.Helper()
 	if got.SagaID != want.SagaID || got.Version != want.Version || got.Status != want.Status || got.Name != want.Name ||
 		got.DefinitionHash != want.DefinitionHash || !got.CreatedAt.Equal(want.CreatedAt) || !got.StatusSince.Equal(want.StatusSince) ||
-		!got.UpdatedAt.Equal(want.UpdatedAt) || !bytes.Equal(got.State, want.State) || got.Resends != want.Resends {
+		!got.UpdatedAt.Equal(want.UpdatedAt) || !got.WakeAt.Equal(want.WakeAt) || !bytes.Equal(got.State, want.State) || got.Resends != want.Resends {
 		t.Fatalf("record:\n got %+v\nwant %+v", *got, want)
 	}
 }
