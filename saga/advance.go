@@ -103,8 +103,8 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		}
 		r.nextCompensation()
 	}
-	if ev.StoreLimit > 0 && st.Status == durable.StatusRunning && !r.fits() {
-		// Only starting the next action is left to blame: undo it.
+	if ev.StoreLimit > 0 && (st.Status == durable.StatusRunning || st.Status == durable.StatusWaiting) && !r.fits() {
+		// Only starting the next action (or wait) is left to blame: undo it.
 		step := ""
 		if cur, ok := st.Pending(); ok {
 			step = p.steps[cur.Step].ID

@@ -57,10 +57,10 @@ type Cursor struct {
 	Attempt      int    // 1-based
 	Seq          uint64 // visit number, part of the idempotency key
 	Compensating bool   // the work is the step's compensation, on the compensate queue
-	// Wait: the cursor is a wait step's timer, due at Due; nothing runs
-	// until then (the saga is waiting).
+	// Wait: the cursor is a wait step's timer; nothing runs until it is
+	// due (the saga is waiting).
 	Wait bool
-	Due  time.Time
+	Due  time.Time // when a Wait cursor's timer is due
 }
 
 // Completion records a completed step that declared compensate.

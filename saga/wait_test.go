@@ -158,3 +158,33 @@ func TestWaitValidation(t *testing.T) {
 		t.Errorf("a loop through a wait: %v", err)
 	}
 }
+
+// A transition replayed to measure its state (Event.StoreLimit) that ends
+// at a wait measures the timer too: a state the timer pushes past the
+// limit compensates with StateTooLarge, rather than waiting in a state
+// that cannot be stored. (The simulation found a saga left running when
+// a catch routed it to a wait 5 bytes past the limit.)
+func TestWaitMeasuredAgainstTheStoreLimit(t *testing.T) {
+	p := mustCompile(t, "saga: s\nsteps:\n  - {id: first, action: a, out: o, compensate: {action: undo}}\n  - {id: pause, wait: {for: 1h}}\n")
+	before := &saga.State{}
+	if err := p.Advance(before, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "w-1"}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := before.MarshalBinary()
+	result := saga.Event{Kind: saga.EventResult, Now: t0, Output: map[string]any{"v": "x"}}
+	var free saga.State
+	_ = free.UnmarshalBinary(b)
+	if err := p.Advance(&free, result); err != nil || free.Status != durable.StatusWaiting {
+		t.Fatalf("without a limit: %s %v", free.Status, err)
+	}
+	waiting, _ := free.MarshalBinary()
+	var tight saga.State
+	_ = tight.UnmarshalBinary(b)
+	result.StoreLimit = len(waiting) - 1
+	if err := p.Advance(&tight, result); err != nil {
+		t.Fatal(err)
+	}
+	if tight.Status != durable.StatusCompensating || tight.Failure == nil || tight.Failure.Type != lang.ErrorTypeStateTooLarge {
+		t.Fatalf("a limit the timer passes: %s %+v; want compensating with StateTooLarge", tight.Status, tight.Failure)
+	}
+}

@@ -99,6 +99,13 @@ func writeMermaid(w io.Writer, def *lang.Definition) {
 		case lang.KindSucceed:
 			fmt.Fprintf(w, "    %s([\"%s<br/>succeed\"])\n", id, mermaidText(s.ID))
 			fmt.Fprintf(w, "    %s --> succeeded\n", id)
+		case lang.KindWait:
+			what := "wait " + lang.FormatDuration(s.Wait.For)
+			if s.Wait.Until != "" {
+				what = "wait until " + s.Wait.Until
+			}
+			fmt.Fprintf(w, "    %s>\"%s<br/>%s\"]\n", id, mermaidText(s.ID), mermaidText(what))
+			fmt.Fprintf(w, "    %s --> %s\n", id, next(i, s))
 		}
 		for _, ct := range s.Catch {
 			fmt.Fprintf(w, "    %s -->|\"catch %s\"| %s\n", id, mermaidText(strings.Join(ct.Errors, ", ")), nodeID(ct.Next))

@@ -25,7 +25,7 @@ type genBlock struct {
 
 // genDefinition writes a definition from a handful of templates with
 // random parameters: actions (out, retry, timeout, compensate, catch),
-// set, switch, assert, and a succeed and a fail at the end. Every choice
+// set, switch, assert, wait, and a succeed and a fail at the end. Every choice
 // comes from the world's random source.
 func (w *world) genDefinition(k int) string {
 	r := w.rng
@@ -86,7 +86,7 @@ func (w *world) genDefinition(k int) string {
 				b.lines = append(b.lines, fmt.Sprintf(`set: {v%d: "${input.n * %d}"}`, i, 2+r.IntN(5)))
 			}
 			blocks = append(blocks, b)
-		case p < 0.85:
+		case p < 0.82:
 			b := &genBlock{id: fmt.Sprintf("w%d", i), kind: "switch", target: "?"}
 			cond := fmt.Sprintf("input.n %% %d == %d", 2+r.IntN(4), r.IntN(2))
 			line := fmt.Sprintf(`switch: [{if: "%s", next: {{T}}}`, cond)
@@ -94,6 +94,19 @@ func (w *world) genDefinition(k int) string {
 				line += ", {default: {{N}}}"
 			}
 			b.lines = append(b.lines, line+"]")
+			blocks = append(blocks, b)
+		case p < 0.88:
+			// A wait: within a queue's delay (its own message), or longer
+			// (the tick's), or until a time that may have passed.
+			b := &genBlock{id: fmt.Sprintf("p%d", i), kind: "wait"}
+			switch r.IntN(3) {
+			case 0:
+				b.lines = append(b.lines, fmt.Sprintf("wait: {for: %ds}", 1+r.IntN(900)))
+			case 1:
+				b.lines = append(b.lines, fmt.Sprintf("wait: {for: %dh}", 1+r.IntN(72)))
+			default:
+				b.lines = append(b.lines, fmt.Sprintf(`wait: {until: "${timestamp('2026-12-0%dT00:00:00Z')}"}`, 1+r.IntN(9)))
+			}
 			blocks = append(blocks, b)
 		default:
 			b := &genBlock{id: fmt.Sprintf("t%d", i), kind: "assert"}
