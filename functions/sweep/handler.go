@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -52,8 +53,45 @@ func newHandler(ctx context.Context) (*sweeper, error) {
 	return &sweeper{coord: coord, log: log, idleFor: idle, maxResends: maxResends, metrics: os.Stdout, function: os.Getenv("AWS_LAMBDA_FUNCTION_NAME")}, nil
 }
 
-// handle runs one sweep; the scheduled event's content does not matter.
-func (s *sweeper) handle(ctx context.Context, _ json.RawMessage) (*engine.SweepResult, error) {
+// job is what a scheduled event asks for: its Input in the template.
+type job struct {
+	Job string `json:"job"` // "tick", "sweep", or empty: both
+}
+
+// result is what one invocation did.
+type result struct {
+	Tick  *engine.TickResult  `json:"tick,omitempty"`  // the timers fired, when it ticked
+	Sweep *engine.SweepResult `json:"sweep,omitempty"` // what the sweep did, when it swept
+}
+
+// handle runs what the event asks: the tick (every minute: timers due
+// within the minute get their messages), the sweep (every 15 minutes), or
+// both for an event that names neither.
+func (s *sweeper) handle(ctx context.Context, event json.RawMessage) (*result, error) {
+	var j job
+	_ = json.Unmarshal(event, &j) // a scheduled event without Input: both
+	switch j.Job {
+	case "", "tick", "sweep":
+	default:
+		return nil, fmt.Errorf("event asks for job %q: want tick, sweep, or neither (both)", j.Job)
+	}
+	out := &result{}
+	var errs []error
+	if j.Job != "sweep" {
+		res, err := s.coord.Tick(ctx, &engine.TickParams{})
+		out.Tick = res
+		errs = append(errs, err)
+	}
+	if j.Job != "tick" {
+		res, err := s.sweep(ctx)
+		out.Sweep = res
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
+}
+
+// sweep runs one sweep and reports it.
+func (s *sweeper) sweep(ctx context.Context) (*engine.SweepResult, error) {
 	res, err := s.coord.Sweep(ctx, &engine.SweepParams{IdleFor: s.idleFor, MaxResends: s.maxResends})
 	if res != nil {
 		s.emitMetrics(res)

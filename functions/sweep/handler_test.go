@@ -58,8 +58,12 @@ func TestSweepHandlerResendsStrandedSaga(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res engine.SweepResult
-	if err := json.Unmarshal(out, &res); err != nil || res.Resent != 1 || res.Checked != 1 {
+	var both result
+	if err := json.Unmarshal(out, &both); err != nil || both.Sweep == nil || both.Tick == nil {
+		t.Fatalf("a scheduled event without a job: %s %v; want the tick and the sweep", out, err)
+	}
+	res := *both.Sweep
+	if res.Resent != 1 || res.Checked != 1 {
 		t.Fatalf("%s %v", out, err)
 	}
 	if mq.Len(durable.QueueAdvance) != 1 {
@@ -86,5 +90,41 @@ func TestSweepHandlerResendsStrandedSaga(t *testing.T) {
 	if len(m) != 1 || m[0].Namespace != "lambdasaga" || len(m[0].Metrics) != 3 || emf.Function != "sweep-fn" ||
 		emf.SweepChecked != 1 || emf.SweepResent != 1 || emf.SagasLeftForOperator == nil || *emf.SagasLeftForOperator != 0 {
 		t.Fatalf("metrics %s", metrics.String())
+	}
+}
+
+// Every minute the template sends {"job": "tick"}: a timer due within the
+// minute gets its message, and nothing is swept; a job it does not know is
+// an error.
+func TestTickJobFiresDueTimers(t *testing.T) {
+	clock := durable.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	mq := memqueue.New(memqueue.Config{Clock: clock})
+	reg := engine.NewRegistry()
+	reg.SetFallback(func(ctx context.Context, c saga.Call) (any, error) { return nil, nil })
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: memstore.New(), Queue: mq, Actions: reg, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := saga.Compile("w.yaml", []byte("saga: w\nsteps:\n  - {id: pause, wait: {for: 48h}}\n  - {id: go, action: a}\n"), saga.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "w-1"}); err != nil {
+		t.Fatal(err)
+	}
+	var metrics bytes.Buffer
+	s := &sweeper{coord: coord, log: slog.New(slog.DiscardHandler), idleFor: 20 * time.Minute, metrics: &metrics}
+	h := lambda.NewHandler(s.handle)
+	clock.Advance(48*time.Hour - 30*time.Second)
+	out, err := h.Invoke(context.Background(), []byte(`{"job":"tick"}`))
+	var res result
+	if err != nil || json.Unmarshal(out, &res) != nil || res.Tick == nil || res.Tick.Sent != 1 || res.Sweep != nil {
+		t.Fatalf("tick: %s %v", out, err)
+	}
+	if mq.Len(durable.QueueAdvance) != 1 || metrics.Len() != 0 {
+		t.Fatalf("%d messages, metrics %q: want the timer's message and no sweep", mq.Len(durable.QueueAdvance), metrics.String())
+	}
+	if _, err := h.Invoke(context.Background(), []byte(`{"job":"sweeep"}`)); err == nil || !strings.Contains(err.Error(), "sweeep") {
+		t.Fatalf("an unknown job: %v", err)
 	}
 }

@@ -1,6 +1,8 @@
-// Command sweep is the scheduled Lambda function that re-sends the messages
-// of unfinished sagas idle too long: a start, cancel or resume whose write
-// landed but whose send was cut off. Clients are built once, at cold start.
+// Command sweep is the scheduled Lambda function: every minute it fires the
+// timers due within the minute (waits, timeouts, deadlines of waiting
+// sagas); every 15 minutes it re-sends the messages of unfinished sagas
+// idle too long (a start, cancel or resume whose write landed but whose send
+// was cut off). Clients are built once, at cold start.
 package main
 
 import (

@@ -53,8 +53,8 @@ func TestSweepPolicyAllowsEveryCallASweepMakes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res engine.SweepResult
-	if err := json.Unmarshal(out, &res); err != nil || res.Resent != 1 {
+	var res result
+	if err := json.Unmarshal(out, &res); err != nil || res.Sweep == nil || res.Sweep.Resent != 1 {
 		t.Fatalf("sweep on the emulators: %s %v", out, err)
 	}
 
