@@ -46,21 +46,7 @@ func TestListingReadsEachEntryAboutOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var entries, queries atomic.Int64
-	count := func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("listing/count", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			out, md, err := next.HandleInitialize(ctx, in)
-			if q, ok := out.Result.(*dynamodb.QueryOutput); ok {
-				entries.Add(int64(q.Count))
-				queries.Add(1)
-			}
-			return out, md, err
-		}), middleware.After)
-	}
-	s, err := dynamo.New(dynamo.Config{Client: awslocal.DynamoDB(b.DynamoDBEndpoint, count), Table: b.Table})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, entries, queries := countingStore(t, b)
 	listed, pages := 0, 0
 	p := durable.SagaListParams{Status: durable.StatusRunning, Limit: 100, EnteredBefore: base.Add(time.Hour * 24)}
 	for {
@@ -83,4 +69,26 @@ func TestListingReadsEachEntryAboutOnce(t *testing.T) {
 		t.Errorf("listing %d sagas read %d index entries, %.1f per saga: the entries each shard gave beyond what a page used are read again on every page",
 			listed, entries.Load(), float64(entries.Load())/float64(listed))
 	}
+}
+
+// countingStore is a store on b's table whose client counts the queries it
+// makes and the index entries they read.
+func countingStore(t *testing.T, b *awstest.Backend) (s *dynamo.Store, entries, queries *atomic.Int64) {
+	t.Helper()
+	entries, queries = new(atomic.Int64), new(atomic.Int64)
+	count := func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("listing/count", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			out, md, err := next.HandleInitialize(ctx, in)
+			if q, ok := out.Result.(*dynamodb.QueryOutput); ok {
+				entries.Add(int64(q.Count))
+				queries.Add(1)
+			}
+			return out, md, err
+		}), middleware.After)
+	}
+	s, err := dynamo.New(dynamo.Config{Client: awslocal.DynamoDB(b.DynamoDBEndpoint, count, b.Counter.Register), Table: b.Table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, entries, queries
 }

@@ -3,31 +3,42 @@
 //
 // # Key design
 //
-// One on-demand table, keys pk and sk, one global secondary index,
-// by_status (keys gsi1pk and gsi1sk):
+// One on-demand table, keys pk and sk, and two global secondary indexes:
+// by_status (keys gsi1pk and gsi1sk) and the sparse by_due (keys gsi2pk
+// and gsi2sk):
 //
 //	item        pk           sk     attributes
 //	saga        SAGA#<id>    STATE  v (N, version), st (S, status), name (S), def (S, definition hash),
 //	                                crt (N, created, Unix ns), upd (N, updated, Unix ns),
 //	                                state (B, encoded state with its outbox),
 //	                                gsi1pk (S, STATUS#<status>#<shard>), gsi1sk (S, <status since>#<id>: durable.ListPosition),
+//	                                gsi2pk (S, DUE#<shard>), gsi2sk (S, <wake at>#<id>): only while WakeAt is set,
 //	                                rs (N, the sweep's re-sends of this version; absent: none),
 //	                                ttl (N, Unix s; only once succeeded or compensated)
 //	definition  DEF#<hash>   DEF    name (S), src (B)
 //
 // The shard is a hash of the saga id, 00 to 31 (Shards): no partition key,
-// of the table or the index, is shared by every saga of a status. by_status
-// projects st, name, def and crt: with its keys, nothing it holds changes
-// while the saga keeps its status (the version and update time, which
-// change at every transition, are not in it). So, as DynamoDB bills index
-// writes:
+// of the table or an index, is shared by every saga of a status or every
+// timer. by_status projects st, name, def and crt: with its keys, nothing
+// it holds changes while the saga keeps its status (the version and update
+// time, which change at every transition, are not in it). by_due projects
+// only its keys, which hold all it gives (the id and the due time), and
+// holds only the sagas with a timer: an item without gsi2pk and gsi2sk has
+// no entry (Developer Guide, "Take advantage of sparse indexes"). SagaGet
+// reads WakeAt from gsi2sk, so the timer costs no attribute of its own.
+// So, as DynamoDB bills index writes:
 //
-//	write                                       table                 by_status
-//	create (a start)                            1 unit per KB of item 1 (a new entry)
-//	a transition that keeps the status          1 unit per KB         0
-//	a transition that changes the status        1 unit per KB         2 (the old entry deleted, the new one put)
-//	a lost condition                            1 per KB of the stored item   0
-//	a re-send counted by the sweep (UpdateItem) 1 per KB of item      0 (rs is not projected)
+//	write                                       table                 by_status                by_due
+//	create (a start)                            1 unit per KB of item 1 (a new entry)          1 with a timer, else 0
+//	a transition that keeps the status          1 unit per KB         0                        see below
+//	a transition that changes the status        1 unit per KB         2 (old deleted, new put) see below
+//	a lost condition                            1 per KB of the stored item   0                0
+//	a re-send counted by the sweep (UpdateItem) 1 per KB of item      0 (rs is not projected)  0
+//
+// and on by_due, whatever the status does: setting a timer 1 (a new
+// entry), clearing it 1 (the entry deleted), changing it 2 (deleted and
+// put), keeping it or having none 0. A saga that never waits writes
+// nothing to by_due, ever.
 //
 // Access patterns:
 //
@@ -38,6 +49,7 @@
 //	list, newest status first (by status)    Query by_status per shard, merged             gsi1pk = STATUS#<status>#<shard>, gsi1sk < cursor
 //	list every status                        the same, for every status                    as above
 //	sweep: sagas in their status since < t   Query by_status per shard of running, waiting, compensating, gsi1sk < <t>#
+//	timers due before t, earliest first      Query by_due per shard, merged, ascending     gsi2pk = DUE#<shard>, cursor < gsi2sk < <t>#
 //	store, get a definition                  PutItem if absent / GetItem, consistent       pk = DEF#<hash>, sk = DEF
 //	expire a finished saga                   DynamoDB's time to live on ttl                (no write charge)
 //
@@ -48,7 +60,11 @@
 // Its cursor is the gsi1sk of the last saga returned (durable.ListPosition),
 // a place in that order, the same in every shard. The sweep's query reads only the entries older than its
 // bound, so its cost grows with the sagas that have been in one status a
-// long time (stuck ones among them), not with all of them.
+// long time (stuck ones among them), not with all of them. The due timers
+// are merged the same way from the 32 DUE# shards, earliest first, the
+// cursor the gsi2sk of the last one returned; a query reads only the
+// entries due before its bound, so a timer a month away is read by no
+// listing until it is due.
 //
 // Reads of sagas are strongly consistent; writes are PutItem with a
 // condition on v; no transactions. docs/PROTOCOL.md gives the design with
