@@ -47,18 +47,19 @@ func (s *Saga) compare() []Comparison {
 	exp := Comparison{Name: "step_functions_express", Title: "Step Functions Express", Fits: dur <= ExpressMaxDuration,
 		BilledUnits: 1, Unit: "requests",
 		OrchestrationUSD: pr.StepFunctionsExpressPerMillion/1e6 + expressGBs*pr.StepFunctionsExpressPerGBSecond, LambdaUSD: actions,
-		Counts: fmt.Sprintf("1 request at $%.2f per million and %s at %d MB (the actions' billed durations and the retries' backoff, rounded up to 100 ms; no time queued or waiting), plus the actions' %d Lambda invocations; only for sagas that end within 5 minutes", pr.StepFunctionsExpressPerMillion, dur, ExpressMemoryMB, s.Calls)}
+		Counts: fmt.Sprintf("1 request at $%.2f per million and %s at %d MB (the actions' billed durations, the retries' backoff and the waits, rounded up to 100 ms; no time queued), plus the actions' %d Lambda invocations; only for sagas that end within 5 minutes", pr.StepFunctionsExpressPerMillion, dur, ExpressMemoryMB, s.Calls)}
 
 	// A durable function runs the saga in one function: each call is a
-	// step (a durable operation); set, switch and assert steps are plain
-	// code. It is invoked once, and again after each retry's backoff, which
-	// it waits out suspended.
-	invokes := 1 + float64(s.Retries)
+	// step (a durable operation), each wait a wait operation; set, switch
+	// and assert steps are plain code. It is invoked once, and again after
+	// each retry's backoff and each wait, which it waits out suspended.
+	invokes := 1 + float64(s.Retries) + float64(s.Timers)
+	ops := float64(s.Calls + s.Timers)
 	durable := Comparison{Name: "lambda_durable_functions", Title: "Lambda durable functions", Fits: true,
-		BilledUnits: float64(s.Calls), Unit: "durable operations",
-		OrchestrationUSD: float64(s.Calls) * pr.DurablePerMillionOperations / 1e6,
+		BilledUnits: ops, Unit: "durable operations",
+		OrchestrationUSD: ops * pr.DurablePerMillionOperations / 1e6,
 		LambdaUSD:        invokes*pr.LambdaPerMillionRequests/1e6 + float64(s.Calls)*gbs*pr.LambdaArmPerGBSecond,
-		Counts:           fmt.Sprintf("%d durable operations at $%.2f per million (one step per call, every attempt; the execution's start not counted), the function invoked %g time(s) to run the calls; the data written and retained is billed too, at a price not found: not counted", s.Calls, pr.DurablePerMillionOperations, invokes)}
+		Counts:           fmt.Sprintf("%g durable operations at $%.2f per million (one step per call, every attempt, and one per wait; the execution's start not counted), the function invoked %g time(s) to run the calls; the data written and retained is billed too, at a price not found: not counted", ops, pr.DurablePerMillionOperations, invokes)}
 
 	out := []Comparison{std, exp, durable}
 	for i := range out {
@@ -68,10 +69,10 @@ func (s *Saga) compare() []Comparison {
 }
 
 // ExpressDuration is how long the saga would run as an Express workflow,
-// as billed: its calls' durations and its retries' backoff, rounded up to
-// 100 ms. Time spent queued, or waiting for anything else, is not known
-// here and not counted.
+// as billed: its calls' durations, its retries' backoff and its waits,
+// rounded up to 100 ms. Time spent queued is not known here and not
+// counted.
 func (s *Saga) ExpressDuration() time.Duration {
-	d := time.Duration(s.Calls)*s.Params.Duration + s.RetryWait
+	d := time.Duration(s.Calls)*s.Params.Duration + s.RetryWait + s.WaitTime
 	return time.Duration(math.Ceil(float64(d)/float64(100*time.Millisecond))) * 100 * time.Millisecond
 }

@@ -269,3 +269,34 @@ func TestWalkIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// A wait costs its timer: a message handled (no action), a read, a write,
+// its by_due entry put and deleted, and two moves of its by_status entry
+// (running to waiting and back); Step Functions counts it as one state,
+// durable functions as one operation, and Express cannot run a saga that
+// waits past 5 minutes.
+func TestWalkCostsAWait(t *testing.T) {
+	plan, err := saga.Compile("w.yaml", []byte("saga: w\nsteps:\n  - {id: a, action: x}\n  - {id: pause, wait: {for: 36h}}\n  - {id: b, action: y}\n"), saga.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := cost.Walk(plan, cost.Params{StateBytes: 300}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Timers != 1 || s.WaitTime != 36*time.Hour || s.ActionSteps != 2 || s.DynamoReads != 3 || s.Transitions != 4 {
+		t.Fatalf("timers %d, wait %s, action steps %d, reads %d, transitions %d", s.Timers, s.WaitTime, s.ActionSteps, s.DynamoReads, s.Transitions)
+	}
+	// by_status: 1 (start) + 2 (to waiting) + 2 (to running) + 2 (to succeeded); by_due: 2.
+	if s.IndexWRU != 9 || s.SFNTransitions != 3 {
+		t.Fatalf("index WRU %v, SFN transitions %d; want 9 and 3", s.IndexWRU, s.SFNTransitions)
+	}
+	for _, c := range s.Comparisons {
+		if c.Name == "step_functions_express" && c.Fits {
+			t.Fatal("Express fits a saga that waits 36 hours")
+		}
+		if c.Name == "lambda_durable_functions" && c.BilledUnits != 3 {
+			t.Fatalf("durable operations %v, want 3 (two calls, one wait)", c.BilledUnits)
+		}
+	}
+}
