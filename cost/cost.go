@@ -318,7 +318,7 @@ func (s *Saga) count(name string) {
 	// when the timer fires (entries of about 100 bytes: 1 unit each).
 	s.IndexWRU += 2 * float64(s.Timers)
 	s.RRUPerRead = math.Ceil(float64(s.ItemBytes) / 4096)
-	chunks := math.Ceil(float64(p.MessageBytes) / 65536)                  // SQS bills 64 KB chunks
+	chunks := math.Ceil(float64(p.MessageBytes) / 65536) // SQS bills 64 KB chunks
 	messages := float64(s.ActionSteps + s.Timers)
 	s.SQSRequests = messages * chunks * (1 + 2/p.BatchSize) // a send each; a receive and a delete per batch
 	s.LambdaInvokes = messages / p.BatchSize
