@@ -54,3 +54,44 @@ func TestATickCopyOfATimerIsDroppedNotResent(t *testing.T) {
 		t.Fatalf("%d messages sent after the tick, want 1 (ship's): the tick's copy of the timer re-sent the next version's outbox", n)
 	}
 }
+
+// staleDue is a store whose due-timer listing lags, as store/dynamo's
+// by_due index does (a GSI is eventually consistent), or as any listing
+// does when the saga moves between the list and the read: it lists one
+// saga as due at a time that has passed.
+type staleDue struct {
+	durable.Store
+	sagaID string
+	wakeAt time.Time
+}
+
+func (s staleDue) SagaListDue(context.Context, *durable.SagaListDueParams) (*durable.SagaListDueResult, error) {
+	return &durable.SagaListDueResult{Sagas: []durable.SagaDue{{SagaID: s.sagaID, WakeAt: s.wakeAt}}}, nil
+}
+
+// A saga listed as due whose timer, read again, is days away (it fired
+// and the saga moved on to a longer wait, or the index lags) is skipped
+// by the tick, or sent at most a queue's delay ahead. Tick sends it with
+// the full time left as the delay, which no queue takes (SQS at most 15
+// minutes): the tick fails, and on AWS the scheduled function reports an
+// error every time an index entry lags.
+func TestATickOfASagaWhoseTimerMovedAwayDoesNotFail(t *testing.T) {
+	r := newRig(t, "../saga/testdata/valid/cooling.yaml")
+	ctx := context.Background()
+	r.start("c-1", nil)
+	r.drain() // reserve runs; the saga waits 36 hours
+	st := r.get("c-1")
+	if st.Status != durable.StatusWaiting {
+		t.Fatalf("after reserve: %s", st.Status)
+	}
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{
+		Store: staleDue{Store: r.store, sagaID: "c-1", wakeAt: r.clock.Now().Add(-time.Minute)}, Queue: r.queue, Actions: r.reg, Clock: r.clock,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := coord.Tick(ctx, &engine.TickParams{})
+	if err != nil {
+		t.Fatalf("tick of a saga whose timer is %s away: %+v, %v", st.WakeAt().Sub(r.clock.Now()), res, err)
+	}
+}
