@@ -2,6 +2,7 @@ package saga_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/lang"
@@ -62,5 +63,35 @@ func TestAWaitAsLongAsTheTimeoutEitherFailsValidationOrEnds(t *testing.T) {
 	}
 	if st.Status != durable.StatusSucceeded {
 		t.Fatalf("a valid saga whose only step is a wait of its timeout ended %s (%+v): validation let through a saga that cannot succeed", st.Status, st.Failure)
+	}
+}
+
+// The saga's timeout becomes a timer (issue 13): a saga past its
+// deadline compensates at the deadline, not at its next step. A running
+// saga whose action fails five minutes before its deadline, with a
+// 15-minute backoff (jittered), schedules the retry past the deadline
+// and sets no timer (WakeAt is for waiting sagas only): it compensates
+// when the retry's message comes, minutes late.
+func TestARetryBackoffPastTheDeadlineIsCutAtTheDeadline(t *testing.T) {
+	const src = "saga: s\ntimeout: 1h\nsteps:\n  - {id: first, action: a, compensate: {action: undo}}\n  - {id: flaky, action: b, retry: {attempts: 3, backoff: 15m, max_backoff: 15m}}\n"
+	p := mustCompile(t, src)
+	st := &saga.State{}
+	if err := p.Advance(st, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "r-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Advance(st, saga.Event{Kind: saga.EventResult, Now: t0.Add(time.Minute), Output: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	now := t0.Add(55 * time.Minute)
+	if err := p.Advance(st, saga.Event{Kind: saga.EventResult, Now: now, Err: saga.NewError("Flaky", "try again"), Rand: 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != durable.StatusRunning || len(st.Outbox) != 1 {
+		t.Fatalf("after the failure: %s, outbox %+v; want a retry pending", st.Status, st.Outbox)
+	}
+	next := now.Add(st.Outbox[0].Delay)
+	if wake := st.WakeAt(); next.After(st.Deadline) && (wake.IsZero() || wake.After(st.Deadline)) {
+		t.Fatalf("the retry comes at %s, %s past the deadline %s, and no timer is set at the deadline (WakeAt %s): the saga compensates late",
+			next.Format(time.RFC3339), next.Sub(st.Deadline), st.Deadline.Format(time.RFC3339), wake)
 	}
 }
