@@ -24,7 +24,7 @@ func (w *world) violate(invariant, format string, args ...any) {
 func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 	r := w.report
 	for _, k := range []string{"no_saga_lost", "ends_final", "versions_written_once", "stable_idempotency_key", "effects_equal_committed_steps",
-		"compensation_exact_reverse", "success_compensated", "visits_bounded", "dead_letters_only_poison", "status_since_kept"} {
+		"compensation_exact_reverse", "success_compensated", "visits_bounded", "dead_letters_only_poison", "status_since_kept", "timers_not_early"} {
 		r.Checks[k] += 0
 		r.Violations[k] += 0
 	}
@@ -96,6 +96,29 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 				continue
 			}
 			break
+		}
+
+		// A timer fires no earlier than it is due: the write that ends a
+		// wait (its step completes, or fails on the deadline) follows a
+		// waiting write, and the store takes it at or after that write's
+		// WakeAt by the simulation's clock; a waiting write has a timer,
+		// and none in its past.
+		r.Checks["timers_not_early"]++
+		for i, wr := range writes {
+			if wr.status == durable.StatusWaiting && (wr.wakeAt.IsZero() || wr.wakeAt.Before(wr.at)) {
+				w.violate("timers_not_early", "saga %s: v%d waits on timer %s, written at %s", s.id, wr.version, wr.wakeAt, wr.at)
+				break
+			}
+			if i == 0 || writes[i-1].status != durable.StatusWaiting {
+				continue
+			}
+			prev := writes[i-1]
+			for _, ev := range wr.log.events {
+				if ev.Kind == lang.KindWait && (ev.Outcome == saga.OutcomeCompleted || ev.Outcome == saga.OutcomeFailed) && wr.at.Before(prev.wakeAt) {
+					w.violate("timers_not_early", "saga %s: v%d ended wait %s at %s, before its timer at %s", s.id, wr.version, ev.Step, wr.at, prev.wakeAt)
+				}
+				break // only the transition's first event can be the timer's
+			}
 		}
 
 		// What committed: the calls whose result a committed transition

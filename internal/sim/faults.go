@@ -74,7 +74,7 @@ func (s *faultyStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParam
 // them, right after.
 func (w *world) commit(r *durable.SagaRecord) {
 	w.committed[r.SagaID] = append(w.committed[r.SagaID], committedWrite{version: r.Version, status: r.Status,
-		createdAt: r.CreatedAt, statusSince: r.StatusSince, updatedAt: r.UpdatedAt, log: w.top()})
+		createdAt: r.CreatedAt, statusSince: r.StatusSince, updatedAt: r.UpdatedAt, wakeAt: r.WakeAt, at: w.clock.Now(), log: w.top()})
 }
 
 // delivery is a message in the simulated queue, or an operation of a

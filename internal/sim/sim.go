@@ -51,9 +51,11 @@ type Config struct {
 	// "unconditional-writes" (the store ignores the version condition),
 	// "moving-status-since" (every write moves the time the saga entered
 	// its status, as an index keyed on the update time would),
-	// "ignore-idempotency-keys" (services apply every call's effect) or
+	// "ignore-idempotency-keys" (services apply every call's effect),
 	// "discard-large-results" (an action's result too large to keep is
-	// thrown away and the step failed, though the service did the work).
+	// thrown away and the step failed, though the service did the work) or
+	// "clock-ahead" (the coordinator's clock runs an hour ahead, so timers
+	// fire early).
 	Sabotage string
 }
 
@@ -164,6 +166,11 @@ type committedWrite struct {
 	// What a store may index, as written: status_since_kept checks it.
 	status                            durable.Status
 	createdAt, statusSince, updatedAt time.Time
+	// wakeAt is the timer the write set (durable.SagaRecord.WakeAt), and
+	// at the simulation's clock when the store took the write (the time
+	// the record says is the writer's word): timers_not_early checks that
+	// no timer fired before it was due.
+	wakeAt, at time.Time
 	// log is the handle's log: the coordinator reports a transition's step
 	// events once the store has accepted its write, so they arrive here
 	// after the commit.
@@ -218,8 +225,12 @@ func Run(cfg Config) (*Report, error) {
 	if cfg.Sabotage == "discard-large-results" {
 		services = discardLarge{w: w, inner: services}
 	}
+	var clock durable.Clock = w.clock
+	if cfg.Sabotage == "clock-ahead" {
+		clock = aheadClock{w.clock}
+	}
 	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{
-		Store: w.store, Queue: w.queue, Actions: recorder{w: w, inner: services}, Clock: w.clock, Rand: w.rng.Float64,
+		Store: w.store, Queue: w.queue, Actions: recorder{w: w, inner: services}, Clock: clock, Rand: w.rng.Float64,
 		OnStep: w.heard,
 	})
 	if err != nil {
@@ -276,6 +287,13 @@ func Run(cfg Config) (*Report, error) {
 	w.check(ctx, sagas)
 	return w.report, nil
 }
+
+// aheadClock is the sabotage "clock-ahead": the coordinator's time an
+// hour ahead of the world's.
+type aheadClock struct{ c *durable.ManualClock }
+
+// Now returns the world's time plus an hour.
+func (a aheadClock) Now() time.Time { return a.c.Now().Add(time.Hour) }
 
 // tickIdle is the scheduled tick when nothing else is left to do: time
 // moves on to the earliest timer, and the tick sends its message. It

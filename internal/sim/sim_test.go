@@ -81,6 +81,8 @@ func TestSimulationCatchesSabotage(t *testing.T) {
 		// Many outputs past the state limit, so that some land on
 		// compensable steps of sagas that end compensated.
 		{"discard-large-results", "success_compensated", 0.3},
+		// Timers fire an hour before they are due.
+		{"clock-ahead", "timers_not_early", 0},
 	} {
 		rep, err := sim.Run(sim.Config{Seed: 3, Sagas: 300, Sabotage: tt.sabotage, EdgeRate: tt.edgeRate})
 		if err != nil {
