@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"reflect"
+	"sync"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/lang"
@@ -48,6 +50,16 @@ type CoordinatorConfig struct {
 type Coordinator struct {
 	cfg CoordinatorConfig
 	log *slog.Logger
+	// ticked remembers the timers this process's ticks have sent a
+	// message for (saga id and version), so that ticks a minute apart, or
+	// a second apart in the embedded runtime, send each timer once.
+	tickedMu sync.Mutex
+	ticked   map[tickedTimer]time.Time // -> when it is due
+}
+
+type tickedTimer struct {
+	sagaID  string
+	version uint64
 }
 
 // NewCoordinator checks cfg and fills its defaults.

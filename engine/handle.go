@@ -93,7 +93,9 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 		return "", fmt.Errorf("%w: message for %s %s attempt %d, but saga %s version %d waits on %s attempt %d",
 			durable.ErrMalformedMessage, msg.Queue, msg.Step, msg.Attempt, msg.SagaID, st.Version, id, cur.Attempt)
 	}
-	if cur.Wait {
+	if cur.Wait || st.DeadlinePassed(c.cfg.Clock.Now()) {
+		// A timer; or an action whose saga's deadline has passed: it does
+		// not run, the deadline fires.
 		return c.fire(ctx, msg, st, plan)
 	}
 	if err := c.timeLeft(ctx, plan, cur, msg); err != nil {

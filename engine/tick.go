@@ -34,9 +34,12 @@ type TickResult struct {
 // (durable.Store.SagaListDue), delayed until it is due: how a wait longer
 // than a queue's delay (15 minutes) comes back, and a waiting saga's
 // deadline. A wait costs one message however long it is, not one every
-// 15 minutes. A timer may get its message from more than one tick (a tick
-// runs every minute, a timer may be listed twice); the copies are dropped
-// by version once the first has fired it. Run it every minute (the
+// 15 minutes. A timer whose own message was sent by the transition that set
+// it (due within 15 minutes of it) is left to that message, and a process
+// sends each timer once however often it ticks. Ticks of other processes
+// (another Lambda instance, a tick retried) may still send a copy: the
+// protocol handles it as any duplicate (rule 3 re-sends the next version's
+// outbox; a later one is dropped). Run it every minute (the
 // template's TickFunction, sagactl tick, the embedded runtime). A saga it
 // cannot read or send for is logged and skipped; the errors are returned
 // together at the end.
@@ -70,12 +73,18 @@ func (c *Coordinator) Tick(ctx context.Context, p *TickParams) (*TickResult, err
 			}
 			wake := st.WakeAt()
 			cur, ok := st.Pending()
-			if wake.IsZero() || !ok {
-				continue // it moved on since it was listed
+			switch {
+			case wake.IsZero() || !ok || wake.Sub(now) > ahead:
+				continue // it moved on, or its timer moved away, since it was listed
+			case wake.Sub(st.UpdatedAt) <= durable.MaxDelay:
+				continue // the transition that set it sent its message, delayed
+			case !c.tickOnce(st.SagaID, st.Version, wake, now):
+				continue // an earlier tick of this process sent it
 			}
 			step, _ := plan.Awaits(cur)
-			msg := durable.Message{SagaID: st.SagaID, Version: st.Version, Queue: durable.QueueAdvance, Step: step, Attempt: cur.Attempt, Delay: max(wake.Sub(now), 0)}
+			msg := durable.Message{SagaID: st.SagaID, Version: st.Version, Queue: durable.QueueAdvance, Step: step, Attempt: cur.Attempt, Delay: min(max(wake.Sub(now), 0), durable.MaxDelay)}
 			if err := c.send(ctx, []durable.Message{msg}); err != nil {
+				c.untick(st.SagaID, st.Version)
 				skip(st.SagaID, err)
 				continue
 			}
@@ -90,4 +99,33 @@ func (c *Coordinator) Tick(ctx context.Context, p *TickParams) (*TickResult, err
 		c.log.LogAttrs(ctx, slog.LevelInfo, "tick sent due timers", slog.Int("due", res.Due), slog.Int("sent", res.Sent), slog.Duration("ahead", ahead))
 	}
 	return res, errors.Join(errs...)
+}
+
+// tickOnce records that this process sends the timer of saga id at
+// version, due at wake, and reports whether it had not already; entries a
+// while past due are forgotten.
+func (c *Coordinator) tickOnce(id string, version uint64, wake, now time.Time) bool {
+	c.tickedMu.Lock()
+	defer c.tickedMu.Unlock()
+	if c.ticked == nil {
+		c.ticked = map[tickedTimer]time.Time{}
+	}
+	for k, due := range c.ticked {
+		if now.Sub(due) > 2*durable.MaxDelay {
+			delete(c.ticked, k)
+		}
+	}
+	k := tickedTimer{id, version}
+	if _, sent := c.ticked[k]; sent {
+		return false
+	}
+	c.ticked[k] = wake
+	return true
+}
+
+// untick forgets a timer whose message could not be sent.
+func (c *Coordinator) untick(id string, version uint64) {
+	c.tickedMu.Lock()
+	delete(c.ticked, tickedTimer{id, version})
+	c.tickedMu.Unlock()
 }

@@ -84,7 +84,11 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		st.Cursors = st.Cursors[:0]
 		if !st.Deadline.IsZero() && !ev.Now.Before(st.Deadline) {
 			s := p.steps[cur.Step]
-			err := &StepError{Step: s.ID, Type: lang.ErrorTypeDeadline, Message: fmt.Sprintf("saga deadline %s passed while it waited", st.Deadline.UTC().Format(time.RFC3339))}
+			what := "while it waited"
+			if !cur.Wait {
+				what = fmt.Sprintf("before attempt %d of %s", cur.Attempt, s.ID)
+			}
+			err := &StepError{Step: s.ID, Type: lang.ErrorTypeDeadline, Message: fmt.Sprintf("saga deadline %s passed %s", st.Deadline.UTC().Format(time.RFC3339), what)}
 			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: 1, Error: err})
 			r.compensate(err)
 			break
@@ -146,6 +150,9 @@ func (p *Plan) admit(st *State, ev Event) error {
 		}
 	case EventTimer:
 		wake := st.WakeAt()
+		if wake.IsZero() && st.DeadlinePassed(ev.Now) {
+			break // a forward action pending past the saga's deadline: the deadline fires
+		}
 		if wake.IsZero() {
 			return fmt.Errorf("%w: saga %s (%s) waits on no timer", ErrInvalidEvent, st.SagaID, st.Status)
 		}
@@ -329,6 +336,12 @@ func (r *runner) run(idx int) {
 				return
 			}
 			if due.After(r.ev.Now) {
+				// A visit, as an action's: a loop of waits ends at MaxVisits.
+				if st.Seq >= uint64(p.opts.MaxVisits) {
+					r.caught(s, 1, &StepError{Step: s.ID, Type: lang.ErrorTypeVisitLimit, Message: fmt.Sprintf("the saga made %d visits of actions and waits, its limit", st.Seq)})
+					return
+				}
+				st.Seq++
 				st.Cursors = append(st.Cursors[:0], Cursor{Step: idx, Attempt: 1, Seq: st.Seq, Wait: true, Due: due})
 				st.Status = durable.StatusWaiting
 				if wake := st.WakeAt(); wake.Sub(r.ev.Now) <= durable.MaxDelay {

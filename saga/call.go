@@ -52,6 +52,16 @@ func (st *State) WakeAt() time.Time {
 	return cur.Due
 }
 
+// DeadlinePassed reports whether the saga has a forward action pending
+// that should not run because the saga's deadline has passed at now (no
+// cancel waits on it); EventTimer then fires the deadline, and the saga
+// compensates.
+func (st *State) DeadlinePassed(now time.Time) bool {
+	cur, ok := st.Pending()
+	return ok && !cur.Compensating && !cur.Wait && !st.CancelRequested && st.Status == durable.StatusRunning &&
+		!st.Deadline.IsZero() && !now.Before(st.Deadline)
+}
+
 // Awaits names what a pending cursor waits on: its step's id and the
 // timeout of the action (or compensation) it runs, zero when none is set.
 // The cursor must fit the plan (CheckState).

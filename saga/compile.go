@@ -260,8 +260,8 @@ func (c *compiler) compileStep(ps *planStep) {
 			}
 			ps.until = prg
 		}
-		if t := c.def.Timeout; t > 0 && s.Wait.For > t {
-			c.errorf(s.FieldPos("wait"), s.ID, "wait.for", "%s is longer than the saga's timeout of %s: the saga would compensate before it ends",
+		if t := c.def.Timeout; t > 0 && s.Wait.For >= t {
+			c.errorf(s.FieldPos("wait"), s.ID, "wait.for", "%s is not shorter than the saga's timeout of %s: the saga would reach its deadline before it goes on",
 				lang.FormatDuration(s.Wait.For), lang.FormatDuration(t))
 		}
 	}

@@ -35,6 +35,12 @@ func (r *runner) retryable(pol lang.RetryPolicy, attempt int, err error, typ str
 func (r *runner) retry(s *planStep, pol lang.RetryPolicy, cur Cursor, q durable.QueueName, comp bool, se *StepError) {
 	cur.Attempt++
 	d := backoff(pol, cur.Attempt, r.ev.Rand)
+	if dl := r.st.Deadline; !comp && !dl.IsZero() && r.ev.Now.Add(d).After(dl) {
+		// The saga's deadline comes first: the retry's message comes at it,
+		// and finds the deadline passed (EventTimer) rather than running
+		// the action late.
+		d = max(dl.Sub(r.ev.Now), 0)
+	}
 	r.st.Cursors[0] = cur
 	r.send(q, s.ID, cur.Attempt, d)
 	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeRetrying, Attempt: cur.Attempt - 1, Compensation: comp, Delay: d, Error: se})

@@ -149,7 +149,7 @@ func TestWaitValidation(t *testing.T) {
 		}
 	}
 	// Longer than the saga's timeout: it would compensate first.
-	if _, err := saga.Compile("w.yaml", []byte("saga: s\ntimeout: 1h\nsteps:\n  - {id: w, wait: {for: 2h}}\n"), saga.Options{}); err == nil || !strings.Contains(err.Error(), "longer than the saga's timeout") {
+	if _, err := saga.Compile("w.yaml", []byte("saga: s\ntimeout: 1h\nsteps:\n  - {id: w, wait: {for: 2h}}\n"), saga.Options{}); err == nil || !strings.Contains(err.Error(), "is not shorter than the saga's timeout") {
 		t.Errorf("a wait past the timeout: %v", err)
 	}
 	// A loop whose only pause is a wait is a loop that takes time: valid.
