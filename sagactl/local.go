@@ -46,6 +46,7 @@ func runLocal(c *Config, args []string) int {
 	emuDir := fs.String("emulators-dir", "tools/emulators", "where the npm emulators are installed (make emulators)")
 	rie := fs.String("rie", "bin/aws-lambda-rie", "the aws-lambda-rie binary; built from the version tools/mod/go.mod pins if missing")
 	buildDir := fs.String("build-dir", "bin/local", "where the bootstraps are built")
+	scheduleEvery := fs.Duration("schedule-every", 0, "invoke every scheduled function this often instead of on its template schedule (e.g. 5s; also runs cron schedules); default: the template's rates")
 	logFile := fs.String("log", ".lambdasaga/local.log", "where the functions' output goes")
 	mains := mainsFlag{}
 	fs.Var(mains, "main", "build FUNCTION from PACKAGE instead of its CodeUri (your function with Go actions); repeatable")
@@ -55,8 +56,8 @@ func runLocal(c *Config, args []string) int {
 		c.errorf("local: unexpected arguments %v", rest)
 		return ExitUsage
 	}
-	if *visibility < 0 || *workers < 1 {
-		c.errorf("local: --visibility must not be negative and --workers must be at least 1")
+	if *visibility < 0 || *scheduleEvery < 0 || *workers < 1 {
+		c.errorf("local: --visibility and --schedule-every must not be negative and --workers must be at least 1")
 		return ExitUsage
 	}
 	// The template first, read within its limit, so that a bad or endless
@@ -111,7 +112,7 @@ func runLocal(c *Config, args []string) int {
 	defer emu.Stop()
 	fmt.Fprintf(c.Stdout, "creating resources from %s and building the functions ...\n", *template)
 	env, err := local.Up(ctx, local.Config{Template: *template, DynamoDBEndpoint: emu.DynamoDBEndpoint, SQSEndpoint: emu.SQSEndpoint,
-		RIE: *rie, BuildDir: *buildDir, Mains: mains, Workers: *workers, Visibility: *visibility, Log: logOut})
+		RIE: *rie, BuildDir: *buildDir, Mains: mains, Workers: *workers, Visibility: *visibility, ScheduleEvery: *scheduleEvery, Log: logOut})
 	if err != nil {
 		c.errorf("local: %v", err)
 		return ExitUsage
@@ -128,13 +129,14 @@ func runLocal(c *Config, args []string) int {
 	fmt.Fprintf(c.Stdout, `lambdasaga is running locally (pid %d):
   DynamoDB   %s  table %s
   SQS        %s
-  functions  %s, %d workers each, under aws-lambda-rie
+  functions  %s under aws-lambda-rie, %d workers per queue
+  schedules  %s
   logs       %s
 In another terminal:
   %s start --local examples/order/order.yaml --input @examples/order/testdata/ok.json
   %s status --local SAGA_ID
 Stop with Ctrl-C or: %s local down
-`, ls.PID, ls.DynamoDBEndpoint, ls.Table, ls.SQSEndpoint, strings.Join(env.Functions, ", "), *workers, *logFile, c.Name, c.Name, c.Name)
+`, ls.PID, ls.DynamoDBEndpoint, ls.Table, ls.SQSEndpoint, strings.Join(env.Functions, ", "), *workers, strings.Join(env.Schedules, "\n             "), *logFile, c.Name, c.Name, c.Name)
 	<-ctx.Done()
 	fmt.Fprintf(c.Stdout, "stopping ...\n")
 	return ExitOK

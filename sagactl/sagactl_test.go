@@ -161,7 +161,8 @@ func TestBadInputGetsOneClearMessage(t *testing.T) {
 		{[]string{"run", orderFile, "--input", `{"order_id": 5}`}, "input.order_id: want string, got an int"},
 		{[]string{"run", orderFile, "--colour"}, "run: flag provided but not defined: -colour"},
 		{[]string{"sweep", "--idle-for", "-1s", "--local"}, "sweep: --idle-for must not be negative"},
-		{[]string{"local", "--visibility", "-5s"}, "local: --visibility must not be negative"},
+		{[]string{"local", "--visibility", "-5s"}, "local: --visibility and --schedule-every must not be negative"},
+		{[]string{"local", "--schedule-every", "-1s"}, "local: --visibility and --schedule-every must not be negative"},
 		{[]string{"run", orderFile, "--input", "{}", "--fail", "nosuch"}, "--fail nosuch: saga order has no action step or compensation by that name; " +
 			"--fail takes one of: reserve, reserve.compensate, charge, charge.compensate, ship, ship.compensate\n"},
 		{[]string{"plan", orderFile, "--fail", "price.compensate"}, "--fail price.compensate: step price is a set step"},

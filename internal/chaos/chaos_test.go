@@ -92,6 +92,11 @@ func TestChaos(t *testing.T) {
 		// A short function timeout, so that actions running into the
 		// invocation's deadline are cut off within seconds.
 		Env: map[string]string{chaos.EnvLedgerTable: ledger.Table, "AWS_LAMBDA_FUNCTION_TIMEOUT": strconv.Itoa(int(functionTimeout / time.Second))},
+		// The scheduled function ticks (and sweeps) every second: each tick
+		// sends again the timers due within its minute, so timers fire from
+		// two sources and their copies are dropped by version. Its workers
+		// are killed like the others.
+		ScheduleEvery: time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +253,7 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	cancels.Wait()
-	duplicates, hung, cancelled, timedOut := 0, 0, 0, 0
+	duplicates, hung, cancelled, timedOut, waited := 0, 0, 0, 0, 0
 	for id := range all {
 		fail := failAt[id]
 		st := final[id]
@@ -307,7 +312,14 @@ func TestChaos(t *testing.T) {
 				violate("cancel_during_action_compensates_it", "saga %s: compensations %v, want %v: an effect was left in place", id, stepsOf(undos), wantUndo)
 			}
 			checked["versions_written_once"]++
-			if want := uint64(1 + len(got) + 1 + len(wantUndo)); st.Version != want {
+			// The wait's timer fired (one write) if c ran: a cancel that
+			// meets the saga waiting compensates at once, and the timer's
+			// message is dropped.
+			fired := uint64(0)
+			if slices.Contains(got, "c") {
+				fired = 1
+			}
+			if want := uint64(1+len(got)+1+len(wantUndo)) + fired; st.Version != want {
 				violate("versions_written_once", "saga %s (cancelled at %s) is at version %d, want %d", id, step, st.Version, want)
 			}
 			continue
@@ -323,7 +335,12 @@ func TestChaos(t *testing.T) {
 			}
 		}
 		want := durable.StatusSucceeded
-		wantVersion := uint64(1 + len(done))
+		// One write per completed step, and one for the wait's timer if b
+		// completed (the saga then waited, and went on to c).
+		if waitWrites(done) == 1 {
+			waited++
+		}
+		wantVersion := uint64(1 + len(done) + waitWrites(done))
 		if step := hangAt[id]; step != "" {
 			// One attempt ran into the deadline: a Timeout, retried (one
 			// more version), and its effect applied once under its key.
@@ -336,7 +353,7 @@ func TestChaos(t *testing.T) {
 		}
 		if fail != "" {
 			want = durable.StatusCompensated
-			wantVersion = uint64(1 + len(done) + 1 + len(compensable))
+			wantVersion = uint64(1 + len(done) + waitWrites(done) + 1 + len(compensable))
 		}
 		checked["status_as_scripted"]++
 		if st.Status != want {
@@ -380,14 +397,30 @@ func TestChaos(t *testing.T) {
 	}
 	logs.mu.Lock()
 	cut := bytes.Count(logs.b.Bytes(), []byte("invocation failed"))
+	scheduledCut := bytes.Count(logs.b.Bytes(), []byte("the invocation broke off"))
+	ticks := bytes.Count(logs.b.Bytes(), []byte(`invoked with {"job": "tick"}`))
+	idleTicks := bytes.Count(logs.b.Bytes(), []byte(`invoked with {"job": "tick"}: {"tick":{"Due":0,"Sent":0}}`))
 	logs.mu.Unlock()
-	t.Logf("chaos report: %d sagas, %d workers killed with SIGKILL, %d invocations cut off mid-flight, %d duplicate action calls absorbed by idempotency keys, %d actions run into the invocation's deadline, %d sagas cancelled during an action (%d of their calls timed out after the effect, not compensated)", nSagas, kills.Load(), cut, duplicates, hung, cancelled, timedOut)
+	t.Logf("chaos report: %d sagas, %d workers killed with SIGKILL, %d invocations cut off mid-flight, %d duplicate action calls absorbed by idempotency keys, %d actions run into the invocation's deadline, %d sagas cancelled during an action (%d of their calls timed out after the effect, not compensated), %d sagas waited and went on (not counting cancelled ones), %d ticks of the scheduled function (%d found nothing due; %d scheduled invocations cut off by kills)", nSagas, kills.Load(), cut, duplicates, hung, cancelled, timedOut, waited, ticks, idleTicks, scheduledCut)
 	for _, k := range []string{"no_saga_lost", "status_as_scripted", "versions_written_once", "effects_once_per_completed_step", "compensation_exact_reverse", "deadline_attempt_recorded", "cancel_during_action_compensates_it", "dead_letters_only_poison"} {
 		t.Logf("  %-32s checked %5d, violated %d", k, checked[k], violated[k])
 	}
 	if kills.Load() == 0 {
 		t.Error("no worker was killed: the test proved nothing")
 	}
+	if ticks == 0 || ticks == idleTicks {
+		t.Errorf("%d ticks, %d of them found nothing due: the scheduled function never met a waiting saga", ticks, idleTicks)
+	}
+}
+
+// waitWrites is the writes the wait between b and c adds to a saga not
+// cancelled, whose completed steps are done: its timer firing, once b
+// completed (a saga that failed at c waited first).
+func waitWrites(done []string) int {
+	if slices.Contains(done, "b") {
+		return 1
+	}
+	return 0
 }
 
 func stepsOf(es []chaos.Entry) []string {

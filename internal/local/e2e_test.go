@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/lambdasaga/lambdasaga/client"
 	"github.com/lambdasaga/lambdasaga/durable"
@@ -42,9 +43,26 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// Two sagas that wait, one a little and one long.
+var (
+	shortWait = []byte("saga: pause\nsteps:\n  - id: hold\n    wait: {for: 2s}\n  - id: done\n    succeed: {output: \"${'rested'}\"}\n")
+	longWait  = []byte("saga: rest\nsteps:\n  - id: hold\n    wait: {for: 20m}\n  - id: done\n    succeed: {output: \"${'rested'}\"}\n")
+)
+
 // TestE2E runs the order saga through the real Lambda binaries under
 // aws-lambda-rie, on dynalite and fauxqs, with resources made from
-// infra/template.yaml (make e2e).
+// infra/template.yaml (make e2e), and the scheduled function on its
+// schedules, sped up to every second.
+//
+// Waits: a 2-second wait is its own delayed message, so it completes here
+// through the advance function. A 20-minute wait (past a queue's 15-minute
+// delay) sends no message: it is in the by_due index until a tick, within a
+// minute of its due time, sends one. Here it is checked to wait with no
+// message while the scheduled function ticks and finds nothing due; its
+// firing is not covered end to end: the binaries read the system clock,
+// which a test cannot move, and 20 minutes is too long to wait. The engine
+// tests (engine/wait_test.go: ticks, a timer sent twice, a cancel while
+// waiting) and the embedded runtime's virtual-time tests cover the firing.
 func TestE2E(t *testing.T) {
 	if os.Getenv("LAMBDASAGA_E2E") == "" {
 		t.Skip("LAMBDASAGA_E2E is not set: run make e2e")
@@ -64,6 +82,8 @@ func TestE2E(t *testing.T) {
 		Template: "../../infra/template.yaml", DynamoDBEndpoint: dyn, SQSEndpoint: sq, RIE: rie, BuildDir: dir,
 		Mains:   map[string]string{"AdvanceFunction": fn, "CompensateFunction": fn},
 		Workers: 2, Visibility: 2 * time.Second, Prefix: "e2e-", Log: logs,
+		// The tick (rate(1 minute)) and the sweep (rate(15 minutes)) every second.
+		ScheduleEvery: time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +116,15 @@ func TestE2E(t *testing.T) {
 		var in map[string]any
 		_ = json.Unmarshal(raw, &in)
 		if _, err := c.Start(ctx, client.StartParams{File: "order.yaml", Definition: order.Definition, SagaID: r.id, Input: in}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waits := []struct {
+		id  string
+		def []byte
+	}{{"e2e-wait-short", shortWait}, {"e2e-wait-long", longWait}}
+	for _, w := range waits {
+		if _, err := c.Start(ctx, client.StartParams{File: w.id + ".yaml", Definition: w.def, SagaID: w.id}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -142,6 +171,62 @@ func TestE2E(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the poison message did not reach the dead-letter queue")
 		}
+	}
+	checkWaits(t, ctx, c, env, logs)
+}
+
+// checkWaits: the short wait completed; the long one waits with no message
+// anywhere, and the scheduled function ticks and finds nothing due.
+func checkWaits(t *testing.T, ctx context.Context, c *client.Client, env *local.Env, logs *syncBuffer) {
+	t.Helper()
+	if st := waitFinal(t, ctx, c, "e2e-wait-short"); st.Status != durable.StatusSucceeded || st.Output != "rested" {
+		t.Errorf("e2e-wait-short: %s, output %v; want succeeded with rested", st.Status, st.Output)
+	}
+	st, err := c.Status(ctx, "e2e-wait-long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Written once (its start, which reached the wait), with nothing to send.
+	if st.Status != durable.StatusWaiting || st.Version != 1 || len(st.Outbox) != 0 || time.Until(st.WakeAt()) < 15*time.Minute {
+		t.Errorf("e2e-wait-long: %s v%d, outbox %v, wakes at %s; want waiting at v1 with no message, waking in 15 to 20 minutes", st.Status, st.Version, st.Outbox, st.WakeAt())
+	}
+	// Every other saga is done, the poison dead-lettered: the queues are
+	// empty, delayed messages counted, so no message waits for the long saga.
+	sqc := awslocal.SQS(awslocal.Endpoint(t, awslocal.EnvSQS))
+	for _, q := range []string{"AdvanceQueue", "CompensateQueue"} {
+		out, err := sqc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(env.QueueURLs[q]), AttributeNames: []sqstypes.QueueAttributeName{
+			sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range out.Attributes {
+			if v != "0" {
+				t.Errorf("%s: %s is %s, want 0", q, k, v)
+			}
+		}
+	}
+	// The tick runs (every second here) and, the short wait over, finds
+	// nothing due: the long wait is not within its minute.
+	from := len(logs.String())
+	tick := regexp.MustCompile(`local: SweepFunction schedule EveryMinute \(rate\(1 minute\), every 1s\): invoked with \{"job": "tick"\}: (.*)`)
+	for {
+		if m := tick.FindStringSubmatch(logs.String()[from:]); m != nil {
+			if m[1] != `{"tick":{"Due":0,"Sent":0}}` {
+				t.Errorf("the tick answered %s, want nothing due", m[1])
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the scheduled function's tick was not invoked")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if !strings.Contains(logs.String(), `local: SweepFunction schedule Every15Minutes (rate(15 minutes), every 1s): invoked with {"job": "sweep"}: {"sweep":`) {
+		t.Error("the scheduled function's sweep was not invoked")
+	}
+	if st, err := c.Status(ctx, "e2e-wait-long"); err != nil || st.Status != durable.StatusWaiting || st.Version != 1 {
+		t.Errorf("e2e-wait-long after the ticks: %v, %v; want still waiting at v1", st, err)
 	}
 }
 

@@ -43,6 +43,11 @@ type Config struct {
 	Log io.Writer
 	// Env adds variables to every function's environment.
 	Env map[string]string
+	// ScheduleEvery, when set, replaces the period of every schedule of
+	// the template (rate(1 minute), rate(15 minutes)), so that a test can
+	// tick every second; it also runs cron(...) and at(...) schedules, which
+	// otherwise the local loop refuses.
+	ScheduleEvery time.Duration
 }
 
 // Env is a running local environment.
@@ -50,6 +55,9 @@ type Env struct {
 	Table     string
 	QueueURLs map[string]string // by logical id
 	Functions []string
+	// Schedules describe the schedules it invokes, one line each:
+	// "SweepFunction EveryMinute: rate(1 minute), every 1m0s, with {"job": "tick"}".
+	Schedules []string
 
 	cfg     Config
 	ries    []*exec.Cmd
@@ -119,8 +127,12 @@ func Up(ctx context.Context, cfg Config) (env *Env, err error) {
 		}
 	}()
 	for _, fn := range tpl.Functions {
-		if len(fn.Events) == 0 {
-			e.logf("%s has no SQS event source (scheduled): not run locally; use sagactl sweep", fn.Name)
+		schedules, err := e.schedules(fn)
+		if err != nil {
+			return nil, err
+		}
+		if len(fn.Events) == 0 && len(schedules) == 0 {
+			e.logf("%s has neither an SQS event source nor an enabled schedule: not run", fn.Name)
 			continue
 		}
 		bootstrap, err := e.build(ctx, fn)
@@ -144,11 +156,58 @@ func Up(ctx context.Context, cfg Config) (env *Env, err error) {
 				e.pollers.Go(func() { p.run(pctx) })
 			}
 		}
+		// One worker per schedule, so that the tick and the sweep of one
+		// function do not wait for each other (in Lambda they run in
+		// environments of their own).
+		for i, sc := range schedules {
+			wk := &worker{fn: fn, index: i, bootstrap: bootstrap, env: envVars}
+			if len(fn.Events) > 0 {
+				wk.index += cfg.Workers // after the pollers' workers
+			}
+			addr, err := e.startRIE(ctx, wk, "")
+			if err != nil {
+				return nil, err
+			}
+			e.workers = append(e.workers, wk)
+			every := sc.Every
+			if cfg.ScheduleEvery > 0 {
+				every = cfg.ScheduleEvery
+			}
+			s := &scheduler{env: e, fn: fn, schedule: sc, every: every, rieURL: "http://" + addr + "/2015-03-31/functions/function/invocations", worker: wk.index}
+			line := fmt.Sprintf("%s %s: %s, every %s, with %s", fn.Name, sc.Name, sc.Expression, every, eventSummary(sc))
+			e.Schedules = append(e.Schedules, line)
+			e.logf("schedule %s", line)
+			e.pollers.Go(func() { s.run(pctx) })
+		}
 	}
 	return e, nil
 }
 
-// Down stops the pollers (each finishes the batch in hand) and the RIEs.
+// schedules returns the function's schedules that the local loop runs:
+// the enabled ones. It refuses, rather than skips, a schedule it cannot
+// run as EventBridge would: a cron(...) or at(...) expression (unless
+// Config.ScheduleEvery gives a period), and a ScheduleV2 event without
+// Input (EventBridge Scheduler then sends its own notification, not
+// emulated here).
+func (e *Env) schedules(fn samtemplate.Function) ([]samtemplate.Schedule, error) {
+	var out []samtemplate.Schedule
+	for _, sc := range fn.Schedules {
+		switch {
+		case !sc.Enabled:
+			e.logf("%s schedule %s (%s) is disabled: not invoked", fn.Name, sc.Name, sc.Expression)
+			continue
+		case sc.Every == 0 && e.cfg.ScheduleEvery == 0:
+			return nil, fmt.Errorf("function %s: schedule %s: %s: the local loop runs rate(...) schedules only; give a period for it (Config.ScheduleEvery, sagactl local --schedule-every)", fn.Name, sc.Name, sc.Expression)
+		case sc.V2 && sc.Input == nil:
+			return nil, fmt.Errorf("function %s: schedule %s: a ScheduleV2 event without Input: what EventBridge Scheduler sends then is not emulated; set Input", fn.Name, sc.Name)
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
+// Down stops the pollers (each finishes the batch in hand), the schedules
+// (an invocation under way is cut short) and the RIEs.
 func (e *Env) Down() {
 	if e.cancel != nil {
 		e.cancel()

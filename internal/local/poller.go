@@ -1,14 +1,10 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -87,36 +83,9 @@ func (p *poller) invoke(ctx context.Context, hc *http.Client, ev events.SQSEvent
 	if err != nil {
 		return nil, err
 	}
-	var resp *http.Response
-	for wait := 0; ; wait++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.rieURL, bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		resp, err = hc.Do(req)
-		if err == nil {
-			break
-		}
-		// No environment listening (the worker is being restarted): Lambda
-		// would not invoke a dead environment but start a new one, so wait
-		// for it rather than fail the batch. A connection that breaks during
-		// the invocation is a crash, and fails the batch like in Lambda.
-		if !errors.Is(err, syscall.ECONNREFUSED) || wait >= 300 {
-			return nil, err
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("RIE answered %d: %s", resp.StatusCode, out)
-	}
-	var fnErr struct {
-		ErrorType    string `json:"errorType"`
-		ErrorMessage string `json:"errorMessage"`
-	}
-	if json.Unmarshal(out, &fnErr) == nil && fnErr.ErrorType != "" {
-		return nil, fmt.Errorf("function error %s: %s", fnErr.ErrorType, fnErr.ErrorMessage)
+	out, err := invokeRIE(ctx, hc, p.rieURL, body)
+	if err != nil {
+		return nil, err
 	}
 	var r events.SQSEventResponse
 	if err := json.Unmarshal(out, &r); err != nil {

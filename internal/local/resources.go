@@ -4,7 +4,10 @@
 // binaries, each worker under its own aws-lambda-rie (one RIE serves one
 // invocation at a time); and pollers that stand in for Lambda's SQS event
 // source mapping (batch size and window from the template, visibility
-// timeout, partial batch failures, redrive to the dead-letter queue).
+// timeout, partial batch failures, redrive to the dead-letter queue); and
+// schedulers that stand in for EventBridge's scheduled rules, invoking the
+// scheduled functions on their rate (or a shorter one, for tests) with the
+// event EventBridge would send.
 package local
 
 import (

@@ -90,7 +90,7 @@ func (t *Template) Check() []string {
 				}
 			}
 		}
-		if len(f.Events) == 0 && !f.Scheduled {
+		if len(f.Events) == 0 && !f.Scheduled() {
 			add("function %s: neither an SQS event source nor a schedule", f.Name)
 		}
 		for _, ev := range f.Events {

@@ -19,7 +19,7 @@ func TestTemplatePassesChecks(t *testing.T) {
 	if problems := tpl.Check(); len(problems) > 0 {
 		t.Fatalf("infra/template.yaml:\n%s", strings.Join(problems, "\n"))
 	}
-	if len(tpl.Functions) != 3 || len(tpl.Queues) != 4 || len(tpl.Tables) != 1 || !tpl.Functions[2].Scheduled {
+	if len(tpl.Functions) != 3 || len(tpl.Queues) != 4 || len(tpl.Tables) != 1 || !tpl.Functions[2].Scheduled() {
 		t.Fatalf("%d functions, %d queues, %d tables", len(tpl.Functions), len(tpl.Queues), len(tpl.Tables))
 	}
 	adv := tpl.Functions[0]

@@ -1,17 +1,19 @@
 // Package samtemplate reads infra/template.yaml (SAM, with CloudFormation's
 // short-form tags) into what lambdasaga needs to know of it: the table, the
-// queues and their dead-letter queues, the functions and their SQS event
-// sources, the log groups they write to. Local mode creates resources from
+// queues and their dead-letter queues, the functions with their SQS event
+// sources and schedules, the log groups they write to. Local mode creates resources from
 // it, so the template stays the one source of truth, and Check holds it to
 // the rules a deployment must keep.
 package samtemplate
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -86,7 +88,7 @@ type Function struct {
 	Arch        string
 	Environment map[string]Value
 	Events      []EventSource // SQS event sources
-	Scheduled   bool          // has a Schedule event
+	Schedules   []Schedule    // Schedule and ScheduleV2 events
 	Policies    []Statement
 	// LogGroup is LoggingConfig.LogGroup (the function's, else Globals'):
 	// a !Ref to a log group of the template, a literal name, or nothing,
@@ -103,6 +105,29 @@ type EventSource struct {
 	WindowSeconds           int
 	ReportBatchItemFailures bool
 }
+
+// Schedule is a Schedule event of a function (an EventBridge rule that
+// invokes it on a schedule), or a ScheduleV2 event (an EventBridge
+// Scheduler schedule).
+type Schedule struct {
+	Name string
+	// Expression is the schedule as written: rate(1 minute), cron(...), at(...).
+	Expression string
+	// Every is the period of a rate expression; 0 for cron and at
+	// expressions, which name times rather than a period.
+	Every time.Duration
+	// Input is the JSON the function gets as its event; nil when unset,
+	// when EventBridge sends its own scheduled event instead.
+	Input json.RawMessage
+	// Enabled is false for a schedule declared but switched off (Enabled:
+	// false, or State: DISABLED).
+	Enabled bool
+	// V2 marks a ScheduleV2 event (EventBridge Scheduler).
+	V2 bool
+}
+
+// Scheduled reports whether the function has a schedule.
+func (f Function) Scheduled() bool { return len(f.Schedules) > 0 }
 
 // Statement is one IAM policy statement.
 type Statement struct {
@@ -389,8 +414,13 @@ func (t *Template) function(name string, p *yaml.Node) (Function, error) {
 		}
 	}
 	for evName, ev := range pairs(get(p, "Events")) {
-		if scalar(get(ev, "Type")) == "Schedule" || scalar(get(ev, "Type")) == "ScheduleV2" {
-			f.Scheduled = true
+		if typ := scalar(get(ev, "Type")); typ == "Schedule" || typ == "ScheduleV2" {
+			sc, err := schedule(evName, typ == "ScheduleV2", get(ev, "Properties"))
+			if err != nil {
+				return f, fmt.Errorf("event %s: %w", evName, err)
+			}
+			f.Schedules = append(f.Schedules, sc)
+			continue
 		}
 		if scalar(get(ev, "Type")) != "SQS" {
 			continue
@@ -415,6 +445,71 @@ func (t *Template) function(name string, p *yaml.Node) (Function, error) {
 		f.Policies = append(f.Policies, statements(pol)...)
 	}
 	return f, nil
+}
+
+// schedule reads a Schedule or ScheduleV2 event's properties.
+func schedule(name string, v2 bool, p *yaml.Node) (Schedule, error) {
+	sc := Schedule{Name: name, V2: v2, Enabled: true}
+	key := "Schedule"
+	if v2 {
+		key = "ScheduleExpression"
+	}
+	sc.Expression = strings.TrimSpace(scalar(get(p, key)))
+	var err error
+	if sc.Every, err = ScheduleEvery(sc.Expression); err != nil {
+		return sc, fmt.Errorf("%s: %w", key, err)
+	}
+	if in := get(p, "Input"); in != nil {
+		// A string of JSON text, as CloudFormation's Input wants: EventBridge
+		// refuses anything else.
+		if in.Kind != yaml.ScalarNode || !json.Valid([]byte(in.Value)) {
+			return sc, fmt.Errorf("the Input %q is not JSON text", scalar(in))
+		}
+		sc.Input = json.RawMessage(in.Value)
+	}
+	if scalar(get(p, "Enabled")) == "false" || strings.EqualFold(scalar(get(p, "State")), "DISABLED") {
+		sc.Enabled = false
+	}
+	return sc, nil
+}
+
+// ScheduleEvery returns the period of an EventBridge rate expression,
+// rate(VALUE UNIT): VALUE a positive whole number, UNIT minute, hour or day,
+// singular for a VALUE of 1 and plural otherwise (EventBridge User Guide,
+// "Rate expressions reference": rate(1 hours) and rate(5 hour) are not
+// valid). A cron(...) or at(...) expression has no period: 0, no error.
+// Anything else is an error.
+func ScheduleEvery(expr string) (time.Duration, error) {
+	if (strings.HasPrefix(expr, "cron(") || strings.HasPrefix(expr, "at(")) && strings.HasSuffix(expr, ")") {
+		return 0, nil
+	}
+	inner, isRate := strings.CutPrefix(expr, "rate(")
+	inner, closed := strings.CutSuffix(inner, ")")
+	if !isRate || !closed {
+		return 0, fmt.Errorf("%q is not a rate(...), cron(...) or at(...) expression", expr)
+	}
+	fields := strings.Fields(inner)
+	if len(fields) != 2 {
+		return 0, fmt.Errorf("%q: want rate(VALUE UNIT), e.g. rate(5 minutes)", expr)
+	}
+	n, err := strconv.Atoi(fields[0])
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%q: the value %q is not a positive whole number", expr, fields[0])
+	}
+	units := map[string]time.Duration{"minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour}
+	unit, plural := strings.CutSuffix(fields[1], "s")
+	d, known := units[unit]
+	switch {
+	case !known:
+		return 0, fmt.Errorf("%q: unit %q is not minute(s), hour(s) or day(s)", expr, fields[1])
+	case n == 1 && plural:
+		return 0, fmt.Errorf("%q: a value of 1 takes the singular, %s", expr, unit)
+	case n > 1 && !plural:
+		return 0, fmt.Errorf("%q: a value over 1 takes the plural, %ss", expr, unit)
+	case n > int(time.Duration(1<<63-1)/d):
+		return 0, fmt.Errorf("%q: too long a period", expr)
+	}
+	return time.Duration(n) * d, nil
 }
 
 // statements collects IAM statements from a policy, looking inside !If.
