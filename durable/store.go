@@ -162,7 +162,7 @@ type Store interface {
 	// SagaSetResends sets the saga's Resends to To if it is stored at
 	// Version with Resends From; ErrConflict when either differs (the saga
 	// moved on, or another sweep counted first), ErrNotFound when there is
-	// none. It changes nothing else: not the version, the state or the
+	// none, an error when either count is negative. It changes nothing else: not the version, the state or the
 	// update time.
 	SagaSetResends(ctx context.Context, params *SagaSetResendsParams) error
 	// DefinitionPut stores a definition; storing the same hash again is a

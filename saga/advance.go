@@ -20,18 +20,7 @@ func (p *Plan) Advance(st *State, ev Event) error {
 	if err := p.admit(st, ev); err != nil {
 		return err
 	}
-	r := runner{p: p, st: st, ev: ev}
-	was, since := st.Status, st.StatusSince
-	defer func() {
-		if st.Status != was || since.IsZero() {
-			// Later than the status before, whatever the clocks of the
-			// workers that wrote them: a listing's cursor relies on it.
-			st.StatusSince = ev.Now
-			if !since.IsZero() && !ev.Now.After(since) {
-				st.StatusSince = since.Add(time.Nanosecond)
-			}
-		}
-	}()
+	r := runner{p: p, st: st, ev: ev, was: st.Status, since: st.StatusSince}
 	var retryDue time.Time
 	retryWaits := false
 	if ev.Kind == EventCancel {
@@ -107,6 +96,7 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		}
 		r.nextCompensation()
 	}
+	r.markStatusSince() // before the last measure: it is part of the state
 	if ev.StoreLimit > 0 && (st.Status == durable.StatusRunning || st.Status == durable.StatusWaiting) && !r.fits() {
 		// Only starting the next action (or wait) is left to blame: undo it.
 		step := ""
@@ -115,8 +105,25 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		}
 		st.Outbox = st.Outbox[:0]
 		r.compensate(r.tooLarge(step, "starting it"))
+		r.markStatusSince()
 	}
 	return nil
+}
+
+// markStatusSince sets StatusSince when the transition changed the
+// status (or the state had none): the transition's time, or a nanosecond
+// after the time before if that clock was behind, so that it only grows: a
+// listing's cursor relies on it.
+func (r *runner) markStatusSince() {
+	st, now := r.st, r.ev.Now
+	if st.Status == r.was && !r.since.IsZero() {
+		st.StatusSince = r.since
+		return
+	}
+	st.StatusSince = now
+	if !r.since.IsZero() && !now.After(r.since) {
+		st.StatusSince = r.since.Add(time.Nanosecond)
+	}
 }
 
 func cancelled() *StepError {
@@ -172,6 +179,9 @@ type runner struct {
 	ev      Event
 	act     activation
 	scratch []byte // for measuring the state under ev.StoreLimit
+	// was and since are the status and StatusSince before the transition.
+	was   durable.Status
+	since time.Time
 }
 
 // fits reports whether the state, encoded, is within ev.StoreLimit (always

@@ -648,3 +648,37 @@ func TestAdvanceStatusSince(t *testing.T) {
 		t.Fatalf("compensated: %s since %s", st.Status, st.StatusSince)
 	}
 }
+
+// A transition replayed to measure its state (Event.StoreLimit) leaves a
+// state within the limit whenever the saga keeps running: the time it
+// entered its status counts too. A state stored before that field existed
+// gains it in its next transition, a few bytes the measure must see.
+func TestStoreLimitCountsStatusSince(t *testing.T) {
+	p := mustCompile(t, "saga: s\nsteps:\n  - {id: first, action: a, out: o, compensate: {action: undo}}\n  - {id: second, action: b}\n")
+	st := &saga.State{}
+	if err := p.Advance(st, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "s-1"}); err != nil {
+		t.Fatal(err)
+	}
+	st.StatusSince = time.Time{} // as stored before the field existed
+	old, _ := st.MarshalBinary()
+	result := saga.Event{Kind: saga.EventResult, Now: t0.Add(time.Minute), Output: map[string]any{"v": "x"}}
+	var free saga.State
+	_ = free.UnmarshalBinary(old)
+	if err := p.Advance(&free, result); err != nil || free.Status != durable.StatusRunning || free.StatusSince.IsZero() {
+		t.Fatalf("without a limit: %s since %s, %v", free.Status, free.StatusSince, err)
+	}
+	after, _ := free.MarshalBinary()
+	var tight saga.State
+	_ = tight.UnmarshalBinary(old)
+	result.StoreLimit = len(after) - 1
+	if err := p.Advance(&tight, result); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := tight.MarshalBinary()
+	if tight.Status == durable.StatusRunning && len(b) > result.StoreLimit {
+		t.Fatalf("running in %d bytes, over the limit of %d it was measured against", len(b), result.StoreLimit)
+	}
+	if tight.Status != durable.StatusCompensating || tight.Failure == nil || tight.Failure.Type != lang.ErrorTypeStateTooLarge {
+		t.Fatalf("%s %+v; want compensating with StateTooLarge", tight.Status, tight.Failure)
+	}
+}

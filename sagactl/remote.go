@@ -236,7 +236,7 @@ func (c *Config) printState(ctx context.Context, cl *client.Client, st *saga.Sta
 		fmt.Fprintf(c.Stdout, "  cancel requested: compensates once %s has an outcome\n", r.Pending)
 	}
 	if r.Resends > 0 {
-		fmt.Fprintf(c.Stdout, "  the sweep sent this version's messages again %d times without progress", r.Resends)
+		fmt.Fprintf(c.Stdout, "  the sweep sent this version's messages again (%s) without progress", timesText(r.Resends))
 		if r.Resends >= engine.DefaultMaxResends {
 			fmt.Fprintf(c.Stdout, ": a sweep with the default --max-resends (%d) leaves it for an operator (fix what fails it, then redrive the dead-letter queue)", engine.DefaultMaxResends)
 		}
@@ -296,10 +296,21 @@ func runSweep(c *Config, args []string) int {
 	}()
 	fmt.Fprintf(c.Stdout, "sweep: %d sagas in their status for %s or more checked, %d idle had their messages sent again\n", res.Checked, *idle, res.Resent)
 	if res.LeftForOperator > 0 {
-		fmt.Fprintf(c.Stdout, "sweep: %d idle sagas left for an operator: their messages were sent again %d times and they did not move (sagactl status ID; the message is in a dead-letter queue)\n", res.LeftForOperator, *maxResends)
+		fmt.Fprintf(c.Stdout, "sweep: %d idle sagas left for an operator: their messages were sent again (%s) and they did not move (sagactl status ID; the message is in a dead-letter queue)\n", res.LeftForOperator, timesText(*maxResends))
 	}
 	if err != nil {
 		return ExitUsage
 	}
 	return ExitOK
+}
+
+// timesText is "once", "twice" or "N times".
+func timesText(n int) string {
+	switch n {
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return fmt.Sprintf("%d times", n)
 }

@@ -304,7 +304,7 @@ func TestStartStatusCancelOnEmulators(t *testing.T) {
 		t.Fatalf("second sweep: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = runSagactl(t, nil, append([]string{"status", "sagactl-1"}, where...)...)
-	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "the sweep sent this version's messages again 1 times without progress") {
+	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "the sweep sent this version's messages again (once) without progress") {
 		t.Fatalf("status after the sweeps: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	// A saga the sweep cannot read: it says what it did, then names it, and fails.

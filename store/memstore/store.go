@@ -80,6 +80,9 @@ func (s *Store) SagaUpdate(_ context.Context, p *durable.SagaUpdateParams) error
 
 // SagaSetResends implements durable.Store.
 func (s *Store) SagaSetResends(_ context.Context, p *durable.SagaSetResendsParams) error {
+	if p.From < 0 || p.To < 0 {
+		return fmt.Errorf("saga %s: re-send counts %d and %d: must not be negative", p.SagaID, p.From, p.To)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.sagas[p.SagaID]

@@ -342,6 +342,15 @@ func testSetResends(t *testing.T, s durable.Store) {
 	if err := set("nope", 1, 0, 1); !errors.Is(err, durable.ErrNotFound) {
 		t.Fatalf("a missing saga: %v, want ErrNotFound", err)
 	}
+	// A count below zero is no count: refused, and nothing changes.
+	for _, c := range [][2]int{{2, -1}, {-1, 0}} {
+		if err := set("s-1", 1, c[0], c[1]); err == nil || errors.Is(err, durable.ErrConflict) {
+			t.Fatalf("from %d to %d: %v, want a plain error", c[0], c[1], err)
+		}
+	}
+	if got, _ := s.SagaGet(ctx, &durable.SagaGetParams{SagaID: "s-1"}); got.Resends != 2 {
+		t.Fatalf("after refused counts: %d, want 2", got.Resends)
+	}
 	// Giving a claim back.
 	if err := set("s-1", 1, 2, 1); err != nil {
 		t.Fatal(err)
