@@ -57,11 +57,16 @@ func TestWireMeterAgreesWithMiddleware(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, file, input string
-		writes            int     // the saga's transitions: its start, then one per action step
+		fail              string  // a step to fail for good (sagactl run --fail); empty: none
+		code              int     // sagactl run's exit code
+		writes            int     // the saga's transitions: its start, then one per action step or compensation
 		billed            float64 // write units billed on the saga's item, table and index
 	}{
-		{"order", "../../examples/order/order.yaml", "@../../examples/order/testdata/ok.json", 4, 7},
-		{"linear-10", linear, "{}", 11, 14},
+		{"order", "../../examples/order/order.yaml", "@../../examples/order/testdata/ok.json", "", sagactl.ExitOK, 4, 7},
+		{"linear-10", linear, "{}", "", sagactl.ExitOK, 11, 14},
+		// The path sagactl cost prices at 6 table and 5 index units: two
+		// status changes (to compensating, to compensated), each moving the entry.
+		{"order-fail-ship", "../../examples/order/order.yaml", "@../../examples/order/testdata/ok.json", "ship", sagactl.ExitCompensated, 6, 11},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			meter, err := ddbmeter.New(ddbmeter.Config{Backend: dynamoDB})
@@ -75,10 +80,13 @@ func TestWireMeterAgreesWithMiddleware(t *testing.T) {
 			_, _ = rand.Read(r[:])
 			table := "m-" + hex.EncodeToString(r[:])
 			var out, errs bytes.Buffer
-			code := sagactl.Main([]string{"run", c.file, "--input", c.input, "--id", "meter-" + c.name,
-				"--dynamodb-endpoint", proxy.URL, "--sqs-endpoint", sqs, "--table", table, "--queue-prefix", table + "-"},
-				sagactl.Config{Stdout: &out, Stderr: &errs, APIOptions: []func(*middleware.Stack) error{counter.Register}})
-			if code != sagactl.ExitOK {
+			args := []string{"run", c.file, "--input", c.input, "--id", "meter-" + c.name,
+				"--dynamodb-endpoint", proxy.URL, "--sqs-endpoint", sqs, "--table", table, "--queue-prefix", table + "-"}
+			if c.fail != "" {
+				args = append(args, "--fail", c.fail)
+			}
+			code := sagactl.Main(args, sagactl.Config{Stdout: &out, Stderr: &errs, APIOptions: []func(*middleware.Stack) error{counter.Register}})
+			if code != c.code {
 				t.Fatalf("sagactl run: exit %d\n%s%s", code, out.String(), errs.String())
 			}
 
