@@ -21,3 +21,14 @@ const MaxSagaTimeout = 365 * 24 * time.Hour
 // lie: one year, as the saga's timeout. A saga with a timeout waits no
 // longer than it.
 const MaxWait = MaxSagaTimeout
+
+// Limits on what a saga receives from outside: signals and callback
+// completions. A payload (a signal's, or a callback's output) is JSON of
+// at most MaxSignalBytes. A saga keeps at most MaxKeptSignals signals (and
+// early callback completions) that arrive before it waits for them, of at
+// most MaxKeptSignalBytes in all; past either, the sender gets an error.
+const (
+	MaxSignalBytes     = 32 << 10
+	MaxKeptSignals     = 16
+	MaxKeptSignalBytes = 64 << 10
+)

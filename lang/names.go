@@ -33,3 +33,11 @@ func ValidActionName(name string) bool {
 // compensateSuffix turns a step id into the name of its compensation; no
 // step id may end with it, so the two cannot be confused.
 const compensateSuffix = ".compensate"
+
+// SignalNamePattern matches a signal's name: a letter, then letters,
+// digits, '_', '.' or '-', at most 80 (as a step id). SignalNameRule says
+// so in words, for errors.
+var SignalNamePattern = namePattern
+
+// SignalNameRule describes SignalNamePattern.
+const SignalNameRule = "a letter, then letters, digits, '_', '.' or '-', at most 80"

@@ -10,7 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-var stepFields = []string{"id", "next", "catch", "action", "with", "out", "retry", "timeout", "compensate", "set", "switch", "assert", "fail", "succeed", "wait"}
+var stepFields = []string{"id", "next", "catch", "action", "with", "out", "retry", "timeout", "compensate", "callback", "set", "switch", "assert", "fail", "succeed", "wait", "await"}
 
 func (p *parser) stepNode(i int, n *yaml.Node) *Step {
 	s := &Step{Pos: Pos{n.Line, n.Column}, pos: map[string]Pos{}}
@@ -55,8 +55,8 @@ func (p *parser) stepNode(i int, n *yaml.Node) *Step {
 		return s
 	}
 	if s.Kind != KindAction {
-		for _, f := range []string{"with", "out", "retry", "timeout", "compensate"} {
-			if v, ok := fields[f]; ok {
+		for _, f := range []string{"with", "out", "retry", "timeout", "compensate", "callback"} {
+			if v, ok := fields[f]; ok && !(f == "out" && s.Kind == KindAwait) {
 				p.errorf(v, f, "only action steps have %s", f)
 			}
 		}
@@ -69,8 +69,8 @@ func (p *parser) stepNode(i int, n *yaml.Node) *Step {
 		}
 	}
 	if v, ok := fields["catch"]; ok {
-		if s.Kind != KindAction && s.Kind != KindAssert {
-			p.errorf(v, "catch", "only action and assert steps can fail with an error to catch")
+		if s.Kind != KindAction && s.Kind != KindAssert && s.Kind != KindAwait {
+			p.errorf(v, "catch", "only action, assert and await steps can fail with an error to catch")
 		} else {
 			s.Catch = p.catches(v)
 		}
@@ -93,6 +93,9 @@ func (p *parser) stepNode(i int, n *yaml.Node) *Step {
 		}
 		if v, ok := fields["compensate"]; ok {
 			s.Compensate = p.compensation(v)
+		}
+		if v, ok := fields["callback"]; ok {
+			s.Callback = p.callback(v)
 		}
 	case KindSet:
 		p.eachField(kn, "set.", nil, func(key string, k, v *yaml.Node) {
@@ -139,6 +142,11 @@ func (p *parser) stepNode(i int, n *yaml.Node) *Step {
 		s.Fail = f
 	case KindWait:
 		s.Wait = p.wait(kn)
+	case KindAwait:
+		s.Await = p.await(kn)
+		if v, ok := fields["out"]; ok {
+			s.Out = p.ident(v, "out")
+		}
 	case KindSucceed:
 		if kn.Kind == yaml.ScalarNode && kn.ShortTag() == "!!null" {
 			break
@@ -173,6 +181,43 @@ func (p *parser) wait(n *yaml.Node) *Wait {
 		p.errorf(n, "wait", "missing: give for: DURATION (such as 36h) or until: \"${CEL timestamp}\"")
 	}
 	return w
+}
+
+// await reads {signal: NAME, timeout: DURATION}.
+func (p *parser) await(n *yaml.Node) *Await {
+	a := &Await{Pos: Pos{n.Line, n.Column}}
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "await", "must be {signal: NAME, timeout: DURATION} (such as {signal: approved, timeout: 72h})")
+		return a
+	}
+	p.eachField(n, "await.", []string{"signal", "timeout"}, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "signal":
+			a.Signal = p.str(v, "await.signal")
+			if a.Signal != "" && !SignalNamePattern.MatchString(a.Signal) {
+				p.errorf(v, "await.signal", "%q is not a valid signal name (%s)", a.Signal, SignalNameRule)
+			}
+		case "timeout":
+			a.Timeout = p.duration(v, "await.timeout", MaxWait)
+		}
+	})
+	if !p.hasKey(n, "signal") {
+		p.errorf(n, "await.signal", "missing: name the signal to wait for")
+	}
+	return a
+}
+
+// callback reads {timeout: DURATION}.
+func (p *parser) callback(n *yaml.Node) *Callback {
+	cb := &Callback{Pos: Pos{n.Line, n.Column}}
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "callback", "must be {timeout: DURATION} (such as {timeout: 1h})")
+		return cb
+	}
+	p.eachField(n, "callback.", []string{"timeout"}, func(key string, k, v *yaml.Node) {
+		cb.Timeout = p.duration(v, "callback.timeout", MaxWait)
+	})
+	return cb
 }
 
 func kindList() string {

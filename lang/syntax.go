@@ -13,11 +13,12 @@ const (
 	KindFail    StepKind = "fail"    // fails the saga: it compensates
 	KindSucceed StepKind = "succeed" // ends the saga, succeeded, with its output (default: vars)
 	KindWait    StepKind = "wait"    // pauses the saga, status waiting, for a duration or until a time
+	KindAwait   StepKind = "await"   // pauses the saga until a named signal arrives or its timeout passes
 )
 
 // StepKinds lists every step kind, in documentation order.
 func StepKinds() []StepKind {
-	return []StepKind{KindAction, KindSet, KindSwitch, KindAssert, KindFail, KindSucceed, KindWait}
+	return []StepKind{KindAction, KindSet, KindSwitch, KindAssert, KindFail, KindSucceed, KindWait, KindAwait}
 }
 
 // InputTypes lists the type names an input field may declare.
@@ -68,6 +69,10 @@ type Step struct {
 	Retry      *RetryPolicy  // nil: DefaultRetry
 	Timeout    time.Duration // bounds one attempt; zero: no step timeout
 	Compensate *Compensation // what undoes the step; nil: nothing
+	// Callback makes the step wait, once its action returns, for someone
+	// to complete the action's callback token; nil: the action's return
+	// completes the step.
+	Callback *Callback
 
 	Set     []Assignment // set
 	Switch  []Case       // switch
@@ -75,6 +80,7 @@ type Step struct {
 	Fail    *Failure     // fail
 	Succeed *Value       // succeed: the output, nil for none
 	Wait    *Wait        // wait
+	Await   *Await       // await (its out is Out)
 
 	pos map[string]Pos // field path -> position
 }
@@ -94,6 +100,20 @@ type Wait struct {
 	For   time.Duration // wait this long after the step is reached; zero: Until
 	Until string        // a CEL expression, without ${ }, yielding the timestamp to wait until
 	Pos   Pos           // of Until's expression; of the wait mapping otherwise
+}
+
+// Await is an await step's signal: its name, and how long to wait for it.
+type Await struct {
+	Signal  string        // the signal's name
+	Timeout time.Duration // the step fails with Timeout after this long; zero: MaxWait
+	Pos     Pos           // of the await mapping
+}
+
+// Callback is an action step's callback: how long its token may take to be
+// completed once the action has returned.
+type Callback struct {
+	Timeout time.Duration // the attempt fails with Timeout after this long; zero: MaxWait
+	Pos     Pos           // of the callback mapping
 }
 
 // Catch routes a failure whose error type is listed to another step.

@@ -39,6 +39,9 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		if p.def.Timeout > 0 {
 			st.Deadline = ev.Now.Add(p.def.Timeout)
 		}
+		if p.HasCallbacks() {
+			st.Secret = append([]byte(nil), ev.Secret...)
+		}
 		r.run(0)
 	case EventResult:
 		if st.Cursors[0].Compensating {
@@ -71,21 +74,40 @@ func (p *Plan) Advance(st *State, ev Event) error {
 	case EventTimer:
 		cur := st.Cursors[0]
 		st.Cursors = st.Cursors[:0]
+		s := p.steps[cur.Step]
 		if !st.Deadline.IsZero() && !ev.Now.Before(st.Deadline) {
-			s := p.steps[cur.Step]
 			what := "while it waited"
 			if !cur.Wait {
 				what = fmt.Sprintf("before attempt %d of %s", cur.Attempt, s.ID)
 			}
 			err := &StepError{Step: s.ID, Type: lang.ErrorTypeDeadline, Message: fmt.Sprintf("saga deadline %s passed %s", st.Deadline.UTC().Format(time.RFC3339), what)}
-			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: 1, Error: err})
+			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: cur.Attempt, Error: err})
 			r.compensate(err)
 			break
 		}
-		s := p.steps[cur.Step]
 		st.Status = durable.StatusRunning
-		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
-		r.run(s.nextIndex)
+		switch {
+		case s.Kind == lang.KindAwait:
+			r.stepFailed(s, 1, &StepError{Step: s.ID, Type: lang.ErrorTypeTimeout, Message: fmt.Sprintf("no signal %s within %s", s.Await.Signal, lang.FormatDuration(awaitTimeout(s)))})
+		case s.Callback != nil:
+			r.callbackResult(s, cur, Delivery{Err: &StepError{Type: lang.ErrorTypeTimeout, Message: fmt.Sprintf("callback token of attempt %d not completed within %s", cur.Attempt, lang.FormatDuration(callbackTimeout(s)))}})
+		default:
+			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
+			r.run(s.nextIndex)
+		}
+	case EventSignal:
+		cur := st.Cursors[0]
+		st.Cursors = st.Cursors[:0]
+		st.Status = durable.StatusRunning
+		s := p.steps[cur.Step]
+		remember(st, ev.Delivery.ID)
+		r.received(s, ev.Delivery.Payload)
+	case EventCallback:
+		cur := st.Cursors[0]
+		st.Status = durable.StatusRunning
+		s := p.steps[cur.Step]
+		remember(st, ev.Delivery.ID)
+		r.callbackResult(s, cur, ev.Delivery)
 	case EventResume:
 		st.CompensationError = nil
 		st.Status = durable.StatusCompensating
@@ -140,6 +162,9 @@ func (p *Plan) admit(st *State, ev Event) error {
 		if st.Version != 0 || st.Status != "" {
 			return fmt.Errorf("%w: saga %s has already started", ErrInvalidEvent, st.SagaID)
 		}
+		if p.HasCallbacks() && len(ev.Secret) < secretBytes {
+			return fmt.Errorf("%w: saga %s has callback steps: its start needs a secret of %d random bytes", ErrInvalidEvent, ev.SagaID, secretBytes)
+		}
 		if ev.SagaID == "" {
 			return fmt.Errorf("%w: start needs a saga id", ErrInvalidEvent)
 		}
@@ -150,6 +175,19 @@ func (p *Plan) admit(st *State, ev Event) error {
 	case EventCancel:
 		if st.Status != durable.StatusRunning && st.Status != durable.StatusWaiting {
 			return fmt.Errorf("%w: saga %s is %s and cannot be cancelled", ErrInvalidEvent, st.SagaID, st.Status)
+		}
+	case EventSignal, EventCallback:
+		cur, ok := st.Pending()
+		if !ok || !cur.Wait || st.Status != durable.StatusWaiting || cur.Compensating {
+			return fmt.Errorf("%w: saga %s (%s) waits on no %s", ErrInvalidEvent, st.SagaID, st.Status, ev.Kind)
+		}
+		s := p.steps[cur.Step]
+		if ev.Kind == EventSignal && (s.Kind != lang.KindAwait || s.Await.Signal != ev.Delivery.Signal) {
+			return fmt.Errorf("%w: saga %s does not await signal %s", ErrInvalidEvent, st.SagaID, ev.Delivery.Signal)
+		}
+		d := ev.Delivery
+		if ev.Kind == EventCallback && (s.Callback == nil || d.Step != cur.Step || d.Seq != cur.Seq || d.Attempt != cur.Attempt) {
+			return fmt.Errorf("%w: saga %s does not wait on that callback", ErrInvalidEvent, st.SagaID)
 		}
 	case EventResume:
 		if st.Status != durable.StatusCompensationFailed {
@@ -346,24 +384,20 @@ func (r *runner) run(idx int) {
 				return
 			}
 			if due.After(r.ev.Now) {
-				// A visit, as an action's: a loop of waits ends at MaxVisits.
-				if st.Seq >= uint64(p.opts.MaxVisits) {
-					r.caught(s, 1, &StepError{Step: s.ID, Type: lang.ErrorTypeVisitLimit, Message: fmt.Sprintf("the saga made %d visits of actions and waits, its limit", st.Seq)})
-					return
-				}
-				st.Seq++
-				st.Cursors = append(st.Cursors[:0], Cursor{Step: idx, Attempt: 1, Seq: st.Seq, Wait: true, Due: due})
-				st.Status = durable.StatusWaiting
-				if wake := st.WakeAt(); wake.Sub(r.ev.Now) <= durable.MaxDelay {
-					// Due within what a queue's delay covers: the message
-					// is the timer. Later ones are sent by the ticker when
-					// they come near (durable.SagaRecord.WakeAt).
-					r.send(durable.QueueAdvance, s.ID, 1, wake.Sub(r.ev.Now))
-				}
-				r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeWaiting, Attempt: 1})
+				r.pauseVisit(s, idx, due)
 				return
 			}
 			idx = s.nextIndex // due already: until in the past goes on at once
+		case lang.KindAwait:
+			if d, ok := takeSignal(st, s.Await.Signal); ok {
+				if !r.takeOut(s, d.Payload) {
+					return
+				}
+				idx = s.nextIndex
+				break
+			}
+			r.pauseVisit(s, idx, r.ev.Now.Add(awaitTimeout(s)))
+			return
 		case lang.KindSucceed:
 			var out any = st.Vars
 			if s.output != nil {
@@ -388,6 +422,123 @@ func (r *runner) run(idx int) {
 		}
 		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
 	}
+}
+
+// pauseVisit starts a visit of a wait or await step: the saga waits on a
+// timer due at due. A visit, as an action's: a loop of waits ends at
+// MaxVisits.
+func (r *runner) pauseVisit(s *planStep, idx int, due time.Time) {
+	st, p := r.st, r.p
+	if st.Seq >= uint64(p.opts.MaxVisits) {
+		r.caught(s, 1, &StepError{Step: s.ID, Type: lang.ErrorTypeVisitLimit, Message: fmt.Sprintf("the saga made %d visits of actions and waits, its limit", st.Seq)})
+		return
+	}
+	st.Seq++
+	r.pause(s, Cursor{Step: idx, Attempt: 1, Seq: st.Seq}, due)
+}
+
+// pause makes the saga wait on cur (a wait's or await's timer, or a
+// callback's token) until due.
+func (r *runner) pause(s *planStep, cur Cursor, due time.Time) {
+	st := r.st
+	cur.Wait, cur.Due = true, due
+	st.Cursors = append(st.Cursors[:0], cur)
+	st.Status = durable.StatusWaiting
+	if wake := st.WakeAt(); wake.Sub(r.ev.Now) <= durable.MaxDelay {
+		// Due within what a queue's delay covers: the message is the
+		// timer. Later ones are sent by the ticker when they come near
+		// (durable.SagaRecord.WakeAt).
+		r.send(durable.QueueAdvance, s.ID, cur.Attempt, wake.Sub(r.ev.Now))
+	}
+	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeWaiting, Attempt: cur.Attempt})
+}
+
+// takeOut writes a received payload to the step's out, and reports false
+// (the step failed) when the state would not fit.
+func (r *runner) takeOut(s *planStep, v any) bool {
+	st := r.st
+	if s.Out == "" {
+		return true
+	}
+	old, had := st.Vars[s.Out]
+	st.Vars[s.Out] = v
+	if !r.fits() {
+		r.restore([]savedVar{{s.Out, old, had}})
+		r.caught(s, 1, r.tooLarge(s.ID, "the payload step "+s.ID+" received"))
+		return false
+	}
+	return true
+}
+
+// received completes an await with the signal's payload, and goes on.
+func (r *runner) received(s *planStep, payload any) {
+	if !r.takeOut(s, payload) {
+		return
+	}
+	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
+	r.run(s.nextIndex)
+}
+
+// callbackResult ends a callback attempt whose action returned success
+// (the step is on the compensation stack already): with the token's
+// output, the step completes; with its failure or timeout, it is retried
+// with a new attempt (and token) or fails.
+func (r *runner) callbackResult(s *planStep, cur Cursor, d Delivery) {
+	st := r.st
+	takeCallback(st, cur) // no completion of this attempt or one before it is kept any longer
+	if d.Err != nil {
+		se := newStepError(s.ID, d.Err.Type, d.Err.Message)
+		st.Cursors = append(st.Cursors[:0], Cursor{Step: cur.Step, Attempt: cur.Attempt, Seq: cur.Seq})
+		if r.retryable(s.policy, cur.Attempt, &ActionError{Type: se.Type}, se.Type) {
+			r.retry(s, s.policy, st.Cursors[0], durable.QueueAdvance, false, se)
+			return
+		}
+		st.Cursors = st.Cursors[:0]
+		r.stepFailed(s, cur.Attempt, se)
+		return
+	}
+	st.Cursors = st.Cursors[:0]
+	out, err := CheckValue(d.Payload)
+	if err != nil {
+		r.stepFailed(s, cur.Attempt, newStepError(s.ID, lang.ErrorTypeOutputFormat, "callback output: "+err.Error()))
+		return
+	}
+	saved := []savedVar{}
+	if s.Out != "" {
+		old, had := st.Vars[s.Out]
+		saved = append(saved, savedVar{s.Out, old, had})
+		st.Vars[s.Out] = out
+	}
+	top := len(st.Stack) - 1
+	var keptOut any
+	if top >= 0 && s.keepOut && st.Stack[top].Step == cur.Step && st.Stack[top].Seq == cur.Seq {
+		keptOut = st.Stack[top].Out
+		st.Stack[top].Out, st.Stack[top].HasOut = out, true
+	}
+	if !r.fits() {
+		r.restore(saved)
+		if keptOut != nil {
+			st.Stack[top].Out = keptOut
+		}
+		r.stepFailed(s, cur.Attempt, r.tooLarge(s.ID, "the callback output of step "+s.ID))
+		return
+	}
+	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: cur.Attempt})
+	r.run(s.nextIndex)
+}
+
+func awaitTimeout(s *planStep) time.Duration {
+	if s.Await.Timeout > 0 {
+		return s.Await.Timeout
+	}
+	return lang.MaxWait
+}
+
+func callbackTimeout(s *planStep) time.Duration {
+	if s.Callback.Timeout > 0 {
+		return s.Callback.Timeout
+	}
+	return lang.MaxWait
 }
 
 // due is when a wait step's timer is due: its for after now, or its until.
@@ -525,6 +676,19 @@ func (r *runner) actionResult() {
 		r.stepFailed(s, cur.Attempt, r.tooLarge(s.ID, "the output of action "+s.Action))
 		return
 	}
+	if s.Callback != nil && !st.CancelRequested {
+		// The action started the work; its token completes the step. A
+		// completion that came while the action ran is taken at once.
+		if d, ok := takeCallback(st, cur); ok {
+			r.callbackResult(s, cur, d)
+			return
+		}
+		r.pause(s, cur, r.ev.Now.Add(callbackTimeout(s)))
+		return
+	}
+	if s.Callback != nil {
+		takeCallback(st, cur)
+	}
 	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: cur.Attempt})
 	if st.CancelRequested {
 		r.compensate(cancelled())
@@ -545,12 +709,20 @@ func (r *runner) complete(s *planStep, cur Cursor, out any, keep bool) {
 		if keep && s.keepOut {
 			c.Out, c.HasOut = out, true
 		}
+		if n := len(st.Stack); n > 0 && st.Stack[n-1].Step == c.Step && st.Stack[n-1].Seq == c.Seq {
+			// A callback step's later attempt: one completion per visit.
+			st.Stack[n-1] = c
+			return
+		}
 		st.Stack = append(st.Stack, c)
 	}
 }
 
 func (r *runner) actionFailed(s *planStep, cur Cursor, err error) {
 	st := r.st
+	if s.Callback != nil {
+		takeCallback(st, cur) // the attempt failed: a completion of its token no longer applies
+	}
 	typ := ErrorType(err)
 	se := newStepError(s.ID, typ, errorMessage(err))
 	if r.retryable(s.policy, cur.Attempt, err, typ) && !st.CancelRequested {

@@ -27,6 +27,14 @@ type Call struct {
 	// Compensation marks a call that undoes the step: it runs the step's
 	// compensate action.
 	Compensation bool
+	// CallbackToken is set for a step with callback: the action starts the
+	// work and returns; the step completes when someone completes this
+	// token (engine: Coordinator.CompleteCallback). Each attempt has its
+	// own, and every redelivery of one attempt the same.
+	CallbackToken string
+	// CallbackTimeout is how long the token may take, once the action has
+	// returned, for a step with callback.
+	CallbackTimeout time.Duration
 }
 
 // Pending returns the cursor the saga waits on, if any.
@@ -102,6 +110,9 @@ func (p *Plan) Call(st *State, now time.Time) (Call, error) {
 		}
 	} else {
 		c.IdempotencyKey = idempotencyKey(st.SagaID, s.ID, cur.Seq)
+		if s.Callback != nil {
+			c.CallbackToken, c.CallbackTimeout = p.CallbackToken(st), callbackTimeout(s)
+		}
 	}
 	if dropped && s.Out != "" {
 		// The var holds nothing of this visit: whatever it holds now was

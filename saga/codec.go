@@ -50,6 +50,10 @@ const (
 	tagOutputIsVars      = 18 // the output is the vars map itself (a saga ending without succeed)
 	tagCancelRequested   = 19
 	tagStatusSince       = 20
+	tagKept              = 21
+	tagReceived          = 22
+	tagSeen              = 23
+	tagSecret            = 24
 )
 
 // Value type bytes.
@@ -135,6 +139,16 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 	if st.CancelRequested {
 		e.uint(tagCancelRequested, 1)
 	}
+	for _, d := range st.Kept {
+		e.delivery(tagKept, d)
+	}
+	e.uint(tagReceived, st.Received)
+	for _, id := range st.Seen {
+		e.str(tagSeen, id)
+	}
+	if len(st.Secret) > 0 {
+		e.str(tagSecret, string(st.Secret))
+	}
 	switch {
 	case st.Output != nil && sameMap(st.Output, st.Vars):
 		e.uint(tagOutputIsVars, 1)
@@ -179,6 +193,24 @@ func (e *encoder) time(tag int, t time.Time) {
 	}
 	e.key(tag, wireVarint)
 	e.b = binary.AppendUvarint(e.b, zigzag(t.UnixNano())+1)
+}
+
+// delivery writes a kept delivery: a signal's name, or a callback's step,
+// visit and attempt; its id, payload and error.
+func (e *encoder) delivery(tag int, d Delivery) {
+	at := e.begin(tag)
+	e.str(1, d.ID)
+	e.str(2, d.Signal)
+	if d.Signal == "" {
+		e.uint(3, uint64(d.Step)+1)
+		e.uint(4, d.Seq)
+		e.uint(5, uint64(d.Attempt))
+	}
+	if d.Payload != nil {
+		e.value(6, d.Payload)
+	}
+	e.stepError(7, d.Err)
+	e.end(at)
 }
 
 func (e *encoder) stepError(tag int, se *StepError) {
@@ -321,6 +353,36 @@ func (st *State) UnmarshalBinary(data []byte) error {
 			st.Vars = d.mapValue()
 		case tag == tagCancelRequested && wire == wireVarint:
 			st.CancelRequested = d.uint() == 1
+		case tag == tagKept && wire == wireBytes:
+			var k Delivery
+			d.nested(func(tag, wire int) bool {
+				switch {
+				case tag == 1 && wire == wireBytes:
+					k.ID = d.str()
+				case tag == 2 && wire == wireBytes:
+					k.Signal = d.str()
+				case tag == 3 && wire == wireVarint:
+					k.Step = d.int() - 1
+				case tag == 4 && wire == wireVarint:
+					k.Seq = d.uint()
+				case tag == 5 && wire == wireVarint:
+					k.Attempt = d.int()
+				case tag == 6 && wire == wireBytes:
+					k.Payload = d.valueField()
+				case tag == 7 && wire == wireBytes:
+					k.Err = d.stepError()
+				default:
+					return false
+				}
+				return true
+			})
+			st.Kept = append(st.Kept, k)
+		case tag == tagReceived && wire == wireVarint:
+			st.Received = d.uint()
+		case tag == tagSeen && wire == wireBytes:
+			st.Seen = append(st.Seen, d.str())
+		case tag == tagSecret && wire == wireBytes:
+			st.Secret = []byte(d.str())
 		case tag == tagCursor && wire == wireBytes:
 			var c Cursor
 			d.nested(func(tag, wire int) bool {

@@ -200,6 +200,12 @@ func (c *compiler) compileStep(ps *planStep) {
 		if s.With != nil {
 			ps.args = c.template(s, "with", s.With)
 		}
+		if cb := s.Callback; cb != nil {
+			if t := c.def.Timeout; t > 0 && cb.Timeout >= t {
+				c.errorf(s.FieldPos("callback"), s.ID, "callback.timeout", "%s is not shorter than the saga's timeout of %s: the saga would reach its deadline first",
+					lang.FormatDuration(cb.Timeout), lang.FormatDuration(t))
+			}
+		}
 		if s.Compensate != nil {
 			cc := &compiledComp{action: s.Compensate.Action, retry: lang.DefaultCompensateRetry, timeout: s.Compensate.Timeout}
 			if s.Compensate.Retry != nil {
@@ -263,6 +269,11 @@ func (c *compiler) compileStep(ps *planStep) {
 		if t := c.def.Timeout; t > 0 && s.Wait.For >= t {
 			c.errorf(s.FieldPos("wait"), s.ID, "wait.for", "%s is not shorter than the saga's timeout of %s: the saga would reach its deadline before it goes on",
 				lang.FormatDuration(s.Wait.For), lang.FormatDuration(t))
+		}
+	case lang.KindAwait:
+		if t := c.def.Timeout; t > 0 && s.Await.Timeout >= t {
+			c.errorf(s.FieldPos("await"), s.ID, "await.timeout", "%s is not shorter than the saga's timeout of %s: the saga would reach its deadline first",
+				lang.FormatDuration(s.Await.Timeout), lang.FormatDuration(t))
 		}
 	}
 }

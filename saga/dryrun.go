@@ -3,6 +3,8 @@ package saga
 import (
 	"fmt"
 	"time"
+
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // DryRunParams drive a dry run.
@@ -19,6 +21,9 @@ type DryRunParams struct {
 	OnCall func(Call)
 }
 
+// dryRunSecret keys a dry run's callback tokens.
+var dryRunSecret = []byte("dry-run-callbacks")
+
 // dryRunStart is the fixed time of a dry run: its result depends on nothing else.
 var dryRunStart = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -34,14 +39,29 @@ const dryRunMaxCalls = 3 * DefaultMaxVisits
 // dryRunMaxCalls calls: DryRun then returns an error saying so.
 func (p *Plan) DryRun(params DryRunParams) (*State, error) {
 	st := &State{}
-	if err := p.Advance(st, Event{Kind: EventStart, Now: dryRunStart, SagaID: "dry-run", Input: params.Input, OnStep: params.OnStep}); err != nil {
+	if err := p.Advance(st, Event{Kind: EventStart, Now: dryRunStart, SagaID: "dry-run", Input: params.Input, OnStep: params.OnStep, Secret: dryRunSecret}); err != nil {
 		return nil, err
 	}
 	now := dryRunStart
+	var lastOut any // the last action's output: a callback completes with it
 	for range dryRunMaxCalls {
 		cur, pending := st.Pending()
 		if !pending {
 			return st, nil // the saga is final
+		}
+		if s := p.steps[cur.Step]; cur.Wait && (s.Kind == lang.KindAwait || s.Callback != nil) {
+			// An await gets its signal, with no payload, and a callback
+			// its completion, with the action's output, at once.
+			ev := Event{Now: now, OnStep: params.OnStep, Delivery: Delivery{Signal: "", Payload: lastOut}}
+			if s.Kind == lang.KindAwait {
+				ev.Delivery = Delivery{Signal: s.Await.Signal}
+			} else {
+				ev.Delivery.Token = p.CallbackToken(st)
+			}
+			if _, err := p.Receive(st, &ev); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if cur.Wait {
 			// A wait: its timer fires when due, and time moves on to then.
@@ -65,6 +85,7 @@ func (p *Plan) DryRun(params DryRunParams) (*State, error) {
 				out, callErr = params.Act(call)
 			}
 		}
+		lastOut = out
 		if err := p.Advance(st, Event{Kind: EventResult, Now: now, Output: out, Err: callErr, OnStep: params.OnStep}); err != nil {
 			return nil, err
 		}

@@ -22,9 +22,16 @@ const (
 	// EventTimer fires the timer of a waiting saga (State.WakeAt): the
 	// wait it waits on ends, or its deadline has passed.
 	EventTimer
+	// EventSignal delivers a signal (Event.Delivery) to the await that
+	// waits on it. Plan.Receive keeps one that nothing waits on yet.
+	EventSignal
+	// EventCallback completes (or fails) a callback token the saga waits
+	// on (Event.Delivery). Plan.Receive keeps one that comes while the
+	// action that got the token still runs.
+	EventCallback
 )
 
-// String returns the kind's name: "start", "result", "cancel", "resume" or "timer".
+// String returns the kind's name: "start", "result", "cancel", "resume", "timer", "signal" or "callback".
 func (k EventKind) String() string {
 	switch k {
 	case EventStart:
@@ -37,6 +44,10 @@ func (k EventKind) String() string {
 		return "resume"
 	case EventTimer:
 		return "timer"
+	case EventSignal:
+		return "signal"
+	case EventCallback:
+		return "callback"
 	}
 	return fmt.Sprintf("event(%d)", uint8(k))
 }
@@ -57,6 +68,12 @@ type Event struct {
 
 	SagaID string         // EventStart
 	Input  map[string]any // EventStart: checked with Plan.CheckInput first
+	// Secret, on EventStart, keys the saga's callback tokens: random bytes
+	// (at least 16) when the plan has callback steps (Plan.HasCallbacks).
+	Secret []byte
+
+	// Delivery is what EventSignal and EventCallback deliver.
+	Delivery Delivery
 
 	Output any   // EventResult: the action's output, made of plain values (CheckValue)
 	Err    error // EventResult: the action's error, nil on success

@@ -25,7 +25,7 @@ func (c *compiler) successors(i int) (succ []int, onSuccess []bool) {
 		return j, ok
 	}
 	switch ps.Kind {
-	case lang.KindAction, lang.KindSet, lang.KindAssert, lang.KindWait, "": // "": a shape error, reported already; assume it falls through
+	case lang.KindAction, lang.KindSet, lang.KindAssert, lang.KindWait, lang.KindAwait, "": // "": a shape error, reported already; assume it falls through
 		add(ps.nextIndex, true)
 	case lang.KindSwitch:
 		hasDefault := false
@@ -93,7 +93,7 @@ func (c *compiler) checkGraph() {
 		hasAction, hasExit := false, false
 		first := comp[0]
 		for _, i := range comp {
-			if k := c.plan.steps[i].Kind; k == lang.KindAction || k == lang.KindWait {
+			if k := c.plan.steps[i].Kind; k == lang.KindAction || k == lang.KindWait || k == lang.KindAwait {
 				hasAction = true // a pass takes a message, or time
 			}
 			if i < first {
@@ -111,7 +111,7 @@ func (c *compiler) checkGraph() {
 		case !hasExit:
 			c.errorf(s.Pos, s.ID, "", "loop with no way out: %s", names)
 		case !hasAction:
-			c.errorf(s.Pos, s.ID, "", "loop of steps that do no work between passes (%s): put an action or a wait in it", names)
+			c.errorf(s.Pos, s.ID, "", "loop of steps that do no work between passes (%s): put an action, a wait or an await in it", names)
 		}
 	}
 	c.reachable = seen
@@ -123,7 +123,7 @@ func (c *compiler) checkGraph() {
 func (c *compiler) markKeptOutputs() {
 	writers := map[string]int{}
 	for _, s := range c.plan.steps {
-		if s.Kind == lang.KindAction && s.Out != "" {
+		if s.Out != "" {
 			writers[s.Out]++
 		}
 		for _, a := range s.Set {

@@ -41,13 +41,18 @@ func (p *Plan) CheckState(st *State) error {
 		}
 		s := p.steps[c.Step]
 		if c.Wait {
-			if s.Kind != lang.KindWait || c.Compensating || c.Due.IsZero() {
-				return fmt.Errorf("a timer at step %s, which is no wait", s.ID)
+			if (s.Kind != lang.KindWait && s.Kind != lang.KindAwait && s.Callback == nil) || c.Compensating || c.Due.IsZero() {
+				return fmt.Errorf("a timer at step %s, which is no wait, await or callback", s.ID)
 			}
 			continue
 		}
 		if s.Kind != lang.KindAction || (c.Compensating && s.comp == nil) {
 			return fmt.Errorf("a cursor at step %s, which has no such action", s.ID)
+		}
+	}
+	for _, d := range st.Kept {
+		if d.Signal == "" && (d.Step < 0 || d.Step >= len(p.steps) || p.steps[d.Step].Callback == nil) {
+			return fmt.Errorf("a kept callback completion of step %d, which has no callback", d.Step)
 		}
 	}
 	for _, c := range st.Stack {

@@ -44,6 +44,22 @@ type State struct {
 	// taken effect), and then the saga compensates, that action included if
 	// it succeeded.
 	CancelRequested bool
+	// Kept holds signals, and completions of callback tokens, that came
+	// before the saga waited for them, oldest first: an await takes the
+	// first of its signal's name, a callback step's attempt the one of its
+	// token. At most lang.MaxKeptSignals, of lang.MaxKeptSignalBytes.
+	Kept []Delivery
+	// Received counts the writes that kept a delivery. Such a write keeps
+	// the version (the messages in flight stay valid), so every write is
+	// conditional on Received as well as on Version
+	// (durable.SagaRecord.Received).
+	Received uint64
+	// Seen holds the ids of the latest deliveries applied or kept (at most
+	// maxSeen): one sent twice is applied once.
+	Seen []string
+	// Secret keys the saga's callback tokens (CallbackToken); set at the
+	// start of a saga whose definition has callback steps. Never shown.
+	Secret []byte
 	// Resends is how many times the sweep has sent the outbox of this
 	// version again (durable.SagaRecord.Resends): kept by the store
 	// beside the state, not encoded in it, and filled by the reads that
@@ -61,6 +77,25 @@ type Cursor struct {
 	// due (the saga is waiting).
 	Wait bool
 	Due  time.Time // when a Wait cursor's timer is due
+}
+
+// Delivery is something sent to a saga from outside: a signal, or the
+// completion of a callback token.
+type Delivery struct {
+	// ID tells repeats apart: the sender's id for a signal, the token's
+	// for a callback (at most MaxDeliveryIDBytes).
+	ID     string
+	Signal string // a signal's name; empty for a callback's completion
+	// Token is the callback token completed; parsed into Step, Seq and
+	// Attempt when the delivery is kept.
+	Token   string
+	Step    int    // callback: the step's index
+	Seq     uint64 // callback: the visit the token is of
+	Attempt int    // callback: the attempt the token is of
+	// Payload is a signal's payload, or a callback's output: plain values
+	// (CheckValue) of at most lang.MaxSignalBytes as JSON.
+	Payload any
+	Err     *StepError // a failed callback: its error type and message
 }
 
 // Completion records a completed step that declared compensate.

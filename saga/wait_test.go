@@ -141,7 +141,7 @@ func TestWaitValidation(t *testing.T) {
 		{"  - {id: w, wait: {until: \"${1 + 2}\"}}\n", "until must be a timestamp"},
 		{"  - {id: w, wait: {until: \"\"}}\n", "until: is a CEL expression that yields a timestamp"},
 		{"  - {id: w, wait: {for: 1h}, out: x}\n", "only action steps have out"},
-		{"  - {id: w, wait: {for: 1h}, catch: [{errors: [Timeout], next: w}]}\n", "only action and assert steps"},
+		{"  - {id: w, wait: {for: 1h}, catch: [{errors: [Timeout], next: w}]}\n", "only action, assert and await steps"},
 	} {
 		_, err := saga.Compile("w.yaml", []byte("saga: s\nsteps:\n"+c.src), saga.Options{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
