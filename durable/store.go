@@ -27,6 +27,11 @@ type SagaRecord struct {
 	// waiting on a timer, or its timer changes.
 	WakeAt time.Time
 	State  []byte // State.MarshalBinary
+	// Received counts the writes that kept a signal (or a callback's
+	// completion) for later without a transition: they keep Version, so
+	// that messages in flight stay valid, and move Received up by one.
+	// Every update is conditional on it as on the version (absent is 0).
+	Received uint64
 	// Resends counts the sweep's re-sends of the saga's outbox since the
 	// write of this version (SagaSetResends). Reads return it; create and
 	// update ignore it and store zero, so it counts only while the saga
@@ -46,8 +51,14 @@ type SagaGetParams struct {
 
 // SagaUpdateParams replaces a saga, conditionally on its stored version.
 type SagaUpdateParams struct {
-	Record          SagaRecord // Record.Version is ExpectedVersion+1
-	ExpectedVersion uint64     // the version the saga must be stored at for the write to happen
+	// Record.Version is ExpectedVersion+1 for a transition; it is
+	// ExpectedVersion for a write that keeps a delivery, whose
+	// Record.Received is ExpectedReceived+1.
+	Record          SagaRecord
+	ExpectedVersion uint64 // the version the saga must be stored at for the write to happen
+	// ExpectedReceived is the Received the saga must be stored with: a
+	// write that read the saga before a delivery was kept loses.
+	ExpectedReceived uint64
 }
 
 // SagaListParams lists sagas, those that entered their status most

@@ -132,10 +132,17 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*saga.State, e
 		return nil, fmt.Errorf("start %s: store definition: %w", id, err)
 	}
 	now, rnd := c.cfg.Clock.Now(), c.cfg.Rand()
+	var secret []byte
+	if plan.HasCallbacks() {
+		secret = make([]byte, 16)
+		if _, err := rand.Read(secret); err != nil {
+			return nil, fmt.Errorf("start %s: callback secret: %w", id, err)
+		}
+	}
 	var h heard
 	first := func(limit int) (*saga.State, durable.SagaRecord, error) {
 		st := &saga.State{}
-		if err := plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: now, Rand: rnd, SagaID: id, Input: input, OnStep: c.observer(&h, id, st, nil), StoreLimit: limit}); err != nil {
+		if err := plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: now, Rand: rnd, SagaID: id, Input: input, Secret: secret, OnStep: c.observer(&h, id, st, nil), StoreLimit: limit}); err != nil {
 			return nil, durable.SagaRecord{}, err
 		}
 		rec, err := st.Record(nil)
@@ -297,6 +304,7 @@ func (c *Coordinator) load(ctx context.Context, sagaID string) (*durable.SagaRec
 	if err := st.UnmarshalBinary(rec.State); err != nil {
 		return nil, nil, nil, fmt.Errorf("saga %s: %w", sagaID, err)
 	}
+	st.Received = rec.Received // the store's count is what writes are conditional on
 	plan, err := c.cfg.Plans.Get(ctx, st.DefinitionHash)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("saga %s: %w", sagaID, err)

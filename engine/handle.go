@@ -123,15 +123,21 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 	}
 	base := st.Version
 	err = apply(st, 0)
-	if errors.Is(err, durable.ErrConflict) {
-		// A cancel may have landed while the action ran: it keeps the
-		// pending attempt, so this outcome still applies, to its version
+	for range c.cfg.MaxConflictRetries {
+		if !errors.Is(err, durable.ErrConflict) {
+			break
+		}
+		// A cancel may have landed while the action ran, or a signal or
+		// callback's completion been kept: both keep the pending attempt,
+		// so this outcome still applies, to the saga as it is now
 		// (otherwise the action would run again, and a service that
 		// answers a repeated key differently could lose the effect).
-		if st2, ok := c.cancelledDuring(ctx, msg, cur); ok {
-			st, base = st2, st2.Version
-			err = apply(st, 0)
+		st2, ok := c.keptDuring(ctx, msg, cur, base)
+		if !ok {
+			break
 		}
+		st, base = st2, st2.Version
+		err = apply(st, 0)
 	}
 	if unstorable(err) {
 		// The transition can never be stored (too large, too deep). Replay
@@ -147,7 +153,7 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 		if st.Version != base && base == msg.Version {
 			// A cancel that landed while the action ran keeps its attempt
 			// pending: the outcome applies to its version.
-			if st2, ok := c.cancelledDuring(ctx, msg, cur); ok {
+			if st2, ok := c.keptDuring(ctx, msg, cur, base); ok {
 				st, base = st2, st2.Version
 			}
 		}
@@ -232,11 +238,13 @@ func waitedFor(plan *saga.Plan, st *saga.State, msg durable.Message) bool {
 	return id == msg.Step
 }
 
-// cancelledDuring reloads a saga whose write just lost, and returns it if
-// the write that won was a cancel request keeping the very attempt msg ran.
-func (c *Coordinator) cancelledDuring(ctx context.Context, msg durable.Message, cur saga.Cursor) (*saga.State, bool) {
+// keptDuring reloads a saga whose write (at version base) just lost, and
+// returns it if the writes that won keep the very attempt msg ran pending:
+// a keep of a delivery (the same version), or a cancel request (the
+// version after msg's).
+func (c *Coordinator) keptDuring(ctx context.Context, msg durable.Message, cur saga.Cursor, base uint64) (*saga.State, bool) {
 	_, st, _, err := c.load(ctx, msg.SagaID)
-	if err != nil || !st.CancelRequested || st.Version != msg.Version+1 {
+	if err != nil || !(st.Version == base || st.CancelRequested && st.Version == msg.Version+1) {
 		return nil, false
 	}
 	now, ok := st.Pending()
@@ -377,7 +385,7 @@ func (c *Coordinator) write(ctx context.Context, st *saga.State, expected uint64
 	bp := stateBuffers.Get().(*[]byte)
 	rec, err := st.Record((*bp)[:0])
 	if err == nil {
-		err = c.cfg.Store.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: rec, ExpectedVersion: expected})
+		err = c.cfg.Store.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: rec, ExpectedVersion: expected, ExpectedReceived: st.Received})
 		if mayBeWritten(err) {
 			h.report()
 		}

@@ -99,10 +99,10 @@ func tokenMAC(secret []byte, sagaID string, step int, seq uint64, attempt int) [
 
 // CallbackRef is what a callback token names.
 type CallbackRef struct {
-	SagaID  string
+	SagaID  string // the saga that issued the token
 	Step    int    // the step's index in the plan
 	Seq     uint64 // the visit
-	Attempt int
+	Attempt int    // the attempt, from 1
 	mac     []byte
 }
 

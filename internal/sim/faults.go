@@ -52,11 +52,11 @@ func (s *faultyStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParam
 		// As when the index key held the update time: every write moves it.
 		rec := p.Record
 		rec.StatusSince = rec.UpdatedAt
-		p = &durable.SagaUpdateParams{Record: rec, ExpectedVersion: p.ExpectedVersion}
+		p = &durable.SagaUpdateParams{Record: rec, ExpectedVersion: p.ExpectedVersion, ExpectedReceived: p.ExpectedReceived}
 	}
 	if s.w.cfg.Sabotage == "unconditional-writes" {
 		if cur, err := s.Store.SagaGet(ctx, &durable.SagaGetParams{SagaID: p.Record.SagaID}); err == nil {
-			p = &durable.SagaUpdateParams{Record: p.Record, ExpectedVersion: cur.Version}
+			p = &durable.SagaUpdateParams{Record: p.Record, ExpectedVersion: cur.Version, ExpectedReceived: cur.Received}
 		}
 	}
 	err := s.Store.SagaUpdate(ctx, p)

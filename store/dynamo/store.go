@@ -102,6 +102,7 @@ const (
 	attrUpdated   = "upd"
 	attrCreated   = "crt"
 	attrResends   = "rs"
+	attrReceived  = "rc"
 	attrState     = "state"
 	attrGSI1PK    = "gsi1pk"
 	attrGSI1SK    = "gsi1sk"
@@ -202,6 +203,9 @@ func (s *Store) item(r *durable.SagaRecord) (map[string]types.AttributeValue, er
 	it[attrCreated] = &types.AttributeValueMemberN{Value: strconv.FormatInt(unixNano(r.CreatedAt), 10)}
 	it[attrUpdated] = &types.AttributeValueMemberN{Value: strconv.FormatInt(unixNano(r.UpdatedAt), 10)}
 	it[attrState] = &types.AttributeValueMemberB{Value: r.State}
+	if r.Received > 0 {
+		it[attrReceived] = n(r.Received) // absent is 0: most sagas never keep a delivery
+	}
 	it[attrGSI1PK] = &types.AttributeValueMemberS{Value: statusKey(r.Status, shard(r.SagaID))}
 	it[attrGSI1SK] = &types.AttributeValueMemberS{Value: durable.ListPosition(r.StatusSince, r.SagaID)}
 	// by_due is sparse: a saga without a timer has no gsi2 keys, so it has
@@ -275,6 +279,9 @@ func decodeRecord(id string, it map[string]types.AttributeValue) (*durable.SagaR
 	if n, err := numAttr(it, attrResends); err == nil {
 		r.Resends = int(n)
 	}
+	if n, err := numAttr(it, attrReceived); err == nil {
+		r.Received = n
+	}
 	if b, ok := it[attrState].(*types.AttributeValueMemberB); ok {
 		r.State = b.Value
 	}
@@ -324,19 +331,25 @@ func numAttr(it map[string]types.AttributeValue, name string) (uint64, error) {
 	return strconv.ParseUint(v.Value, 10, 64)
 }
 
-// SagaUpdate implements durable.Store: a PutItem conditional on the version.
+// SagaUpdate implements durable.Store: a PutItem conditional on the
+// version and on the count of kept deliveries (rc, absent when 0).
 func (s *Store) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParams) error {
 	it, err := s.item(&p.Record)
 	if err != nil {
 		return err
 	}
-	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+	in := &dynamodb.PutItemInput{
 		TableName: &s.table, Item: it,
-		ConditionExpression:       aws.String("#v = :expected"),
-		ExpressionAttributeNames:  map[string]string{"#v": attrVersion},
+		ConditionExpression:       aws.String("#v = :expected AND attribute_not_exists(#rc)"),
+		ExpressionAttributeNames:  map[string]string{"#v": attrVersion, "#rc": attrReceived},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":expected": n(p.ExpectedVersion)},
 		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
-	})
+	}
+	if p.ExpectedReceived > 0 {
+		in.ConditionExpression = aws.String("#v = :expected AND #rc = :rc")
+		in.ExpressionAttributeValues[":rc"] = n(p.ExpectedReceived)
+	}
+	_, err = s.client.PutItem(ctx, in)
 	err = interpretError(err)
 	if errors.Is(err, durable.ErrConflict) {
 		// Missing, or at another version? Only the failure path pays this read.

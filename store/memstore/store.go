@@ -67,8 +67,8 @@ func (s *Store) SagaUpdate(_ context.Context, p *durable.SagaUpdateParams) error
 	if !ok {
 		return fmt.Errorf("saga %s: %w", p.Record.SagaID, durable.ErrNotFound)
 	}
-	if r.Version != p.ExpectedVersion {
-		return fmt.Errorf("saga %s is at version %d, not %d: %w", p.Record.SagaID, r.Version, p.ExpectedVersion, durable.ErrConflict)
+	if r.Version != p.ExpectedVersion || r.Received != p.ExpectedReceived {
+		return fmt.Errorf("saga %s is at version %d with %d kept deliveries, not %d with %d: %w", p.Record.SagaID, r.Version, r.Received, p.ExpectedVersion, p.ExpectedReceived, durable.ErrConflict)
 	}
 	// Reuse the stored buffer: a saga's state is rewritten at every step.
 	state := append(r.State[:0], p.Record.State...)

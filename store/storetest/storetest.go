@@ -27,6 +27,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	t.Run("SagaGetMissing", func(t *testing.T) { testGetMissing(t, newStore(t)) })
 	t.Run("SagaUpdateConditional", func(t *testing.T) { testUpdate(t, newStore(t)) })
 	t.Run("SagaUpdateConcurrent", func(t *testing.T) { testConcurrentUpdate(t, newStore(t)) })
+	t.Run("SagaUpdateKeepsDeliveries", func(t *testing.T) { testKeptDeliveries(t, newStore(t)) })
 	t.Run("SagaList", func(t *testing.T) { testList(t, newStore(t)) })
 	t.Run("SagaListCursorIsStable", func(t *testing.T) { testListCursorStable(t, newStore(t)) })
 	t.Run("SagaListEnteredBefore", func(t *testing.T) { testListEnteredBefore(t, newStore(t)) })
@@ -49,7 +50,7 @@ func sameRecord(t *testing.T, got *durable.SagaRecord, want durable.SagaRecord) 
 	t.Helper()
 	if got.SagaID != want.SagaID || got.Version != want.Version || got.Status != want.Status || got.Name != want.Name ||
 		got.DefinitionHash != want.DefinitionHash || !got.CreatedAt.Equal(want.CreatedAt) || !got.StatusSince.Equal(want.StatusSince) ||
-		!got.UpdatedAt.Equal(want.UpdatedAt) || !got.WakeAt.Equal(want.WakeAt) || !bytes.Equal(got.State, want.State) || got.Resends != want.Resends {
+		!got.UpdatedAt.Equal(want.UpdatedAt) || !got.WakeAt.Equal(want.WakeAt) || !bytes.Equal(got.State, want.State) || got.Resends != want.Resends || got.Received != want.Received {
 		t.Fatalf("record:\n got %+v\nwant %+v", *got, want)
 	}
 }
@@ -159,6 +160,44 @@ func testUpdate(t *testing.T, s durable.Store) {
 	}
 	got, _ = s.SagaGet(ctx, &durable.SagaGetParams{SagaID: "s-1"})
 	sameRecord(t, got, v2)
+}
+
+// A write that keeps a delivery keeps the version and counts Received up;
+// a transition that read the saga before it loses, however its version
+// matches, and one that read it after wins.
+func testKeptDeliveries(t *testing.T, s durable.Store) {
+	ctx := context.Background()
+	if err := s.SagaCreate(ctx, &durable.SagaCreateParams{Record: rec("s-1", 1, durable.StatusRunning, base, "v1")}); err != nil {
+		t.Fatal(err)
+	}
+	kept := rec("s-1", 1, durable.StatusRunning, base, "v1+signal")
+	kept.Received = 1
+	if err := s.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: kept, ExpectedVersion: 1}); err != nil {
+		t.Fatalf("keep: %v", err)
+	}
+	got, err := s.SagaGet(ctx, &durable.SagaGetParams{SagaID: "s-1"})
+	if err != nil || got.Received != 1 || got.Version != 1 {
+		t.Fatalf("after keeping: %+v %v", got, err)
+	}
+	sameRecord(t, got, kept)
+	// The action's transition, computed from the read before the keep, loses.
+	if err := s.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: rec("s-1", 2, durable.StatusRunning, base, "v2-blind"), ExpectedVersion: 1}); !errors.Is(err, durable.ErrConflict) {
+		t.Fatalf("a write that read before the keep: %v, want ErrConflict", err)
+	}
+	// A second keep that read before the first loses too.
+	if err := s.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: kept, ExpectedVersion: 1}); !errors.Is(err, durable.ErrConflict) {
+		t.Fatalf("a second keep from the same read: %v, want ErrConflict", err)
+	}
+	v2 := rec("s-1", 2, durable.StatusRunning, base.Add(time.Second), "v2")
+	v2.Received = 1
+	if err := s.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: v2, ExpectedVersion: 1, ExpectedReceived: 1}); err != nil {
+		t.Fatalf("a write that read after the keep: %v", err)
+	}
+	got, _ = s.SagaGet(ctx, &durable.SagaGetParams{SagaID: "s-1"})
+	sameRecord(t, got, v2)
+	if err := s.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: rec("s-1", 3, durable.StatusRunning, base, "v3"), ExpectedVersion: 2, ExpectedReceived: 5}); !errors.Is(err, durable.ErrConflict) {
+		t.Fatalf("a wrong received count: %v, want ErrConflict", err)
+	}
 }
 
 func testConcurrentUpdate(t *testing.T, s durable.Store) {

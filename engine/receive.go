@@ -1,0 +1,180 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/saga"
+)
+
+// SignalParams sends a signal to a saga.
+type SignalParams struct {
+	SagaID string // the saga to signal
+	Name   string // the signal's name, as an await names it
+	// Payload is any JSON-able value (json.RawMessage for JSON text), of
+	// at most lang.MaxSignalBytes as JSON; the await's out receives it.
+	Payload any
+	// ID makes the signal idempotent: a signal of the same id sent again
+	// (a retry after a timeout, say) is taken once. Empty: a random id.
+	ID string
+}
+
+// Delivered says what became of a signal or a callback's completion.
+type Delivered struct {
+	Receipt saga.Receipt // applied, kept, or duplicate
+	State   *saga.State  // the saga after it
+}
+
+// Signal sends a signal. A saga awaiting it goes on at once, its payload in
+// the await's out; a running saga that does not await it yet keeps it (at
+// most lang.MaxKeptSignals) for the first await of its name. A saga that
+// is compensating or final, or unknown, refuses it with an error
+// (saga.ErrNotReceiving, durable.ErrNotFound), as one that keeps too many
+// does (saga.ErrKeptFull). A signal racing the await's timeout or a cancel
+// is decided by which write lands first: the loser is told, never applied
+// twice.
+func (c *Coordinator) Signal(ctx context.Context, p *SignalParams) (*Delivered, error) {
+	if err := checkSagaID(p.SagaID); err != nil {
+		return nil, err
+	}
+	id := p.ID
+	if id == "" {
+		id = "sig-" + randomID()
+	}
+	d := saga.Delivery{Signal: p.Name, ID: id}
+	return c.deliver(ctx, p.SagaID, d, p.Payload, "signal "+p.Name)
+}
+
+// CompleteCallback completes a callback token with the step's output: the
+// step goes on, as if its action had returned output. A token the saga
+// did not issue is saga.ErrBadToken; one of an attempt the saga no longer
+// waits on (an earlier visit or attempt, timed out) is
+// saga.ErrTokenNotAwaited; a saga compensating or final refuses it
+// (saga.ErrNotReceiving). Completing a token twice applies it once: the
+// second is a duplicate. A completion that comes while the action that got
+// the token still runs is kept, and taken when the action returns.
+func (c *Coordinator) CompleteCallback(ctx context.Context, token string, output any) (*Delivered, error) {
+	ref, err := saga.ParseCallbackToken(token)
+	if err != nil {
+		return nil, err
+	}
+	return c.deliver(ctx, ref.SagaID, saga.Delivery{Token: token}, output, "callback")
+}
+
+// FailCallback fails a callback token's attempt with an error type (that
+// retry.permanent and catch match) and a message: the step retries with a
+// new attempt, and a new token, or fails.
+func (c *Coordinator) FailCallback(ctx context.Context, token, errorType, message string) (*Delivered, error) {
+	ref, err := saga.ParseCallbackToken(token)
+	if err != nil {
+		return nil, err
+	}
+	if errorType == "" {
+		return nil, fmt.Errorf("%w: a failed callback needs an error type", saga.ErrBadDelivery)
+	}
+	return c.deliver(ctx, ref.SagaID, saga.Delivery{Token: token, Err: &saga.StepError{Type: errorType, Message: message}}, nil, "callback")
+}
+
+// deliver gives a saga d, with payload: one conditional write, a
+// transition or a keep, retried on conflict.
+func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Delivery, payload any, what string) (*Delivered, error) {
+	v, size, err := plainJSON(payload)
+	if err != nil {
+		return nil, fmt.Errorf("%s to saga %s: %w: payload: %w", what, sagaID, saga.ErrBadDelivery, err)
+	}
+	d.Payload = v
+	if err := saga.CheckDelivery(&d, size); err != nil {
+		return nil, fmt.Errorf("%s to saga %s: %w", what, sagaID, err)
+	}
+	for range c.cfg.MaxConflictRetries {
+		rec, st, plan, err := c.load(ctx, sagaID)
+		if err != nil {
+			return nil, err
+		}
+		var h heard
+		ev := saga.Event{Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Delivery: d, OnStep: c.observer(&h, sagaID, st, nil)}
+		receipt, err := plan.Receive(st, &ev)
+		if err != nil {
+			return nil, err
+		}
+		switch receipt {
+		case saga.ReceiptDuplicate:
+			return &Delivered{Receipt: receipt, State: st}, nil
+		case saga.ReceiptKept:
+			err = c.writeKept(ctx, st, rec.Version, &h)
+		default:
+			err = c.write(ctx, st, rec.Version, &h)
+			if unstorable(err) {
+				// What follows the await grew the state past what can be
+				// stored: apply it again measuring, so that the step that
+				// grew it fails in a state that can be.
+				if rec, st, plan, err = c.load(ctx, sagaID); err != nil {
+					return nil, err
+				}
+				ev = saga.Event{Now: ev.Now, Rand: ev.Rand, Delivery: d, StoreLimit: saga.MaxStateBytes, OnStep: c.observer(&h, sagaID, st, nil)}
+				if receipt, err = plan.Receive(st, &ev); err != nil {
+					return nil, err
+				}
+				if receipt == saga.ReceiptKept {
+					err = c.writeKept(ctx, st, rec.Version, &h)
+				} else {
+					err = c.write(ctx, st, rec.Version, &h)
+				}
+			}
+		}
+		if errors.Is(err, durable.ErrConflict) {
+			continue
+		}
+		if errors.Is(err, durable.ErrTooLarge) && receipt == saga.ReceiptKept {
+			return nil, fmt.Errorf("%s to saga %s: %w: the saga's state has no room to keep it", what, sagaID, saga.ErrKeptFull)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := c.send(ctx, st.Outbox); err != nil && receipt == saga.ReceiptApplied {
+			return nil, fmt.Errorf("%s to saga %s: version %d written, outbox not sent (the sweep sends it): %w", what, sagaID, st.Version, err)
+		}
+		c.log.LogAttrs(ctx, slog.LevelInfo, "delivered", slog.String("saga_id", sagaID), slog.String("what", what),
+			slog.String("receipt", string(receipt)), slog.Uint64("version", st.Version), slog.String("status", string(st.Status)))
+		return &Delivered{Receipt: receipt, State: st}, nil
+	}
+	return nil, fmt.Errorf("%s to saga %s: %w after %d tries", what, sagaID, durable.ErrConflict, c.cfg.MaxConflictRetries)
+}
+
+// plainJSON makes payload plain values through JSON, and measures it.
+func plainJSON(payload any) (any, int, error) {
+	if payload == nil {
+		return nil, 0, nil
+	}
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return nil, 0, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, 0, err
+	}
+	v, err = saga.NormalizeJSON(v)
+	return v, len(raw), err
+}
+
+// writeKept stores a saga that kept a delivery: the same version, one more
+// kept, conditional on both as read.
+func (c *Coordinator) writeKept(ctx context.Context, st *saga.State, version uint64, h *heard) error {
+	rec, err := st.Record(nil)
+	if err != nil {
+		return err
+	}
+	err = c.cfg.Store.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: rec, ExpectedVersion: version, ExpectedReceived: st.Received - 1})
+	if mayBeWritten(err) {
+		h.report()
+	}
+	return err
+}

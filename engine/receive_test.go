@@ -1,0 +1,176 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/saga"
+)
+
+func callsOf(r *rig, key string) int64 {
+	n, ok := r.calls.Load(key)
+	if !ok {
+		return 0
+	}
+	return n.(*atomic.Int64).Load()
+}
+
+// A signal that comes while the action before its await runs is kept
+// beside the version: the action's write loses its condition, its outcome
+// is applied to the saga as it is now (the action does not run again), and
+// the await takes the signal without pausing.
+func TestSignalWhileTheActionBeforeItsAwaitRuns(t *testing.T) {
+	r := newRig(t, "../saga/testdata/valid/expense.yaml")
+	ctx := context.Background()
+	var kept *engine.Delivered
+	r.reg.Register("expenses.file", func(ctx context.Context, c saga.Call) (any, error) {
+		n, _ := r.calls.LoadOrStore(c.IdempotencyKey, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+		var err error
+		kept, err = r.coord.Signal(ctx, &engine.SignalParams{SagaID: c.SagaID, Name: "approved", Payload: json.RawMessage(`{"by":"ann"}`), ID: "mail-1"})
+		if err != nil {
+			t.Errorf("signal: %v", err)
+		}
+		return map[string]any{"id": "claim-1"}, nil
+	})
+	r.start("e-1", map[string]any{"amount": 12})
+	r.drain()
+	st := r.get("e-1")
+	if kept == nil || kept.Receipt != saga.ReceiptKept {
+		t.Fatalf("the early signal: %+v", kept)
+	}
+	if st.Status != durable.StatusSucceeded || callsOf(r, "e-1/file/1") != 1 {
+		t.Fatalf("saga %s (%+v), file ran %d times", st.Status, st.Failure, callsOf(r, "e-1/file/1"))
+	}
+	if by := st.Vars["decision"].(map[string]any)["by"]; by != "ann" {
+		t.Fatalf("decision %v", st.Vars["decision"])
+	}
+	// The sender retries with the same id: nothing more happens.
+	again, err := r.coord.Signal(ctx, &engine.SignalParams{SagaID: "e-1", Name: "approved", Payload: map[string]any{"by": "bob"}, ID: "mail-1"})
+	if err != nil || again.Receipt != saga.ReceiptDuplicate {
+		t.Fatalf("repeat on a finished saga: %+v %v", again, err)
+	}
+	// A new signal to the finished saga, or to none, is refused.
+	if _, err := r.coord.Signal(ctx, &engine.SignalParams{SagaID: "e-1", Name: "approved"}); !errors.Is(err, saga.ErrNotReceiving) {
+		t.Fatalf("to a finished saga: %v", err)
+	}
+	if _, err := r.coord.Signal(ctx, &engine.SignalParams{SagaID: "nobody", Name: "approved"}); !errors.Is(err, durable.ErrNotFound) {
+		t.Fatalf("to no saga: %v", err)
+	}
+}
+
+// A signal to a saga that awaits it is one transition; the await's
+// timer, which fires later, finds the next version and is dropped.
+func TestSignalToAnAwaitingSagaAndTheTimeoutRace(t *testing.T) {
+	r := newRig(t, "../saga/testdata/valid/expense.yaml")
+	ctx := context.Background()
+	r.start("e-2", map[string]any{"amount": 5})
+	r.start("e-3", map[string]any{"amount": 6})
+	r.drain() // file runs in both; both await
+	for _, id := range []string{"e-2", "e-3"} {
+		if st := r.get(id); st.Status != durable.StatusWaiting {
+			t.Fatalf("%s: %s", id, st.Status)
+		}
+	}
+	d, err := r.coord.Signal(ctx, &engine.SignalParams{SagaID: "e-2", Name: "approved", Payload: map[string]any{"by": "cy"}})
+	if err != nil || d.Receipt != saga.ReceiptApplied || d.State.Status != durable.StatusRunning {
+		t.Fatalf("signal: %+v %v", d, err)
+	}
+	// e-3 times out first; the signal after it is kept for a later await
+	// (there is none: it stays kept), never applied to the await that
+	// timed out.
+	r.drain()
+	r.clock.Advance(73 * time.Hour)
+	if _, err := r.coord.Tick(ctx, &engine.TickParams{}); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if st := r.get("e-2"); st.Status != durable.StatusSucceeded {
+		t.Fatalf("e-2: %s %+v", st.Status, st.Failure)
+	}
+	st := r.get("e-3")
+	if st.Status != durable.StatusSucceeded || st.Vars["decision"] != nil || callsOf(r, "e-3/escalate/3") != 1 {
+		t.Fatalf("e-3: %s vars %v escalate %d", st.Status, st.Vars, callsOf(r, "e-3/escalate/3"))
+	}
+}
+
+// A callback step: the action gets a token and returns; the saga waits,
+// its step on the compensation stack; completing the token goes on. A
+// completion from inside the action (a webhook faster than the action's
+// return) is kept and taken when the action returns.
+func TestCallbackThroughTheCoordinator(t *testing.T) {
+	r := newRig(t, "../saga/testdata/valid/charge.yaml")
+	ctx := context.Background()
+	var token string
+	r.reg.Register("payments.charge_async", func(ctx context.Context, c saga.Call) (any, error) {
+		token = c.CallbackToken
+		n, _ := r.calls.LoadOrStore(c.IdempotencyKey, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+		if c.SagaID == "fast" {
+			if d, err := r.coord.CompleteCallback(ctx, c.CallbackToken, map[string]any{"id": "ch-fast"}); err != nil || d.Receipt != saga.ReceiptKept {
+				t.Errorf("early completion: %+v %v", d, err)
+			}
+		}
+		return map[string]any{"id": "pending-" + c.SagaID}, nil
+	})
+	r.start("slow", map[string]any{"amount": 3})
+	r.drain()
+	st := r.get("slow")
+	if st.Status != durable.StatusWaiting || token == "" {
+		t.Fatalf("after charge: %s token %q", st.Status, token)
+	}
+	d, err := r.coord.CompleteCallback(ctx, token, map[string]any{"id": "ch-1"})
+	if err != nil || d.Receipt != saga.ReceiptApplied {
+		t.Fatalf("complete: %+v %v", d, err)
+	}
+	if d, err := r.coord.CompleteCallback(ctx, token, map[string]any{"id": "ch-2"}); err != nil || d.Receipt != saga.ReceiptDuplicate {
+		t.Fatalf("twice: %+v %v", d, err)
+	}
+	r.drain()
+	if st := r.get("slow"); st.Status != durable.StatusSucceeded || st.Vars["payment"].(map[string]any)["id"] != "ch-1" {
+		t.Fatalf("slow: %s %v", st.Status, st.Vars)
+	}
+
+	r.start("fast", map[string]any{"amount": 4})
+	r.drain()
+	if st := r.get("fast"); st.Status != durable.StatusSucceeded || st.Vars["payment"].(map[string]any)["id"] != "ch-fast" || callsOf(r, "fast/charge/1") != 1 {
+		t.Fatalf("fast: %s %v", st.Status, st.Vars)
+	}
+
+	// A failed callback retries with a new token; the old token is refused.
+	r.start("fails", map[string]any{"amount": 5})
+	r.drain()
+	first := token
+	if d, err := r.coord.FailCallback(ctx, first, "Declined", "card declined"); err != nil || d.Receipt != saga.ReceiptApplied {
+		t.Fatalf("fail: %+v %v", d, err)
+	}
+	r.drain()
+	if token == first {
+		t.Fatal("the retry got the same token")
+	}
+	if _, err := r.coord.CompleteCallback(ctx, first+"x", nil); !errors.Is(err, saga.ErrBadToken) {
+		t.Fatalf("a damaged token: %v", err)
+	}
+	// The second attempt times out: the step fails, and the charge is
+	// compensated (its work may have happened).
+	r.clock.Advance(2 * time.Hour)
+	if _, err := r.coord.Tick(ctx, &engine.TickParams{}); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if st := r.get("fails"); st.Status != durable.StatusCompensated || st.Failure.Type != "Timeout" {
+		t.Fatalf("fails: %s %+v", st.Status, st.Failure)
+	}
+	if n := callsOf(r, "fails/charge.compensate/1"); n != 1 {
+		t.Fatalf("refund ran %d times, want 1", n)
+	}
+	if _, err := r.coord.CompleteCallback(ctx, token, nil); !errors.Is(err, saga.ErrNotReceiving) {
+		t.Fatalf("after the saga ended: %v", err)
+	}
+}
