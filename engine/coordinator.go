@@ -204,7 +204,7 @@ func (c *Coordinator) Get(ctx context.Context, sagaID string) (*saga.State, erro
 	if err := st.UnmarshalBinary(rec.State); err != nil {
 		return nil, fmt.Errorf("saga %s: %w", sagaID, err)
 	}
-	st.Resends = rec.Resends
+	st.Resends, st.Received = rec.Resends, rec.Received
 	return st, nil
 }
 
