@@ -104,6 +104,12 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 		}
 		switch receipt {
 		case saga.ReceiptDuplicate:
+			// A retry of a delivery whose write landed and whose send may
+			// not have: send the stored outbox again, as a retried cancel
+			// does (duplicates are handled by the protocol).
+			if err := c.send(ctx, st.Outbox); err != nil {
+				return nil, fmt.Errorf("%s to saga %s: re-send: %w", what, sagaID, err)
+			}
 			return &Delivered{Receipt: receipt, State: st}, nil
 		case saga.ReceiptKept:
 			err = c.writeKept(ctx, st, rec.Version, &h)

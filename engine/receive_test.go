@@ -174,3 +174,26 @@ func TestCallbackThroughTheCoordinator(t *testing.T) {
 		t.Fatalf("after the saga ended: %v", err)
 	}
 }
+
+// A signal whose write lands and whose send fails is retried by its
+// sender with the same id: the retry is a duplicate, and sends the
+// stored outbox again, so the saga goes on.
+func TestSignalRetryAfterALostSendSendsTheOutbox(t *testing.T) {
+	r := newRig(t, "../saga/testdata/valid/expense.yaml")
+	ctx := context.Background()
+	r.start("e-9", map[string]any{"amount": 1})
+	r.drain()
+	r.queue.failSends.Store(1)
+	p := &engine.SignalParams{SagaID: "e-9", Name: "approved", Payload: map[string]any{"by": "dee"}, ID: "once"}
+	if _, err := r.coord.Signal(ctx, p); err == nil {
+		t.Fatal("the failed send was not reported")
+	}
+	d, err := r.coord.Signal(ctx, p)
+	if err != nil || d.Receipt != saga.ReceiptDuplicate {
+		t.Fatalf("retry: %+v %v", d, err)
+	}
+	r.drain()
+	if st := r.get("e-9"); st.Status != durable.StatusSucceeded || callsOf(r, "e-9/pay/3") != 1 {
+		t.Fatalf("after the retry: %s, pay ran %d times", st.Status, callsOf(r, "e-9/pay/3"))
+	}
+}
