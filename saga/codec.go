@@ -104,8 +104,8 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 		}
 		if c.Wait {
 			e.uint(5, 1)
-			e.time(6, c.Due)
 		}
+		e.time(6, c.Due)
 		e.end(at)
 	}
 	for _, c := range st.Stack {
@@ -144,7 +144,9 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 	}
 	e.uint(tagReceived, st.Received)
 	for _, id := range st.Seen {
-		e.str(tagSeen, id)
+		e.key(tagSeen, wireBytes) // even when empty: every entry comes back
+		e.b = binary.AppendUvarint(e.b, uint64(len(id)))
+		e.b = append(e.b, id...)
 	}
 	if len(st.Secret) > 0 {
 		e.str(tagSecret, string(st.Secret))
@@ -201,11 +203,9 @@ func (e *encoder) delivery(tag int, d Delivery) {
 	at := e.begin(tag)
 	e.str(1, d.ID)
 	e.str(2, d.Signal)
-	if d.Signal == "" {
-		e.uint(3, uint64(d.Step)+1)
-		e.uint(4, d.Seq)
-		e.uint(5, uint64(d.Attempt))
-	}
+	e.uint(3, uint64(d.Step))
+	e.uint(4, d.Seq)
+	e.uint(5, uint64(d.Attempt))
 	if d.Payload != nil {
 		e.value(6, d.Payload)
 	}
@@ -362,7 +362,7 @@ func (st *State) UnmarshalBinary(data []byte) error {
 				case tag == 2 && wire == wireBytes:
 					k.Signal = d.str()
 				case tag == 3 && wire == wireVarint:
-					k.Step = d.int() - 1
+					k.Step = d.int()
 				case tag == 4 && wire == wireVarint:
 					k.Seq = d.uint()
 				case tag == 5 && wire == wireVarint:

@@ -200,6 +200,9 @@ func (p *Plan) Receive(st *State, ev *Event) (Receipt, error) {
 	}
 	d := &ev.Delivery
 	what := "signal " + d.Signal
+	if d.Token == "" && d.Signal == "" {
+		return "", fmt.Errorf("%w: neither a signal's name nor a callback token", ErrBadDelivery)
+	}
 	if d.Token != "" {
 		ref, err := ParseCallbackToken(d.Token)
 		if err != nil {

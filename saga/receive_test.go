@@ -332,3 +332,35 @@ func TestAwaitCallbackValidation(t *testing.T) {
 		}
 	}
 }
+
+// Any string given as a token is refused with ErrBadToken, or is the
+// genuine token of the pending attempt; nothing panics, and a refusal
+// changes nothing.
+func FuzzCallbackToken(f *testing.F) {
+	p := mustCompile(f, paySaga)
+	base := startAt(&testing.T{}, p, "fz")
+	_ = p.Advance(base, saga.Event{Kind: saga.EventResult, Now: t0})
+	genuine, _ := p.Call(base, t0)
+	f.Add(genuine.CallbackToken)
+	f.Add(genuine.CallbackToken[:len(genuine.CallbackToken)-1])
+	f.Add("lscb1_AAAA")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, token string) {
+		st := startAt(t, p, "fz")
+		_ = p.Advance(st, saga.Event{Kind: saga.EventResult, Now: t0})
+		before, _ := st.MarshalBinary()
+		r, err := p.Receive(st, complete(token, map[string]any{"id": "x"}, nil))
+		if token == genuine.CallbackToken {
+			if err != nil || r != saga.ReceiptKept {
+				t.Fatalf("the genuine token: %s %v", r, err)
+			}
+			return
+		}
+		if !errors.Is(err, saga.ErrBadToken) && !(token == "" && errors.Is(err, saga.ErrBadDelivery)) {
+			t.Fatalf("token %q: %s %v, want ErrBadToken", token, r, err)
+		}
+		if after, _ := st.MarshalBinary(); string(after) != string(before) {
+			t.Fatal("a refused token changed the saga")
+		}
+	})
+}
