@@ -73,6 +73,12 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 	case st.Version == msg.Version+1 && waitedFor(plan, st, msg):
 		// A cancel landed before this message was handled, and waits for
 		// this very attempt's outcome: run it at the cancel's version.
+	case st.Version == msg.Version+1 && st.FromOutside:
+		// The transition came from outside (a signal that beat this
+		// timer, a cancel): this message did not cause it, and its
+		// outbox is the sender's to send (or the sweep's). Dropped.
+		c.logHandled(ctx, msg, st, HandledStale, 0)
+		return HandledStale, nil
 	case st.Version == msg.Version+1:
 		if err := c.send(ctx, st.Outbox); err != nil {
 			return "", fmt.Errorf("saga %s: re-send outbox of version %d: %w", msg.SagaID, st.Version, err)

@@ -105,9 +105,12 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 		switch receipt {
 		case saga.ReceiptDuplicate:
 			// A retry of a delivery whose write landed and whose send may
-			// not have: send the stored outbox again, as a retried cancel
-			// does (duplicates are handled by the protocol).
-			if err := c.send(ctx, st.Outbox); err != nil {
+			// not have: send the stored outbox again, as a fallback delayed
+			// as long as a queue allows, so that it never runs an attempt
+			// beside a worker running it now (the copy finds a later
+			// version by then, and is dropped, unless the first send was
+			// lost).
+			if err := c.send(ctx, delayed(st.Outbox)); err != nil {
 				return nil, fmt.Errorf("%s to saga %s: re-send: %w", what, sagaID, err)
 			}
 			return &Delivered{Receipt: receipt, State: st}, nil
@@ -142,14 +145,27 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 		if err != nil {
 			return nil, err
 		}
-		if err := c.send(ctx, st.Outbox); err != nil && receipt == saga.ReceiptApplied {
-			return nil, fmt.Errorf("%s to saga %s: version %d written, outbox not sent (the sweep sends it): %w", what, sagaID, st.Version, err)
+		if receipt == saga.ReceiptApplied {
+			// A keep sends nothing: the messages in flight carry on.
+			if err := c.send(ctx, st.Outbox); err != nil {
+				return nil, fmt.Errorf("%s to saga %s: version %d written, outbox not sent (send it again, with the same id, or the sweep sends it): %w", what, sagaID, st.Version, err)
+			}
 		}
 		c.log.LogAttrs(ctx, slog.LevelInfo, "delivered", slog.String("saga_id", sagaID), slog.String("what", what),
 			slog.String("receipt", string(receipt)), slog.Uint64("version", st.Version), slog.String("status", string(st.Status)))
 		return &Delivered{Receipt: receipt, State: st}, nil
 	}
 	return nil, fmt.Errorf("%s to saga %s: %w after %d tries", what, sagaID, durable.ErrConflict, c.cfg.MaxConflictRetries)
+}
+
+// delayed copies msgs, each delayed by durable.MaxDelay at least.
+func delayed(msgs []durable.Message) []durable.Message {
+	out := make([]durable.Message, len(msgs))
+	for i, m := range msgs {
+		m.Delay = max(m.Delay, durable.MaxDelay)
+		out[i] = m
+	}
+	return out
 }
 
 // plainJSON makes payload plain values through JSON, and measures it.

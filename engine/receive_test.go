@@ -177,7 +177,8 @@ func TestCallbackThroughTheCoordinator(t *testing.T) {
 
 // A signal whose write lands and whose send fails is retried by its
 // sender with the same id: the retry is a duplicate, and sends the
-// stored outbox again, so the saga goes on.
+// stored outbox again, delayed 15 minutes (so that it never runs an
+// attempt beside a worker running it), and the saga goes on then.
 func TestSignalRetryAfterALostSendSendsTheOutbox(t *testing.T) {
 	r := newRig(t, "../saga/testdata/valid/expense.yaml")
 	ctx := context.Background()
@@ -192,6 +193,11 @@ func TestSignalRetryAfterALostSendSendsTheOutbox(t *testing.T) {
 	if err != nil || d.Receipt != saga.ReceiptDuplicate {
 		t.Fatalf("retry: %+v %v", d, err)
 	}
+	r.drain()
+	if st := r.get("e-9"); st.Status != durable.StatusRunning || callsOf(r, "e-9/pay/3") != 0 {
+		t.Fatalf("before the fallback is due: %s, pay ran %d times", st.Status, callsOf(r, "e-9/pay/3"))
+	}
+	r.clock.Advance(durable.MaxDelay)
 	r.drain()
 	if st := r.get("e-9"); st.Status != durable.StatusSucceeded || callsOf(r, "e-9/pay/3") != 1 {
 		t.Fatalf("after the retry: %s, pay ran %d times", st.Status, callsOf(r, "e-9/pay/3"))

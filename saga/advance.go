@@ -29,6 +29,7 @@ func (p *Plan) Advance(st *State, ev Event) error {
 	st.Outbox = st.Outbox[:0]
 	st.Version++
 	st.UpdatedAt = ev.Now
+	st.FromOutside = ev.Kind == EventCancel || ev.Kind == EventResume || ev.Kind == EventSignal || ev.Kind == EventCallback
 	switch ev.Kind {
 	case EventStart:
 		st.SagaID, st.Name, st.DefinitionHash = ev.SagaID, p.def.Name, p.hash
@@ -510,15 +511,18 @@ func (r *runner) callbackResult(s *planStep, cur Cursor, d Delivery) {
 		st.Vars[s.Out] = out
 	}
 	top := len(st.Stack) - 1
-	var keptOut any
-	if top >= 0 && s.keepOut && st.Stack[top].Step == cur.Step && st.Stack[top].Seq == cur.Seq {
-		keptOut = st.Stack[top].Out
+	onStack := top >= 0 && s.keepOut && st.Stack[top].Step == cur.Step && st.Stack[top].Seq == cur.Seq
+	var was Completion
+	if onStack {
+		was = st.Stack[top]
 		st.Stack[top].Out, st.Stack[top].HasOut = out, true
 	}
 	if !r.fits() {
+		// The completion is refused: the compensation reads what the
+		// action returned, as before it.
 		r.restore(saved)
-		if keptOut != nil {
-			st.Stack[top].Out = keptOut
+		if onStack {
+			st.Stack[top] = was
 		}
 		r.stepFailed(s, cur.Attempt, r.tooLarge(s.ID, "the callback output of step "+s.ID))
 		return

@@ -54,6 +54,7 @@ const (
 	tagReceived          = 22
 	tagSeen              = 23
 	tagSecret            = 24
+	tagFromOutside       = 25
 )
 
 // Value type bytes.
@@ -143,6 +144,9 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 		e.delivery(tagKept, d)
 	}
 	e.uint(tagReceived, st.Received)
+	if st.FromOutside {
+		e.uint(tagFromOutside, 1)
+	}
 	for _, id := range st.Seen {
 		e.key(tagSeen, wireBytes) // even when empty: every entry comes back
 		e.b = binary.AppendUvarint(e.b, uint64(len(id)))
@@ -379,6 +383,8 @@ func (st *State) UnmarshalBinary(data []byte) error {
 			st.Kept = append(st.Kept, k)
 		case tag == tagReceived && wire == wireVarint:
 			st.Received = d.uint()
+		case tag == tagFromOutside && wire == wireVarint:
+			st.FromOutside = d.uint() == 1
 		case tag == tagSeen && wire == wireBytes:
 			st.Seen = append(st.Seen, d.str())
 		case tag == tagSecret && wire == wireBytes:

@@ -44,6 +44,12 @@ type State struct {
 	// taken effect), and then the saga compensates, that action included if
 	// it succeeded.
 	CancelRequested bool
+	// FromOutside marks a version whose transition came from outside (a
+	// cancel, a resume, a signal, a callback's completion), not from a
+	// message of the version before: such a message, when it comes, is
+	// not this transition's cause, and is dropped rather than re-sending
+	// its outbox.
+	FromOutside bool
 	// Kept holds signals, and completions of callback tokens, that came
 	// before the saga waited for them, oldest first: an await takes the
 	// first of its signal's name, a callback step's attempt the one of its
