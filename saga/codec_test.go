@@ -31,8 +31,8 @@ func richState() *saga.State {
 		Kept: []saga.Delivery{{ID: "sig-1", Signal: "approved", Payload: map[string]any{"by": "ann"}},
 			{ID: "cb:0011", Step: 3, Seq: 4, Attempt: 2, Err: &saga.StepError{Type: "Declined", Message: "no"}}},
 		Received: 5, FromOutside: true,
-		Seen:     []string{"sig-0", "sig-1", "cb:0011"},
-		Secret:   []byte("0123456789abcdef"),
+		Seen:   []string{"sig-0", "sig-1", "cb:0011"},
+		Secret: []byte("0123456789abcdef"),
 	}
 }
 
