@@ -19,10 +19,13 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/client"
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/local"
+	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
 
 // syncBuffer collects the functions' logs from many goroutines.
@@ -49,6 +52,37 @@ var (
 	longWait  = []byte("saga: rest\nsteps:\n  - id: hold\n    wait: {for: 20m}\n  - id: done\n    succeed: {output: \"${'rested'}\"}\n")
 )
 
+// A saga whose reserve step calls back (the order function's Go action
+// returns at once; the test completes the token), and one that awaits a
+// signal after its reserve step.
+var (
+	callbackSaga = []byte(`saga: held
+steps:
+  - id: reserve
+    action: inventory.reserve
+    with: {order_id: "${'e2e-callback'}", items: "${['book']}"}
+    callback: {timeout: 1h}
+    out: reservation
+    compensate:
+      action: inventory.release
+      with: {order_id: "${'e2e-callback'}"}
+  - id: done
+    succeed: {output: "${vars.reservation}"}
+`)
+	awaitSaga = []byte(`saga: approved
+steps:
+  - id: reserve
+    action: inventory.reserve
+    with: {order_id: "${'e2e-await'}", items: "${['pen']}"}
+    out: reservation
+  - id: approval
+    await: {signal: approved, timeout: 1h}
+    out: decision
+  - id: done
+    succeed: {output: "${{'by': vars.decision.by, 'reserved': vars.reservation.order_id}}"}
+`)
+)
+
 // TestE2E runs the order saga through the real Lambda binaries under
 // aws-lambda-rie, on dynalite and fauxqs, with resources made from
 // infra/template.yaml (make e2e), and the scheduled function on its
@@ -63,6 +97,12 @@ var (
 // which a test cannot move, and 20 minutes is too long to wait. The engine
 // tests (engine/wait_test.go: ticks, a timer sent twice, a cancel while
 // waiting) and the embedded runtime's virtual-time tests cover the firing.
+//
+// Deliveries: a saga with a callback step parks once the advance function
+// has run its action; the test completes the token (read from the stored
+// saga with Plan.CallbackToken) and a saga awaiting a signal gets it, both
+// through a coordinator on the same table and queues, as a service would,
+// and the advance function finishes both.
 func TestE2E(t *testing.T) {
 	if os.Getenv("LAMBDASAGA_E2E") == "" {
 		t.Skip("LAMBDASAGA_E2E is not set: run make e2e")
@@ -122,7 +162,7 @@ func TestE2E(t *testing.T) {
 	waits := []struct {
 		id  string
 		def []byte
-	}{{"e2e-wait-short", shortWait}, {"e2e-wait-long", longWait}}
+	}{{"e2e-wait-short", shortWait}, {"e2e-wait-long", longWait}, {"e2e-callback", callbackSaga}, {"e2e-await", awaitSaga}}
 	for _, w := range waits {
 		if _, err := c.Start(ctx, client.StartParams{File: w.id + ".yaml", Definition: w.def, SagaID: w.id}); err != nil {
 			t.Fatal(err)
@@ -172,7 +212,85 @@ func TestE2E(t *testing.T) {
 			t.Fatal("the poison message did not reach the dead-letter queue")
 		}
 	}
+	checkDeliveries(t, ctx, c, env, dyn, sq)
 	checkWaits(t, ctx, c, env, logs)
+}
+
+// checkDeliveries: the callback saga parks on its token once its action
+// (run by the advance function) returns, and the await saga on its await;
+// the token's completion and the signal, sent as a service would (a
+// coordinator on the same table and queues), wake them, and the advance
+// function finishes them.
+func checkDeliveries(t *testing.T, ctx context.Context, c *client.Client, env *local.Env, dyn, sq string) {
+	t.Helper()
+	store, err := dynamo.New(dynamo.Config{Client: awslocal.DynamoDB(dyn), Table: env.Table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue, err := sqsqueue.New(sqsqueue.Config{Client: awslocal.SQS(sq), URLs: map[durable.QueueName]string{
+		durable.QueueAdvance: env.QueueURLs["AdvanceQueue"], durable.QueueCompensate: env.QueueURLs["CompensateQueue"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: store, Queue: queue})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	st := waitStatus(t, ctx, c, "e2e-callback", durable.StatusWaiting)
+	plan, err := saga.Compile("e2e-callback.yaml", callbackSaga, saga.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := plan.CallbackToken(st)
+	if token == "" {
+		t.Fatalf("e2e-callback waits (v%d) with no callback token pending", st.Version)
+	}
+	if r, _ := st.Vars["reservation"].(map[string]any); r["order_id"] != "e2e-callback" {
+		t.Errorf("e2e-callback: out while it waits is %v, want the action's own output", st.Vars["reservation"])
+	}
+	d, err := coord.CompleteCallback(ctx, token, map[string]any{"order_id": "e2e-callback", "confirmed": "by the provider"})
+	if err != nil || d.Receipt != saga.ReceiptApplied {
+		t.Fatalf("complete the token: %+v %v", d, err)
+	}
+	if st := waitFinal(t, ctx, c, "e2e-callback"); st.Status != durable.StatusSucceeded || st.Output.(map[string]any)["confirmed"] != "by the provider" {
+		t.Errorf("e2e-callback: %s, output %v; want succeeded with the completion's output", st.Status, st.Output)
+	}
+	// The same token again: a duplicate, nothing applied.
+	if d, err := coord.CompleteCallback(ctx, token, map[string]any{"order_id": "again"}); err != nil || d.Receipt != saga.ReceiptDuplicate {
+		t.Errorf("the token completed twice: %+v %v; want a duplicate", d, err)
+	}
+
+	waitStatus(t, ctx, c, "e2e-await", durable.StatusWaiting)
+	d, err = coord.Signal(ctx, &engine.SignalParams{SagaID: "e2e-await", Name: "approved", Payload: map[string]any{"by": "ann"}, ID: "e2e-mail-1"})
+	if err != nil || d.Receipt != saga.ReceiptApplied {
+		t.Fatalf("signal: %+v %v", d, err)
+	}
+	if st := waitFinal(t, ctx, c, "e2e-await"); st.Status != durable.StatusSucceeded || st.Output.(map[string]any)["by"] != "ann" || st.Output.(map[string]any)["reserved"] != "e2e-await" {
+		t.Errorf("e2e-await: %s, output %v; want succeeded, approved by ann", st.Status, st.Output)
+	}
+}
+
+// waitStatus polls a saga until it has the status.
+func waitStatus(t *testing.T, ctx context.Context, c *client.Client, id string, want durable.Status) *saga.State {
+	t.Helper()
+	for {
+		st, err := c.Status(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status == want {
+			return st
+		}
+		if st.Status.Final() {
+			t.Fatalf("saga %s is %s (%+v), want %s", id, st.Status, st.Failure, want)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("saga %s still %s, want %s", id, st.Status, want)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // checkWaits: the short wait completed; the long one waits with no message
