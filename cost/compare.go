@@ -40,26 +40,36 @@ func (s *Saga) compare() []Comparison {
 	std := Comparison{Name: "step_functions_standard", Title: "Step Functions Standard", Fits: true,
 		BilledUnits: float64(s.SFNTransitions), Unit: "state transitions",
 		OrchestrationUSD: float64(s.SFNTransitions) * pr.StepFunctionsPerMillion / 1e6, LambdaUSD: actions,
-		Counts: fmt.Sprintf("%d state transitions at $%g per million (one per step, retry and compensation; none for the start and the end), plus the actions' %d Lambda invocations", s.SFNTransitions, pr.StepFunctionsPerMillion, s.Calls)}
+		Counts: fmt.Sprintf("%d state transitions at $%g per million (one per step, retry and compensation, an await or a callback step being one .waitForTaskToken task; none for the start and the end), plus the actions' %d Lambda invocations", s.SFNTransitions, pr.StepFunctionsPerMillion, s.Calls)}
 
 	dur := s.ExpressDuration()
 	expressGBs := dur.Seconds() * ExpressMemoryMB / 1024
-	exp := Comparison{Name: "step_functions_express", Title: "Step Functions Express", Fits: dur <= ExpressMaxDuration,
+	// Express runs Request Response integrations only: no Wait for
+	// Callback (.waitForTaskToken), so no await and no callback (Step
+	// Functions Developer Guide, "Integrating optimized services with Step
+	// Functions").
+	deliveries := s.Signals + s.Callbacks
+	exp := Comparison{Name: "step_functions_express", Title: "Step Functions Express", Fits: dur <= ExpressMaxDuration && deliveries == 0,
 		BilledUnits: 1, Unit: "requests",
 		OrchestrationUSD: pr.StepFunctionsExpressPerMillion/1e6 + expressGBs*pr.StepFunctionsExpressPerGBSecond, LambdaUSD: actions,
-		Counts: fmt.Sprintf("1 request at $%.2f per million and %s at %d MB (the actions' billed durations, the retries' backoff and the waits, rounded up to 100 ms; no time queued), plus the actions' %d Lambda invocations; only for sagas that end within 5 minutes", pr.StepFunctionsExpressPerMillion, dur, ExpressMemoryMB, s.Calls)}
+		Counts: fmt.Sprintf("1 request at $%.2f per million and %s at %d MB (the actions' billed durations, the retries' backoff and the waits, rounded up to 100 ms; no time queued), plus the actions' %d Lambda invocations; only for sagas that end within 5 minutes and neither await nor call back (Express has no .waitForTaskToken)", pr.StepFunctionsExpressPerMillion, dur, ExpressMemoryMB, s.Calls)}
 
 	// A durable function runs the saga in one function: each call is a
-	// step (a durable operation), each wait a wait operation; set, switch
-	// and assert steps are plain code. It is invoked once, and again after
-	// each retry's backoff and each wait, which it waits out suspended.
-	invokes := 1 + float64(s.Retries) + float64(s.Timers)
-	ops := float64(s.Calls + s.Timers)
+	// step (a durable operation), each wait a wait operation, each await and
+	// each callback a callback operation (waitForCallback: the callback
+	// step's action is its submitter, a call already counted; an await is
+	// a callback whose id the signal's sender holds); set, switch and
+	// assert steps are plain code. It is invoked once, and again after each
+	// retry's backoff, each wait and each callback completed, which it
+	// waits out suspended. Counted at the least: waitForCallback's child
+	// context is not counted as an operation of its own.
+	invokes := 1 + float64(s.Retries) + float64(s.Timers) + float64(deliveries-s.SignalsKept)
+	ops := float64(s.Calls + s.Timers + deliveries)
 	durable := Comparison{Name: "lambda_durable_functions", Title: "Lambda durable functions", Fits: true,
 		BilledUnits: ops, Unit: "durable operations",
 		OrchestrationUSD: ops * pr.DurablePerMillionOperations / 1e6,
 		LambdaUSD:        invokes*pr.LambdaPerMillionRequests/1e6 + float64(s.Calls)*gbs*pr.LambdaArmPerGBSecond,
-		Counts:           fmt.Sprintf("%g durable operations at $%.2f per million (one step per call, every attempt, and one per wait; the execution's start not counted), the function invoked %g time(s) to run the calls; the data written and retained is billed too, at a price not found: not counted", ops, pr.DurablePerMillionOperations, invokes)}
+		Counts:           fmt.Sprintf("%g durable operations at $%.2f per million (one step per call, every attempt, one per wait, one callback per await and per callback step; the execution's start not counted), the function invoked %g time(s) to run the calls; the data written and retained is billed too, at a price not found: not counted", ops, pr.DurablePerMillionOperations, invokes)}
 
 	out := []Comparison{std, exp, durable}
 	for i := range out {

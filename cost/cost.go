@@ -11,6 +11,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/lang"
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
@@ -85,6 +86,11 @@ type Params struct {
 	// three times (its key, the index's sort key); default 36, a UUID.
 	SagaIDBytes int
 	Input       map[string]any // the input whose path is costed; nil: zero values
+	// SignalsFirst: each await's signal comes before the saga reaches the
+	// await, so it is kept (a write of the whole item, the status kept) and
+	// taken by the transition that reaches the await, which then does not
+	// wait. False: the await waits, and the signal wakes it.
+	SignalsFirst bool
 	// Transient names the calls that fail with an error the step may retry
 	// (nil: none); the step's retry policy decides whether another attempt
 	// follows. A call the walk's fail function names fails for good instead.
@@ -148,6 +154,24 @@ type Saga struct {
 	Timers int
 	// WaitTime is what the waits wait, in all.
 	WaitTime time.Duration
+	// Signals counts the signals delivered (each awaited by an await): the
+	// sender's read and write, and the write sends the next step's message.
+	Signals int
+	// SignalsKept counts those of Signals kept first (Params.SignalsFirst):
+	// their write keeps the status, and their await does not wait.
+	SignalsKept int
+	// Callbacks counts the callback steps' tokens completed, each after its
+	// action returned: the completer's read and write, which sends the next
+	// step's message.
+	Callbacks int
+	// Parked counts the awaits and callbacks that waited: each puts a
+	// by_due entry and deletes it when woken (as a wait's timer does).
+	Parked int
+	// StaleTimers counts the parked awaits and callbacks whose timeout was
+	// within 15 minutes: their timer is a delayed message, sent as they
+	// park, that still comes after the delivery woke the saga, and is
+	// received, read and dropped.
+	StaleTimers int
 	// ActionSteps counts the messages handled: one per call, and one per
 	// call whose input could not be built (its step fails in that pass).
 	ActionSteps int
@@ -201,6 +225,9 @@ func Parts() []string {
 // dryRunStart is the walk's fixed time; retries are not waited for.
 var dryRunStart = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// walkSecret keys the walk's callback tokens (16 bytes or more).
+var walkSecret = []byte("cost walk callbacks")
+
 // maxCalls bounds a walk: a saga's action visits (saga.DefaultMaxVisits)
 // with room for their compensations and retries, as saga.DryRun does.
 const maxCalls = 3 * saga.DefaultMaxVisits
@@ -239,7 +266,7 @@ func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
 		}
 	}
 	st := &saga.State{}
-	if err := plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: dryRunStart, SagaID: "cost", Input: in, OnStep: onStep}); err != nil {
+	if err := plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: dryRunStart, SagaID: "cost", Input: in, OnStep: onStep, Secret: walkSecret}); err != nil {
 		return nil, err
 	}
 	s.Statuses = append(s.Statuses, string(st.Status))
@@ -249,7 +276,7 @@ func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
 		if !pending {
 			break
 		}
-		if cur.Wait {
+		if cur.Wait && !p.delivers(plan, cur) {
 			// A wait's timer: a message handled, a read and a write; no
 			// action. (The every-minute tick that sends a long one's message
 			// is the deployment's fixed cost, in bench/README.md.)
@@ -260,6 +287,14 @@ func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
 				return nil, err
 			}
 			s.Statuses = append(s.Statuses, string(st.Status))
+			continue
+		}
+		if cur.Wait {
+			// An await's signal or a callback's completion, at once: the
+			// sender's read and write; its timer is never due.
+			if err := s.deliver(plan, st, now, onStep); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		s.ActionSteps++
@@ -289,11 +324,56 @@ func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
 	return s, nil
 }
 
+// delivers tells the cursors a delivery ends (an await, a callback) from
+// those a timer ends (a wait).
+func (p Params) delivers(plan *saga.Plan, cur saga.Cursor) bool {
+	id, _ := plan.Awaits(cur)
+	ls, ok := plan.Step(id)
+	return ok && (ls.Kind == lang.KindAwait || ls.Callback != nil)
+}
+
+// deliver sends the waiting saga what its await or callback waits for.
+// With Params.SignalsFirst an await's signal was kept before the saga
+// reached it: the transition that parked the saga is counted as the keep's
+// write (the status before it, kept) and the signal's as that transition's.
+func (s *Saga) deliver(plan *saga.Plan, st *saga.State, now time.Time, onStep func(saga.StepRecord)) error {
+	cur, _ := st.Pending()
+	id, _ := plan.Awaits(cur)
+	ls, _ := plan.Step(id)
+	ev := saga.Event{Now: now, OnStep: onStep}
+	if ls.Kind == lang.KindAwait {
+		s.Signals++
+		ev.Delivery = saga.Delivery{Signal: ls.Await.Signal, ID: fmt.Sprintf("cost-%d", s.Signals)}
+	} else {
+		s.Callbacks++
+		ev.Delivery = saga.Delivery{Token: plan.CallbackToken(st)}
+	}
+	n := len(s.Statuses)
+	if s.Params.SignalsFirst && ls.Kind == lang.KindAwait && n > 1 {
+		s.SignalsKept++
+		s.Statuses[n-1] = s.Statuses[n-2]
+	} else {
+		s.Parked++
+		if st.WakeAt().Sub(now) <= maxQueueDelay {
+			s.StaleTimers++
+		}
+	}
+	if _, err := plan.Receive(st, &ev); err != nil {
+		return fmt.Errorf("cost of saga %s: deliver to %s: %w", plan.Name(), id, err)
+	}
+	s.Statuses = append(s.Statuses, string(st.Status))
+	return nil
+}
+
+// maxQueueDelay is SQS's longest delay: a timer within it is a delayed
+// message, a later one the tick's.
+const maxQueueDelay = 15 * time.Minute
+
 // count turns the walk into requests, units and dollars.
 func (s *Saga) count(name string) {
 	p := s.Params
 	s.Transitions = len(s.Statuses)
-	s.DynamoReads = s.ActionSteps + s.Timers
+	s.DynamoReads = s.ActionSteps + s.Timers + s.Signals + s.Callbacks + s.StaleTimers
 	s.DynamoWrites = s.Transitions
 	prev := ""
 	for i, status := range s.Statuses {
@@ -315,11 +395,15 @@ func (s *Saga) count(name string) {
 		prev = status
 	}
 	// Each timer's by_due entry: put when the saga starts waiting, deleted
-	// when the timer fires (entries of about 100 bytes: 1 unit each).
-	s.IndexWRU += 2 * float64(s.Timers)
+	// when the timer fires or a delivery wakes it (entries of about 100
+	// bytes: 1 unit each).
+	s.IndexWRU += 2 * float64(s.Timers+s.Parked)
 	s.RRUPerRead = math.Ceil(float64(s.ItemBytes) / 4096)
 	chunks := math.Ceil(float64(p.MessageBytes) / 65536) // SQS bills 64 KB chunks
-	messages := float64(s.ActionSteps + s.Timers)
+	// Messages handled: the action steps', the timers', and the stale
+	// timers' (dropped). A delivery's write sends the next step's message,
+	// which its action step counts.
+	messages := float64(s.ActionSteps + s.Timers + s.StaleTimers)
 	s.SQSRequests = messages * chunks * (1 + 2/p.BatchSize) // a send each; a receive and a delete per batch
 	s.LambdaInvokes = messages / p.BatchSize
 	s.LambdaGBSeconds = float64(s.ActionSteps) * p.Duration.Seconds() * float64(p.MemoryMB) / 1024

@@ -300,3 +300,86 @@ func TestWalkCostsAWait(t *testing.T) {
 		}
 	}
 }
+
+// A callback step costs, beyond its action: the completer's read and
+// write, the by_status entry's two moves (running to waiting and back) and
+// the by_due entry put and deleted; a timeout within 15 minutes adds its
+// timer message, which comes after the completion and is read and
+// dropped. Step Functions counts one .waitForTaskToken state, durable
+// functions one callback operation and one more invocation, and Express
+// cannot run it.
+func TestWalkCostsACallback(t *testing.T) {
+	for _, tc := range []struct {
+		timeout      string
+		stale, reads int
+		sqs, invokes float64
+	}{
+		{"1h", 0, 3, 6, 2},
+		{"10m", 1, 4, 9, 3},
+	} {
+		plan, err := saga.Compile("cb.yaml", []byte("saga: cb\nsteps:\n  - {id: pay, action: x, callback: {timeout: "+tc.timeout+"}}\n  - {id: ship, action: y}\n"), saga.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := cost.Walk(plan, cost.Params{StateBytes: 300}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Callbacks != 1 || s.Parked != 1 || s.StaleTimers != tc.stale || s.Timers != 0 || s.ActionSteps != 2 || s.DynamoReads != tc.reads {
+			t.Fatalf("timeout %s: callbacks %d, parked %d, stale timers %d, timers %d, action steps %d, reads %d", tc.timeout, s.Callbacks, s.Parked, s.StaleTimers, s.Timers, s.ActionSteps, s.DynamoReads)
+		}
+		if !slices.Equal(s.Statuses, []string{"running", "waiting", "running", "succeeded"}) || s.DynamoWrites != 4 {
+			t.Fatalf("timeout %s: statuses %v, writes %d", tc.timeout, s.Statuses, s.DynamoWrites)
+		}
+		// by_status: 1 (start) + 2 (to waiting) + 2 (to running) + 2 (to succeeded); by_due: 2.
+		if s.IndexWRU != 9 || s.SFNTransitions != 2 || s.SQSRequests != tc.sqs || s.LambdaInvokes != tc.invokes {
+			t.Fatalf("timeout %s: index WRU %v, SFN transitions %d, SQS %v, invocations %v", tc.timeout, s.IndexWRU, s.SFNTransitions, s.SQSRequests, s.LambdaInvokes)
+		}
+		for _, c := range s.Comparisons {
+			if c.Name == "step_functions_express" && c.Fits {
+				t.Fatal("Express fits a saga with a callback step")
+			}
+			if c.Name == "lambda_durable_functions" && c.BilledUnits != 3 {
+				t.Fatalf("durable operations %v, want 3 (two calls, one callback)", c.BilledUnits)
+			}
+		}
+	}
+}
+
+// An await costs the signal's read and write and, when it waits, the
+// by_status entry's two moves and the by_due entry; a signal kept before
+// its await is one write that keeps the status, and the await then does
+// not wait: no index write at all.
+func TestWalkCostsAnAwait(t *testing.T) {
+	plan, err := saga.Compile("aw.yaml", []byte("saga: aw\nsteps:\n  - {id: ask, action: x}\n  - {id: approve, await: {signal: approval, timeout: 72h}, out: answer}\n  - {id: book, action: y}\n"), saga.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		first    bool
+		statuses []string
+		index    float64
+		parked   int
+		kept     int
+		invokes  float64 // of the durable function
+	}{
+		{false, []string{"running", "waiting", "running", "succeeded"}, 9, 1, 0, 2},
+		{true, []string{"running", "running", "running", "succeeded"}, 3, 0, 1, 1},
+	} {
+		s, err := cost.Walk(plan, cost.Params{StateBytes: 300, SignalsFirst: tc.first}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Signals != 1 || s.SignalsKept != tc.kept || s.Parked != tc.parked || s.StaleTimers != 0 || s.DynamoReads != 3 || s.DynamoWrites != 4 || !slices.Equal(s.Statuses, tc.statuses) {
+			t.Fatalf("signals first %v: signals %d (kept %d), parked %d, stale %d, reads %d, writes %d, statuses %v", tc.first, s.Signals, s.SignalsKept, s.Parked, s.StaleTimers, s.DynamoReads, s.DynamoWrites, s.Statuses)
+		}
+		if s.IndexWRU != tc.index || s.SQSRequests != 6 || !slices.Equal(s.Path, []string{"ask", "approve", "book"}) {
+			t.Fatalf("signals first %v: index WRU %v, SQS %v, path %v", tc.first, s.IndexWRU, s.SQSRequests, s.Path)
+		}
+		for _, c := range s.Comparisons {
+			if c.Name == "lambda_durable_functions" && (c.BilledUnits != 3 || !strings.Contains(c.Counts, fmt.Sprintf("invoked %g time(s)", tc.invokes))) {
+				t.Fatalf("durable: %v operations, %s", c.BilledUnits, c.Counts)
+			}
+		}
+	}
+}

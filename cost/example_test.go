@@ -55,9 +55,9 @@ steps:
 	// Step Functions Express        $0.00000190            $1.90            0.2x
 	// Lambda durable functions      $0.00002440           $24.40            2.7x
 	//
-	// Step Functions Standard: 3 state transitions at $25 per million (one per step, retry and compensation; none for the start and the end), plus the actions' 3 Lambda invocations.
-	// Step Functions Express: 1 request at $1.00 per million and 100ms at 64 MB (the actions' billed durations, the retries' backoff and the waits, rounded up to 100 ms; no time queued), plus the actions' 3 Lambda invocations; only for sagas that end within 5 minutes.
-	// Lambda durable functions: 3 durable operations at $8.00 per million (one step per call, every attempt, and one per wait; the execution's start not counted), the function invoked 1 time(s) to run the calls; the data written and retained is billed too, at a price not found: not counted.
+	// Step Functions Standard: 3 state transitions at $25 per million (one per step, retry and compensation, an await or a callback step being one .waitForTaskToken task; none for the start and the end), plus the actions' 3 Lambda invocations.
+	// Step Functions Express: 1 request at $1.00 per million and 100ms at 64 MB (the actions' billed durations, the retries' backoff and the waits, rounded up to 100 ms; no time queued), plus the actions' 3 Lambda invocations; only for sagas that end within 5 minutes and neither await nor call back (Express has no .waitForTaskToken).
+	// Lambda durable functions: 3 durable operations at $8.00 per million (one step per call, every attempt, one per wait, one callback per await and per callback step; the execution's start not counted), the function invoked 1 time(s) to run the calls; the data written and retained is billed too, at a price not found: not counted.
 	//
 	// when ship fails: [reserve charge ship], 2 compensations, 5 action steps, statuses [running running running compensating compensating compensated], 5 index write units
 }

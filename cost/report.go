@@ -47,6 +47,10 @@ type Counts struct {
 	ActionSteps   int `json:"action_steps"`   // messages handled
 	Transitions   int `json:"transitions"`    // state writes, the start included
 	StatusChanges int `json:"status_changes"` // transitions whose status differs from the one before
+	Timers        int `json:"timers"`         // wait steps' timers fired
+	Signals       int `json:"signals"`        // signals delivered to awaits, kept ones included
+	SignalsKept   int `json:"signals_kept"`   // signals kept before their await (--signals-first)
+	Callbacks     int `json:"callbacks"`      // callback tokens completed
 	// Requests are the billed requests by service.
 	Requests struct {
 		LambdaInvocations float64 `json:"lambda_invocations"`
@@ -107,6 +111,7 @@ func (s *Saga) Estimate(name string, sagasPerMonth float64) Estimate {
 	}
 	c := &e.PerSaga
 	c.ActionSteps, c.Transitions, c.StatusChanges = s.ActionSteps, s.Transitions, s.StatusChanges
+	c.Timers, c.Signals, c.SignalsKept, c.Callbacks = s.Timers, s.Signals, s.SignalsKept, s.Callbacks
 	c.Requests.LambdaInvocations, c.Requests.SQS = s.LambdaInvokes, s.SQSRequests
 	c.Requests.DynamoDBReads, c.Requests.DynamoDBWrites = s.DynamoReads, s.DynamoWrites
 	c.ReadUnits = float64(s.DynamoReads) * s.RRUPerRead
@@ -141,10 +146,18 @@ func (s *Saga) Report(w io.Writer, name string, sagasPerMonth float64) {
 		fmt.Fprintf(w, ", %d retried attempt(s)", s.Retries)
 	}
 	fmt.Fprintf(w, "\nstatuses written: %s (%d status change(s))\n", runs(s.Statuses), s.StatusChanges)
+	if s.Timers+s.Signals+s.Callbacks > 0 {
+		fmt.Fprintf(w, "pauses: %d timer(s) fired, %d signal(s) (%d kept before their await), %d callback(s) completed; %d by_due entries put and deleted, %d timer message(s) dropped after a delivery\n",
+			s.Timers, s.Signals, s.SignalsKept, s.Callbacks, s.Timers+s.Parked, s.StaleTimers)
+	}
 	fmt.Fprintf(w, "per saga: %d action steps, %d state writes, %d reads, %.1f SQS requests, %.2f Lambda invocations, %.5f GB-s\n",
 		c.ActionSteps, c.Requests.DynamoDBWrites, c.Requests.DynamoDBReads, c.Requests.SQS, c.Requests.LambdaInvocations, c.LambdaGBSeconds)
-	fmt.Fprintf(w, "DynamoDB per saga: %g WRU on the table (items up to %d bytes: the state and %d bytes of keys and attributes), %g on the by_status index (1 at the start, 2 per status change; %d-byte entries), %g RRU\n",
-		c.WriteUnits.Table, a.ItemBytes, a.ItemOverheadBytes, c.WriteUnits.Index, a.IndexEntryBytes, c.ReadUnits)
+	index := fmt.Sprintf("on the by_status index (1 at the start, 2 per status change; %d-byte entries)", a.IndexEntryBytes)
+	if pauses := s.Timers + s.Parked; pauses > 0 {
+		index = fmt.Sprintf("on the indexes (by_status: 1 at the start, 2 per status change, %d-byte entries; by_due: %d, an entry put and deleted per pause)", a.IndexEntryBytes, 2*pauses)
+	}
+	fmt.Fprintf(w, "DynamoDB per saga: %g WRU on the table (items up to %d bytes: the state and %d bytes of keys and attributes), %g %s, %g RRU\n",
+		c.WriteUnits.Table, a.ItemBytes, a.ItemOverheadBytes, c.WriteUnits.Index, index, c.ReadUnits)
 	fmt.Fprintf(w, "assumed: %d MB arm64 functions, %s billed per invocation, %d-byte state, batch size %g, %d-byte saga ids\n",
 		p.MemoryMB, p.Duration, p.StateBytes, p.BatchSize, p.SagaIDBytes)
 	fmt.Fprintf(w, "\n%-26s %14s %16s %15s\n", "", "per saga", fmt.Sprintf("per %s sagas", human(sagasPerMonth)), "vs lambdasaga")

@@ -20,6 +20,7 @@ func runCost(c *Config, args []string) int {
 	stateBytes := fs.Int("state-bytes", 600, "the saga's state item size in bytes (sagactl status --json shows the version; bench/README.md has measured sizes)")
 	batch := fs.Float64("batch-size", 1, "messages per invocation on average (1 under light traffic)")
 	input := fs.String("input", "", "the input whose path is costed: JSON or @FILE (default: zero values)")
+	signalsFirst := fs.Bool("signals-first", false, "cost the path where each await's signal comes before the saga reaches it (kept, then taken without waiting); default: the await waits and the signal wakes it")
 	asJSON := fs.Bool("json", false, "print the estimate as one JSON object: its fields are cost.Estimate's, described in bench/README.md (\"Cost model\")")
 	var fails stringList
 	fs.Var(&fails, "fail", "cost the path where STEP fails for good (compensations included); repeatable")
@@ -65,7 +66,7 @@ func runCost(c *Config, args []string) int {
 	if !ok {
 		return ExitUsage
 	}
-	p := cost.Params{MemoryMB: *memory, Duration: *duration, StateBytes: *stateBytes, BatchSize: *batch, Input: in}
+	p := cost.Params{MemoryMB: *memory, Duration: *duration, StateBytes: *stateBytes, BatchSize: *batch, Input: in, SignalsFirst: *signalsFirst}
 	s, err := cost.Walk(plan, p, failing.fails)
 	if err != nil {
 		c.errorf("cost: %v", err)

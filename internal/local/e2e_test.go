@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,10 +23,13 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/client"
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/local"
+	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
 
 // syncBuffer collects the functions' logs from many goroutines.
@@ -49,6 +56,49 @@ var (
 	longWait  = []byte("saga: rest\nsteps:\n  - id: hold\n    wait: {for: 20m}\n  - id: done\n    succeed: {output: \"${'rested'}\"}\n")
 )
 
+// A saga whose reserve step calls back (the order function's Go action
+// returns at once; the test completes the token), and one that awaits a
+// signal after its reserve step.
+var (
+	callbackSaga = []byte(`saga: held
+steps:
+  - id: reserve
+    action: inventory.reserve
+    with: {order_id: "${'e2e-callback'}", items: "${['book']}"}
+    callback: {timeout: 1h}
+    out: reservation
+    compensate:
+      action: inventory.release
+      with: {order_id: "${'e2e-callback'}"}
+  - id: done
+    succeed: {output: "${vars.reservation}"}
+`)
+	// A lambda: action with callback: the advance function invokes the
+	// function asynchronously (here a fake Lambda Invoke API).
+	lambdaCallbackSaga = []byte(`saga: provider
+steps:
+  - id: pay
+    action: lambda:provider
+    with: {cents: 1200}
+    callback: {timeout: 1h}
+    out: payment
+  - id: done
+    succeed: {output: "${vars.payment}"}
+`)
+	awaitSaga = []byte(`saga: approved
+steps:
+  - id: reserve
+    action: inventory.reserve
+    with: {order_id: "${'e2e-await'}", items: "${['pen']}"}
+    out: reservation
+  - id: approval
+    await: {signal: approved, timeout: 1h}
+    out: decision
+  - id: done
+    succeed: {output: "${{'by': vars.decision.by, 'reserved': vars.reservation.order_id}}"}
+`)
+)
+
 // TestE2E runs the order saga through the real Lambda binaries under
 // aws-lambda-rie, on dynalite and fauxqs, with resources made from
 // infra/template.yaml (make e2e), and the scheduled function on its
@@ -63,6 +113,15 @@ var (
 // which a test cannot move, and 20 minutes is too long to wait. The engine
 // tests (engine/wait_test.go: ticks, a timer sent twice, a cancel while
 // waiting) and the embedded runtime's virtual-time tests cover the firing.
+//
+// Deliveries: a saga with a callback step parks once the advance function
+// has run its action; the test completes the token (read from the stored
+// saga with Plan.CallbackToken) and a saga awaiting a signal gets it, both
+// through a coordinator on the same table and queues, as a service would,
+// and the advance function finishes both. A lambda: action with callback
+// is invoked asynchronously (InvocationType Event) on a fake Lambda Invoke
+// API (AWS_ENDPOINT_URL_LAMBDA in the functions' environment), which hands
+// the test the token from the payload.
 func TestE2E(t *testing.T) {
 	if os.Getenv("LAMBDASAGA_E2E") == "" {
 		t.Skip("LAMBDASAGA_E2E is not set: run make e2e")
@@ -77,6 +136,8 @@ func TestE2E(t *testing.T) {
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	lambdaAPI := newFakeLambda()
+	defer lambdaAPI.Close()
 	fn := "../../examples/order/cmd/orderfn"
 	env, err := local.Up(ctx, local.Config{
 		Template: "../../infra/template.yaml", DynamoDBEndpoint: dyn, SQSEndpoint: sq, RIE: rie, BuildDir: dir,
@@ -84,6 +145,8 @@ func TestE2E(t *testing.T) {
 		Workers: 2, Visibility: 2 * time.Second, Prefix: "e2e-", Log: logs,
 		// The tick (rate(1 minute)) and the sweep (rate(15 minutes)) every second.
 		ScheduleEvery: time.Second,
+		// lambda: actions go to the fake Lambda Invoke API.
+		Env: map[string]string{"AWS_ENDPOINT_URL_LAMBDA": lambdaAPI.URL},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +185,7 @@ func TestE2E(t *testing.T) {
 	waits := []struct {
 		id  string
 		def []byte
-	}{{"e2e-wait-short", shortWait}, {"e2e-wait-long", longWait}}
+	}{{"e2e-wait-short", shortWait}, {"e2e-wait-long", longWait}, {"e2e-callback", callbackSaga}, {"e2e-await", awaitSaga}, {"e2e-lambda-callback", lambdaCallbackSaga}}
 	for _, w := range waits {
 		if _, err := c.Start(ctx, client.StartParams{File: w.id + ".yaml", Definition: w.def, SagaID: w.id}); err != nil {
 			t.Fatal(err)
@@ -172,7 +235,147 @@ func TestE2E(t *testing.T) {
 			t.Fatal("the poison message did not reach the dead-letter queue")
 		}
 	}
+	checkDeliveries(t, ctx, c, env, dyn, sq, lambdaAPI)
 	checkWaits(t, ctx, c, env, logs)
+}
+
+// checkDeliveries: the callback saga parks on its token once its action
+// (run by the advance function) returns, and the await saga on its await;
+// the token's completion and the signal, sent as a service would (a
+// coordinator on the same table and queues), wake them, and the advance
+// function finishes them.
+func checkDeliveries(t *testing.T, ctx context.Context, c *client.Client, env *local.Env, dyn, sq string, lambdaAPI *fakeLambda) {
+	t.Helper()
+	store, err := dynamo.New(dynamo.Config{Client: awslocal.DynamoDB(dyn), Table: env.Table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue, err := sqsqueue.New(sqsqueue.Config{Client: awslocal.SQS(sq), URLs: map[durable.QueueName]string{
+		durable.QueueAdvance: env.QueueURLs["AdvanceQueue"], durable.QueueCompensate: env.QueueURLs["CompensateQueue"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: store, Queue: queue})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	st := waitStatus(t, ctx, c, "e2e-callback", durable.StatusWaiting)
+	plan, err := saga.Compile("e2e-callback.yaml", callbackSaga, saga.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := plan.CallbackToken(st)
+	if token == "" {
+		t.Fatalf("e2e-callback waits (v%d) with no callback token pending", st.Version)
+	}
+	if r, _ := st.Vars["reservation"].(map[string]any); r["order_id"] != "e2e-callback" {
+		t.Errorf("e2e-callback: out while it waits is %v, want the action's own output", st.Vars["reservation"])
+	}
+	d, err := coord.CompleteCallback(ctx, token, map[string]any{"order_id": "e2e-callback", "confirmed": "by the provider"})
+	if err != nil || d.Receipt != saga.ReceiptApplied {
+		t.Fatalf("complete the token: %+v %v", d, err)
+	}
+	if st := waitFinal(t, ctx, c, "e2e-callback"); st.Status != durable.StatusSucceeded || st.Output.(map[string]any)["confirmed"] != "by the provider" {
+		t.Errorf("e2e-callback: %s, output %v; want succeeded with the completion's output", st.Status, st.Output)
+	}
+	// The same token again: a duplicate, nothing applied.
+	if d, err := coord.CompleteCallback(ctx, token, map[string]any{"order_id": "again"}); err != nil || d.Receipt != saga.ReceiptDuplicate {
+		t.Errorf("the token completed twice: %+v %v; want a duplicate", d, err)
+	}
+
+	// The lambda: action with callback: invoked asynchronously, with the
+	// token in its payload; its output is null until the token completes.
+	var inv invocation
+	select {
+	case inv = <-lambdaAPI.invoked:
+	case <-ctx.Done():
+		t.Fatal("the advance function did not invoke lambda:provider")
+	}
+	lt, _ := inv.payload["callback_token"].(string)
+	if inv.function != "provider" || inv.invocationType != "Event" || inv.payload["saga_id"] != "e2e-lambda-callback" || lt == "" ||
+		inv.payload["callback_timeout_ms"] != float64(time.Hour/time.Millisecond) {
+		t.Fatalf("lambda:provider invoked %s as %q with %v; want an Event invoke with the token and its timeout", inv.function, inv.invocationType, inv.payload)
+	}
+	if st := waitStatus(t, ctx, c, "e2e-lambda-callback", durable.StatusWaiting); st.Vars["payment"] != nil {
+		t.Errorf("e2e-lambda-callback: out while it waits is %v, want null (an asynchronous invoke has no output)", st.Vars["payment"])
+	}
+	if d, err := coord.CompleteCallback(ctx, lt, map[string]any{"paid": 1200}); err != nil || d.Receipt != saga.ReceiptApplied {
+		t.Fatalf("complete lambda:provider's token: %+v %v", d, err)
+	}
+	if st := waitFinal(t, ctx, c, "e2e-lambda-callback"); st.Status != durable.StatusSucceeded || fmt.Sprint(st.Output) != "map[paid:1200]" {
+		t.Errorf("e2e-lambda-callback: %s, output %v; want succeeded with the completion's output", st.Status, st.Output)
+	}
+	select {
+	case inv := <-lambdaAPI.invoked:
+		t.Errorf("a second invoke of %s: %v", inv.function, inv.payload)
+	default:
+	}
+
+	waitStatus(t, ctx, c, "e2e-await", durable.StatusWaiting)
+	d, err = coord.Signal(ctx, &engine.SignalParams{SagaID: "e2e-await", Name: "approved", Payload: map[string]any{"by": "ann"}, ID: "e2e-mail-1"})
+	if err != nil || d.Receipt != saga.ReceiptApplied {
+		t.Fatalf("signal: %+v %v", d, err)
+	}
+	if st := waitFinal(t, ctx, c, "e2e-await"); st.Status != durable.StatusSucceeded || st.Output.(map[string]any)["by"] != "ann" || st.Output.(map[string]any)["reserved"] != "e2e-await" {
+		t.Errorf("e2e-await: %s, output %v; want succeeded, approved by ann", st.Status, st.Output)
+	}
+}
+
+// fakeLambda speaks the Lambda Invoke API (POST
+// /2015-03-31/functions/NAME/invocations): it answers an Event invoke with
+// 202 and a synchronous one with null, and passes each on.
+type fakeLambda struct {
+	*httptest.Server
+	invoked chan invocation
+}
+
+type invocation struct {
+	function, invocationType string
+	payload                  map[string]any
+}
+
+func newFakeLambda() *fakeLambda {
+	f := &fakeLambda{invoked: make(chan invocation, 16)}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, _ := strings.CutPrefix(r.URL.Path, "/2015-03-31/functions/")
+		name, ok := strings.CutSuffix(name, "/invocations")
+		var payload map[string]any
+		if body, _ := io.ReadAll(r.Body); r.Method != http.MethodPost || !ok || json.Unmarshal(body, &payload) != nil {
+			http.Error(w, "not an Invoke", http.StatusBadRequest)
+			return
+		}
+		typ := r.Header.Get("X-Amz-Invocation-Type")
+		f.invoked <- invocation{function: name, invocationType: typ, payload: payload}
+		if typ == "Event" {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		_, _ = io.WriteString(w, "null")
+	}))
+	return f
+}
+
+// waitStatus polls a saga until it has the status.
+func waitStatus(t *testing.T, ctx context.Context, c *client.Client, id string, want durable.Status) *saga.State {
+	t.Helper()
+	for {
+		st, err := c.Status(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Status == want {
+			return st
+		}
+		if st.Status.Final() {
+			t.Fatalf("saga %s is %s (%+v), want %s", id, st.Status, st.Failure, want)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("saga %s still %s, want %s", id, st.Status, want)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // checkWaits: the short wait completed; the long one waits with no message
