@@ -9,14 +9,11 @@ import (
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
-// Failing test (found by bench's TestCallbackCost, help-aws): keeping a
-// signal is one write beside the version, which changes neither the
-// version nor the outbox, yet Coordinator.deliver sends the outbox again
-// after the kept write: the action's message of the same version goes out
-// a second time. It costs an SQS send, and later a receive, a read, a
-// delete and an invocation for a copy that is dropped (or, if it comes
-// while the first is in flight, a second handling of the same version).
-// A kept delivery should send nothing.
+// Keeping a signal is one write beside the version, which changes neither
+// the version nor the outbox: it sends nothing (found by bench's
+// TestCallbackCost: it once sent the outbox again, a copy of the action's
+// message that cost a send, a receive, a read, a delete and an invocation,
+// or a second handling of the same version).
 func TestAKeptSignalSendsNoMessage(t *testing.T) {
 	r := newRig(t, "../saga/testdata/valid/expense.yaml")
 	r.start("e-kept", map[string]any{"amount": 3})
