@@ -1,6 +1,9 @@
 package samtemplate_test
 
 import (
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
 	"os"
 	"slices"
 	"strings"
@@ -169,5 +172,48 @@ func TestFunctionTimeoutOutsideLambdasRangeIsRefused(t *testing.T) {
 		if _, err := samtemplate.Parse("mutated.yaml", []byte(mutated)); err == nil || !strings.Contains(err.Error(), "Timeout") {
 			t.Errorf("Timeout %s: %v, want it refused", bad, err)
 		}
+	}
+}
+
+// The client policy a user's service attaches grants named actions on the
+// stack's own table and queues, nothing else: what client.Start, Signal,
+// CompleteCallback and FailCallback call.
+func TestClientPolicyIsLeastPrivilege(t *testing.T) {
+	src, err := os.ReadFile(templateFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Resources map[string]struct {
+			Type       string `yaml:"Type"`
+			Properties struct {
+				PolicyDocument struct {
+					Statement []struct {
+						Effect   string   `yaml:"Effect"`
+						Action   []string `yaml:"Action"`
+						Resource any      `yaml:"Resource"`
+					} `yaml:"Statement"`
+				} `yaml:"PolicyDocument"`
+			} `yaml:"Properties"`
+		} `yaml:"Resources"`
+		Outputs map[string]any `yaml:"Outputs"`
+	}
+	if err := yaml.Unmarshal(src, &doc); err != nil {
+		t.Fatal(err)
+	}
+	pol, ok := doc.Resources["SagaClientPolicy"]
+	if !ok || pol.Type != "AWS::IAM::ManagedPolicy" || doc.Outputs["SagaClientPolicyArn"] == nil {
+		t.Fatalf("no SagaClientPolicy managed policy with its output: %+v", pol)
+	}
+	var actions []string
+	for _, st := range pol.Properties.PolicyDocument.Statement {
+		if st.Effect != "Allow" || st.Resource == nil || strings.Contains(fmt.Sprint(st.Resource), "*") {
+			t.Errorf("statement %+v: an Allow on named resources only", st)
+		}
+		actions = append(actions, st.Action...)
+	}
+	slices.Sort(actions)
+	if want := []string{"dynamodb:GetItem", "dynamodb:PutItem", "sqs:SendMessage"}; !slices.Equal(actions, want) {
+		t.Fatalf("actions %v, want %v", actions, want)
 	}
 }
