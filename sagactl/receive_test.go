@@ -99,6 +99,21 @@ func TestSignalAndCallbackOnEmulators(t *testing.T) {
 		t.Errorf("unknown saga: %s", r.stderr)
 	}
 
+	// A signal during a wait, before its await: kept, and counted by status.
+	later := filepath.Join(t.TempDir(), "later.yaml")
+	if err := os.WriteFile(later, []byte("saga: later\nsteps:\n  - {id: cool, wait: {for: 1h}}\n  - {id: approval, await: {signal: approved}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := cmd("start", later, "--id", "l-1"); r.code != sagactl.ExitOK {
+		t.Fatalf("start: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	waitFor("l-1", durable.StatusWaiting)
+	r = cmd("signal", "l-1", "approved")
+	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "signal approved to saga l-1: kept: no await waits on it yet") ||
+		!strings.Contains(r.stdout, "paused: wait (step cool) until ") || !strings.Contains(r.stdout, "kept signals: 1, for awaits to come") {
+		t.Fatalf("signal during a wait: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+
 	// A callback: status shows its token, which completes it.
 	if r := cmd("start", chargeFile, "--input", `{"amount": 700}`, "--id", "c-1"); r.code != sagactl.ExitOK {
 		t.Fatalf("start: exit %d\n%s%s", r.code, r.stdout, r.stderr)
