@@ -1,6 +1,7 @@
 // Package client starts and inspects sagas from a service: it registers a
 // definition, writes the saga's first version (idempotently by saga id)
-// and sends its first message; the Lambda functions do the rest.
+// and sends its first message; the Lambda functions do the rest. It also
+// sends sagas their signals and completes their callback tokens.
 package client
 
 import (
@@ -44,7 +45,8 @@ type AWSConfig struct {
 	DynamoDBEndpoint, SQSEndpoint string
 }
 
-// Client starts, reads, cancels and resumes sagas. It runs no actions.
+// Client starts, reads, signals, cancels and resumes sagas, and completes
+// their callback tokens. It runs no actions.
 type Client struct {
 	coord *engine.Coordinator
 	plans *engine.Plans
@@ -162,4 +164,59 @@ func (c *Client) List(ctx context.Context, p *durable.SagaListParams) (*durable.
 // engine.Coordinator.Sweep).
 func (c *Client) Sweep(ctx context.Context, p *engine.SweepParams) (*engine.SweepResult, error) {
 	return c.coord.Sweep(ctx, p)
+}
+
+// Plan returns the compiled definition a saga runs, for displaying its
+// state (its steps, what a pause waits on).
+func (c *Client) Plan(ctx context.Context, st *saga.State) (*saga.Plan, error) {
+	return c.plans.Get(ctx, st.DefinitionHash)
+}
+
+// SignalOption sets something of a signal beyond its saga, name and payload.
+type SignalOption func(*engine.SignalParams)
+
+// SignalID makes a signal idempotent: sent again with the same id (a retry
+// after a timeout, say), it is taken once, and the repeat's receipt is
+// saga.ReceiptDuplicate. Without it each signal gets a random id.
+func SignalID(id string) SignalOption {
+	return func(p *engine.SignalParams) { p.ID = id }
+}
+
+// Signal sends the signal name to a saga, with payload (any JSON-able
+// value, json.RawMessage for JSON text; at most lang.MaxSignalBytes as
+// JSON). A saga awaiting it goes on at once, the payload in the await's
+// out (the receipt is saga.ReceiptApplied); a running saga that does not
+// await it yet keeps it for its first await of that name
+// (saga.ReceiptKept). Errors: durable.ErrNotFound (no such saga),
+// saga.ErrNotReceiving (compensating or final), saga.ErrKeptFull (it keeps
+// as many signals as it may), saga.ErrBadDelivery (a bad name, id or
+// payload); each leaves the saga unchanged.
+func (c *Client) Signal(ctx context.Context, sagaID, name string, payload any, opts ...SignalOption) (*engine.Delivered, error) {
+	p := &engine.SignalParams{SagaID: sagaID, Name: name, Payload: payload}
+	for _, o := range opts {
+		o(p)
+	}
+	return c.coord.Signal(ctx, p)
+}
+
+// CompleteCallback completes a callback token (saga.Call.CallbackToken)
+// with the step's output, which replaces the action's immediate output in
+// the step's out: the step goes on. Completing a token twice applies it
+// once (the second receipt is saga.ReceiptDuplicate); a completion that
+// comes while the action that got the token still runs is kept, and taken
+// when it returns. Errors: saga.ErrBadToken (not a token the saga issued),
+// saga.ErrTokenNotAwaited (an earlier visit or attempt, or one timed out),
+// saga.ErrNotReceiving (the saga compensates or is final),
+// durable.ErrNotFound, saga.ErrBadDelivery (a bad output).
+func (c *Client) CompleteCallback(ctx context.Context, token string, output any) (*engine.Delivered, error) {
+	return c.coord.CompleteCallback(ctx, token, output)
+}
+
+// FailCallback fails a callback token's attempt with an error type, which
+// retry.permanent and catch match, and a message: the step retries with a
+// new attempt and a new token, or fails and the saga compensates, this step
+// included (its action returned: its work may have happened). Errors as
+// CompleteCallback's; an empty errorType is saga.ErrBadDelivery.
+func (c *Client) FailCallback(ctx context.Context, token, errorType, message string) (*engine.Delivered, error) {
+	return c.coord.FailCallback(ctx, token, errorType, message)
 }

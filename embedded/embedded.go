@@ -1,6 +1,7 @@
 // Package embedded runs sagas in one process: the memory store and queue,
 // the coordinator, and a worker per queue, the same protocol the Lambda
-// functions run. sagactl run uses it; so can a service's tests.
+// functions run. sagactl run uses it; so can a service's tests, which
+// send signals and complete callback tokens in process.
 package embedded
 
 import (
@@ -9,10 +10,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 	"github.com/lambdasaga/lambdasaga/queue/memqueue"
 	"github.com/lambdasaga/lambdasaga/saga"
 	"github.com/lambdasaga/lambdasaga/store/memstore"
@@ -45,7 +48,10 @@ type Config struct {
 	// queue only): whenever nothing is in flight, the runtime moves the
 	// clock on to the next thing due (a delayed message, a timer), so a
 	// saga that waits 30 days, or retries with long backoffs, runs in
-	// milliseconds.
+	// milliseconds. Time stands still, though, while a saga waits on a
+	// signal or a callback token and no one is in Run or Wait: a test can
+	// see it waiting (WaitReceiving) and send what it waits on before its
+	// timeout; calling Wait lets the timeout pass.
 	Clock durable.Clock
 	// TickInterval is how often the runtime fires due timers
 	// (engine.Coordinator.Tick) on a real clock; default 1s.
@@ -61,9 +67,11 @@ type Runtime struct {
 	// runtime's workers handle their messages with it.
 	Coordinator *engine.Coordinator
 
-	cfg    Config
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cfg     Config
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	plans   *engine.Plans
+	waiters atomic.Int64 // calls in Wait: virtual time may pass awaits' and callbacks' timeouts
 }
 
 // Start builds the runtime and starts its workers. Call Close when done.
@@ -103,6 +111,7 @@ func Start(cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	r.Coordinator = coord
+	r.plans = engine.NewPlans(r.Store, saga.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	if virtual != nil {
@@ -163,7 +172,9 @@ func (r *Runtime) runVirtualTime(ctx context.Context, clock *durable.ManualClock
 		if next.IsZero() {
 			continue // nothing waits
 		}
-		if next.After(now) {
+		// A saga that waits on a sender holds time, unless someone waits
+		// for a saga to end; what is due (the test moved the clock) fires.
+		if next.After(now) && (r.waiters.Load() > 0 || !r.anyReceiving(ctx)) {
 			clock.Advance(next.Sub(now))
 		}
 		if _, err := r.Coordinator.Tick(ctx, &engine.TickParams{}); err != nil && ctx.Err() == nil {
@@ -188,8 +199,95 @@ func (r *Runtime) Run(ctx context.Context, p *engine.StartParams) (*saga.State, 
 	return r.Wait(ctx, st.SagaID)
 }
 
-// Wait polls a saga until it is final or ctx ends.
+// Wait polls a saga until it is final or ctx ends. On a manual clock,
+// virtual time passes meanwhile, awaits' and callbacks' timeouts included.
 func (r *Runtime) Wait(ctx context.Context, sagaID string) (*saga.State, error) {
+	r.waiters.Add(1)
+	defer r.waiters.Add(-1)
+	return r.poll(ctx, sagaID, func(st *saga.State) bool { return st.Status.Final() })
+}
+
+// WaitReceiving polls a saga until it waits on a signal (an await) or on a
+// callback token, or is final, or ctx ends: then a test can send the
+// signal or complete the token. On a manual clock, virtual time does not
+// pass the await's or callback's timeout meanwhile.
+func (r *Runtime) WaitReceiving(ctx context.Context, sagaID string) (*saga.State, error) {
+	return r.poll(ctx, sagaID, func(st *saga.State) bool { return st.Status.Final() || r.receiving(ctx, st) })
+}
+
+// receiving reports whether a saga waits on a signal or a callback token.
+func (r *Runtime) receiving(ctx context.Context, st *saga.State) bool {
+	cur, ok := st.Pending()
+	if !ok || !cur.Wait || cur.Compensating || st.Status != durable.StatusWaiting {
+		return false
+	}
+	plan, err := r.plans.Get(ctx, st.DefinitionHash)
+	if err != nil || cur.Step < 0 || cur.Step >= len(plan.Definition().Steps) {
+		return false
+	}
+	s := plan.Definition().Steps[cur.Step]
+	return s.Kind == lang.KindAwait || s.Callback != nil
+}
+
+// anyReceiving reports whether any saga waits on a signal or a callback
+// token (the memory store: virtual time only).
+func (r *Runtime) anyReceiving(ctx context.Context) bool {
+	p := &durable.SagaListParams{Status: durable.StatusWaiting, Limit: 1000}
+	for {
+		page, err := r.Coordinator.List(ctx, p)
+		if err != nil {
+			return false
+		}
+		for _, sum := range page.Sagas {
+			if st, err := r.Coordinator.Get(ctx, sum.SagaID); err == nil && r.receiving(ctx, st) {
+				return true
+			}
+		}
+		if page.NextCursor == "" {
+			return false
+		}
+		p.Cursor = page.NextCursor
+	}
+}
+
+// SignalOption sets something of a signal beyond its saga, name and payload.
+type SignalOption func(*engine.SignalParams)
+
+// SignalID makes a signal idempotent: sent again with the same id, it is
+// taken once (saga.ReceiptDuplicate).
+func SignalID(id string) SignalOption {
+	return func(p *engine.SignalParams) { p.ID = id }
+}
+
+// Signal sends the signal name to a saga with payload, as
+// client.Client.Signal does (engine.Coordinator.Signal): applied when the
+// saga awaits it, kept when it will; errors wrap durable.ErrNotFound,
+// saga.ErrNotReceiving, saga.ErrKeptFull or saga.ErrBadDelivery.
+func (r *Runtime) Signal(ctx context.Context, sagaID, name string, payload any, opts ...SignalOption) (*engine.Delivered, error) {
+	p := &engine.SignalParams{SagaID: sagaID, Name: name, Payload: payload}
+	for _, o := range opts {
+		o(p)
+	}
+	return r.Coordinator.Signal(ctx, p)
+}
+
+// CompleteCallback completes a callback token (saga.Call.CallbackToken)
+// with the step's output, as client.Client.CompleteCallback does; errors
+// wrap saga.ErrBadToken, saga.ErrTokenNotAwaited, saga.ErrNotReceiving,
+// durable.ErrNotFound or saga.ErrBadDelivery.
+func (r *Runtime) CompleteCallback(ctx context.Context, token string, output any) (*engine.Delivered, error) {
+	return r.Coordinator.CompleteCallback(ctx, token, output)
+}
+
+// FailCallback fails a callback token's attempt with an error type and a
+// message, as client.Client.FailCallback does: the step retries with a new
+// token, or fails.
+func (r *Runtime) FailCallback(ctx context.Context, token, errorType, message string) (*engine.Delivered, error) {
+	return r.Coordinator.FailCallback(ctx, token, errorType, message)
+}
+
+// poll reads a saga until done says so or ctx ends.
+func (r *Runtime) poll(ctx context.Context, sagaID string, done func(*saga.State) bool) (*saga.State, error) {
 	t := time.NewTicker(r.cfg.PollInterval)
 	defer t.Stop()
 	for {
@@ -197,7 +295,7 @@ func (r *Runtime) Wait(ctx context.Context, sagaID string) (*saga.State, error) 
 		if err != nil {
 			return nil, err
 		}
-		if st.Status.Final() {
+		if done(st) {
 			return st, nil
 		}
 		select {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/lang"
 )
@@ -65,7 +66,11 @@ func writeMermaid(w io.Writer, def *lang.Definition) {
 		id := nodeID(s.ID)
 		switch s.Kind {
 		case lang.KindAction:
-			fmt.Fprintf(w, "    %s[\"%s<br/>%s\"]\n", id, mermaidText(s.ID), mermaidText(s.Action))
+			what := mermaidText(s.Action)
+			if s.Callback != nil {
+				what += "<br/>then waits for its callback, " + lang.FormatDuration(callbackTimeout(s))
+			}
+			fmt.Fprintf(w, "    %s[\"%s<br/>%s\"]\n", id, mermaidText(s.ID), what)
 			fmt.Fprintf(w, "    %s --> %s\n", id, next(i, s))
 			fmt.Fprintf(w, "    %s -->|fails| compensate\n", id)
 		case lang.KindSet:
@@ -106,6 +111,13 @@ func writeMermaid(w io.Writer, def *lang.Definition) {
 			}
 			fmt.Fprintf(w, "    %s>\"%s<br/>%s\"]\n", id, mermaidText(s.ID), mermaidText(what))
 			fmt.Fprintf(w, "    %s --> %s\n", id, next(i, s))
+		case lang.KindAwait:
+			what := "await signal " + s.Await.Signal + ", " + lang.FormatDuration(awaitTimeout(s))
+			fmt.Fprintf(w, "    %s>\"%s<br/>%s\"]\n", id, mermaidText(s.ID), mermaidText(what))
+			fmt.Fprintf(w, "    %s --> %s\n", id, next(i, s))
+			if !catches(s, lang.ErrorTypeTimeout) {
+				fmt.Fprintf(w, "    %s -->|times out| compensate\n", id)
+			}
 		}
 		for _, ct := range s.Catch {
 			fmt.Fprintf(w, "    %s -->|\"catch %s\"| %s\n", id, mermaidText(strings.Join(ct.Errors, ", ")), nodeID(ct.Next))
@@ -116,4 +128,24 @@ func writeMermaid(w io.Writer, def *lang.Definition) {
 			fmt.Fprintf(w, "    %s -.->|compensate| %s\n", id, undo)
 		}
 	}
+}
+
+// catches reports whether a catch clause of s takes errType.
+func catches(s *lang.Step, errType string) bool {
+	for _, ct := range s.Catch {
+		for _, e := range ct.Errors {
+			if e == errType || e == "*" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// callbackTimeout is a callback's timeout, its default when none is written.
+func callbackTimeout(s *lang.Step) time.Duration {
+	if s.Callback.Timeout == 0 {
+		return lang.MaxWait
+	}
+	return s.Callback.Timeout
 }

@@ -55,6 +55,9 @@ func runPlan(c *Config, args []string) int {
 		what = "step " + st.Failure.Step + " fails for good"
 	}
 	writePlan(c.Stdout, plan, st, what, path, comps)
+	if assumed := pausesOn(plan, path); len(assumed) > 0 {
+		fmt.Fprintf(c.Stdout, "(the plan assumes %s)\n", strings.Join(assumed, ", and "))
+	}
 	return ExitOK
 }
 
@@ -102,6 +105,27 @@ func writePlan(w io.Writer, plan *saga.Plan, st *saga.State, what string, path [
 	fmt.Fprintf(w, "the saga ends %s\n", st.Status)
 }
 
+// pausesOn says what the dry run took for granted on the path: each await
+// got its signal, each callback was completed with its action's output.
+func pausesOn(plan *saga.Plan, path []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, id := range path {
+		s, ok := plan.Step(id)
+		if !ok || seen[id] {
+			continue
+		}
+		seen[id] = true
+		switch {
+		case s.Kind == lang.KindAwait:
+			out = append(out, fmt.Sprintf("await %s gets its signal %s", s.ID, s.Await.Signal))
+		case s.Callback != nil:
+			out = append(out, fmt.Sprintf("the callback of %s is completed with its action's output", s.ID))
+		}
+	}
+	return out
+}
+
 func compAction(plan *saga.Plan, id string) string {
 	if s, ok := plan.Step(id); ok && s.Compensate != nil {
 		return s.Compensate.Action
@@ -122,7 +146,7 @@ func simulate(plan *saga.Plan, in map[string]any, fail failSet) ([]string, []sag
 		Act:   fail.act,
 		OnStep: func(rec saga.StepRecord) {
 			switch {
-			case !rec.Compensation && rec.Outcome != saga.OutcomeStarted:
+			case !rec.Compensation && rec.Outcome != saga.OutcomeStarted && rec.Outcome != saga.OutcomeWaiting:
 				path = append(path, rec.Step)
 			case rec.Compensation && (rec.Outcome == saga.OutcomeCompensated || rec.Outcome == saga.OutcomeCompensationFailed):
 				comps = append(comps, rec)

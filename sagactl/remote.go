@@ -207,12 +207,19 @@ type stateReport struct {
 	// Resends counts the sweep's re-sends of this version's messages:
 	// at engine.DefaultMaxResends the sweep stops and leaves the saga for an operator.
 	Resends int `json:"resends,omitempty"`
+	// Pause is what a waiting saga waits on: a wait, an await's signal, a
+	// callback's token.
+	Pause *pauseReport `json:"pause,omitempty"`
+	// KeptSignals counts the signals kept for awaits to come.
+	KeptSignals int `json:"kept_signals,omitempty"`
 }
 
-func (c *Config) printState(ctx context.Context, cl *client.Client, st *saga.State, asJSON bool) int {
+// reportOf builds what start, status, cancel, resume, signal and
+// callback print of a saga.
+func (c *Config) reportOf(ctx context.Context, cl *client.Client, st *saga.State) stateReport {
 	r := stateReport{SagaID: st.SagaID, Saga: st.Name, Status: st.Status, CancelRequested: st.CancelRequested, Version: st.Version, Failure: st.Failure,
 		CompensationError: st.CompensationError, Output: jsonable(st.Output), DefinitionHash: st.DefinitionHash,
-		CreatedAt: st.CreatedAt, StatusSince: st.StatusSince, UpdatedAt: st.UpdatedAt, Resends: st.Resends}
+		CreatedAt: st.CreatedAt, StatusSince: st.StatusSince, UpdatedAt: st.UpdatedAt, Resends: st.Resends, KeptSignals: keptSignals(st)}
 	if cur, ok := st.Pending(); ok {
 		if id, err := cl.Step(ctx, st, cur.Step); err == nil {
 			r.Pending = id
@@ -222,6 +229,14 @@ func (c *Config) printState(ctx context.Context, cl *client.Client, st *saga.Sta
 			r.Attempt = cur.Attempt
 		}
 	}
+	if plan, err := cl.Plan(ctx, st); err == nil {
+		r.Pause = pauseOf(plan, st)
+	}
+	return r
+}
+
+func (c *Config) printState(ctx context.Context, cl *client.Client, st *saga.State, asJSON bool) int {
+	r := c.reportOf(ctx, cl, st)
 	if asJSON {
 		enc := json.NewEncoder(c.Stdout)
 		enc.SetIndent("", "  ")
@@ -229,8 +244,17 @@ func (c *Config) printState(ctx context.Context, cl *client.Client, st *saga.Sta
 		return ExitOK
 	}
 	fmt.Fprintf(c.Stdout, "saga %s (%s): %s, version %d, updated %s\n", r.SagaID, r.Saga, r.Status, r.Version, r.UpdatedAt.Format(time.RFC3339))
-	if r.Pending != "" {
+	switch {
+	case r.Pause != nil:
+		fmt.Fprintf(c.Stdout, "  paused: %s\n", r.Pause.text())
+		if r.Pause.Token != "" {
+			fmt.Fprintf(c.Stdout, "  token: %s\n  (complete it: %s callback TOKEN --output JSON, or --error TYPE [--message M])\n", r.Pause.Token, c.Name)
+		}
+	case r.Pending != "":
 		fmt.Fprintf(c.Stdout, "  waiting on: %s (attempt %d)\n", r.Pending, r.Attempt)
+	}
+	if r.KeptSignals > 0 {
+		fmt.Fprintf(c.Stdout, "  kept signals: %d, for awaits to come\n", r.KeptSignals)
 	}
 	if r.CancelRequested {
 		fmt.Fprintf(c.Stdout, "  cancel requested: compensates once %s has an outcome\n", r.Pending)

@@ -114,11 +114,17 @@ func failNames(steps []*lang.Step, byID map[string]*lang.Step) string {
 }
 
 // invoker runs registered actions, simulates the rest (output = input), and
-// fails what --fail names.
+// fails what --fail names. A simulated action of a callback step completes
+// its token with its input as output, before it returns (the saga keeps
+// the completion and goes on when the action's outcome is written).
 type invoker struct {
-	reg  *engine.Registry
-	fail failSet
+	reg   *engine.Registry
+	fail  failSet
+	coord *coordinatorRef
 }
+
+// coordinatorRef is the runtime's coordinator, known once it has started.
+type coordinatorRef struct{ c *engine.Coordinator }
 
 func (v invoker) Invoke(ctx context.Context, call saga.Call) (any, error) {
 	if v.fail.fails(call) {
@@ -130,6 +136,11 @@ func (v invoker) Invoke(ctx context.Context, call saga.Call) (any, error) {
 	}
 	if v.reg.Has(call.Action) {
 		return v.reg.Invoke(ctx, call)
+	}
+	if call.CallbackToken != "" && v.coord != nil && v.coord.c != nil {
+		if _, err := v.coord.c.CompleteCallback(ctx, call.CallbackToken, call.Input); err != nil {
+			return nil, fmt.Errorf("completing the simulated callback: %w", err)
+		}
 	}
 	return call.Input, nil
 }
@@ -144,6 +155,67 @@ type runReport struct {
 	CompensationError *saga.StepError `json:"compensation_error,omitempty"`
 	Steps             []stepReport    `json:"steps"`
 	Compensations     []stepReport    `json:"compensations"`
+	// Signals are the --signal sent as the saga started, and what the saga
+	// did with each.
+	Signals []signalReport `json:"signals,omitempty"`
+}
+
+type signalReport struct {
+	Name    string       `json:"name"`
+	Receipt saga.Receipt `json:"receipt"`
+}
+
+// startSignal is a --signal: a name and a compact JSON payload.
+type startSignal struct {
+	name    string
+	payload json.RawMessage
+}
+
+// readSignals reads each --signal NAME=JSON or NAME=@FILE, checked as the
+// saga will check it; NAME must be the signal of one of the saga's awaits.
+func (c *Config) readSignals(plan *saga.Plan, args []string) ([]startSignal, bool) {
+	var names []string
+	awaited := map[string]bool{}
+	for _, s := range plan.Definition().Steps {
+		if s.Kind == lang.KindAwait && !awaited[s.Await.Signal] {
+			awaited[s.Await.Signal] = true
+			names = append(names, s.Await.Signal)
+		}
+	}
+	var out []startSignal
+	for _, arg := range args {
+		name, value, ok := strings.Cut(arg, "=")
+		if !ok {
+			c.errorf("--signal %s: write NAME=JSON or NAME=@FILE", name)
+			return nil, false
+		}
+		if !awaited[name] {
+			what := "it has no await"
+			if len(names) > 0 {
+				what = "its awaits take: " + strings.Join(names, ", ")
+			}
+			c.errorf("--signal %s: saga %s awaits no signal of that name; %s", name, plan.Name(), what)
+			return nil, false
+		}
+		payload, ok := c.readPayload("--signal "+name, value)
+		if !ok {
+			return nil, false
+		}
+		if err := checkDelivery(&saga.Delivery{Signal: name}, payload); err != nil {
+			c.errorf("--signal %s: %v", name, err)
+			return nil, false
+		}
+		out = append(out, startSignal{name, payload})
+	}
+	return out, true
+}
+
+// awaitTimeout is an await's timeout, its default when none is written.
+func awaitTimeout(s *lang.Step) time.Duration {
+	if s.Await.Timeout == 0 {
+		return lang.MaxWait
+	}
+	return s.Await.Timeout
 }
 
 type stepReport struct {
@@ -159,8 +231,9 @@ func runRun(c *Config, args []string) int {
 	id := fs.String("id", "", "saga id (default: random)")
 	timeout := fs.Duration("timeout", 10*time.Minute, "give up waiting after this long")
 	verbose := fs.Bool("verbose", false, "log every handled message to stderr (ids, step, version, outcome; never values)")
-	var fails stringList
+	var fails, signalArgs stringList
 	fs.Var(&fails, "fail", "make STEP (or STEP.compensate) fail for good; repeatable")
+	fs.Var(&signalArgs, "signal", "send the signal NAME=JSON (or NAME=@FILE) as the saga starts; repeatable")
 	var be backendFlags
 	be.register(fs)
 	files, code, ok := c.flags(fs, args)
@@ -190,10 +263,21 @@ func runRun(c *Config, args []string) int {
 	if !ok {
 		return ExitUsage
 	}
+	signals, ok := c.readSignals(plan, signalArgs)
+	if !ok {
+		return ExitUsage
+	}
 	if _, err := plan.CheckInput(in); err != nil {
 		c.errorf("%v", err)
 		return ExitUsage
 	}
+	awaits := map[string]*lang.Step{}
+	for _, s := range plan.Definition().Steps {
+		if s.Kind == lang.KindAwait {
+			awaits[s.ID] = s
+		}
+	}
+	var timedOut []string // awaits that got no signal
 
 	var (
 		mu     sync.Mutex
@@ -203,6 +287,9 @@ func runRun(c *Config, args []string) int {
 		mu.Lock()
 		defer mu.Unlock()
 		rec := stepReport{ID: ev.Step, Status: string(ev.Outcome), Attempts: ev.Attempt}
+		if a, ok := awaits[ev.Step]; ok && !ev.Compensation && ev.Error != nil && ev.Error.Type == lang.ErrorTypeTimeout {
+			timedOut = append(timedOut, fmt.Sprintf("await %s got no signal %s: it timed out after %s", a.ID, a.Await.Signal, lang.FormatDuration(awaitTimeout(a))))
+		}
 		switch {
 		case ev.Outcome == saga.OutcomeStarted:
 			return
@@ -217,7 +304,8 @@ func runRun(c *Config, args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	rtCfg := embedded.Config{Actions: invoker{reg: c.Actions, fail: failing}, OnStep: onStep, Visibility: 5 * time.Minute}
+	coord := &coordinatorRef{}
+	rtCfg := embedded.Config{Actions: invoker{reg: c.Actions, fail: failing, coord: coord}, OnStep: onStep, Visibility: 5 * time.Minute}
 	if *verbose {
 		rtCfg.Logger = slog.New(slog.NewTextHandler(c.Stderr, nil))
 	}
@@ -239,6 +327,7 @@ func runRun(c *Config, args []string) int {
 		return ExitUsage
 	}
 	defer rt.Close()
+	coord.c = rt.Coordinator
 	sagaID := *id
 	if sagaID == "" {
 		sagaID = randomID()
@@ -251,6 +340,19 @@ func runRun(c *Config, args []string) int {
 	if _, err := rt.Coordinator.Start(ctx, &engine.StartParams{Plan: plan, SagaID: sagaID, Input: in}); err != nil {
 		c.errorf("start: %v", err)
 		return ExitUsage
+	}
+	for i, sg := range signals {
+		d, err := rt.Signal(ctx, sagaID, sg.name, sg.payload, embedded.SignalID(fmt.Sprintf("run-signal-%d", i+1)))
+		if err != nil {
+			c.errorf("--signal %s: %s", sg.name, deliveryError(err))
+			return ExitUsage
+		}
+		mu.Lock()
+		report.Signals = append(report.Signals, signalReport{Name: sg.name, Receipt: d.Receipt})
+		if !*asJSON {
+			fmt.Fprintf(c.Stdout, "  signal %-11s %s\n", sg.name, d.Receipt)
+		}
+		mu.Unlock()
 	}
 	st, err := rt.Wait(ctx, sagaID)
 	if err != nil {
@@ -270,6 +372,9 @@ func runRun(c *Config, args []string) int {
 		}
 	} else {
 		printSummary(c, st, report, time.Since(started))
+		for _, line := range timedOut {
+			fmt.Fprintln(c.Stdout, line)
+		}
 		if virtual != nil {
 			if passed := virtual.Now().Sub(virtualStart); passed >= time.Second {
 				fmt.Fprintf(c.Stdout, "(virtual time: its waits and retry delays, %s in all, passed at once)\n", passed.Round(time.Second))

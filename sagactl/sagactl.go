@@ -1,6 +1,7 @@
 // Package sagactl is the sagactl command as a library: validate, run,
-// graph, plan and cost saga definitions, and start, inspect, cancel and
-// resume sagas on a deployed stack, the local loop or the emulators.
+// graph, plan and cost saga definitions, and start, inspect, signal,
+// cancel and resume sagas and complete their callback tokens on a deployed
+// stack, the local loop or the emulators.
 // cmd/sagactl is a thin main around Main; a service that wants sagactl to
 // run its Go actions for real builds its own main with its registry.
 package sagactl
@@ -71,6 +72,8 @@ func commands() []command {
 		{"status", "ID (--local | --table ...)", "show a saga", runStatus},
 		{"cancel", "ID (--local | --table ...)", "stop a running saga; it compensates", runCancel},
 		{"resume", "ID (--local | --table ...)", "continue a saga parked in compensation_failed", runResume},
+		{"signal", "ID NAME [--payload JSON|@FILE] [--id ID] (--local | --table ...)", "send a saga a signal: an await of NAME takes it, its payload in the await's out", runSignal},
+		{"callback", "TOKEN (--output JSON|@FILE | --error TYPE [--message M]) (--local | --table ...)", "complete a callback step's token with its output, or fail its attempt", runCallback},
 		{"sweep", "[--idle-for D] (--local | --table ...)", "re-send the messages of unfinished sagas idle too long (a start or cancel cut off before its send)", runSweep},
 		{"local", "[up|down] [--main FUNCTION=PACKAGE]... [--workers N] [--visibility D]", "run the deployed shape here: emulators, the real bootstraps under aws-lambda-rie, queue pollers", runLocal},
 		{"help", "", "show this help", nil},
@@ -103,7 +106,7 @@ func Main(args []string, cfg Config) int {
 			return cmd.run(&cfg, args[1:])
 		}
 	}
-	cfg.errorf("unknown command %q (commands: validate, run, graph, plan, cost, start, status, cancel, resume, sweep, local, help)", args[0])
+	cfg.errorf("unknown command %q (commands: validate, run, graph, plan, cost, start, status, cancel, resume, signal, callback, sweep, local, help)", args[0])
 	return ExitUsage
 }
 

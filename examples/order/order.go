@@ -17,6 +17,12 @@ import (
 //go:embed order.yaml
 var Definition []byte
 
+// WebhookDefinition is order-webhook.yaml: the order saga whose charge
+// waits for the payment provider's webhook (a callback step).
+//
+//go:embed order-webhook.yaml
+var WebhookDefinition []byte
+
 // DeclinedCard is the card number the fake payment service always declines.
 const DeclinedCard = "4000000000000002"
 
@@ -29,18 +35,22 @@ const Unshippable = "nowhere"
 // Services are the fake back ends. Each remembers the result of every
 // idempotency key, so a redelivered call applies its effect once.
 type Services struct {
-	mu        sync.Mutex
-	seen      map[string]any // idempotency key -> result
-	Reserved  map[string][]string
-	Charged   map[string]int64 // order id -> cents
-	Shipped   map[string]bool
-	Effects   []string // every effect applied, in order, e.g. "charge o-1"
+	mu       sync.Mutex
+	seen     map[string]any // idempotency key -> result
+	Reserved map[string][]string
+	Charged  map[string]int64 // order id -> cents
+	Shipped  map[string]bool
+	Effects  []string // every effect applied, in order, e.g. "charge o-1"
+	// Pending holds the callback token of each charge the fake payment
+	// provider was asked for and has not answered, by order id: its
+	// webhook completes the token (or fails it, declined).
+	Pending   map[string]string
 	callCount int
 }
 
 // NewServices returns fresh fake services.
 func NewServices() *Services {
-	return &Services{seen: map[string]any{}, Reserved: map[string][]string{}, Charged: map[string]int64{}, Shipped: map[string]bool{}}
+	return &Services{seen: map[string]any{}, Reserved: map[string][]string{}, Charged: map[string]int64{}, Shipped: map[string]bool{}, Pending: map[string]string{}}
 }
 
 // Calls counts every action call, duplicates included.
@@ -118,6 +128,21 @@ func (s *Services) Register(reg *engine.Registry) {
 			s.Effects = append(s.Effects, "charge "+in.OrderID)
 			return map[string]any{"order_id": in.OrderID, "payment_id": "p-" + in.OrderID, "amount_cents": in.AmountCents, "status": "captured"}, nil
 		})
+	}))
+	// The provider of order-webhook.yaml: the request returns at once, the
+	// payment pending; the provider answers later through the token.
+	reg.MustRegister("payments.request_charge", engine.Typed(func(ctx context.Context, c saga.Call, in chargeIn) (any, error) {
+		r, err := s.once(c, func() (any, error) {
+			s.Charged[in.OrderID] += in.AmountCents
+			s.Effects = append(s.Effects, "request-charge "+in.OrderID)
+			return map[string]any{"order_id": in.OrderID, "payment_id": "p-" + in.OrderID, "amount_cents": in.AmountCents, "status": "pending"}, nil
+		})
+		if err == nil {
+			s.mu.Lock()
+			s.Pending[in.OrderID] = c.CallbackToken // a retry's new token replaces the old
+			s.mu.Unlock()
+		}
+		return r, err
 	}))
 	reg.MustRegister("payments.refund", engine.Typed(func(ctx context.Context, c saga.Call, in orderRef) (any, error) {
 		return s.once(c, func() (any, error) {
