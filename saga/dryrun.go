@@ -19,6 +19,9 @@ type DryRunParams struct {
 	// be built is not made: OnStep hears that its step (or compensation)
 	// failed.
 	OnCall func(Call)
+	// Signals are the payloads awaits get, by signal name; an await whose
+	// signal is not here gets one with no payload (null).
+	Signals map[string]any
 }
 
 // dryRunSecret keys a dry run's callback tokens.
@@ -54,7 +57,7 @@ func (p *Plan) DryRun(params DryRunParams) (*State, error) {
 			// its completion, with the action's output, at once.
 			ev := Event{Now: now, OnStep: params.OnStep, Delivery: Delivery{Signal: "", Payload: lastOut}}
 			if s.Kind == lang.KindAwait {
-				ev.Delivery = Delivery{Signal: s.Await.Signal}
+				ev.Delivery = Delivery{Signal: s.Await.Signal, Payload: params.Signals[s.Await.Signal]}
 			} else {
 				ev.Delivery.Token = p.CallbackToken(st)
 			}

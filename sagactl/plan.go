@@ -1,6 +1,8 @@
 package sagactl
 
 import (
+	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -14,8 +16,9 @@ import (
 func runPlan(c *Config, args []string) int {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	input := fs.String("input", "", "saga input: JSON, or @FILE (default: zero values of the declared fields)")
-	var fails stringList
+	var fails, signals stringList
 	fs.Var(&fails, "fail", "the step (or STEP.compensate) that fails for good; repeatable")
+	fs.Var(&signals, "signal", "NAME=JSON or NAME=@FILE: the payload the awaits of signal NAME get (default: null); repeatable")
 	files, code, ok := c.flags(fs, args)
 	if !ok {
 		return code
@@ -41,7 +44,20 @@ func runPlan(c *Config, args []string) int {
 		c.errorf("%v", err)
 		return ExitUsage
 	}
-	path, comps, st, err := simulate(plan, checked, failing)
+	sigs, ok := c.readSignals(plan, signals)
+	if !ok {
+		return ExitUsage
+	}
+	payloads := map[string]any{}
+	for _, sg := range sigs {
+		v, err := plainPayload(sg.payload)
+		if err != nil {
+			c.errorf("--signal %s: %v", sg.name, err)
+			return ExitUsage
+		}
+		payloads[sg.name] = v
+	}
+	path, comps, st, err := simulate(plan, checked, failing, payloads)
 	if err != nil {
 		c.errorf("plan: %v", err)
 		return ExitUsage
@@ -55,7 +71,7 @@ func runPlan(c *Config, args []string) int {
 		what = "step " + st.Failure.Step + " fails for good"
 	}
 	writePlan(c.Stdout, plan, st, what, path, comps)
-	if assumed := pausesOn(plan, path); len(assumed) > 0 {
+	if assumed := pausesOn(plan, path, payloads); len(assumed) > 0 {
 		fmt.Fprintf(c.Stdout, "(the plan assumes %s)\n", strings.Join(assumed, ", and "))
 	}
 	return ExitOK
@@ -107,7 +123,7 @@ func writePlan(w io.Writer, plan *saga.Plan, st *saga.State, what string, path [
 
 // pausesOn says what the dry run took for granted on the path: each await
 // got its signal, each callback was completed with its action's output.
-func pausesOn(plan *saga.Plan, path []string) []string {
+func pausesOn(plan *saga.Plan, path []string, signals map[string]any) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, id := range path {
@@ -118,12 +134,27 @@ func pausesOn(plan *saga.Plan, path []string) []string {
 		seen[id] = true
 		switch {
 		case s.Kind == lang.KindAwait:
-			out = append(out, fmt.Sprintf("await %s gets its signal %s", s.ID, s.Await.Signal))
+			if _, given := signals[s.Await.Signal]; given {
+				out = append(out, fmt.Sprintf("await %s gets its signal %s with the payload of --signal", s.ID, s.Await.Signal))
+			} else {
+				out = append(out, fmt.Sprintf("await %s gets its signal %s with no payload: give one with --signal %s=JSON", s.ID, s.Await.Signal, s.Await.Signal))
+			}
 		case s.Callback != nil:
 			out = append(out, fmt.Sprintf("the callback of %s is completed with its action's output", s.ID))
 		}
 	}
 	return out
+}
+
+// plainPayload decodes a --signal payload into the plain values a saga holds.
+func plainPayload(raw json.RawMessage) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return saga.NormalizeJSON(v)
 }
 
 func compAction(plan *saga.Plan, id string) string {
@@ -136,14 +167,15 @@ func compAction(plan *saga.Plan, id string) string {
 // simulate dry-runs the saga: every action succeeds with its input as
 // output, except those in fail. It returns the forward path and how each
 // compensation that ran ended, in order.
-func simulate(plan *saga.Plan, in map[string]any, fail failSet) ([]string, []saga.StepRecord, *saga.State, error) {
+func simulate(plan *saga.Plan, in map[string]any, fail failSet, signals map[string]any) ([]string, []saga.StepRecord, *saga.State, error) {
 	var (
 		path  []string
 		comps []saga.StepRecord
 	)
 	st, err := plan.DryRun(saga.DryRunParams{
-		Input: in,
-		Act:   fail.act,
+		Input:   in,
+		Act:     fail.act,
+		Signals: signals,
 		OnStep: func(rec saga.StepRecord) {
 			switch {
 			case !rec.Compensation && rec.Outcome != saga.OutcomeStarted && rec.Outcome != saga.OutcomeWaiting:

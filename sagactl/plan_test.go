@@ -44,3 +44,23 @@ func TestPlanAccountIsConsistent(t *testing.T) {
 		}
 	}
 }
+
+// plan --signal gives an await the payload a later step reads; without
+// it the await gets null, and plan says how to give one.
+func TestPlanTakesSignalPayloads(t *testing.T) {
+	const expense = "../examples/expense/expense.yaml"
+	in := "@../examples/expense/testdata/claim.json"
+	r := runSagactl(t, nil, "plan", expense, "--fail", "pay", "--input", in, "--signal", `approved={"approved": true, "by": "ann"}`)
+	if r.code != sagactl.ExitOK || !strings.HasPrefix(r.stdout, "if step pay fails for good (path: file -> approval -> check -> pay)") ||
+		!strings.Contains(r.stdout, "with the payload of --signal") {
+		t.Fatalf("with --signal: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runSagactl(t, nil, "plan", expense, "--fail", "pay", "--input", in)
+	if !strings.Contains(r.stdout, "with no payload: give one with --signal approved=JSON") {
+		t.Fatalf("without: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runSagactl(t, nil, "plan", expense, "--fail", "pay", "--input", in, "--signal", "nosuch={}")
+	if r.code != sagactl.ExitUsage || !strings.Contains(r.stderr, "awaits no signal of that name") {
+		t.Fatalf("an unknown signal: exit %d\n%s", r.code, r.stderr)
+	}
+}
