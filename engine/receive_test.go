@@ -174,3 +174,28 @@ func TestCallbackThroughTheCoordinator(t *testing.T) {
 		t.Fatalf("after the saga ended: %v", err)
 	}
 }
+
+// A sender whose signal was written but whose send failed (it got an
+// error) retries with the same id, as Signal asks; the retry is a
+// duplicate and must send the stored outbox again, as a retried Start,
+// Cancel or Resume does. It does not: the saga stands at its next step,
+// with no message, until a sweep finds it idle (found by internal/sim).
+func TestSignalRetryAfterLostSendResendsOutbox(t *testing.T) {
+	r := newRig(t, "../saga/testdata/valid/expense.yaml")
+	ctx := context.Background()
+	r.start("e-9", map[string]any{"amount": 5})
+	r.drain() // file runs; the saga awaits
+	r.queue.failSends.Store(1)
+	p := &engine.SignalParams{SagaID: "e-9", Name: "approved", Payload: map[string]any{"by": "di"}, ID: "mail-9"}
+	if _, err := r.coord.Signal(ctx, p); err == nil {
+		t.Fatal("the send failed, but Signal reported no error")
+	}
+	d, err := r.coord.Signal(ctx, p) // the sender's retry
+	if err != nil || d.Receipt != saga.ReceiptDuplicate {
+		t.Fatalf("retry: %+v %v", d, err)
+	}
+	r.drain()
+	if st := r.get("e-9"); st.Status != durable.StatusSucceeded {
+		t.Fatalf("after the retried signal the saga is %s at version %d: its outbox was never sent", st.Status, st.Version)
+	}
+}
