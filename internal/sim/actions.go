@@ -148,6 +148,7 @@ func (a *simActions) Invoke(ctx context.Context, call saga.Call) (any, error) {
 		a.duplicates[key]++ // the sabotaged service applies the effect again
 	}
 	sc := a.scripts[call.SagaID]
+	w.duringAction(ctx, call, sc)
 	if !call.Compensation && sc.cancelDuring == call.Step {
 		sc.cancelDuring = ""
 		sc.cancels = append(sc.cancels, "while "+call.Step+" ran")

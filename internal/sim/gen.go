@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/lang"
 	"github.com/lambdasaga/lambdasaga/saga"
@@ -24,18 +25,41 @@ type genBlock struct {
 }
 
 // genDefinition writes a definition from a handful of templates with
-// random parameters: actions (out, retry, timeout, compensate, catch),
-// set, switch, assert, wait, and a succeed and a fail at the end. Every choice
-// comes from the world's random source.
+// random parameters: actions (out, retry, timeout, compensate, catch,
+// callback), set, switch, assert, wait, await (timeouts short and long,
+// some caught), and a succeed and a fail at the end; a quarter of them
+// have a saga timeout (a deadline). Every choice comes from the world's
+// random source.
 func (w *world) genDefinition(k int) string {
 	r := w.rng
+	// A third have a deadline, often short enough to bite: pauses are
+	// drawn shorter than it (validation refuses the others).
+	var deadline time.Duration
+	if r.IntN(3) == 0 {
+		deadline = []time.Duration{90 * time.Second, 10 * time.Minute, 2 * time.Hour, 100 * time.Hour}[r.IntN(4)]
+	}
+	pause := func(short, long time.Duration) string {
+		d := short
+		if long > 0 && r.IntN(2) == 0 {
+			d = long
+		}
+		if deadline > 0 && d >= deadline {
+			d = time.Duration(1+r.Int64N(int64(deadline/time.Second)-1)) * time.Second
+		}
+		return lang.FormatDuration(d.Truncate(time.Second))
+	}
+	// An await's or a callback's timeout: short (within a queue's delay,
+	// so its own message) or long (the tick's).
+	genPause := func() string {
+		return pause(time.Duration(5+w.rng.IntN(600))*time.Second, time.Duration(1+w.rng.IntN(48))*time.Hour)
+	}
 	var blocks []*genBlock
 	outs := []string{} // outs of earlier actions
 	n := 3 + r.IntN(5)
 	for i := 1; i <= n; i++ {
 		p := r.Float64()
 		switch {
-		case p < 0.55 || i == 1:
+		case p < 0.50 || i == 1:
 			b := &genBlock{id: fmt.Sprintf("a%d", i), kind: "action"}
 			b.lines = append(b.lines, fmt.Sprintf("action: svc.a%d", i))
 			switch q := r.IntN(4); {
@@ -59,6 +83,10 @@ func (w *world) genDefinition(k int) string {
 			if r.IntN(3) == 0 {
 				b.lines = append(b.lines, fmt.Sprintf("timeout: %ds", 5+r.IntN(20)))
 			}
+			if r.IntN(5) == 0 {
+				// A callback: the action starts the work, its token ends it.
+				b.lines = append(b.lines, "callback: {timeout: "+genPause()+"}")
+			}
 			if r.IntN(10) < 7 {
 				comp := fmt.Sprintf("compensate: {action: svc.a%d_undo, retry: {attempts: %d, backoff: 1s, max_backoff: 8s}", i, 2+r.IntN(4))
 				if out != "" && r.IntN(2) == 0 {
@@ -75,7 +103,7 @@ func (w *world) genDefinition(k int) string {
 				outs = append(outs, out)
 			}
 			blocks = append(blocks, b)
-		case p < 0.70:
+		case p < 0.63:
 			b := &genBlock{id: fmt.Sprintf("s%d", i), kind: "set"}
 			switch q := r.IntN(3); {
 			case q == 0:
@@ -86,7 +114,7 @@ func (w *world) genDefinition(k int) string {
 				b.lines = append(b.lines, fmt.Sprintf(`set: {v%d: "${input.n * %d}"}`, i, 2+r.IntN(5)))
 			}
 			blocks = append(blocks, b)
-		case p < 0.82:
+		case p < 0.73:
 			b := &genBlock{id: fmt.Sprintf("w%d", i), kind: "switch", target: "?"}
 			cond := fmt.Sprintf("input.n %% %d == %d", 2+r.IntN(4), r.IntN(2))
 			line := fmt.Sprintf(`switch: [{if: "%s", next: {{T}}}`, cond)
@@ -95,15 +123,34 @@ func (w *world) genDefinition(k int) string {
 			}
 			b.lines = append(b.lines, line+"]")
 			blocks = append(blocks, b)
-		case p < 0.88:
+		case p < 0.86:
+			// An await of one of the signals the world sends (sim.go),
+			// with its timeout short or long, or the default; its out
+			// mostly kept; a timeout caught or not.
+			b := &genBlock{id: fmt.Sprintf("g%d", i), kind: "await"}
+			line := "await: {signal: " + GenSignals[r.IntN(len(GenSignals))]
+			if r.IntN(6) > 0 {
+				line += ", timeout: " + genPause()
+			}
+			b.lines = append(b.lines, line+"}")
+			if r.IntN(5) > 0 {
+				b.lines = append(b.lines, fmt.Sprintf("out: g%d", i))
+				outs = append(outs, fmt.Sprintf("g%d", i))
+			}
+			if r.IntN(2) == 0 {
+				b.lines = append(b.lines, "catch: [{errors: ["+[]string{"Timeout", `"*"`}[r.IntN(2)]+"], next: {{T}}}]")
+				b.target, b.backwards = "?", r.IntN(3) == 0
+			}
+			blocks = append(blocks, b)
+		case p < 0.91:
 			// A wait: within a queue's delay (its own message), or longer
 			// (the tick's), or until a time that may have passed.
 			b := &genBlock{id: fmt.Sprintf("p%d", i), kind: "wait"}
 			switch r.IntN(3) {
 			case 0:
-				b.lines = append(b.lines, fmt.Sprintf("wait: {for: %ds}", 1+r.IntN(900)))
+				b.lines = append(b.lines, "wait: {for: "+pause(time.Duration(1+r.IntN(900))*time.Second, 0)+"}")
 			case 1:
-				b.lines = append(b.lines, fmt.Sprintf("wait: {for: %dh}", 1+r.IntN(72)))
+				b.lines = append(b.lines, "wait: {for: "+pause(time.Duration(1+r.IntN(72))*time.Hour, 0)+"}")
 			default:
 				b.lines = append(b.lines, fmt.Sprintf(`wait: {until: "${timestamp('2026-12-0%dT00:00:00Z')}"}`, 1+r.IntN(9)))
 			}
@@ -155,7 +202,11 @@ func (w *world) genDefinition(k int) string {
 		}
 	}
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "saga: gen%d\ninput: {n: int, blob: string}\nsteps:\n", k)
+	fmt.Fprintf(&sb, "saga: gen%d\ninput: {n: int, blob: string}\n", k)
+	if deadline > 0 {
+		fmt.Fprintf(&sb, "timeout: %s\n", lang.FormatDuration(deadline))
+	}
+	sb.WriteString("steps:\n")
 	all := append(blocks, done)
 	if stopUsed {
 		all = append(all, stop)
@@ -168,6 +219,9 @@ func (w *world) genDefinition(k int) string {
 	}
 	return sb.String()
 }
+
+// GenSignals are the signal names generated awaits wait for.
+var GenSignals = []string{"ping", "pong"}
 
 // genPlans compiles count generated definitions; a definition validation
 // refuses is drawn again (the refusals are counted: only what validation

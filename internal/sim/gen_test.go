@@ -19,8 +19,11 @@ func TestGeneratedDefinitionsCoverTheLanguage(t *testing.T) {
 		t.Errorf("validation refused %d of %d generated definitions: the generator wastes its draws; the first:\n%s", w.report.Refused, 200+w.report.Refused, w.report.RefusedExample)
 	}
 	kinds := map[lang.StepKind]int{}
-	var back, forward, outs, comps, timeouts, retries int
+	var back, forward, outs, comps, timeouts, retries, callbacks, caughtAwaits, deadlines int
 	for _, p := range plans {
+		if p.Definition().Timeout > 0 {
+			deadlines++
+		}
 		index := map[string]int{}
 		for i, s := range p.Definition().Steps {
 			index[s.ID] = i
@@ -49,6 +52,12 @@ func TestGeneratedDefinitionsCoverTheLanguage(t *testing.T) {
 			if s.Retry != nil {
 				retries++
 			}
+			if s.Callback != nil {
+				callbacks++
+			}
+			if s.Kind == lang.KindAwait && len(s.Catch) > 0 {
+				caughtAwaits++
+			}
 		}
 	}
 	for _, k := range lang.StepKinds() {
@@ -56,7 +65,8 @@ func TestGeneratedDefinitionsCoverTheLanguage(t *testing.T) {
 			t.Errorf("no generated definition has a %s step", k)
 		}
 	}
-	for what, n := range map[string]int{"catch to an earlier step": back, "catch to a later step": forward, "out": outs, "compensate": comps, "timeout": timeouts, "retry": retries} {
+	for what, n := range map[string]int{"catch to an earlier step": back, "catch to a later step": forward, "out": outs, "compensate": comps, "timeout": timeouts, "retry": retries,
+		"callback": callbacks, "await with a catch": caughtAwaits, "saga with a deadline": deadlines} {
 		if n == 0 {
 			t.Errorf("no generated action has a %s", what)
 		}

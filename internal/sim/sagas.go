@@ -132,6 +132,7 @@ func (w *world) newSaga(i int, plans plansByName, gen []*saga.Plan) *sagaSpec {
 		})
 	}
 	w.actions.scripts[s.id] = sc
+	w.earlySignals(s)
 	return s
 }
 

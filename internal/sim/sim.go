@@ -5,7 +5,9 @@
 // delete, mid-compensation; duplicate and reordered delivery; throttling;
 // conflicting workers; poison messages; actions that time out after doing
 // their effect) and on the users' side (generated definitions with every
-// step kind and loops through catches; outputs, nesting and errors at and
+// step kind, awaits and callbacks, deadlines, and loops through catches;
+// signals and callback completions sent early, in time, late, twice,
+// racing timers and cancels, with stale tokens (signals.go); outputs, nesting and errors at and
 // past every limit; actions that run into the invocation's deadline;
 // cancels during actions and between steps; resumes days after a saga
 // parked). One goroutine runs everything, so a seed replays exactly.
@@ -55,7 +57,10 @@ type Config struct {
 	// "discard-large-results" (an action's result too large to keep is
 	// thrown away and the step failed, though the service did the work) or
 	// "clock-ahead" (the coordinator's clock runs an hour ahead, so timers
-	// fire early).
+	// fire early), "clock-behind" (it runs an hour behind, so deadlines
+	// pass unnoticed), "new-id-per-send" (senders give every send of a
+	// signal a new id, so a repeat is a second signal) or "drop-kept" (the
+	// store loses the kept deliveries when a transition lands).
 	Sabotage string
 }
 
@@ -153,12 +158,26 @@ type world struct {
 	// quarantined sagas made far more action visits than their plan
 	// allows: their messages are dropped so the run ends (visits_bounded).
 	quarantined map[string]bool
+
+	// The senders (signals.go): logical signals by id, the receipts of
+	// each callback token's completions, the tokens each saga's actions
+	// got, and the send in progress (a racing copy of it may run first).
+	nextSignal       int
+	signals          map[string]*sentSignal
+	callbackReceipts map[string]map[string]int
+	tokens           map[string][]string
+	sending          func(context.Context)
+	delivering       int       // a sender's call is in progress (nested calls count)
+	lastTick         time.Time // when tickBefore last ticked
 }
 
 // handleLog is what one Handle (or Start, Cancel, Resume) did before its write.
 type handleLog struct {
 	events []engine.StepEvent
 	calls  []loggedCall
+	// delivery is the logical signal id, or the callback token, that a
+	// sender's handle delivers; empty for any other handle.
+	delivery string
 }
 
 type committedWrite struct {
@@ -175,6 +194,12 @@ type committedWrite struct {
 	// events once the store has accepted its write, so they arrive here
 	// after the commit.
 	log *handleLog
+	// kept: the write kept a delivery (the same version, Received+1).
+	kept     bool
+	received uint64
+	// sum is the state as written, for sagas that take signals or
+	// callbacks or have a deadline (nil for the others).
+	sum *summary
 }
 
 func (w *world) fault(name string) bool {
@@ -217,6 +242,7 @@ func Run(cfg Config) (*Report, error) {
 		cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5a6a)), clock: durable.NewManualClock(start),
 		report:    &Report{Seed: cfg.Seed, Sagas: cfg.Sagas, Faults: map[string]int{}, Outcomes: map[durable.Status]int{}, Checks: map[string]int{}, Violations: map[string]int{}},
 		committed: map[string][]committedWrite{}, resumeFailed: map[string]bool{}, handUndone: map[string][]string{}, quarantined: map[string]bool{},
+		signals: map[string]*sentSignal{}, callbackReceipts: map[string]map[string]int{}, tokens: map[string][]string{},
 	}
 	w.store = &faultyStore{Store: memstore.New(), w: w}
 	w.queue = newSimQueue(w)
@@ -226,8 +252,11 @@ func Run(cfg Config) (*Report, error) {
 		services = discardLarge{w: w, inner: services}
 	}
 	var clock durable.Clock = w.clock
-	if cfg.Sabotage == "clock-ahead" {
-		clock = aheadClock{w.clock}
+	switch cfg.Sabotage {
+	case "clock-ahead":
+		clock = shiftedClock{w.clock, time.Hour}
+	case "clock-behind":
+		clock = shiftedClock{w.clock, -time.Hour}
 	}
 	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{
 		Store: w.store, Queue: w.queue, Actions: recorder{w: w, inner: services}, Clock: clock, Rand: w.rng.Float64,
@@ -288,12 +317,15 @@ func Run(cfg Config) (*Report, error) {
 	return w.report, nil
 }
 
-// aheadClock is the sabotage "clock-ahead": the coordinator's time an
-// hour ahead of the world's.
-type aheadClock struct{ c *durable.ManualClock }
+// shiftedClock is the sabotages "clock-ahead" and "clock-behind": the
+// coordinator's time off the world's by a fixed amount.
+type shiftedClock struct {
+	c     *durable.ManualClock
+	shift time.Duration
+}
 
-// Now returns the world's time plus an hour.
-func (a aheadClock) Now() time.Time { return a.c.Now().Add(time.Hour) }
+// Now returns the world's time, shifted.
+func (a shiftedClock) Now() time.Time { return a.c.Now().Add(a.shift) }
 
 // tickIdle is the scheduled tick when nothing else is left to do: time
 // moves on to the earliest timer, and the tick sends its message. It
@@ -307,6 +339,26 @@ func (w *world) tickIdle(ctx context.Context) bool {
 		w.clock.Advance(d)
 	}
 	res, _ := w.coord.Tick(ctx, &engine.TickParams{})
+	return res != nil && res.Sent > 0
+}
+
+// tickBefore is the scheduled tick (every minute in production) when the
+// clock is about to jump to t, the next message or operation: a timer due
+// before t gets its tick first, at the time it is due, so that timers the
+// tick sends are not skipped over. It reports whether the tick sent
+// anything.
+func (w *world) tickBefore(t time.Time) bool {
+	due, err := w.store.SagaListDue(context.Background(), &durable.SagaListDueParams{Before: t, Limit: 1})
+	if err != nil || len(due.Sagas) == 0 {
+		return false
+	}
+	if d := due.Sagas[0].WakeAt.Sub(w.clock.Now()); d > 0 {
+		w.clock.Advance(d)
+	} else if w.clock.Now().Equal(w.lastTick) {
+		return false // ticked at this time already
+	}
+	w.lastTick = w.clock.Now()
+	res, _ := w.coord.Tick(context.Background(), &engine.TickParams{})
 	return res != nil && res.Sent > 0
 }
 

@@ -74,17 +74,29 @@ func TestSimulationCatchesSabotage(t *testing.T) {
 	for _, tt := range []struct {
 		sabotage, invariant string
 		edgeRate            float64
+		sagas               int // 0: 300
 	}{
-		{"unconditional-writes", "versions_written_once", 0},
-		{"moving-status-since", "status_since_kept", 0},
-		{"ignore-idempotency-keys", "effects_equal_committed_steps", 0},
+		{"unconditional-writes", "versions_written_once", 0, 0},
+		{"moving-status-since", "status_since_kept", 0, 0},
+		{"ignore-idempotency-keys", "effects_equal_committed_steps", 0, 0},
 		// Many outputs past the state limit, so that some land on
 		// compensable steps of sagas that end compensated.
-		{"discard-large-results", "success_compensated", 0.3},
+		{"discard-large-results", "success_compensated", 0.3, 0},
 		// Timers fire an hour before they are due.
-		{"clock-ahead", "timers_not_early", 0},
+		{"clock-ahead", "timers_not_early", 0, 0},
+		// Deadlines pass an hour before the coordinator sees them.
+		{"clock-behind", "deadline_kept", 0, 0},
+		// A repeated signal with a new id is a second signal.
+		{"new-id-per-send", "signal_applied_once", 0, 1000},
+		// Racing completions of one token both land.
+		{"unconditional-writes", "callback_applied_once", 0, 1000},
+		// Kept signals vanish.
+		{"drop-kept", "nothing_lost", 0, 0},
 	} {
-		rep, err := sim.Run(sim.Config{Seed: 3, Sagas: 300, Sabotage: tt.sabotage, EdgeRate: tt.edgeRate})
+		if tt.sagas == 0 {
+			tt.sagas = 300
+		}
+		rep, err := sim.Run(sim.Config{Seed: 3, Sagas: tt.sagas, Sabotage: tt.sabotage, EdgeRate: tt.edgeRate})
 		if err != nil {
 			t.Fatal(err)
 		}
