@@ -687,6 +687,15 @@ func (r *runner) actionResult() {
 			r.callbackResult(s, cur, d)
 			return
 		}
+		if dl := st.Deadline; !dl.IsZero() && !r.ev.Now.Before(dl) {
+			// The attempt ran past the deadline (it may have taken effect
+			// before it): nothing waits on its token; the saga compensates.
+			takeCallback(st, cur)
+			err := &StepError{Step: s.ID, Type: lang.ErrorTypeDeadline, Message: fmt.Sprintf("saga deadline %s passed before the callback of %s", dl.UTC().Format(time.RFC3339), s.ID)}
+			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: cur.Attempt, Error: err})
+			r.compensate(err)
+			return
+		}
 		r.pause(s, cur, r.ev.Now.Add(callbackTimeout(s)))
 		return
 	}
@@ -729,7 +738,7 @@ func (r *runner) actionFailed(s *planStep, cur Cursor, err error) {
 	}
 	typ := ErrorType(err)
 	se := newStepError(s.ID, typ, errorMessage(err))
-	if r.retryable(s.policy, cur.Attempt, err, typ) && !st.CancelRequested {
+	if r.retryable(s.policy, cur.Attempt, err, typ) && !st.CancelRequested && (st.Deadline.IsZero() || r.ev.Now.Before(st.Deadline)) {
 		r.retry(s, s.policy, cur, durable.QueueAdvance, false, se)
 		return
 	}

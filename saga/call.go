@@ -61,13 +61,26 @@ func (st *State) WakeAt() time.Time {
 }
 
 // DeadlinePassed reports whether the saga has a forward action pending
-// that should not run because the saga's deadline has passed at now (no
-// cancel waits on it); EventTimer then fires the deadline, and the saga
-// compensates.
+// that must not run because the saga's deadline has passed at now: an
+// attempt no delivery can have run before the deadline, since its message
+// was sent to arrive after it (a retry whose backoff passes the deadline
+// comes at the deadline plus clockSkew). Any other pending attempt may
+// have taken effect in a delivery before the deadline whose outcome was
+// never written (a worker that died): it runs again, with its idempotency
+// key, so that its outcome is recorded, and compensated if it succeeded;
+// the saga's deadline then fails the step after it.
 func (st *State) DeadlinePassed(now time.Time) bool {
 	cur, ok := st.Pending()
-	return ok && !cur.Compensating && !cur.Wait && !st.CancelRequested && st.Status == durable.StatusRunning &&
-		!st.Deadline.IsZero() && !now.Before(st.Deadline)
+	if !ok || cur.Compensating || cur.Wait || st.CancelRequested || st.Status != durable.StatusRunning ||
+		st.Deadline.IsZero() || now.Before(st.Deadline) {
+		return false
+	}
+	for _, m := range st.Outbox {
+		if m.Queue == durable.QueueAdvance && m.Attempt == cur.Attempt && !st.UpdatedAt.Add(m.Delay).Before(st.Deadline.Add(clockSkew)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Awaits names what a pending cursor waits on: its step's id and the

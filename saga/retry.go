@@ -36,10 +36,11 @@ func (r *runner) retry(s *planStep, pol lang.RetryPolicy, cur Cursor, q durable.
 	cur.Attempt++
 	d := backoff(pol, cur.Attempt, r.ev.Rand)
 	if dl := r.st.Deadline; !comp && !dl.IsZero() && r.ev.Now.Add(d).After(dl) {
-		// The saga's deadline comes first: the retry's message comes at it,
-		// and finds the deadline passed (EventTimer) rather than running
-		// the action late.
-		d = max(dl.Sub(r.ev.Now), 0)
+		// The saga's deadline comes first: the retry's message comes just
+		// after it (by clockSkew, so that no worker whose clock is behind
+		// takes it for before), and finds the deadline passed (EventTimer)
+		// rather than running the action late (State.DeadlinePassed).
+		d = min(max(dl.Sub(r.ev.Now), 0)+clockSkew, durable.MaxDelay)
 	}
 	r.st.Cursors[0] = cur
 	r.send(q, s.ID, cur.Attempt, d)

@@ -185,24 +185,8 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 		// Every effect applied (deduplicated by key) was recorded by a
 		// committed transition, once; every committed completion and
 		// compensation had its effect applied.
-		// TODO(TestDeadlineAfterACrashedActionWriteCompensatesItsEffect):
-		// an action whose write was lost, and whose message came again past
-		// the deadline, is not run again: its effect is neither recorded
-		// nor compensated. Exempt (and counted) until the engine mends it.
-		exempt := map[string]bool{}
-		if st.Failure != nil && st.Failure.Type == lang.ErrorTypeDeadline {
-			for _, key := range keysBySaga[s.id] {
-				if w.actions.owner[key] == s.id+"/"+st.Failure.Step && w.actions.applied[key] && !lastOK[key] {
-					exempt[key] = true
-					r.Faults["known_bug_effect_lost_at_deadline"]++
-				}
-			}
-		}
 		r.Checks["effects_equal_committed_steps"]++
 		for _, key := range keysBySaga[s.id] {
-			if exempt[key] {
-				continue
-			}
 			if n := w.actions.duplicates[key]; n > 0 {
 				w.violate("effects_equal_committed_steps", "saga %s: effect of %s applied %d times", s.id, key, n+1)
 			}
@@ -245,7 +229,7 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 		}
 		if st.Status == durable.StatusCompensated {
 			for _, key := range sorted(keysBySaga[s.id]) {
-				if exempt[key] || w.actions.compKey[key] || !w.actions.succeeded[key] || (w.actions.timedOut[key] && recorded[key] && !lastOK[key]) {
+				if w.actions.compKey[key] || !w.actions.succeeded[key] || (w.actions.timedOut[key] && recorded[key] && !lastOK[key]) {
 					continue
 				}
 				step, _ := s.plan.Step(strings.TrimPrefix(w.actions.owner[key], s.id+"/"))

@@ -80,12 +80,7 @@ func (s *faultyStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParam
 	err := s.Store.SagaUpdate(ctx, p)
 	if err == nil {
 		s.w.commit(&p.Record, kept)
-		// TODO(TestSignalRetryAfterLostSendResendsOutbox): a delivery
-		// whose write landed but whose send failed is retried as a
-		// duplicate that sends nothing, so the saga stalls until a sweep
-		// (which the simulation does not run): no crash there until the
-		// engine re-sends on a duplicate.
-		if s.w.delivering == 0 && s.w.fault("crash_after_write_before_send") {
+		if s.w.fault("crash_after_write_before_send") {
 			return errCrash
 		}
 	}
@@ -161,11 +156,6 @@ func (q *simQueue) add(body []byte, visibleAt time.Time) {
 
 // Send implements durable.Queue, with faults.
 func (q *simQueue) Send(_ context.Context, msgs []durable.Message) error {
-	if q.w.delivering > 0 {
-		// TODO(TestSignalRetryAfterLostSendResendsOutbox): a delivery's
-		// send does not fail, as above.
-		return q.sendAll(msgs)
-	}
 	if q.w.fault("throttled_send") {
 		return durable.ErrThrottled
 	}
