@@ -490,7 +490,7 @@ func (r *runner) callbackResult(s *planStep, cur Cursor, d Delivery) {
 	if d.Err != nil {
 		se := newStepError(s.ID, d.Err.Type, d.Err.Message)
 		st.Cursors = append(st.Cursors[:0], Cursor{Step: cur.Step, Attempt: cur.Attempt, Seq: cur.Seq})
-		if r.retryable(s.policy, cur.Attempt, &ActionError{Type: se.Type}, se.Type) {
+		if r.retryable(s.policy, cur.Attempt, &ActionError{Type: se.Type}, se.Type) && !r.pastDeadline() {
 			r.retry(s, s.policy, st.Cursors[0], durable.QueueAdvance, false, se)
 			return
 		}
@@ -529,6 +529,12 @@ func (r *runner) callbackResult(s *planStep, cur Cursor, d Delivery) {
 	}
 	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: cur.Attempt})
 	r.run(s.nextIndex)
+}
+
+// pastDeadline reports whether the saga's deadline has passed at the
+// transition's time: no retry starts then.
+func (r *runner) pastDeadline() bool {
+	return !r.st.Deadline.IsZero() && !r.ev.Now.Before(r.st.Deadline)
 }
 
 func awaitTimeout(s *planStep) time.Duration {
@@ -738,7 +744,7 @@ func (r *runner) actionFailed(s *planStep, cur Cursor, err error) {
 	}
 	typ := ErrorType(err)
 	se := newStepError(s.ID, typ, errorMessage(err))
-	if r.retryable(s.policy, cur.Attempt, err, typ) && !st.CancelRequested && (st.Deadline.IsZero() || r.ev.Now.Before(st.Deadline)) {
+	if r.retryable(s.policy, cur.Attempt, err, typ) && !st.CancelRequested && !r.pastDeadline() {
 		r.retry(s, s.policy, cur, durable.QueueAdvance, false, se)
 		return
 	}

@@ -36,3 +36,23 @@ func TestDeadlineRunsAttemptsThatMayHaveRun(t *testing.T) {
 		t.Fatalf("a callback action returning past the deadline: %s %+v, stack %d", st.Status, st.Failure, len(st.Stack))
 	}
 }
+
+// A callback failed past the deadline (before the deadline's timer fired)
+// starts no retry: the step fails, and the saga compensates at once.
+func TestCallbackFailedPastTheDeadlineIsNotRetried(t *testing.T) {
+	const src = "saga: s\ntimeout: 1h\nsteps:\n  - {id: a, action: x, retry: {attempts: 3}, callback: {timeout: 10m}, compensate: {action: undo}}\n"
+	p := mustCompile(t, src)
+	st := startAt(t, p, "d-3")
+	call, _ := p.Call(st, t0)
+	if err := p.Advance(st, saga.Event{Kind: saga.EventResult, Now: t0.Add(55 * time.Minute), Output: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	ev := complete(call.CallbackToken, nil, &saga.StepError{Type: "Declined", Message: "no"})
+	ev.Now = st.Deadline.Add(time.Second)
+	if r, err := p.Receive(st, ev); err != nil || r != saga.ReceiptApplied {
+		t.Fatalf("fail: %s %v", r, err)
+	}
+	if st.Status != durable.StatusCompensating {
+		t.Fatalf("after a failure past the deadline: %s %+v, outbox %+v", st.Status, st.Failure, st.Outbox)
+	}
+}
