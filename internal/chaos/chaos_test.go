@@ -196,9 +196,10 @@ func TestChaos(t *testing.T) {
 		}
 		// The driver's script: its callback outcome other than a plain
 		// completion only for sagas that reach c and whose c does not hang
-		// or run slow (cancelled).
+		// or run slow (cancelled); a decline only for sagas that fail
+		// nowhere else.
 		sc := drawScript(rng)
-		if f := failAt[id]; hangAt[id] != "" || cancelAt[id] != "" || f != "" && f != "d" {
+		if f := failAt[id]; hangAt[id] != "" || cancelAt[id] != "" || f != "" && f != "d" || f != "" && sc.cb == cbDecline {
 			sc.cb = cbComplete
 		}
 		scripts[id] = sc
@@ -304,7 +305,13 @@ func TestChaos(t *testing.T) {
 		st := final[id]
 		checked["no_saga_lost"]++
 		if st == nil {
-			violate("no_saga_lost", "saga %s did not finish", id)
+			where := "unread"
+			if st, err := cl.Status(ctx, id); err == nil {
+				cur, _ := st.Pending()
+				step, _ := cl.Step(ctx, st, cur.Step)
+				where = fmt.Sprintf("%s at version %d, step %s attempt %d, %d kept", st.Status, st.Version, step, cur.Attempt, len(st.Kept))
+			}
+			violate("no_saga_lost", "saga %s (script %+v, fail_at %q) did not finish: %s (deliveries %s)", id, scripts[id], fail, where, drv.answersFor(id))
 			continue
 		}
 		sc := scripts[id]

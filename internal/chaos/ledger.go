@@ -158,7 +158,8 @@ func (l *Ledger) apply(ctx context.Context, c saga.Call, phase string) (err erro
 		return err
 	}
 	seq := out.Attributes["n"].(*types.AttributeValueMemberN).Value
-	note, _ := c.Input.(map[string]any)["note"].(string)
+	in, _ := c.Input.(map[string]any)
+	note, _ := in["note"].(string)
 	_, err = l.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.Table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "EFFECT#" + c.IdempotencyKey}},
 		UpdateExpression: aws.String("ADD calls :one SET saga = if_not_exists(saga, :saga), step = if_not_exists(step, :step), phase = if_not_exists(phase, :phase), seq = if_not_exists(seq, :seq), note = if_not_exists(note, :note)"),
