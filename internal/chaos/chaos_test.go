@@ -9,6 +9,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -136,6 +137,14 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	drv := newDriver(cl, dropper, tokenDir, seed)
+	switch sabotage := os.Getenv("CHAOS_SABOTAGE"); sabotage {
+	case "":
+	case "new-id-per-send":
+		drv.newIDPerSend = true
+		t.Logf("sabotage %s: violations expected", sabotage)
+	default:
+		t.Fatalf("CHAOS_SABOTAGE=%s: the one sabotage is new-id-per-send", sabotage)
+	}
 	var driving sync.WaitGroup
 	driveCtx, stopDriving := context.WithCancel(ctx)
 	defer stopDriving()
@@ -575,8 +584,9 @@ func TestChaos(t *testing.T) {
 	scheduledCut := bytes.Count(logs.b.Bytes(), []byte("the invocation broke off"))
 	ticks := bytes.Count(logs.b.Bytes(), []byte(`invoked with {"job": "tick"}`))
 	idleTicks := bytes.Count(logs.b.Bytes(), []byte(`invoked with {"job": "tick"}: {"tick":{"Due":0,"Sent":0}}`))
+	sweepsResent := len(sweepResent.FindAll(logs.b.Bytes(), -1))
 	logs.mu.Unlock()
-	t.Logf("chaos report: %d sagas, %d workers killed with SIGKILL, %d invocations cut off mid-flight, %d duplicate action calls absorbed by idempotency keys, %d actions run into the invocation's deadline, %d sagas cancelled during an action (%d of their calls timed out after the effect, not compensated), %d sagas waited and went on (not counting cancelled ones), %d ticks of the scheduled function (%d found nothing due; %d scheduled invocations cut off by kills)", nSagas, kills.Load(), cut, duplicates, hung, cancelled, timedOut, waited, ticks, idleTicks, scheduledCut)
+	t.Logf("chaos report: %d sagas, %d workers killed with SIGKILL, %d invocations cut off mid-flight, %d duplicate action calls absorbed by idempotency keys, %d actions run into the invocation's deadline, %d sagas cancelled during an action (%d of their calls timed out after the effect, not compensated), %d sagas waited and went on (not counting cancelled ones), %d ticks of the scheduled function (%d found nothing due; %d scheduled invocations cut off by kills), %d sweeps that sent an idle saga's outbox again", nSagas, kills.Load(), cut, duplicates, hung, cancelled, timedOut, waited, ticks, idleTicks, scheduledCut, sweepsResent)
 	sigs, cbs := drv.counts()
 	drv.mu.Lock()
 	t.Logf("driver: %d signals (%d sends: %d applied, %d kept, %d duplicate, %d refused, %d errors; %d sends written and dropped, retried later), %d callback attempts (%d sends: %d applied, %d kept, %d duplicate, %d refused, %d errors; %d dropped), %d sagas whose version count the receipts could not fix",
@@ -594,6 +604,9 @@ func TestChaos(t *testing.T) {
 		t.Errorf("%d ticks, %d of them found nothing due: the scheduled function never met a waiting saga", ticks, idleTicks)
 	}
 }
+
+// sweepResent finds, in the functions' logs, a sweep that sent outboxes again.
+var sweepResent = regexp.MustCompile(`"Resent":[1-9]`)
 
 // waitWrites is the writes the wait between b and c adds to a saga not
 // cancelled, whose completed steps are done: its timer firing, once b

@@ -66,8 +66,12 @@ func (dropQueue) Send(context.Context, []durable.Message) error { return nil }
 type driver struct {
 	cl, dropper *client.Client
 	tokenDir    string
-	rng         *mrand.Rand
-	rngMu       sync.Mutex
+	// newIDPerSend sabotages the driver (CHAOS_SABOTAGE=new-id-per-send):
+	// each repeat of a signal gets a new id, so it is a second signal,
+	// and signal_taken_at_most_once must catch it.
+	newIDPerSend bool
+	rng          *mrand.Rand
+	rngMu        sync.Mutex
 
 	mu       sync.Mutex
 	answers  map[string][]string       // delivery -> receipts, or "error: ..."
@@ -145,9 +149,14 @@ func signalKey(sagaID string) string { return "sig-" + sagaID }
 // the saga waits on it).
 func (d *driver) run(ctx context.Context, id string, sc script) {
 	signal := func() {
-		key := signalKey(id)
+		key, sent := signalKey(id), 0
 		d.send(ctx, key, "signal", sc.sigDrop, sc.sigTwice, func(c *client.Client) (*engine.Delivered, error) {
-			return c.Signal(ctx, id, "go", map[string]any{"id": key}, client.SignalID(key))
+			sent++
+			sid := key
+			if d.newIDPerSend && sent > 1 {
+				sid = fmt.Sprintf("%s-%d", key, sent)
+			}
+			return c.Signal(ctx, id, "go", map[string]any{"id": sid}, client.SignalID(sid))
 		})
 	}
 	signalled := false
