@@ -59,7 +59,7 @@ const killFor = 25 * time.Second
 
 // sweepIdle is how long a saga must be idle for the sweep (run every
 // second here) to send its outbox again.
-const sweepIdle = 8 * time.Second
+const sweepIdle = 5 * time.Second
 
 // TestChaos: make chaos (CHAOS_SAGAS, CHAOS_SEED size and seed it).
 func TestChaos(t *testing.T) {
