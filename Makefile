@@ -54,7 +54,7 @@ $(EMU)/node_modules/.installed: $(EMU)/package.json $(EMU)/package-lock.json
 	touch $@
 
 CHAOS_SAGAS ?= 300
-chaos: emulators ## kill test: the real binaries under aws-lambda-rie, workers SIGKILLed while CHAOS_SAGAS sagas run, then the invariants
+chaos: emulators ## kill test: the real binaries under aws-lambda-rie, workers SIGKILLed while CHAOS_SAGAS sagas run and a driver signals them and completes their callbacks, then the invariants
 	@mkdir -p $(BIN)
 	LAMBDASAGA_CHAOS=1 CHAOS_SAGAS=$(CHAOS_SAGAS) $(WITH_EMULATORS) $(GO) test -count=1 -timeout 20m -v -run TestChaos ./internal/chaos 2>&1 | grep -vE '^\s+(AdvanceFunction|CompensateFunction|SweepFunction)/' 
 

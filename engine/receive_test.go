@@ -203,3 +203,41 @@ func TestSignalRetryAfterALostSendSendsTheOutbox(t *testing.T) {
 		t.Fatalf("after the retry: %s, pay ran %d times", st.Status, callsOf(r, "e-9/pay/3"))
 	}
 }
+
+// BUG (found by the kill test, issue 13): a signal whose write landed and
+// whose send was lost leaves the next attempt's message unsent; a cancel
+// then takes that attempt for one in flight and sends its copy only as a
+// fallback delayed 15 minutes, and the sender's retry (a duplicate) and the
+// sweep re-send that same delayed copy. The saga, which nothing is
+// running, compensates only 15 minutes after the cancel (and runs the
+// action first), not at once. The kill test met it: its driver, "killed"
+// between a signal's write and its send, and a cancel while the next
+// action should run, left a saga running past the test's two minutes.
+func TestBugCancelAfterALostSignalSendWaitsForTheFallback(t *testing.T) {
+	r := newRig(t, "../saga/testdata/valid/expense.yaml")
+	ctx := context.Background()
+	r.start("e-10", map[string]any{"amount": 1})
+	r.drain() // file ran; the saga awaits
+	r.queue.failSends.Store(1)
+	p := &engine.SignalParams{SagaID: "e-10", Name: "approved", Payload: map[string]any{"by": "eve"}, ID: "lost"}
+	if _, err := r.coord.Signal(ctx, p); err == nil {
+		t.Fatal("the failed send was not reported")
+	}
+	if _, err := r.coord.Cancel(ctx, "e-10"); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := r.coord.Signal(ctx, p); err != nil || d.Receipt != saga.ReceiptDuplicate {
+		t.Fatalf("retry: %+v %v", d, err)
+	}
+	r.drain()
+	r.clock.Advance(time.Minute)
+	if _, err := r.coord.Sweep(ctx, &engine.SweepParams{IdleFor: 30 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	// (At 15 minutes the fallback runs pay, after the cancel, then the
+	// saga compensates.)
+	if st := r.get("e-10"); st.Status != durable.StatusCompensated {
+		t.Fatalf("a minute after the cancel, with the sender's retry and a sweep: %s (pay ran %d times); want compensated", st.Status, callsOf(r, "e-10/pay/3"))
+	}
+}

@@ -9,6 +9,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -27,6 +28,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/local"
 	"github.com/lambdasaga/lambdasaga/lang"
 	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
 
 type lockedBuffer struct {
@@ -55,6 +57,10 @@ const functionTimeout = 4 * time.Second
 // seconds and most finish within a few more.
 const killFor = 25 * time.Second
 
+// sweepIdle is how long a saga must be idle for the sweep (run every
+// second here) to send its outbox again.
+const sweepIdle = 5 * time.Second
+
 // TestChaos: make chaos (CHAOS_SAGAS, CHAOS_SEED size and seed it).
 func TestChaos(t *testing.T) {
 	if os.Getenv("LAMBDASAGA_CHAOS") == "" {
@@ -80,6 +86,10 @@ func TestChaos(t *testing.T) {
 	if err := ledger.CreateTable(ctx); err != nil {
 		t.Fatal(err)
 	}
+	tokenDir := filepath.Join(dir, "tokens")
+	if err := os.Mkdir(tokenDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	logs := &lockedBuffer{}
 	env, err := local.Up(ctx, local.Config{
 		Template: "../../infra/template.yaml", DynamoDBEndpoint: dyn, SQSEndpoint: sq, RIE: rie, BuildDir: dir,
@@ -91,7 +101,12 @@ func TestChaos(t *testing.T) {
 		Workers: 3, Visibility: functionTimeout + time.Second, Prefix: "chaos-" + tag + "-", Log: logs,
 		// A short function timeout, so that actions running into the
 		// invocation's deadline are cut off within seconds.
-		Env: map[string]string{chaos.EnvLedgerTable: ledger.Table, "AWS_LAMBDA_FUNCTION_TIMEOUT": strconv.Itoa(int(functionTimeout / time.Second))},
+		// The sweep picks up sagas idle for sweepIdle: it sends the
+		// outbox that a driver "killed" between its write and its send
+		// never did (the driver's retry, a duplicate, sends it again only
+		// as a fallback delayed 15 minutes).
+		Env: map[string]string{chaos.EnvLedgerTable: ledger.Table, chaos.EnvTokenDir: tokenDir,
+			"AWS_LAMBDA_FUNCTION_TIMEOUT": strconv.Itoa(int(functionTimeout / time.Second)), "LAMBDASAGA_SWEEP_IDLE_FOR": sweepIdle.String()},
 		// The scheduled function ticks (and sweeps) every second: each tick
 		// sends again the timers due within its minute, so timers fire from
 		// two sources and their copies are dropped by version. Its workers
@@ -111,6 +126,28 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The driver's second client writes as the first does and sends
+	// nothing: a driver killed between its write and its send.
+	dropStore, err := dynamo.New(dynamo.Config{Client: awslocal.DynamoDB(dyn), Table: env.Table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropper, err := client.New(client.Config{Store: dropStore, Queue: dropQueue{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv := newDriver(cl, dropper, tokenDir, seed)
+	switch sabotage := os.Getenv("CHAOS_SABOTAGE"); sabotage {
+	case "":
+	case "new-id-per-send":
+		drv.newIDPerSend = true
+		t.Logf("sabotage %s: violations expected", sabotage)
+	default:
+		t.Fatalf("CHAOS_SABOTAGE=%s: the one sabotage is new-id-per-send", sabotage)
+	}
+	var driving sync.WaitGroup
+	driveCtx, stopDriving := context.WithCancel(ctx)
+	defer stopDriving()
 
 	// Kill workers at random while the sagas run.
 	began := time.Now()
@@ -146,6 +183,7 @@ func TestChaos(t *testing.T) {
 	// into the invocation's deadline once), or be cancelled while a slow
 	// step runs. Most just fail or succeed.
 	failAt, hangAt, cancelAt := map[string]string{}, map[string]string{}, map[string]string{}
+	scripts := map[string]script{}
 	steps := []string{"", "", "", "a", "b", "c", "d"}
 	order := []string{"a", "b", "c", "d"}
 	var cancels sync.WaitGroup
@@ -165,9 +203,30 @@ func TestChaos(t *testing.T) {
 			failAt[id] = steps[rng.IntN(len(steps))]
 			in["fail_at"] = failAt[id]
 		}
+		// The driver's script: its callback outcome other than a plain
+		// completion only for sagas that reach c and whose c does not hang
+		// or run slow (cancelled); a decline only for sagas that fail
+		// nowhere else.
+		sc := drawScript(rng)
+		if f := failAt[id]; hangAt[id] != "" || cancelAt[id] != "" || f != "" && f != "d" || f != "" && sc.cb == cbDecline {
+			sc.cb = cbComplete
+		}
+		if cancelAt[id] == "c" {
+			// TODO(engine TestBugCancelAfterALostSignalSendWaitsForTheFallback):
+			// a signal written and not sent, then a cancel while c should
+			// run, leaves the saga running until the cancel's fallback,
+			// 15 minutes later. Exempt until it is fixed.
+			sc.sigDrop = false
+		}
+		scripts[id] = sc
 		if _, err := cl.Start(ctx, client.StartParams{File: "chaos.yaml", Definition: def, SagaID: id, Input: in}); err != nil {
 			t.Fatal(err)
 		}
+		driving.Add(1)
+		go func() {
+			defer driving.Done()
+			drv.run(driveCtx, id, sc)
+		}()
 		if step := cancelAt[id]; step != "" {
 			// Cancel once the slow step is pending: its action is running
 			// (or about to), so the cancel lands during it.
@@ -239,6 +298,9 @@ func TestChaos(t *testing.T) {
 		close(stopKilling)
 		<-killerDone
 	}
+	// A driver returns when its saga is final; the others stop here.
+	stopDriving()
+	driving.Wait()
 	ledgerEntries, err := ledger.Entries(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -253,14 +315,81 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	cancels.Wait()
-	duplicates, hung, cancelled, timedOut, waited := 0, 0, 0, 0, 0
+	duplicates, hung, cancelled, timedOut, waited, unknownVersions := 0, 0, 0, 0, 0, 0
 	for id := range all {
 		fail := failAt[id]
 		st := final[id]
 		checked["no_saga_lost"]++
 		if st == nil {
-			violate("no_saga_lost", "saga %s did not finish", id)
+			where := "unread"
+			if st, err := cl.Status(ctx, id); err == nil {
+				cur, _ := st.Pending()
+				step, _ := cl.Step(ctx, st, cur.Step)
+				where = fmt.Sprintf("%s at version %d, step %s attempt %d, %d kept", st.Status, st.Version, step, cur.Attempt, len(st.Kept))
+			}
+			violate("no_saga_lost", "saga %s (script %+v, fail_at %q) did not finish: %s (deliveries %s)", id, scripts[id], fail, where, drv.answersFor(id))
 			continue
+		}
+		sc := scripts[id]
+		// Each delivery (a signal by its id, a callback attempt's
+		// completion by its token) was taken, applied or kept, at most
+		// once; and the saga's kept count is the number of keeps its
+		// senders were told of: no keep was written twice or lost.
+		sigKey := signalKey(id)
+		sigApplied, sigKept := drv.taken(sigKey)
+		checked["signal_taken_at_most_once"]++
+		if sigApplied+sigKept > 1 {
+			violate("signal_taken_at_most_once", "saga %s: signal %s taken %d times (%v)", id, sigKey, sigApplied+sigKept, drv.answersOf(sigKey))
+		}
+		tokens := drv.tokensOf(id)
+		keptAll, unknown := sigKept, drv.isUnknown(sigKey)
+		for _, tok := range tokens {
+			applied, kept := drv.taken(tok)
+			checked["callback_taken_at_most_once"]++
+			if applied+kept > 1 {
+				violate("callback_taken_at_most_once", "saga %s: a callback completion taken %d times (%v)", id, applied+kept, drv.answersOf(tok))
+			}
+			keptAll += kept
+			unknown = unknown || drv.isUnknown(tok)
+		}
+		if !unknown {
+			checked["kept_writes_match_receipts"]++
+			if st.Received != uint64(keptAll) {
+				violate("kept_writes_match_receipts", "saga %s: %d kept deliveries written, the senders were told of %d", id, st.Received, keptAll)
+			}
+		}
+		// sigWrites is the write the await adds to a saga that passed it:
+		// one when the signal was applied to the waiting saga, none when it
+		// was kept (the write that ended the wait took it). -1: unknown
+		// (an error after which the sender could not tell; and a saga
+		// that passed the await without its signal taken is a loss).
+		sigWrites := func() int {
+			checked["signal_taken_by_the_await"]++
+			switch {
+			case sigApplied == 1 && sigKept == 0:
+				return 1
+			case sigApplied == 0 && sigKept == 1:
+				return 0
+			case !drv.isUnknown(sigKey):
+				violate("signal_taken_by_the_await", "saga %s passed its await, its signal's answers %v", id, drv.answersOf(sigKey))
+			}
+			return -1
+		}
+		// completionWrites is what a callback attempt whose action returned
+		// success writes: the return and the completion, or the return
+		// alone when it took a kept completion. -1: unknown.
+		completionWrites := func(attempt int) int {
+			tok := tokens[attempt]
+			applied, kept := drv.taken(tok)
+			switch {
+			case applied == 1 && kept == 0:
+				return 2
+			case applied == 0 && kept == 1:
+				return 1
+			case tok != "" && !drv.isUnknown(tok):
+				violate("callback_taken_at_most_once", "saga %s: step c went on past attempt %d, whose completion's answers are %v", id, attempt, drv.answersOf(tok))
+			}
+			return -1
 		}
 		var dos, undos []chaos.Entry
 		for _, e := range ledgerEntries[id] {
@@ -311,22 +440,39 @@ func TestChaos(t *testing.T) {
 			case !slices.Equal(stepsOf(undos), wantUndo):
 				violate("cancel_during_action_compensates_it", "saga %s: compensations %v, want %v: an effect was left in place", id, stepsOf(undos), wantUndo)
 			}
-			checked["versions_written_once"]++
-			// The wait's timer fired (one write) if c ran: a cancel that
+			// The wait's timer fired (one write) if c ran, and the await
+			// took its signal (one write, or none if kept): a cancel that
 			// meets the saga waiting compensates at once, and the timer's
-			// message is dropped.
-			fired := uint64(0)
+			// message is dropped. A completion of c's token is refused once
+			// the cancel is in (or kept, and dropped when the action
+			// returns): one applied means c returned before the cancel.
+			extra := 0
 			if slices.Contains(got, "c") {
-				fired = 1
+				extra = 1 + sigWrites()
+				for _, tok := range tokens {
+					applied, _ := drv.taken(tok)
+					extra += applied
+				}
 			}
-			if want := uint64(1+len(got)+1+len(wantUndo)) + fired; st.Version != want {
-				violate("versions_written_once", "saga %s (cancelled at %s) is at version %d, want %d", id, step, st.Version, want)
+			if extra < 0 || unknown {
+				unknownVersions++
+				continue
+			}
+			checked["versions_written_once"]++
+			if want := uint64(1 + len(got) + 1 + len(wantUndo) + extra); st.Version != want {
+				violate("versions_written_once", "saga %s (cancelled at %s) is at version %d, want %d (deliveries %v)", id, step, st.Version, want, drv.answersFor(id))
 			}
 			continue
 		}
+		declined := sc.cb == cbDecline
 		done := order // steps whose effect must have happened
-		if fail != "" {
+		switch {
+		case fail != "":
 			done = order[:slices.Index(order, fail)]
+		case declined:
+			// c's action returned, then its callback failed for good:
+			// c compensated with the rest.
+			done = order[:3]
 		}
 		compensable := []string{}
 		for _, s := range done {
@@ -335,12 +481,12 @@ func TestChaos(t *testing.T) {
 			}
 		}
 		want := durable.StatusSucceeded
-		// One write per completed step, and one for the wait's timer if b
-		// completed (the saga then waited, and went on to c).
 		if waitWrites(done) == 1 {
 			waited++
 		}
-		wantVersion := uint64(1 + len(done) + waitWrites(done))
+		// One write per completed step, c's writes counted below, and
+		// one for the failing step's.
+		wantVersion := 1 + len(done) + waitWrites(done)
 		if step := hangAt[id]; step != "" {
 			// One attempt ran into the deadline: a Timeout, retried (one
 			// more version), and its effect applied once under its key.
@@ -353,16 +499,61 @@ func TestChaos(t *testing.T) {
 		}
 		if fail != "" {
 			want = durable.StatusCompensated
-			wantVersion = uint64(1 + len(done) + waitWrites(done) + 1 + len(compensable))
+			wantVersion += 1 + len(compensable)
+		}
+		// Past the await: its signal's write. c: each attempt whose action
+		// returned writes its return and its completion (or the return
+		// alone, having taken a kept completion); c's own write in done is
+		// the last attempt's return. The attempt that hung is counted above.
+		// d notes the signal the await took and the attempt whose
+		// completion c's out holds.
+		wantAttempt := 1
+		if hangAt[id] == "c" {
+			wantAttempt++
+		}
+		versionKnown := !unknown
+		add := func(n int) {
+			if n < 0 {
+				versionKnown = false
+			}
+			wantVersion += n
+		}
+		if slices.Contains(done, "b") {
+			add(sigWrites())
+		}
+		if slices.Contains(done, "c") {
+			first := wantAttempt
+			if sc.cb == cbFlaky {
+				wantAttempt++
+			}
+			for a := first; a <= wantAttempt; a++ {
+				add(completionWrites(a))
+			}
+			wantVersion-- // counted in done
+		}
+		if declined {
+			want = durable.StatusCompensated
+			wantVersion += len(compensable)
+		}
+		if i := slices.IndexFunc(dos, func(e chaos.Entry) bool { return e.Step == "d" }); i >= 0 {
+			checked["await_and_callback_outs_reach_d"]++
+			if note := fmt.Sprintf("%s/%d", sigKey, wantAttempt); dos[i].Note != note {
+				violate("await_and_callback_outs_reach_d", "saga %s: d saw %q, want %q (deliveries %v)", id, dos[i].Note, note, drv.answersFor(id))
+			}
 		}
 		checked["status_as_scripted"]++
 		if st.Status != want {
 			violate("status_as_scripted", "saga %s (fail_at %q) ended %s, want %s", id, fail, st.Status, want)
 		}
-		// Every transition wrote exactly one version: the count is fixed by the script.
-		checked["versions_written_once"]++
-		if st.Version != wantVersion {
-			violate("versions_written_once", "saga %s (fail_at %q) is at version %d, want %d", id, fail, st.Version, wantVersion)
+		// Every transition wrote exactly one version: the count is fixed
+		// by the script and the receipts the driver got.
+		if !versionKnown {
+			unknownVersions++
+		} else {
+			checked["versions_written_once"]++
+			if st.Version != uint64(wantVersion) {
+				violate("versions_written_once", "saga %s (fail_at %q, script %+v) is at version %d, want %d (deliveries %v)", id, fail, sc, st.Version, wantVersion, drv.answersFor(id))
+			}
 		}
 		checked["effects_once_per_completed_step"]++
 		if got := stepsOf(dos); !slices.Equal(got, done) {
@@ -370,7 +561,7 @@ func TestChaos(t *testing.T) {
 		}
 		checked["compensation_exact_reverse"]++
 		wantUndo := []string{}
-		if fail != "" {
+		if fail != "" || declined {
 			wantUndo = slices.Clone(compensable)
 			slices.Reverse(wantUndo)
 		}
@@ -400,10 +591,18 @@ func TestChaos(t *testing.T) {
 	scheduledCut := bytes.Count(logs.b.Bytes(), []byte("the invocation broke off"))
 	ticks := bytes.Count(logs.b.Bytes(), []byte(`invoked with {"job": "tick"}`))
 	idleTicks := bytes.Count(logs.b.Bytes(), []byte(`invoked with {"job": "tick"}: {"tick":{"Due":0,"Sent":0}}`))
+	sweepsResent := len(sweepResent.FindAll(logs.b.Bytes(), -1))
 	logs.mu.Unlock()
-	t.Logf("chaos report: %d sagas, %d workers killed with SIGKILL, %d invocations cut off mid-flight, %d duplicate action calls absorbed by idempotency keys, %d actions run into the invocation's deadline, %d sagas cancelled during an action (%d of their calls timed out after the effect, not compensated), %d sagas waited and went on (not counting cancelled ones), %d ticks of the scheduled function (%d found nothing due; %d scheduled invocations cut off by kills)", nSagas, kills.Load(), cut, duplicates, hung, cancelled, timedOut, waited, ticks, idleTicks, scheduledCut)
-	for _, k := range []string{"no_saga_lost", "status_as_scripted", "versions_written_once", "effects_once_per_completed_step", "compensation_exact_reverse", "deadline_attempt_recorded", "cancel_during_action_compensates_it", "dead_letters_only_poison"} {
-		t.Logf("  %-32s checked %5d, violated %d", k, checked[k], violated[k])
+	t.Logf("chaos report: %d sagas, %d workers killed with SIGKILL, %d invocations cut off mid-flight, %d duplicate action calls absorbed by idempotency keys, %d actions run into the invocation's deadline, %d sagas cancelled during an action (%d of their calls timed out after the effect, not compensated), %d sagas waited and went on (not counting cancelled ones), %d ticks of the scheduled function (%d found nothing due; %d scheduled invocations cut off by kills), %d sweeps that sent an idle saga's outbox again", nSagas, kills.Load(), cut, duplicates, hung, cancelled, timedOut, waited, ticks, idleTicks, scheduledCut, sweepsResent)
+	sigs, cbs := drv.counts()
+	drv.mu.Lock()
+	t.Logf("driver: %d signals (%d sends: %d applied, %d kept, %d duplicate, %d refused, %d errors; %d sends written and dropped, retried later), %d callback attempts (%d sends: %d applied, %d kept, %d duplicate, %d refused, %d errors; %d dropped), %d sagas whose version count the receipts could not fix",
+		sigs["deliveries"], drv.sends["signal"], sigs["applied"], sigs["kept"], sigs["duplicate"], sigs["refused"], sigs["error"], drv.sends["signal dropped"],
+		cbs["deliveries"], drv.sends["callback"], cbs["applied"], cbs["kept"], cbs["duplicate"], cbs["refused"], cbs["error"], drv.sends["callback dropped"], unknownVersions)
+	drv.mu.Unlock()
+	for _, k := range []string{"no_saga_lost", "status_as_scripted", "versions_written_once", "effects_once_per_completed_step", "compensation_exact_reverse", "deadline_attempt_recorded", "cancel_during_action_compensates_it",
+		"signal_taken_at_most_once", "signal_taken_by_the_await", "callback_taken_at_most_once", "kept_writes_match_receipts", "await_and_callback_outs_reach_d", "dead_letters_only_poison"} {
+		t.Logf("  %-36s checked %5d, violated %d", k, checked[k], violated[k])
 	}
 	if kills.Load() == 0 {
 		t.Error("no worker was killed: the test proved nothing")
@@ -412,6 +611,9 @@ func TestChaos(t *testing.T) {
 		t.Errorf("%d ticks, %d of them found nothing due: the scheduled function never met a waiting saga", ticks, idleTicks)
 	}
 }
+
+// sweepResent finds, in the functions' logs, a sweep that sent outboxes again.
+var sweepResent = regexp.MustCompile(`"Resent":[1-9]`)
 
 // waitWrites is the writes the wait between b and c adds to a saga not
 // cancelled, whose completed steps are done: its timer firing, once b

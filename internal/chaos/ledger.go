@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -23,12 +25,23 @@ import (
 // EnvLedgerTable names the ledger table for the function.
 const EnvLedgerTable = "CHAOS_LEDGER_TABLE"
 
+// EnvTokenDir names the directory where ledger.do publishes the callback
+// tokens it gets, for the kill test's driver to complete.
+const EnvTokenDir = "CHAOS_TOKEN_DIR"
+
+// CallbackLinger is how long a ledger.do with a callback token runs after
+// its effect: the window in which the driver's completion is kept.
+const CallbackLinger = 200 * time.Millisecond
+
 // Ledger records effects in a DynamoDB table: one item per idempotency
 // key, written once (a conditional put), with a global sequence number
 // for order and a count of every call, duplicates included.
 type Ledger struct {
 	Client *dynamodb.Client
 	Table  string
+	// TokenDir is where ledger.do publishes a callback token it gets
+	// (TokenFile); empty: it publishes none.
+	TokenDir string
 }
 
 // Entry is one recorded effect.
@@ -43,6 +56,8 @@ type Entry struct {
 	// ledger marks it just before returning). A call that ran into its
 	// deadline after its effect never did.
 	Returned bool
+	// Note is the input's `note` of the first call with this key.
+	Note string
 }
 
 // CreateTable makes the ledger table.
@@ -69,15 +84,32 @@ const SlowFor = 1500 * time.Millisecond
 // ledger.do's input says how it behaves: `fail` refuses for good; `hang`
 // applies its effect on the first attempt and then runs until its context
 // ends (into the invocation's deadline), so its result is lost and the
-// attempt is a Timeout; `slow` runs SlowFor after its effect.
+// attempt is a Timeout; `slow` runs SlowFor after its effect; `note`, a
+// string, is recorded with the effect. A call with a callback token
+// publishes the token (TokenFile) before its effect, and runs
+// CallbackLinger more after it (unless slow: SlowFor is already as close
+// to the kill test's action deadline as it should come), so that
+// completions come while it runs.
 func (l *Ledger) Register(reg *engine.Registry) {
 	reg.MustRegister("ledger.do", func(ctx context.Context, c saga.Call) (any, error) {
 		in, _ := c.Input.(map[string]any)
 		if in["fail"] == true {
 			return nil, saga.Permanent(saga.NewError("Refused", "step "+c.Step+" refuses"))
 		}
+		if c.CallbackToken != "" {
+			if err := l.publish(c); err != nil {
+				return nil, err
+			}
+		}
 		if err := l.apply(ctx, c, "do"); err != nil {
 			return nil, err
+		}
+		if c.CallbackToken != "" && in["slow"] != true {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(CallbackLinger):
+			}
 		}
 		switch {
 		case in["hang"] == true && c.Attempt == 1:
@@ -97,6 +129,25 @@ func (l *Ledger) Register(reg *engine.Registry) {
 	})
 }
 
+// TokenFile is the file where ledger.do publishes the callback token of
+// a saga's attempt: one per attempt, written whole (renamed into place).
+func TokenFile(dir, sagaID string, attempt int) string {
+	return filepath.Join(dir, sagaID+"."+strconv.Itoa(attempt))
+}
+
+// publish writes c's callback token where the driver reads it.
+func (l *Ledger) publish(c saga.Call) error {
+	if l.TokenDir == "" {
+		return nil
+	}
+	name := TokenFile(l.TokenDir, c.SagaID, c.Attempt)
+	tmp := name + ".tmp" + strconv.Itoa(rand.IntN(1<<30))
+	if err := os.WriteFile(tmp, []byte(c.CallbackToken), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, name)
+}
+
 // apply counts the call and records the effect once per key.
 func (l *Ledger) apply(ctx context.Context, c saga.Call, phase string) (err error) {
 	defer func() { time.Sleep(time.Duration(20+rand.IntN(30)) * time.Millisecond) }()
@@ -109,13 +160,15 @@ func (l *Ledger) apply(ctx context.Context, c saga.Call, phase string) (err erro
 		return err
 	}
 	seq := out.Attributes["n"].(*types.AttributeValueMemberN).Value
+	in, _ := c.Input.(map[string]any)
+	note, _ := in["note"].(string)
 	_, err = l.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.Table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "EFFECT#" + c.IdempotencyKey}},
-		UpdateExpression: aws.String("ADD calls :one SET saga = if_not_exists(saga, :saga), step = if_not_exists(step, :step), phase = if_not_exists(phase, :phase), seq = if_not_exists(seq, :seq)"),
+		UpdateExpression: aws.String("ADD calls :one SET saga = if_not_exists(saga, :saga), step = if_not_exists(step, :step), phase = if_not_exists(phase, :phase), seq = if_not_exists(seq, :seq), note = if_not_exists(note, :note)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":one": &types.AttributeValueMemberN{Value: "1"}, ":saga": &types.AttributeValueMemberS{Value: c.SagaID},
 			":step": &types.AttributeValueMemberS{Value: c.Step}, ":phase": &types.AttributeValueMemberS{Value: phase},
-			":seq": &types.AttributeValueMemberN{Value: seq},
+			":seq": &types.AttributeValueMemberN{Value: seq}, ":note": &types.AttributeValueMemberS{Value: note},
 		},
 	})
 	return err
@@ -145,7 +198,7 @@ func (l *Ledger) Entries(ctx context.Context) (map[string][]Entry, error) {
 			if pk == "SEQ" {
 				continue
 			}
-			e := Entry{Key: pk[len("EFFECT#"):], Saga: str(it, "saga"), Step: str(it, "step"), Phase: str(it, "phase")}
+			e := Entry{Key: pk[len("EFFECT#"):], Saga: str(it, "saga"), Step: str(it, "step"), Phase: str(it, "phase"), Note: str(it, "note")}
 			e.Seq, _ = strconv.ParseInt(num(it, "seq"), 10, 64)
 			e.Calls, _ = strconv.ParseInt(num(it, "calls"), 10, 64)
 			if v, ok := it["returned"].(*types.AttributeValueMemberBOOL); ok {
@@ -176,10 +229,11 @@ func num(it map[string]types.AttributeValue, k string) string {
 
 var errNoTable = errors.New("ledger table not set")
 
-// FromEnv is the ledger the function's environment names.
-func FromEnv(client *dynamodb.Client, table string) (*Ledger, error) {
+// FromEnv is the ledger the function's environment names (table, and
+// tokenDir, which may be empty).
+func FromEnv(client *dynamodb.Client, table, tokenDir string) (*Ledger, error) {
 	if table == "" {
 		return nil, fmt.Errorf("%w: set %s", errNoTable, EnvLedgerTable)
 	}
-	return &Ledger{Client: client, Table: table}, nil
+	return &Ledger{Client: client, Table: table, TokenDir: tokenDir}, nil
 }

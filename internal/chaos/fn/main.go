@@ -23,7 +23,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	ledger, err := chaos.FromEnv(dynamodb.NewFromConfig(awsCfg), os.Getenv(chaos.EnvLedgerTable))
+	ledger, err := chaos.FromEnv(dynamodb.NewFromConfig(awsCfg), os.Getenv(chaos.EnvLedgerTable), os.Getenv(chaos.EnvTokenDir))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
