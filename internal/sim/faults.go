@@ -175,14 +175,6 @@ func (q *simQueue) Send(_ context.Context, msgs []durable.Message) error {
 	return nil
 }
 
-func (q *simQueue) sendAll(msgs []durable.Message) error {
-	now := q.w.clock.Now()
-	for _, m := range msgs {
-		q.add(durable.AppendMessage(nil, m), now.Add(m.Delay))
-	}
-	return nil
-}
-
 // addOp schedules a client's or operator's operation at a virtual time.
 func (q *simQueue) addOp(at time.Time, op func(context.Context)) {
 	q.nextID++
