@@ -130,6 +130,7 @@ func Run(c *Case) *Result {
 	resumes := c.Resumes
 	cancelled := c.CancelAt < 0
 	pauses := 0
+	var fired saga.Cursor // the pause whose timer the driver let fire last
 	var lastErr error
 	for idle := 0; ; {
 		if res.Handled > res.Bound {
@@ -180,12 +181,17 @@ func Run(c *Case) *Result {
 			if st.Status == durable.StatusWaiting && idle <= 1000 {
 				// A pause: end it with a delivery, or let its timer fire;
 				// past the case's pauses, leave the saga waiting.
+				if cur, _ := st.Pending(); fired == cur && !clock.Now().Before(st.WakeAt()) {
+					res.violations("a pause's timer did not fire", fmt.Sprintf("step %d visit %d attempt %d, due %s, now %s", cur.Step, cur.Seq, cur.Attempt, st.WakeAt(), clock.Now()))
+					break
+				}
 				if pauses >= c.Pauses {
 					break
 				}
 				pauses++
 				if o.pause(ctx, st) {
 					res.Timeouts++
+					fired, _ = st.Pending()
 					if err := fire(ctx, coord, clock, st, queued); err != nil {
 						res.violate("Tick failed", err)
 						break
