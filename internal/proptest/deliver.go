@@ -276,6 +276,12 @@ func (o *oracle) deliver(ctx context.Context, d delivery, early bool) {
 	if receipt != saga.ReceiptApplied && receipt != saga.ReceiptKept {
 		return
 	}
+	if receipt == saga.ReceiptApplied {
+		// It ended the pause before its timer fired (a signal sent while
+		// the driver moved time on races the timer, as it may).
+		cur, _ := pre.Pending()
+		o.timeouts = slices.DeleteFunc(o.timeouts, func(p pauseEnd) bool { return p.step == cur.Step && p.seq == cur.Seq && p.attempt == cur.Attempt })
+	}
 	// Taken: the model follows.
 	id := d.id
 	if d.token != "" {

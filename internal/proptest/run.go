@@ -181,7 +181,7 @@ func Run(c *Case) *Result {
 			if st.Status == durable.StatusWaiting && idle <= 1000 {
 				// A pause: end it with a delivery, or let its timer fire;
 				// past the case's pauses, leave the saga waiting.
-				if cur, _ := st.Pending(); fired == cur && !clock.Now().Before(st.WakeAt()) {
+				if cur, _ := st.Pending(); cur.Step == fired.Step && cur.Seq == fired.Seq && cur.Attempt == fired.Attempt && !clock.Now().Before(st.WakeAt()) {
 					res.violations("a pause's timer did not fire", fmt.Sprintf("step %d visit %d attempt %d, due %s, now %s", cur.Step, cur.Seq, cur.Attempt, st.WakeAt(), clock.Now()))
 					break
 				}
