@@ -27,6 +27,7 @@ type actions struct {
 	profiles map[string]Profile
 	r        *rand.Rand
 	coord    *engine.Coordinator // for CancelSaga
+	oracle   *oracle             // for the callback behaviours
 	calls    []call
 	cancels  []error // what Cancel returned when an action cancelled its saga
 }
@@ -39,7 +40,7 @@ func newActions(c *Case) *actions {
 // are drawn only for steps with a step timeout shorter than this.
 const slowest = 50 * time.Millisecond
 
-func (a *actions) Invoke(ctx context.Context, c saga.Call) (any, error) {
+func (a *actions) Invoke(ctx context.Context, c saga.Call) (out any, err error) {
 	a.mu.Lock()
 	b := a.profiles[c.Action].draw(a.r)
 	if (b == Slow || b == SlowOK) && (c.Timeout == 0 || c.Timeout >= slowest) {
@@ -48,10 +49,22 @@ func (a *actions) Invoke(ctx context.Context, c saga.Call) (any, error) {
 	if b == CancelSaga && c.Compensation {
 		b = Echo
 	}
+	if b >= EarlyOK && c.CallbackToken == "" {
+		b = Echo
+	}
 	delta := a.r.IntN(16<<10) - 8<<10
 	depth := 60 + a.r.IntN(11)
 	a.calls = append(a.calls, call{Step: c.Step, Action: c.Action, Key: c.IdempotencyKey, Attempt: c.Attempt, Compensation: c.Compensation, Behaviour: b, OK: b.succeeds()})
 	a.mu.Unlock()
+	if a.oracle != nil && !c.Compensation {
+		a.oracle.issued(c, a.oracle.index(c.Step))
+		if c.CallbackToken != "" && b.succeeds() {
+			defer func() { a.oracle.returned(c, out) }()
+		}
+		if b == CancelSaga {
+			a.oracle.relax("an action cancelled its saga")
+		}
+	}
 
 	switch b {
 	case Echo:
@@ -86,8 +99,17 @@ func (a *actions) Invoke(ctx context.Context, c saga.Call) (any, error) {
 			return nil, ctx.Err()
 		}
 		return map[string]any{"id": c.IdempotencyKey, "late": true}, nil
+	case EarlyOK, EarlyFail, EarlyTwice:
+		d := delivery{token: c.CallbackToken, payload: a.oracle.payloadLocked()}
+		if b == EarlyFail {
+			d.errType, d.payload = "Declined", nil
+		}
+		a.oracle.deliver(context.WithoutCancel(ctx), d, true)
+		if b == EarlyTwice {
+			a.oracle.deliver(context.WithoutCancel(ctx), d, true)
+		}
+		return map[string]any{"id": c.IdempotencyKey, "early": b.String()}, nil
 	case CancelSaga:
-		var err error
 		if p := protect(func() { _, err = a.coord.Cancel(context.WithoutCancel(ctx), c.SagaID) }); p != nil {
 			err = p
 		}

@@ -14,10 +14,28 @@
 //     returned success for the same saga, step and visit); no compensation
 //     runs for a visit whose action never returned success, and a saga that
 //     succeeded ran no compensation.
+//   - every signal and callback completion the driver sends gets the answer
+//     the oracle (deliver.go) predicts from the saga read before it:
+//     applied (the version moves by one), kept (the version stays, one
+//     more received), duplicate, or the error it names, and nothing else
+//     changes; a pause the driver lets time out fails the saga at its
+//     await unless a catch takes Timeout;
+//   - in the final (or waiting) state the kept signals of each name are the
+//     last ones taken, in order, and an await's var holds the one taken
+//     before them; a callback step's var holds its action's output or the
+//     completion that replaced it; compensations ran newest visit first.
+//
+// A saga may end waiting when its case gives the driver few pauses to end.
 //
 // The fault model is the users' side: definitions with every step kind,
 // catch loops and backward jumps, odd expressions, inputs at and past the
 // limits, and actions that echo, return outputs too large or too deep to
 // store, fail (retryably, permanently, with a 1 MB message), panic, run past
-// their step timeout, or see the saga cancelled while they run.
+// their step timeout, or see the saga cancelled while they run; awaits
+// (with and without catch, timeouts within and past the 15 minutes of a
+// delayed message) and callback steps whose action completes or fails its
+// own token while it runs (twice, sometimes); a driver that sends signals
+// while the saga runs, and ends each pause with the signal, another
+// signal, a completion or failure of the token (repeated, stale or
+// forged sometimes), or its timer.
 package proptest

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/lang"
 	"github.com/lambdasaga/lambdasaga/saga"
@@ -27,8 +28,17 @@ type Case struct {
 	CancelAt int
 	// Resumes is how often a saga parked in compensation_failed is resumed.
 	Resumes int
-	// CallSeed seeds the per-call behaviour draws.
+	// CallSeed seeds the per-call behaviour draws, and the driver's
+	// choices of deliveries.
 	CallSeed uint64
+	// SignalRate is the chance that the driver sends a signal after a
+	// handled message, while the saga runs: one an await takes later
+	// (kept), one nothing awaits, or one refused.
+	SignalRate float64
+	// Pauses is how many pauses (an await, a callback) the driver ends,
+	// by a delivery or by letting the timer fire; past it, it leaves the
+	// saga waiting.
+	Pauses int
 }
 
 // Behaviour is what an action call does.
@@ -48,10 +58,16 @@ const (
 	Slow                        // runs past its step timeout, returns the context's error
 	SlowOK                      // runs past its step timeout, then returns success
 	CancelSaga                  // cancels its own saga while it runs, then returns success
+	// The callback behaviours (an action without callback echoes instead):
+	// each completes or fails the call's own token while it still runs
+	// (the kept path), then returns success.
+	EarlyOK    // completes its token, then returns success
+	EarlyFail  // fails its token, then returns success
+	EarlyTwice // completes its token twice (the second a duplicate), then returns success
 	numBehaviours
 )
 
-var behaviourNames = [numBehaviours]string{"echo", "record", "big", "half", "deep", "unencoded", "flaky", "declined", "huge_error", "panic", "slow", "slow_ok", "cancel_saga"}
+var behaviourNames = [numBehaviours]string{"echo", "record", "big", "half", "deep", "unencoded", "flaky", "declined", "huge_error", "panic", "slow", "slow_ok", "cancel_saga", "early_ok", "early_fail", "early_twice"}
 
 func (b Behaviour) String() string {
 	if b < numBehaviours {
@@ -63,7 +79,7 @@ func (b Behaviour) String() string {
 // succeeds reports whether a call with this behaviour returns success.
 func (b Behaviour) succeeds() bool {
 	switch b {
-	case Echo, Record, Big, Half, Deep, Unencoded, SlowOK, CancelSaga:
+	case Echo, Record, Big, Half, Deep, Unencoded, SlowOK, CancelSaga, EarlyOK, EarlyFail, EarlyTwice:
 		return true
 	}
 	return false
@@ -139,6 +155,8 @@ type gen struct {
 	declared map[string]string // declared input fields and their types; nil: none declared
 	profiles map[string]Profile
 	actions  int
+	// sagaTimeout is the saga's timeout: as written; empty: none.
+	sagaTimeout string
 	// wild cases also write what validation should refuse (syntax and
 	// type errors, reads of vars nobody writes, values nested too deep);
 	// tame ones mostly what it should accept, odd at run time.
@@ -161,7 +179,8 @@ func generate(r *rand.Rand) *Case {
 	var b strings.Builder
 	b.WriteString("saga: prop\n")
 	if g.chance(0.15) {
-		fmt.Fprintf(&b, "timeout: %s\n", g.pick("1h", "30m", "2h", "24h"))
+		g.sagaTimeout = g.pick("1h", "30m", "2h", "24h")
+		fmt.Fprintf(&b, "timeout: %s\n", g.sagaTimeout)
 	}
 	if g.chance(0.25) {
 		g.declared = map[string]string{}
@@ -224,6 +243,10 @@ func generate(r *rand.Rand) *Case {
 			}
 		case "grow_done":
 			writes[i] = []string{"grown"}
+		case "await":
+			if g.chance(0.7) {
+				writes[i] = []string{fmt.Sprintf("w%d", i)} // only this await writes it: the oracle reads it
+			}
 		}
 	}
 	g.known = make([][]string, len(kinds))
@@ -251,11 +274,23 @@ func generate(r *rand.Rand) *Case {
 		c.Resumes = 1 + g.r.IntN(2)
 	}
 	c.CallSeed = g.r.Uint64()
+	if g.chance(0.5) {
+		c.SignalRate = g.pick2(0.05, 0.5)
+	}
+	c.Pauses = 40
+	if g.chance(0.05) {
+		c.Pauses = g.r.IntN(3) // a saga left waiting is a result too
+	}
 	return c
 }
 
+func (g *gen) pick2(lo, hi float64) float64 { return lo + (hi-lo)*g.r.Float64() }
+
 func (g *gen) kind(i, n int) string {
 	last := i == n-1
+	if !last && g.chance(0.14) {
+		return "await"
+	}
 	x := g.r.IntN(100)
 	switch {
 	case x < 48:
@@ -326,8 +361,21 @@ func (g *gen) step(b *strings.Builder, i int, kind string, writes []string) {
 	}
 	switch kind {
 	case "action":
-		name := g.action()
+		callback := g.chance(0.35)
+		name := ""
+		if callback {
+			name = g.callbackAction()
+		} else {
+			name = g.action()
+		}
 		line("action: %s", name)
+		if callback {
+			if g.chance(0.85) {
+				line("callback: {timeout: %s}", g.pauseTimeout())
+			} else {
+				line("callback: {}")
+			}
+		}
 		if g.chance(0.7) {
 			line("with: %s", g.render(g.value(i, 0)))
 		}
@@ -344,6 +392,26 @@ func (g *gen) step(b *strings.Builder, i int, kind string, writes []string) {
 			line("compensate: %s", g.compensation(i, writes))
 		}
 		g.catches(line, i)
+		if g.chance(0.12) {
+			line("next: %s", g.target(i, false))
+		}
+	case "await":
+		switch {
+		case g.wild && g.chance(0.1):
+			line("await: {signal: %s}", g.pick("bad name", "\"\"", "9lives"))
+		case g.chance(0.15):
+			line("await: {signal: %s}", signalName(i)) // lang.MaxWait: the tick fires it
+		default:
+			line("await: {signal: %s, timeout: %s}", signalName(i), g.pauseTimeout())
+		}
+		if len(writes) > 0 {
+			line("out: %s", writes[0])
+		}
+		if g.chance(0.45) {
+			line("catch:")
+			errs := g.pick(`[Timeout]`, `[Timeout]`, `["*"]`, `[Declined]`, `[Timeout, StateTooLarge]`)
+			line("  - {errors: %s, next: %s}", errs, g.target(i, true))
+		}
 		if g.chance(0.12) {
 			line("next: %s", g.target(i, false))
 		}
@@ -438,6 +506,43 @@ func (g *gen) action() string {
 	return name
 }
 
+// signalName is the signal the await step i waits for: one name per
+// await, so that the oracle knows which await takes which signal.
+func signalName(i int) string { return fmt.Sprintf("sig%d", i) }
+
+// strayName is a signal no await waits for.
+const strayName = "stray"
+
+// callbackAction names a new action for a step with callback, with a
+// profile of behaviours whose outcome the oracle knows: small outputs,
+// errors, panics, a cancel, and completions of its own token while it runs.
+func (g *gen) callbackAction() string {
+	name := fmt.Sprintf("svc.cb%d", len(g.profiles))
+	var p Profile
+	p[Echo], p[Record] = 4, 4
+	extra := []Behaviour{Flaky, Declined, Panic, CancelSaga, EarlyOK, EarlyOK, EarlyFail, EarlyTwice}
+	for range g.r.IntN(4) {
+		p[extra[g.r.IntN(len(extra))]] += uint8(1 + g.r.IntN(3))
+	}
+	g.profiles[name] = p
+	return name
+}
+
+// pauseTimeout is how long an await or a callback waits: within the 15
+// minutes a delayed message covers, or past it (the tick fires it).
+func (g *gen) pauseTimeout() string {
+	options := []string{"1s", "5m", "14m", "16m", "2h", "30h"}
+	if g.sagaTimeout != "" && !g.wild {
+		// Validation refuses a pause as long as the saga's timeout.
+		limit, _ := time.ParseDuration(g.sagaTimeout)
+		options = slices.DeleteFunc(options, func(o string) bool {
+			d, err := time.ParseDuration(strings.Replace(o, "30h", "1800m", 1))
+			return err != nil || d >= limit
+		})
+	}
+	return g.pick(options...)
+}
+
 func (g *gen) undoAction() string {
 	name := fmt.Sprintf("svc.undo%d", len(g.profiles))
 	g.profiles[name] = g.profile(true)
@@ -459,6 +564,9 @@ func (g *gen) profile(undo bool) Profile {
 	}
 	for range g.r.IntN(4) {
 		b := Behaviour(g.r.IntN(int(numBehaviours)))
+		if b >= EarlyOK {
+			b = Record // the callback behaviours are for callback steps
+		}
 		if undo && b == CancelSaga {
 			continue
 		}

@@ -42,6 +42,8 @@ func TestProperty(t *testing.T) {
 	}
 	classes := map[string]*example{}
 	outcomes := map[string]int{}
+	deliveries := map[string]int{}
+	runs, timeouts := 0, 0
 	for _, s := range seeds {
 		c := NewCase(s)
 		res := Run(c)
@@ -50,6 +52,13 @@ func TestProperty(t *testing.T) {
 			key += " " + string(res.Status)
 		}
 		outcomes[key]++
+		if res.Outcome == Ran {
+			runs++
+		}
+		timeouts += res.Timeouts
+		for k, n := range res.Deliveries {
+			deliveries[k] += n
+		}
 		if *seed != 0 {
 			t.Logf("seed %d:\n%s", s, c.Report(res))
 			if res.compileErr != nil {
@@ -73,7 +82,13 @@ func TestProperty(t *testing.T) {
 		summary = append(summary, fmt.Sprintf("%s: %d", k, n))
 	}
 	slices.Sort(summary)
-	t.Logf("%d definitions: %s", len(seeds), strings.Join(summary, ", "))
+	t.Logf("%d definitions, %d runs: %s", len(seeds), runs, strings.Join(summary, ", "))
+	summary = summary[:0]
+	for k, n := range deliveries {
+		summary = append(summary, fmt.Sprintf("%s %d", k, n))
+	}
+	slices.Sort(summary)
+	t.Logf("pauses timed out: %d; deliveries: %s", timeouts, strings.Join(summary, ", "))
 	names := sortedKeys(classes)
 	slices.SortStableFunc(names, func(a, b string) int { return classes[b].count - classes[a].count })
 	for _, name := range names {
@@ -107,7 +122,7 @@ func FuzzDefinitionsRun(f *testing.F) {
 // catch loops, empty expressions and inputs at the limits, and the engine
 // accepts a fair share of what it writes.
 func TestGeneratorCoversEveryStepKind(t *testing.T) {
-	want := []string{"action:", "set:", "switch:", "assert:", "fail:", "succeed:", "catch:", `"*"`, "compensate:", "retry:", "timeout:", "next:", `"${}"`, "grow_call", "input:"}
+	want := []string{"action:", "set:", "switch:", "assert:", "fail:", "succeed:", "catch:", `"*"`, "compensate:", "retry:", "timeout:", "next:", `"${}"`, "grow_call", "input:", "await:", "callback:", "signal: sig"}
 	seen := map[string]bool{}
 	accepted, overLimit := 0, 0
 	for s := range uint64(150) {

@@ -46,6 +46,10 @@ type Result struct {
 	Handled    int // messages handled
 	Bound      int // the most messages the saga may take
 	Violations []Violation
+	// Deliveries counts the signals and callback completions sent, by
+	// kind and answer ("signal: kept").
+	Deliveries map[string]int
+	Timeouts   int // pauses the driver let time out
 	calls      []call
 	compileErr error
 }
@@ -92,14 +96,20 @@ func Run(c *Case) *Result {
 	q := memqueue.New(memqueue.Config{Clock: clock})
 	acts := newActions(c)
 	jitter := rand.New(rand.NewPCG(c.CallSeed, 2))
+	o := newOracle(c, plan, res)
 	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{
 		Store: memstore.New(), Queue: q, Actions: acts, Clock: clock, Rand: jitter.Float64,
 		NewID: func() string { return sagaID },
+		OnStep: func(e engine.StepEvent) {
+			if e.Error != nil && (e.Error.Type == lang.ErrorTypeStateTooLarge || e.Error.Type == lang.ErrorTypeOutputFormat) {
+				o.relax("a step failed with " + e.Error.Type)
+			}
+		},
 	})
 	if err != nil {
 		panic(err)
 	}
-	acts.coord = coord
+	acts.coord, acts.oracle, o.coord = coord, o, coord
 	ctx := context.Background()
 
 	var st *saga.State
@@ -119,6 +129,8 @@ func Run(c *Case) *Result {
 
 	resumes := c.Resumes
 	cancelled := c.CancelAt < 0
+	pauses := 0
+	var fired saga.Cursor // the pause whose timer the driver let fire last
 	var lastErr error
 	for idle := 0; ; {
 		if res.Handled > res.Bound {
@@ -165,7 +177,30 @@ func Run(c *Case) *Result {
 			if st.Status.Final() {
 				break
 			}
-			if q.Len(durable.QueueAdvance)+q.Len(durable.QueueCompensate) == 0 || idle > 1000 {
+			queued := q.Len(durable.QueueAdvance) + q.Len(durable.QueueCompensate)
+			if st.Status == durable.StatusWaiting && idle <= 1000 {
+				// A pause: end it with a delivery, or let its timer fire;
+				// past the case's pauses, leave the saga waiting.
+				if cur, _ := st.Pending(); cur.Step == fired.Step && cur.Seq == fired.Seq && cur.Attempt == fired.Attempt && !clock.Now().Before(st.WakeAt()) {
+					res.violations("a pause's timer did not fire", fmt.Sprintf("step %d visit %d attempt %d, due %s, now %s", cur.Step, cur.Seq, cur.Attempt, st.WakeAt(), clock.Now()))
+					break
+				}
+				if pauses >= c.Pauses {
+					break
+				}
+				pauses++
+				if o.pause(ctx, st) {
+					res.Timeouts++
+					fired, _ = st.Pending()
+					if err := fire(ctx, coord, clock, st, queued); err != nil {
+						res.violate("Tick failed", err)
+						break
+					}
+					idle++
+				}
+				continue
+			}
+			if queued == 0 || idle > 1000 {
 				dead := q.Len(durable.DeadLetter(durable.QueueAdvance)) + q.Len(durable.DeadLetter(durable.QueueCompensate))
 				res.violate(fmt.Sprintf("stuck in %s", st.Status), fmt.Errorf("no message left to handle (%d in dead-letter queues); last handling error: %v", dead, lastErr))
 				break
@@ -190,8 +225,20 @@ func Run(c *Case) *Result {
 			if err := q.Delete(ctx, &durable.DeleteParams{Queue: d.Queue, ReceiptHandle: d.ReceiptHandle}); err != nil {
 				panic(err)
 			}
+			if st, err := coord.Get(ctx, sagaID); err == nil {
+				o.moved(st)
+			}
+			if c.SignalRate > 0 && o.deliveries < maxDeliveries && o.r.Float64() < c.SignalRate {
+				d := o.signal("")
+				o.deliver(ctx, d, false)
+				if o.r.IntN(3) == 0 {
+					// Another of its name: an await takes the first kept.
+					o.deliver(ctx, o.signal(d.signal), false)
+				}
+			}
 			if !cancelled && res.Handled >= c.CancelAt {
 				cancelled = true
+				o.relax("the driver cancelled the saga")
 				var cerr error
 				if p := protect(func() { _, cerr = coord.Cancel(ctx, sagaID) }); p != nil {
 					res.violate("panic in Cancel", p)
@@ -206,7 +253,12 @@ func Run(c *Case) *Result {
 	if n := q.Len(durable.DeadLetter(durable.QueueAdvance)) + q.Len(durable.DeadLetter(durable.QueueCompensate)); n > 0 && res.Status.Final() {
 		res.violate("message in a dead-letter queue", fmt.Errorf("%d messages; last handling error: %v", n, lastErr))
 	}
-	return res.finish(coord, plan, acts)
+	res = res.finish(coord, plan, acts)
+	if st, err := coord.Get(ctx, sagaID); err == nil {
+		o.moved(st)
+		o.final(st, res.calls)
+	}
+	return res
 }
 
 func status(coord *engine.Coordinator) durable.Status {
