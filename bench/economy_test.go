@@ -49,7 +49,15 @@ func handleAll(t *testing.T, b *awstest.Backend, coord *engine.Coordinator, plan
 		msg, _ := durable.DecodeMessage(ds[0].Body)
 		b.Counter.Reset()
 		began := time.Now()
-		if out, err := coord.Handle(ctx, ds[0].Body); err != nil || out != engine.HandledStep {
+		out, err := coord.Handle(ctx, ds[0].Body)
+		if err == nil && (out == engine.HandledResent || out == engine.HandledStale) {
+			// A copy the queue delivered again (its visibility ran out on
+			// a loaded machine): handled by the protocol, not a step.
+			t.Logf("handle %s: a copy delivered again (%s), not counted", msg.Step, out)
+			_ = b.Queue.Delete(ctx, &durable.DeleteParams{Queue: ds[0].Queue, ReceiptHandle: ds[0].ReceiptHandle})
+			continue
+		}
+		if err != nil || out != engine.HandledStep {
 			t.Fatalf("handle %s: %s %v", msg.Step, out, err)
 		}
 		c := snapshot(b, msg.Step)
