@@ -21,14 +21,19 @@ import (
 // with UseNumber and hands saga.CheckDelivery json.Number values, which it
 // does not store ("a json.Number cannot be stored"). So
 // `sagactl signal ID approved --payload '{"cents": 5}'`, `run --signal
-// 'approved={"cents": 5}'` and `callback TOKEN --output '{"id": 1}'` all
-// fail with exit 1; only payloads without numbers pass (the tests and
+// 'approved={"cents": 5}'`, `plan --signal ...` and `callback TOKEN
+// --output '{"id": 1}'` all fail with exit 1; only payloads without numbers pass (the tests and
 // examples send none).
 func TestPayloadsWithNumbersAreAccepted(t *testing.T) {
 	// run --signal: in memory, nothing else needed.
 	r := runSagactl(t, nil, "run", expenseExample, "--input", claimInput, "--signal", `approved={"approved": true, "by": "maria", "cents": 5}`)
 	if r.code != sagactl.ExitOK || strings.Contains(r.stderr, "json.Number") {
 		t.Errorf("run --signal with a number: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// plan --signal: a dry run, nothing else needed.
+	r = runSagactl(t, nil, "plan", expenseExample, "--fail", "pay", "--input", claimInput, "--signal", `approved={"approved": true, "by": "maria", "cents": 5}`)
+	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "if step pay fails for good") {
+		t.Errorf("plan --signal with a number: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	// signal and callback: with no stack named, a good payload gets as far
 	// as asking where the sagas are.
