@@ -58,6 +58,9 @@ type Config struct {
 	TickInterval time.Duration
 }
 
+// ErrClosed: the runtime was closed; nothing would run the saga.
+var ErrClosed = errors.New("embedded runtime closed")
+
 // Runtime is a running in-process saga system.
 type Runtime struct {
 	Store    durable.Store    // Config.Store, or the memory store
@@ -68,6 +71,7 @@ type Runtime struct {
 	Coordinator *engine.Coordinator
 
 	cfg     Config
+	closed  atomic.Bool // Close was called: nothing runs sagas any more
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	plans   *engine.Plans
@@ -172,10 +176,13 @@ func (r *Runtime) runVirtualTime(ctx context.Context, clock *durable.ManualClock
 		if next.IsZero() {
 			continue // nothing waits
 		}
-		// A saga that waits on a sender holds time, unless someone waits
-		// for a saga to end; what is due (the test moved the clock) fires.
-		if next.After(now) && (r.waiters.Load() > 0 || !r.anyReceiving(ctx)) {
-			clock.Advance(next.Sub(now))
+		// A saga that waits on a sender holds time at its own timeout,
+		// unless someone waits for a saga to end: timers before it fire;
+		// what is due (the test moved the clock) fires.
+		if next.After(now) {
+			if hold, ok := r.receivingWake(ctx); r.waiters.Load() > 0 || !ok || next.Before(hold) {
+				clock.Advance(next.Sub(now))
+			}
 		}
 		if _, err := r.Coordinator.Tick(ctx, &engine.TickParams{}); err != nil && ctx.Err() == nil {
 			r.cfg.Logger.LogAttrs(ctx, slog.LevelError, "tick failed", slog.String("error", err.Error()))
@@ -185,6 +192,7 @@ func (r *Runtime) runVirtualTime(ctx context.Context, clock *durable.ManualClock
 
 // Close stops the workers and waits for them.
 func (r *Runtime) Close() {
+	r.closed.Store(true)
 	r.cancel()
 	r.wg.Wait()
 }
@@ -192,6 +200,9 @@ func (r *Runtime) Close() {
 // Run starts a saga and waits until it is final (succeeded, compensated or
 // compensation_failed) or ctx ends.
 func (r *Runtime) Run(ctx context.Context, p *engine.StartParams) (*saga.State, error) {
+	if r.closed.Load() {
+		return nil, ErrClosed
+	}
 	st, err := r.Coordinator.Start(ctx, p)
 	if err != nil {
 		return nil, err
@@ -229,22 +240,26 @@ func (r *Runtime) receiving(ctx context.Context, st *saga.State) bool {
 	return s.Kind == lang.KindAwait || s.Callback != nil
 }
 
-// anyReceiving reports whether any saga waits on a signal or a callback
-// token (the memory store: virtual time only).
-func (r *Runtime) anyReceiving(ctx context.Context) bool {
+// receivingWake is the earliest timer (timeout) of the sagas that wait
+// on a signal or a callback token, and whether any does (the memory
+// store: virtual time only).
+func (r *Runtime) receivingWake(ctx context.Context) (time.Time, bool) {
+	var earliest time.Time
 	p := &durable.SagaListParams{Status: durable.StatusWaiting, Limit: 1000}
 	for {
 		page, err := r.Coordinator.List(ctx, p)
 		if err != nil {
-			return false
+			return earliest, !earliest.IsZero()
 		}
 		for _, sum := range page.Sagas {
 			if st, err := r.Coordinator.Get(ctx, sum.SagaID); err == nil && r.receiving(ctx, st) {
-				return true
+				if w := st.WakeAt(); earliest.IsZero() || w.Before(earliest) {
+					earliest = w
+				}
 			}
 		}
 		if page.NextCursor == "" {
-			return false
+			return earliest, !earliest.IsZero()
 		}
 		p.Cursor = page.NextCursor
 	}
@@ -268,6 +283,9 @@ func (r *Runtime) Signal(ctx context.Context, sagaID, name string, payload any, 
 	for _, o := range opts {
 		o(p)
 	}
+	if r.closed.Load() {
+		return nil, ErrClosed
+	}
 	return r.Coordinator.Signal(ctx, p)
 }
 
@@ -276,6 +294,9 @@ func (r *Runtime) Signal(ctx context.Context, sagaID, name string, payload any, 
 // wrap saga.ErrBadToken, saga.ErrTokenNotAwaited, saga.ErrNotReceiving,
 // durable.ErrNotFound or saga.ErrBadDelivery.
 func (r *Runtime) CompleteCallback(ctx context.Context, token string, output any) (*engine.Delivered, error) {
+	if r.closed.Load() {
+		return nil, ErrClosed
+	}
 	return r.Coordinator.CompleteCallback(ctx, token, output)
 }
 
@@ -283,6 +304,9 @@ func (r *Runtime) CompleteCallback(ctx context.Context, token string, output any
 // message, as client.Client.FailCallback does: the step retries with a new
 // token, or fails.
 func (r *Runtime) FailCallback(ctx context.Context, token, errorType, message string) (*engine.Delivered, error) {
+	if r.closed.Load() {
+		return nil, ErrClosed
+	}
 	return r.Coordinator.FailCallback(ctx, token, errorType, message)
 }
 

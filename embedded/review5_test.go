@@ -12,7 +12,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
-// REVIEW5 DEFECT. Two sagas on one manual clock: A awaits a signal the
+// Found in review 5, fixed. Two sagas on one manual clock: A awaits a signal the
 // test has not sent yet; B first waits an hour (a timer), then awaits.
 // WaitReceiving(B) promises to return once B waits on its signal, without
 // passing any await's timeout. But the runtime holds virtual time for as
@@ -66,10 +66,9 @@ func TestWaitReceivingIsNotHeldByAnotherSagasAwait(t *testing.T) {
 	}
 }
 
-// REVIEW5 (probe). A signal sent through a closed runtime: nothing will
-// ever run the saga again, yet the signal is taken (applied or kept) as if
-// the runtime ran. A sender gets no sign that it talks to a stopped
-// runtime.
+// Found in review 5, fixed. A signal sent through a closed runtime:
+// nothing will ever run the saga again, so it is refused (ErrClosed),
+// rather than taken as if the runtime ran.
 func TestSignalAfterCloseIsRefused(t *testing.T) {
 	actions := engine.NewRegistry()
 	actions.SetFallback(func(ctx context.Context, call saga.Call) (any, error) { return map[string]any{"id": "x"}, nil })

@@ -90,7 +90,7 @@ func runCallback(c *Config, args []string) int {
 		c.errorf("callback: name exactly one callback token (got %d arguments)", len(pos))
 		return ExitUsage
 	}
-	token := pos[0]
+	token := strings.TrimSpace(pos[0]) // a token pasted with its newline
 	ref, err := saga.ParseCallbackToken(token)
 	if err != nil {
 		c.errorf("callback %s: %v", shortToken(token), err)
@@ -176,9 +176,15 @@ func checkDelivery(d *saga.Delivery, raw json.RawMessage) error {
 	if raw != nil {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
-		if err := dec.Decode(&d.Payload); err != nil {
+		var v any
+		if err := dec.Decode(&v); err != nil {
 			return err
 		}
+		plain, err := saga.NormalizeJSON(v) // json.Number to the numbers a saga holds
+		if err != nil {
+			return err
+		}
+		d.Payload = plain
 	}
 	return saga.CheckDelivery(d, len(raw))
 }

@@ -55,6 +55,12 @@ func (s *stackFlags) register(fs *flag.FlagSet) {
 func (s *stackFlags) client(ctx context.Context) (*client.Client, error) {
 	cfg := client.AWSConfig{Table: s.table, AdvanceQueueURL: s.advanceURL, CompensateQueueURL: s.compURL, DynamoDBEndpoint: s.dynamoEndpoint, SQSEndpoint: s.sqsEndp}
 	if s.local {
+		if lock, held, err := lockLocal(); err == nil && held {
+			// Nobody holds the lock: no local loop runs here, whatever
+			// the state file says (a crashed one left it behind).
+			lock.Close()
+			return nil, fmt.Errorf("--local: no `sagactl local` is running in this directory (start one, or remove a stale %s)", LocalStateFile)
+		}
 		b, err := os.ReadFile(LocalStateFile)
 		if err != nil {
 			return nil, fmt.Errorf("--local: %v (is `sagactl local` running in this directory?)", err)

@@ -16,7 +16,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/sagactl"
 )
 
-// REVIEW5 DEFECT. A signal's payload or a callback's output with a number
+// Found in review 5, fixed. A signal's payload or a callback's output with a number
 // in it is refused before anything is sent: checkDelivery decodes the JSON
 // with UseNumber and hands saga.CheckDelivery json.Number values, which it
 // does not store ("a json.Number cannot be stored"). So
@@ -88,7 +88,7 @@ func callbackToken(t *testing.T) string {
 	return ""
 }
 
-// REVIEW5 DEFECT. In sagactl run a simulated action of a callback step
+// Found in review 5, fixed. In sagactl run a simulated action of a callback step
 // "completes its token with its input as output" (README, docs). An input
 // over lang.MaxSignalBytes (32 KiB; the saga's input may be 128 KiB) makes
 // that completion fail as an invalid delivery: the step is retried and
@@ -110,7 +110,7 @@ func TestRunSimulatedCallbackWithLargeInput(t *testing.T) {
 	}
 }
 
-// REVIEW5 DEFECT. run --signal sends its signals after the saga has
+// Found in review 5, fixed. run --signal sends its signals after the saga has
 // started, one by one. When a step before the awaits fails (--fail), the
 // saga compensates while the signals are still being sent: the next one is
 // refused (ErrNotReceiving) and run exits 1, a usage error, without the
@@ -139,7 +139,7 @@ func TestRunSignalsAfterAFailingStepOnEmulators(t *testing.T) {
 	}
 }
 
-// REVIEW5 DEFECT (low). The local loop's state file "is trusted only while
+// Found in review 5 (low), fixed. The local loop's state file "is trusted only while
 // its lock is held" (local.go, localLockFile), and local down honours
 // that; --local does not: with a state file a crashed `sagactl local` left
 // behind, signal, callback and status --local talk to whatever listens at

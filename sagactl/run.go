@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -138,7 +139,13 @@ func (v invoker) Invoke(ctx context.Context, call saga.Call) (any, error) {
 		return v.reg.Invoke(ctx, call)
 	}
 	if call.CallbackToken != "" && v.coord != nil && v.coord.c != nil {
-		if _, err := v.coord.c.CompleteCallback(ctx, call.CallbackToken, call.Input); err != nil {
+		out := call.Input
+		if b, err := json.Marshal(out); err != nil || len(b) > lang.MaxSignalBytes {
+			// A completion holds at most 32 KiB: past it, the simulated
+			// provider confirms with no output (out becomes null).
+			out = nil
+		}
+		if _, err := v.coord.c.CompleteCallback(ctx, call.CallbackToken, out); err != nil {
 			return nil, fmt.Errorf("completing the simulated callback: %w", err)
 		}
 	}
@@ -162,7 +169,7 @@ type runReport struct {
 
 type signalReport struct {
 	Name    string       `json:"name"`
-	Receipt saga.Receipt `json:"receipt"`
+	Receipt saga.Receipt `json:"receipt"` // applied, kept, duplicate, or refused (the saga compensates or ended first)
 }
 
 // startSignal is a --signal: a name and a compact JSON payload.
@@ -343,14 +350,26 @@ func runRun(c *Config, args []string) int {
 	}
 	for i, sg := range signals {
 		d, err := rt.Signal(ctx, sagaID, sg.name, sg.payload, embedded.SignalID(fmt.Sprintf("run-signal-%d", i+1)))
-		if err != nil {
+		receipt := ""
+		switch {
+		case errors.Is(err, saga.ErrNotReceiving):
+			// The saga compensates (a step failed, --fail) or ended before
+			// this signal: it is refused, and the saga's outcome follows.
+			receipt = "refused"
+		case err != nil:
 			c.errorf("--signal %s: %s", sg.name, deliveryError(err))
 			return ExitUsage
+		default:
+			receipt = string(d.Receipt)
 		}
 		mu.Lock()
-		report.Signals = append(report.Signals, signalReport{Name: sg.name, Receipt: d.Receipt})
+		report.Signals = append(report.Signals, signalReport{Name: sg.name, Receipt: saga.Receipt(receipt)})
 		if !*asJSON {
-			fmt.Fprintf(c.Stdout, "  signal %-11s %s\n", sg.name, d.Receipt)
+			note := ""
+			if receipt == "refused" {
+				note = ": the saga takes no signals now"
+			}
+			fmt.Fprintf(c.Stdout, "  signal %-11s %s%s\n", sg.name, receipt, note)
 		}
 		mu.Unlock()
 	}
