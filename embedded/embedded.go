@@ -48,10 +48,11 @@ type Config struct {
 	// queue only): whenever nothing is in flight, the runtime moves the
 	// clock on to the next thing due (a delayed message, a timer), so a
 	// saga that waits 30 days, or retries with long backoffs, runs in
-	// milliseconds. Time stands still, though, while a saga waits on a
-	// signal or a callback token and no one is in Run or Wait: a test can
-	// see it waiting (WaitReceiving) and send what it waits on before its
-	// timeout; calling Wait lets the timeout pass.
+	// milliseconds. Time does not pass the timeout of a saga that waits
+	// on a signal or a callback token while no one is in Run or Wait
+	// (timers before it fire): a test can see it waiting (WaitReceiving)
+	// and send what it waits on before its timeout; calling Wait lets the
+	// timeout pass.
 	Clock durable.Clock
 	// TickInterval is how often the runtime fires due timers
 	// (engine.Coordinator.Tick) on a real clock; default 1s.
