@@ -165,6 +165,10 @@ func (r *Runtime) runVirtualTime(ctx context.Context, clock *durable.ManualClock
 			return
 		case <-t.C:
 		}
+		// What waits on a sender, read before the timers and again after
+		// them: a delivery or a new await between the reads must not let
+		// time pass a receiving saga's timeout.
+		hold, holding := r.receivingWake(ctx)
 		inFlight, next := q.Pending()
 		now := clock.Now()
 		if inFlight > 0 || (!next.IsZero() && !next.After(now)) {
@@ -181,7 +185,10 @@ func (r *Runtime) runVirtualTime(ctx context.Context, clock *durable.ManualClock
 		// unless someone waits for a saga to end: timers before it fire;
 		// what is due (the test moved the clock) fires.
 		if next.After(now) {
-			if hold, ok := r.receivingWake(ctx); r.waiters.Load() > 0 || !ok || next.Before(hold) {
+			if h, ok := r.receivingWake(ctx); ok && (!holding || h.Before(hold)) {
+				hold, holding = h, true
+			}
+			if r.waiters.Load() > 0 || !holding || next.Before(hold) {
 				clock.Advance(next.Sub(now))
 			}
 		}
