@@ -92,6 +92,7 @@ func (c *compiler) compile() *Plan {
 	p.steps = make([]*planStep, len(def.Steps))
 	for i, s := range def.Steps {
 		ps := &planStep{Step: s, idx: i, nextIndex: i + 1}
+		p.callbacks = p.callbacks || s.Callback != nil
 		if i+1 == len(def.Steps) {
 			ps.nextIndex = end
 		}

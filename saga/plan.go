@@ -17,6 +17,8 @@ type Plan struct {
 	opts  Options
 	steps []*planStep
 	index map[string]int
+	// callbacks: some step has callback (its sagas need a secret).
+	callbacks bool
 }
 
 // planStep is a step compiled: its definition (embedded, so s.ID and

@@ -58,14 +58,7 @@ var deliveryIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 
 // HasCallbacks reports whether the plan has callback steps: its sagas need
 // Event.Secret at their start.
-func (p *Plan) HasCallbacks() bool {
-	for _, s := range p.steps {
-		if s.Callback != nil {
-			return true
-		}
-	}
-	return false
-}
+func (p *Plan) HasCallbacks() bool { return p.callbacks }
 
 // CallbackToken is the token of the saga's pending callback attempt: the
 // saga's id, the step, the visit and the attempt, authenticated with the
