@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -242,5 +243,39 @@ func TestCancelAfterALostSignalSendRunsTheAttemptAtTheFallback(t *testing.T) {
 	st := r.get("e-10")
 	if st.Status != durable.StatusCompensated || callsOf(r, "e-10/pay/3") != 1 || callsOf(r, "e-10/file.compensate/1") != 1 {
 		t.Fatalf("after the fallback: %s, pay ran %d times, file compensated %d times; want compensated, each once", st.Status, callsOf(r, "e-10/pay/3"), callsOf(r, "e-10/file.compensate/1"))
+	}
+}
+
+// A signal that would take a saga's state past its limit is refused
+// (ErrKeptFull, "no room"), however few are kept: the saga is unchanged
+// and goes on when the signal it awaits comes (its pay step runs).
+func TestAKeepThatWouldNotFitIsRefused(t *testing.T) {
+	r := newRig(t, "../saga/testdata/valid/expense.yaml")
+	ctx := context.Background()
+	big := strings.Repeat("x", saga.MaxStateBytes-20<<10)
+	r.reg.Register("expenses.file", func(context.Context, saga.Call) (any, error) {
+		return map[string]any{"id": "c-1", "note": big}, nil
+	})
+	var paid atomic.Int64
+	r.reg.Register("payments.pay", func(context.Context, saga.Call) (any, error) {
+		paid.Add(1)
+		return map[string]any{}, nil
+	})
+	r.start("e-11", map[string]any{"amount": 1})
+	r.drain() // the saga awaits, its state 20 KiB under the limit
+	before := r.get("e-11")
+	payload := map[string]any{"text": strings.Repeat("y", 30<<10)}
+	if _, err := r.coord.Signal(ctx, &engine.SignalParams{SagaID: "e-11", Name: "other", Payload: payload}); !errors.Is(err, saga.ErrKeptFull) || !strings.Contains(err.Error(), "no room") {
+		t.Fatalf("a keep past the state limit: %v", err)
+	}
+	if after := r.get("e-11"); after.Version != before.Version || after.Received != before.Received || len(after.Kept) != 0 {
+		t.Fatalf("the refusal changed the saga: version %d→%d, received %d→%d", before.Version, after.Version, before.Received, after.Received)
+	}
+	if d, err := r.coord.Signal(ctx, &engine.SignalParams{SagaID: "e-11", Name: "approved", Payload: map[string]any{"by": "fay"}}); err != nil || d.Receipt != saga.ReceiptApplied {
+		t.Fatalf("the awaited signal: %+v %v", d, err)
+	}
+	r.drain()
+	if paid.Load() != 1 {
+		t.Fatalf("after the awaited signal pay ran %d times, want 1", paid.Load())
 	}
 }
