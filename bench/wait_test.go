@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/accounting"
+	"github.com/lambdasaga/lambdasaga/cost"
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
@@ -125,5 +126,23 @@ func TestWaitCost(t *testing.T) {
 	}
 	if wwru != 1+3 || windex != 3 {
 		t.Errorf("waking bills %.0f WRU (%.0f on indexes), want 4: 1 on the table, 2 on by_status (waiting to running), 1 on by_due (the timer removed)", wwru, windex)
+	}
+	// What sagactl cost prices a wait at, against a saga without it: the
+	// measured reads (the tick's and the timer's), write and index units.
+	reads := tick["DynamoDB.GetItem"].Calls + wake["DynamoDB.GetItem"].Calls
+	without, err := saga.Compile("plain.yaml", []byte("saga: trial\nsteps:\n  - {id: open, action: accounts.open}\n  - {id: bill, action: payments.charge}\n"), saga.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, err := cost.Walk(plan, cost.Params{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := cost.Walk(without, cost.Params{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, w, ix := with.DynamoReads-base.DynamoReads, with.DynamoWrites-base.DynamoWrites, with.IndexWRU-base.IndexWRU; r != reads || w != 1 || ix != pindex+windex {
+		t.Errorf("the cost model prices the wait at %d reads, %d writes, %g index WRU more; measured %d, 1, %g", r, w, ix, reads, pindex+windex)
 	}
 }

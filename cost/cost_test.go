@@ -271,7 +271,8 @@ func TestWalkIsDeterministic(t *testing.T) {
 }
 
 // A wait costs its timer: a message handled (no action), a read, a write,
-// its by_due entry put and deleted, and two moves of its by_status entry
+// the tick's read of the saga when it is longer than a queue's delay (36h:
+// reads 2 + 1 + 1), its by_due entry put and deleted, and two moves of its by_status entry
 // (running to waiting and back); Step Functions counts it as one state,
 // durable functions as one operation, and Express cannot run a saga that
 // waits past 5 minutes.
@@ -284,8 +285,15 @@ func TestWalkCostsAWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Timers != 1 || s.WaitTime != 36*time.Hour || s.ActionSteps != 2 || s.DynamoReads != 3 || s.Transitions != 4 {
+	if s.Timers != 1 || s.WaitTime != 36*time.Hour || s.ActionSteps != 2 || s.DynamoReads != 4 || s.TickedTimers != 1 || s.Transitions != 4 {
 		t.Fatalf("timers %d, wait %s, action steps %d, reads %d, transitions %d", s.Timers, s.WaitTime, s.ActionSteps, s.DynamoReads, s.Transitions)
+	}
+	short, err := saga.Compile("w.yaml", []byte("saga: w\nsteps:\n  - {id: a, action: x}\n  - {id: pause, wait: {for: 10m}}\n  - {id: b, action: y}\n"), saga.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ss, err := cost.Walk(short, cost.Params{StateBytes: 300}, nil); err != nil || ss.TickedTimers != 0 || ss.DynamoReads != 3 {
+		t.Fatalf("a 10-minute wait (its own delayed message, no tick): %+v %v", ss, err)
 	}
 	// by_status: 1 (start) + 2 (to waiting) + 2 (to running) + 2 (to succeeded); by_due: 2.
 	if s.IndexWRU != 9 || s.SFNTransitions != 3 {
