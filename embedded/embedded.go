@@ -220,10 +220,13 @@ func (r *Runtime) Run(ctx context.Context, p *engine.StartParams) (*saga.State, 
 
 // Wait polls a saga until it is final or ctx ends. On a manual clock,
 // virtual time passes meanwhile, awaits' and callbacks' timeouts included.
+// It returns once OnStep, if set, has heard every step of the saga.
 func (r *Runtime) Wait(ctx context.Context, sagaID string) (*saga.State, error) {
 	r.waiters.Add(1)
 	defer r.waiters.Add(-1)
-	return r.poll(ctx, sagaID, func(st *saga.State) bool { return st.Status.Final() })
+	return r.poll(ctx, sagaID, func(st *saga.State) bool {
+		return st.Status.Final() && !r.Coordinator.Unreported(sagaID)
+	})
 }
 
 // WaitReceiving polls a saga until it waits on a signal (an await) or on a

@@ -55,6 +55,10 @@ type Coordinator struct {
 	// a second apart in the embedded runtime, send each timer once.
 	tickedMu sync.Mutex
 	ticked   map[tickedTimer]time.Time // -> when it is due
+	// unheard counts, per saga, the writes whose step events OnStep has
+	// not heard yet (see Unreported).
+	unheardMu sync.Mutex
+	unheard   map[string]int
 }
 
 type tickedTimer struct {
@@ -157,10 +161,12 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*saga.State, e
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
+	done := c.writing(id)
 	err = c.cfg.Store.SagaCreate(ctx, &durable.SagaCreateParams{Record: rec})
 	if mayBeWritten(err) {
 		h.report()
 	}
+	done()
 	if errors.Is(err, durable.ErrExists) {
 		return c.existing(ctx, id, plan, input)
 	}

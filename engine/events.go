@@ -55,3 +55,35 @@ func (h *heard) report() {
 	}
 	h.events = h.events[:0]
 }
+
+// writing notes that a write of the saga begins, before the store is
+// asked, and returns what notes that its events have been handed to
+// OnStep (or will never be). Without OnStep it notes nothing.
+func (c *Coordinator) writing(sagaID string) (done func()) {
+	if c.cfg.OnStep == nil {
+		return func() {}
+	}
+	c.unheardMu.Lock()
+	if c.unheard == nil {
+		c.unheard = map[string]int{}
+	}
+	c.unheard[sagaID]++
+	c.unheardMu.Unlock()
+	return func() {
+		c.unheardMu.Lock()
+		if c.unheard[sagaID]--; c.unheard[sagaID] == 0 {
+			delete(c.unheard, sagaID)
+		}
+		c.unheardMu.Unlock()
+	}
+}
+
+// Unreported reports whether this coordinator is writing a transition of
+// the saga whose step events OnStep has not heard yet. A caller that read
+// the saga's state and then sees false knows OnStep has heard every step
+// that state records, if this coordinator wrote it.
+func (c *Coordinator) Unreported(sagaID string) bool {
+	c.unheardMu.Lock()
+	defer c.unheardMu.Unlock()
+	return c.unheard[sagaID] > 0
+}
