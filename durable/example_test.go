@@ -20,7 +20,7 @@ func ExampleDecodeMessage() {
 	fmt.Println(errors.Is(err, durable.ErrMalformedMessage), err)
 	// Output:
 	// {"v":1,"saga_id":"order-1001","version":3,"queue":"advance","step":"charge","attempt":2}
-	// {SagaID:order-1001 Version:3 Queue:advance Step:charge Attempt:2 Delay:0s} <nil>
+	// {SagaID:order-1001 Version:3 Queue:advance Step:charge Attempt:2 Kind: Child:0 Delay:0s} <nil>
 	// true malformed message: missing version
 }
 

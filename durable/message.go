@@ -1,6 +1,8 @@
 package durable
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -44,6 +46,15 @@ func AppendMessage(b []byte, m Message) []byte {
 	b = append(b, m.Step...)
 	b = append(b, `","attempt":`...)
 	b = strconv.AppendInt(b, int64(m.Attempt), 10)
+	if m.Kind != KindStep {
+		b = append(b, `,"kind":"`...)
+		b = append(b, m.Kind...)
+		b = append(b, '"')
+	}
+	if m.Child != 0 {
+		b = append(b, `,"child":`...)
+		b = strconv.AppendInt(b, int64(m.Child), 10)
+	}
 	return append(b, '}')
 }
 
@@ -54,6 +65,8 @@ type messageBody struct {
 	Queue   string `json:"queue"`
 	Step    string `json:"step"`
 	Attempt int    `json:"attempt"`
+	Kind    string `json:"kind"`
+	Child   int    `json:"child"`
 }
 
 // DecodeMessage parses a message body. Anything that is not a well-formed
@@ -84,8 +97,20 @@ func DecodeMessage(body []byte) (Message, error) {
 		return Message{}, fmt.Errorf("%w: unknown queue %q", ErrMalformedMessage, mb.Queue)
 	case mb.Attempt < 1:
 		return Message{}, fmt.Errorf("%w: attempt %d", ErrMalformedMessage, mb.Attempt)
+	case !knownKind(mb.Kind):
+		return Message{}, fmt.Errorf("%w: unknown kind %q", ErrMalformedMessage, mb.Kind)
+	case mb.Child != 0 && mb.Kind != string(KindLaunch), mb.Child < 0, mb.Child >= MaxForkChildren:
+		return Message{}, fmt.Errorf("%w: child %d with kind %q", ErrMalformedMessage, mb.Child, mb.Kind)
 	}
-	return Message{SagaID: mb.SagaID, Version: mb.Version, Queue: QueueName(mb.Queue), Step: mb.Step, Attempt: mb.Attempt}, nil
+	return Message{SagaID: mb.SagaID, Version: mb.Version, Queue: QueueName(mb.Queue), Step: mb.Step, Attempt: mb.Attempt, Kind: MessageKind(mb.Kind), Child: mb.Child}, nil
+}
+
+func knownKind(k string) bool {
+	switch MessageKind(k) {
+	case KindStep, KindLaunch, KindEnded, KindJoin, KindUndo:
+		return true
+	}
+	return false
 }
 
 // decodeFast parses the common shape of a message body: one flat JSON
@@ -165,6 +190,16 @@ func decodeFast(b []byte) (mb messageBody, ok bool) {
 				return mb, false
 			}
 			mb.Step = string(str)
+		case "kind":
+			if isNum {
+				return mb, false
+			}
+			mb.Kind = string(str)
+		case "child":
+			if !isNum || num > 1<<31 {
+				return mb, false
+			}
+			mb.Child = int(num)
 		default:
 			// encoding/json matches keys case-insensitively; leave those to it.
 			return mb, false
@@ -227,4 +262,18 @@ func fastUint(b []byte, i int) (uint64, int, bool) {
 		return 0, i, false
 	}
 	return n, i, true
+}
+
+// ChildID is the id of child index of the fork that step made at visit
+// of saga parentID: "<parent>.<step>.<visit>.<index>", or, when that would
+// be longer than a saga id may be, "c" and 40 hex digits of its SHA-256
+// followed by ".<index>". Derived, so that launching a child twice
+// creates it once.
+func ChildID(parentID, step string, visit uint64, index int) string {
+	id := parentID + "." + step + "." + strconv.FormatUint(visit, 10) + "." + strconv.Itoa(index)
+	if len(id) <= 128 {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "c" + hex.EncodeToString(sum[:20]) + "." + strconv.Itoa(index)
 }

@@ -62,6 +62,8 @@ func TestDecodeMessageRejects(t *testing.T) {
 func FuzzDecodeMessage(f *testing.F) {
 	f.Add([]byte(`{"v":1,"saga_id":"s-1","version":3,"queue":"advance","step":"charge","attempt":1}`))
 	f.Add([]byte(`{"v":1,"saga_id":"s-1","version":3,"queue":"compensate","step":"x","attempt":2,"step":"y"}`))
+	f.Add([]byte(`{"v":1,"saga_id":"s-1","version":3,"queue":"advance","step":"x","attempt":1,"kind":"launch","child":12}`))
+	f.Add([]byte(`{"v":1,"saga_id":"s-1","version":3,"queue":"advance","step":"x","attempt":1,"kind":"ended"}`))
 	f.Add([]byte(`{"V":1,"saga_id":"s","version":1,"queue":"advance","step":"a","attempt":1}`))
 	f.Add([]byte(`{"v":1,"saga_id":"s","version":18446744073709551615,"queue":"advance","step":"a","attempt":1}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -85,6 +87,8 @@ func decodeWithJSON(body []byte) (durable.Message, error) {
 		Queue   string `json:"queue"`
 		Step    string `json:"step"`
 		Attempt int    `json:"attempt"`
+		Kind    string `json:"kind"`
+		Child   int    `json:"child"`
 	}
 	if len(body) > durable.MaxMessageBytes {
 		return durable.Message{}, errors.New("too large")
@@ -95,7 +99,10 @@ func decodeWithJSON(body []byte) (durable.Message, error) {
 	if mb.V != 1 || !durable.ValidSagaID(mb.SagaID) || mb.Version == 0 || mb.Version > durable.MaxVersion || (mb.Queue != "advance" && mb.Queue != "compensate") || mb.Attempt < 1 {
 		return durable.Message{}, errors.New("invalid")
 	}
-	return durable.Message{SagaID: mb.SagaID, Version: mb.Version, Queue: durable.QueueName(mb.Queue), Step: mb.Step, Attempt: mb.Attempt}, nil
+	if k := mb.Kind; k != "" && k != "launch" && k != "ended" && k != "join" && k != "undo" || mb.Child < 0 || mb.Child >= durable.MaxForkChildren || mb.Child != 0 && k != "launch" {
+		return durable.Message{}, errors.New("invalid")
+	}
+	return durable.Message{SagaID: mb.SagaID, Version: mb.Version, Queue: durable.QueueName(mb.Queue), Step: mb.Step, Attempt: mb.Attempt, Kind: durable.MessageKind(mb.Kind), Child: mb.Child}, nil
 }
 
 func TestValidSagaID(t *testing.T) {

@@ -25,10 +25,43 @@ type Message struct {
 	Queue   QueueName // the queue it goes to, which says action or compensation
 	Step    string    // the id of the step whose action (or compensation) the saga waits on
 	Attempt int       // which attempt of that action, from 1
+	// Kind is what the message asks; the zero kind (KindStep) is a step's
+	// action or compensation. The others belong to forks (docs/PROTOCOL.md,
+	// "Forks"): Step names the fork step, and Attempt is 1.
+	Kind MessageKind
+	// Child is the index of the child a KindLaunch starts, 0 to
+	// MaxForkChildren-1; zero for every other kind.
+	Child int
 	// Delay holds the message back before its first delivery (a retry's
 	// backoff), at most MaxDelay; zero: at once. It is not part of the body.
 	Delay time.Duration
 }
+
+// MessageKind says what a message asks of the saga it names.
+type MessageKind string
+
+const (
+	// KindStep: run the action (or compensation) of Step, attempt Attempt,
+	// of the saga at Version.
+	KindStep MessageKind = ""
+	// KindLaunch: start child Child of the fork at Step of the saga at
+	// Version. It is never queued: whoever sends the saga's outbox starts
+	// the child itself, with the saga's state in hand.
+	KindLaunch MessageKind = "launch"
+	// KindEnded: the saga, a child run, ended at Version: count it in its
+	// fork's record.
+	KindEnded MessageKind = "ended"
+	// KindJoin: the fork at Step that the saga made at Version has closed:
+	// every child it started has ended.
+	KindJoin MessageKind = "join"
+	// KindUndo: the saga, a child run that succeeded at Version, is to be
+	// compensated as a whole, because its parent compensates.
+	KindUndo MessageKind = "undo"
+)
+
+// MaxForkChildren bounds the children of one fork: the elements of a
+// foreach's list, or a parallel's branches.
+const MaxForkChildren = 10_000
 
 // MaxDelay is the longest delay one queue message can carry (SQS's limit).
 const MaxDelay = 15 * time.Minute

@@ -46,6 +46,13 @@ func (c *Coordinator) Handle(ctx context.Context, body []byte) (Outcome, error) 
 		c.log.LogAttrs(ctx, slog.LevelError, "malformed message", slog.Int("bytes", len(body)), slog.String("error", err.Error()))
 		return "", err
 	}
+	if msg.Kind != durable.KindStep {
+		// Forks do not run yet (docs/PROTOCOL.md, "Forks"): nothing sends
+		// these, so one here was never ours.
+		err := fmt.Errorf("%w: a %s message of saga %s: forks do not run yet", durable.ErrMalformedMessage, msg.Kind, msg.SagaID)
+		c.log.LogAttrs(ctx, slog.LevelError, "malformed message", slog.Int("bytes", len(body)), slog.String("error", err.Error()))
+		return "", err
+	}
 	for range c.cfg.MaxConflictRetries {
 		outcome, err := c.handle(ctx, msg)
 		if errors.Is(err, durable.ErrConflict) {

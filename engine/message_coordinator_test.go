@@ -23,3 +23,21 @@ func TestHandleRefusesImpossibleVersion(t *testing.T) {
 		t.Fatalf("saga moved to v%d", st.Version)
 	}
 }
+
+// A fork's message (ended, join, undo) is not a step's: until forks run,
+// one is malformed and changes nothing, rather than being taken for the
+// pending step's message and running its action.
+func TestHandleRefusesForkMessagesItDoesNotRun(t *testing.T) {
+	r := newRig(t, "../saga/testdata/valid/order.yaml")
+	r.start("o-1", orderIn(10))
+	for _, kind := range []durable.MessageKind{durable.KindEnded, durable.KindJoin, durable.KindUndo, durable.KindLaunch} {
+		body := durable.AppendMessage(nil, durable.Message{SagaID: "o-1", Version: 1, Queue: durable.QueueAdvance, Step: "reserve", Attempt: 1, Kind: kind})
+		outcome, err := r.coord.Handle(context.Background(), body)
+		if !errors.Is(err, durable.ErrMalformedMessage) {
+			t.Fatalf("%s: outcome %q, err %v: want ErrMalformedMessage", kind, outcome, err)
+		}
+	}
+	if st := r.get("o-1"); st.Version != 1 {
+		t.Fatalf("saga moved to v%d", st.Version)
+	}
+}
