@@ -55,6 +55,12 @@ const (
 	tagSeen              = 23
 	tagSecret            = 24
 	tagFromOutside       = 25
+	tagParent            = 26
+	tagItem              = 27
+	tagLastOut           = 28
+	tagUndoing           = 29
+	tagForkItems         = 30
+	tagUndoNext          = 31
 )
 
 // Value type bytes.
@@ -107,6 +113,13 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 			e.uint(5, 1)
 		}
 		e.time(6, c.Due)
+		if c.Fork {
+			e.uint(7, 1)
+		}
+		e.uint(8, uint64(c.Children))
+		e.uint(9, uint64(c.Lanes))
+		e.uint(11, c.Version)
+		e.uint(12, uint64(c.Child))
 		e.end(at)
 	}
 	for _, c := range st.Stack {
@@ -119,6 +132,7 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 		if c.OutDropped {
 			e.uint(4, 1)
 		}
+		e.uint(5, uint64(c.Children))
 		e.end(at)
 	}
 	for _, m := range st.Outbox {
@@ -128,6 +142,11 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 		e.str(4, m.Step)
 		e.uint(5, uint64(m.Attempt))
 		e.uint(6, uint64(m.Delay))
+		if m.SagaID != st.SagaID {
+			e.str(7, m.SagaID) // a fork's message to a parent or a child
+		}
+		e.str(8, string(m.Kind))
+		e.uint(9, uint64(m.Child))
 		e.end(at)
 	}
 	e.uint(tagSeq, st.Seq)
@@ -154,6 +173,31 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 	}
 	if len(st.Secret) > 0 {
 		e.str(tagSecret, string(st.Secret))
+	}
+	if l := st.Parent; l != nil {
+		at := e.begin(tagParent)
+		e.str(1, l.ID)
+		e.str(2, l.Step)
+		e.uint(3, l.Seq)
+		e.uint(4, l.Version)
+		e.uint(5, uint64(l.Index))
+		e.uint(6, uint64(l.Children))
+		e.uint(7, uint64(l.Lanes))
+		e.end(at)
+	}
+	if st.Item != nil {
+		e.value(tagItem, st.Item)
+	}
+	e.str(tagLastOut, st.LastOut)
+	if st.Undoing {
+		e.uint(tagUndoing, 1)
+	}
+	if st.ForkItems != nil {
+		e.value(tagForkItems, st.ForkItems)
+	}
+	for _, k := range st.UndoNext {
+		e.key(tagUndoNext, wireVarint) // even when 0: every entry comes back
+		e.b = binary.AppendUvarint(e.b, uint64(k))
 	}
 	switch {
 	case st.Output != nil && sameMap(st.Output, st.Vars):
@@ -389,6 +433,44 @@ func (st *State) UnmarshalBinary(data []byte) error {
 			st.Seen = append(st.Seen, d.str())
 		case tag == tagSecret && wire == wireBytes:
 			st.Secret = []byte(d.str())
+		case tag == tagParent && wire == wireBytes:
+			l := &ParentLink{}
+			d.nested(func(tag, wire int) bool {
+				switch tag {
+				case 1:
+					l.ID = d.str()
+				case 2:
+					l.Step = d.str()
+				case 3:
+					l.Seq = d.uint()
+				case 4:
+					l.Version = d.uint()
+				case 5:
+					l.Index = d.int()
+				case 6:
+					l.Children = d.int()
+				case 7:
+					l.Lanes = d.int()
+				default:
+					return false
+				}
+				return true
+			})
+			st.Parent = l
+		case tag == tagItem && wire == wireBytes:
+			st.Item = d.valueField()
+		case tag == tagLastOut && wire == wireBytes:
+			st.LastOut = d.str()
+		case tag == tagUndoing && wire == wireVarint:
+			st.Undoing = d.uint() == 1
+		case tag == tagForkItems && wire == wireBytes:
+			items, ok := d.valueField().([]any)
+			if !ok {
+				d.fail("a fork's items are not a list")
+			}
+			st.ForkItems = items
+		case tag == tagUndoNext && wire == wireVarint:
+			st.UndoNext = append(st.UndoNext, d.int())
 		case tag == tagCursor && wire == wireBytes:
 			var c Cursor
 			d.nested(func(tag, wire int) bool {
@@ -405,6 +487,16 @@ func (st *State) UnmarshalBinary(data []byte) error {
 					c.Wait = d.uint() == 1
 				case 6:
 					c.Due = d.time()
+				case 7:
+					c.Fork = d.uint() == 1
+				case 8:
+					c.Children = d.int()
+				case 9:
+					c.Lanes = d.int()
+				case 11:
+					c.Version = d.uint()
+				case 12:
+					c.Child = d.int()
 				default:
 					return false
 				}
@@ -423,6 +515,8 @@ func (st *State) UnmarshalBinary(data []byte) error {
 					c.Out, c.HasOut = d.valueField(), true
 				case 4:
 					c.OutDropped = d.uint() == 1
+				case 5:
+					c.Children = d.int()
 				default:
 					return false
 				}
@@ -448,6 +542,12 @@ func (st *State) UnmarshalBinary(data []byte) error {
 					m.Attempt = d.int()
 				case 6:
 					m.Delay = time.Duration(d.uint())
+				case 7:
+					m.SagaID = d.str()
+				case 8:
+					m.Kind = durable.MessageKind(d.str())
+				case 9:
+					m.Child = d.int()
 				default:
 					return false
 				}
@@ -479,7 +579,9 @@ func (st *State) UnmarshalBinary(data []byte) error {
 		}
 	}
 	for i := range st.Outbox {
-		st.Outbox[i].SagaID = st.SagaID
+		if st.Outbox[i].SagaID == "" {
+			st.Outbox[i].SagaID = st.SagaID
+		}
 	}
 	if outputIsVars {
 		st.Output = st.Vars

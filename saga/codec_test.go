@@ -36,9 +36,34 @@ func richState() *saga.State {
 	}
 }
 
+// forkStates are a parent waiting on a foreach's join, the same parent
+// undoing its children, and one of the children.
+func forkStates() []*saga.State {
+	waiting := richState()
+	waiting.Status = durable.StatusWaiting
+	waiting.Cursors = []saga.Cursor{{Step: 5, Attempt: 1, Seq: 6, Fork: true, Children: 3, Lanes: 2, Version: 7}}
+	waiting.ForkItems = []any{map[string]any{"sku": "a"}, nil, int64(3)}
+	waiting.Outbox = []durable.Message{
+		{SagaID: "s-1", Version: 7, Queue: durable.QueueAdvance, Kind: durable.KindLaunch, Step: "ship_all", Attempt: 1, Child: 0},
+		{SagaID: "s-1", Version: 7, Queue: durable.QueueAdvance, Kind: durable.KindLaunch, Step: "ship_all", Attempt: 1, Child: 1},
+	}
+	undoing := richState()
+	undoing.Cursors = []saga.Cursor{{Step: 5, Attempt: 1, Seq: 6, Compensating: true, Fork: true, Children: 3, Lanes: 2, Version: 7, Child: 2}}
+	undoing.UndoNext = []int{1, 0}
+	undoing.Stack = []saga.Completion{{Step: 0, Seq: 1}, {Step: 5, Seq: 6, Children: 3}}
+	undoing.Outbox = []durable.Message{{SagaID: durable.ChildID("s-1", "ship_all", 6, 2), Version: 4, Queue: durable.QueueCompensate, Kind: durable.KindUndo, Step: "ship_all", Attempt: 1}}
+	child := richState()
+	child.SagaID = durable.ChildID("s-1", "ship_all", 6, 0)
+	child.Status = durable.StatusSucceeded
+	child.Parent = &saga.ParentLink{ID: "s-1", Step: "ship_all", Seq: 6, Version: 7, Index: 0, Children: 3, Lanes: 2}
+	child.Item, child.LastOut, child.Undoing = map[string]any{"sku": "a"}, "parcel", true
+	child.Outbox = []durable.Message{{SagaID: child.SagaID, Version: 7, Queue: durable.QueueAdvance, Kind: durable.KindEnded, Step: "ship_one", Attempt: 1}}
+	return []*saga.State{waiting, undoing, child}
+}
+
 func TestStateRoundTrip(t *testing.T) {
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
-	states := []*saga.State{richState(), {}, drive(t, p, orderIn(1), failing("charge")).st, drive(t, p, orderIn(1), failing()).st}
+	states := append(forkStates(), richState(), &saga.State{}, drive(t, p, orderIn(1), failing("charge")).st, drive(t, p, orderIn(1), failing()).st)
 	for i, st := range states {
 		b, err := st.MarshalBinary()
 		if err != nil {

@@ -66,6 +66,25 @@ type State struct {
 	// Secret keys the saga's callback tokens (CallbackToken); set at the
 	// start of a saga whose definition has callback steps. Never shown.
 	Secret []byte
+	// Parent links a child run (a branch, an iteration, a child saga) to
+	// the fork that started it; nil for a saga a user started.
+	Parent *ParentLink
+	// Item is what a foreach iteration sees as its item (the list's
+	// element at Parent.Index); nil for other sagas.
+	Item any
+	// LastOut is the var the latest out of a branch or iteration wrote:
+	// its value is the child run's output when the branch ends.
+	LastOut string
+	// ForkItems is, while a foreach forks, its list: one element per
+	// child, read when a lane starts its next child.
+	ForkItems []any
+	// UndoNext lists the children of the fork being compensated still to
+	// undo after the cursor's Child, in order; nil while compensating a
+	// fork that succeeded, whose children are undone from Child down to 0.
+	UndoNext []int
+	// Undoing marks a child run that compensates because its parent does
+	// (a KindUndo): its end is reported to the parent's compensation.
+	Undoing bool
 	// Resends is how many times the sweep has sent the outbox of this
 	// version again (durable.SagaRecord.Resends): kept by the store
 	// beside the state, not encoded in it, and filled by the reads that
@@ -83,6 +102,26 @@ type Cursor struct {
 	// due (the saga is waiting).
 	Wait bool
 	Due  time.Time // when a Wait cursor's timer is due
+	// Fork: the cursor is a fork step (parallel, foreach, saga) whose
+	// children run as sagas of their own: forward, the saga waits for its
+	// join; compensating, for child Child to be undone.
+	Fork     bool
+	Children int    // fork: how many children it starts (N)
+	Lanes    int    // fork: how many run at once (C, at most Children)
+	Version  uint64 // fork: the version the fork transition wrote; its join names it
+	Child    int    // fork, compensating: the child being undone
+}
+
+// ParentLink is where a child run came from: its parent saga, the fork
+// step and visit, and its place among the fork's children.
+type ParentLink struct {
+	ID       string // the parent saga's id
+	Step     string // the fork step's id
+	Seq      uint64 // the fork's visit
+	Version  uint64 // the version the parent's fork transition wrote
+	Index    int    // the child's index: its branch, or its element of the list
+	Children int    // how many children the fork starts
+	Lanes    int    // how many of them run at once
 }
 
 // Delivery is something sent to a saga from outside: a signal, or the
@@ -115,6 +154,9 @@ type Completion struct {
 	// OutDropped: the action succeeded but its output could not be kept
 	// (too large or not a value state holds), so its var was not written.
 	OutDropped bool
+	// Children is, for a fork step, how many children it started: each
+	// succeeded, and is undone as a whole when the saga compensates.
+	Children int
 }
 
 // StepError is a failure recorded in state: ids and type, never values.
