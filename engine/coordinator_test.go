@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,9 +150,14 @@ func TestCoordinatorRunsSagaToTheEnd(t *testing.T) {
 	}
 	var trace []string
 	for _, ev := range r.events {
-		trace = append(trace, ev.Step+":"+string(ev.Outcome))
+		trace = append(trace, ev.Step+":"+string(ev.Outcome)+"@v"+strconv.FormatUint(ev.Version, 10)+"/"+string(ev.Status))
+		if ev.SagaName != "order" {
+			t.Errorf("event %s %s: saga name %q, want order", ev.Step, ev.Outcome, ev.SagaName)
+		}
 	}
-	want := "reserve:started reserve:completed route:completed charge:started charge:completed check:completed done:completed"
+	// Every event of a transition carries the status it wrote.
+	want := "reserve:started@v1/running reserve:completed@v2/running route:completed@v2/running charge:started@v2/running " +
+		"charge:completed@v3/succeeded check:completed@v3/succeeded done:completed@v3/succeeded"
 	if join(trace) != want {
 		t.Fatalf("trace %s", join(trace))
 	}

@@ -3,13 +3,19 @@ package engine
 import (
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // StepEvent tells an observer about one step of a saga.
 type StepEvent struct {
-	SagaID  string // the saga the step belongs to
-	Version uint64 // the version the transition wrote
+	SagaID   string // the saga the step belongs to
+	SagaName string // its definition's name
+	Version  uint64 // the version the transition wrote
+	// Status is the saga's status once the transition is written, the
+	// same for every event of one transition (metrics count how sagas end
+	// by it).
+	Status durable.Status
 	saga.StepRecord
 	// Duration is how long the action ran, for the step whose action this
 	// transition ran; zero for pure steps.
@@ -26,6 +32,7 @@ type stepTiming struct {
 // write).
 type heard struct {
 	c      *Coordinator
+	st     *saga.State
 	events []StepEvent
 }
 
@@ -35,9 +42,9 @@ func (c *Coordinator) observer(h *heard, sagaID string, st *saga.State, timing *
 	if c.cfg.OnStep == nil {
 		return nil
 	}
-	h.c, h.events = c, h.events[:0]
+	h.c, h.st, h.events = c, st, h.events[:0]
 	return func(rec saga.StepRecord) {
-		ev := StepEvent{SagaID: sagaID, Version: st.Version, StepRecord: rec}
+		ev := StepEvent{SagaID: sagaID, SagaName: st.Name, Version: st.Version, StepRecord: rec}
 		if timing != nil && rec.Step == timing.step && rec.Compensation == timing.comp && rec.Outcome != saga.OutcomeStarted {
 			ev.Duration = timing.took
 		}
@@ -51,6 +58,7 @@ func (h *heard) report() {
 		return
 	}
 	for _, ev := range h.events {
+		ev.Status = h.st.Status
 		h.c.cfg.OnStep(ev)
 	}
 	h.events = h.events[:0]
