@@ -43,6 +43,12 @@ func (c *Coordinator) observer(h *heard, sagaID string, st *saga.State, timing *
 		return nil
 	}
 	h.c, h.st, h.events = c, st, h.events[:0]
+	if h.events == nil {
+		// One allocation for the few events of a typical transition (a
+		// step's outcome, the pure steps after it, the next start),
+		// rather than one per doubling.
+		h.events = make([]StepEvent, 0, 4)
+	}
 	return func(rec saga.StepRecord) {
 		ev := StepEvent{SagaID: sagaID, SagaName: st.Name, Version: st.Version, StepRecord: rec}
 		if timing != nil && rec.Step == timing.step && rec.Compensation == timing.comp && rec.Outcome != saga.OutcomeStarted {

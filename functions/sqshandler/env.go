@@ -18,6 +18,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/functions/emf"
 	"github.com/lambdasaga/lambdasaga/lambdaaction"
 	"github.com/lambdasaga/lambdasaga/lang"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
@@ -38,25 +39,33 @@ const (
 // clients (endpoints and credentials from the usual AWS variables, so
 // AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_SQS point it at emulators),
 // the DynamoDB store, the SQS queue and the coordinator. Actions are those
-// in reg; `lambda:<function>` actions run through Lambda Invoke. Call it
-// once, outside the handler.
+// in reg; `lambda:<function>` actions run through Lambda Invoke. Each batch
+// writes its metrics to standard output in the embedded metric format
+// (package emf). Call it once, outside the handler.
 func FromEnvironment(ctx context.Context, reg *engine.Registry) (*Handler, error) {
 	if reg == nil {
 		// Without actions every record would fail and reach the
 		// dead-letter queue.
 		return nil, errors.New("sqshandler: FromEnvironment needs a registry (engine.NewRegistry(), with your actions)")
 	}
-	coord, log, margin, err := CoordinatorFromEnvironment(ctx, reg)
+	metrics := emf.New(emf.Config{})
+	coord, log, margin, err := coordinatorFromEnvironment(ctx, reg, metrics)
 	if err != nil {
 		return nil, err
 	}
-	return New(Config{Coordinator: coord, Logger: log, Margin: margin})
+	return New(Config{Coordinator: coord, Logger: log, Margin: margin, Metrics: metrics})
 }
 
 // CoordinatorFromEnvironment builds the coordinator FromEnvironment uses,
 // with its logger and the deadline margin, for functions that are not SQS
 // batch handlers (the sweep). A nil reg builds one that runs no actions.
 func CoordinatorFromEnvironment(ctx context.Context, reg *engine.Registry) (*engine.Coordinator, *slog.Logger, time.Duration, error) {
+	return coordinatorFromEnvironment(ctx, reg, nil)
+}
+
+// coordinatorFromEnvironment builds the coordinator; with metrics, it
+// hears its step events and counts its lost conditional writes.
+func coordinatorFromEnvironment(ctx context.Context, reg *engine.Registry, metrics *emf.Recorder) (*engine.Coordinator, *slog.Logger, time.Duration, error) {
 	var missing []string
 	get := func(name string) string {
 		v := os.Getenv(name)
@@ -112,7 +121,11 @@ func CoordinatorFromEnvironment(ctx context.Context, reg *engine.Registry) (*eng
 		actions = reg
 	}
 	log := slog.New(lambdacontext.NewLogHandler())
-	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: store, Queue: queue, Actions: actions, Logger: log})
+	cfg := engine.CoordinatorConfig{Store: store, Queue: queue, Actions: actions, Logger: log}
+	if metrics != nil {
+		cfg.Store, cfg.OnStep = metrics.Store(store), metrics.OnStep
+	}
+	coord, err := engine.NewCoordinator(cfg)
 	if err != nil {
 		return nil, nil, 0, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/functions/emf"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 )
 
@@ -34,13 +35,19 @@ type Config struct {
 	Logger *slog.Logger
 	// Margin: see DefaultMargin.
 	Margin time.Duration
+	// Metrics, when set, counts what each batch did and writes it as
+	// embedded metric format lines before Handle returns. For the step
+	// and saga metrics and the conflicts, the coordinator must have been
+	// built with its OnStep and its Store (FromEnvironment does that).
+	Metrics *emf.Recorder
 }
 
 // Handler handles SQS batches.
 type Handler struct {
-	coord  *engine.Coordinator
-	log    *slog.Logger
-	margin time.Duration
+	coord   *engine.Coordinator
+	log     *slog.Logger
+	margin  time.Duration
+	metrics *emf.Recorder
 }
 
 // New returns a handler.
@@ -54,7 +61,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Margin == 0 {
 		cfg.Margin = DefaultMargin
 	}
-	return &Handler{coord: cfg.Coordinator, log: cfg.Logger, margin: cfg.Margin}, nil
+	return &Handler{coord: cfg.Coordinator, log: cfg.Logger, margin: cfg.Margin, metrics: cfg.Metrics}, nil
 }
 
 // Handle processes the batch in order. Records that failed, that are
@@ -77,9 +84,11 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			for _, rest := range recs[i:] {
 				if rest.Err == nil && h.handBack(ctx, rest) {
 					handedBack++
+					h.count(emf.HandedBack)
 					continue
 				}
 				failed = append(failed, rest.MessageID)
+				h.count(failure(rest.Err))
 			}
 			h.log.LogAttrs(ctx, slog.LevelWarn, "invocation deadline near: records handed back for a fresh invocation",
 				slog.Int("records", len(recs)-i), slog.Duration("left", time.Until(deadline)))
@@ -89,6 +98,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			h.log.LogAttrs(ctx, slog.LevelError, poisonMessage,
 				slog.String("message_id", r.MessageID), slog.Int("receive_count", r.ReceiveCount), slog.String("error", r.Err.Error()))
 			failed = append(failed, r.MessageID)
+			h.count(emf.Malformed)
 			continue
 		}
 		// The coordinator ends the action saga.ResultReserve before the
@@ -96,15 +106,17 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		err := h.handleRecord(ctx, r)
 		if errors.Is(err, engine.ErrNoTime) && h.handBack(ctx, r) {
 			handedBack++
+			h.count(emf.HandedBack)
 			continue
 		}
 		if err != nil {
 			failed = append(failed, r.MessageID)
+			h.count(failure(err))
 			if errors.Is(err, errPanicked) {
 				continue // logged with its stack
 			}
 			level, msg := slog.LevelWarn, "message not handled; it will be delivered again"
-			if errors.Is(err, durable.ErrMalformedMessage) || errors.Is(err, engine.ErrDamagedState) {
+			if poison(err) {
 				level, msg = slog.LevelError, poisonMessage
 			}
 			h.log.LogAttrs(ctx, level, msg,
@@ -113,9 +125,38 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			continue
 		}
 		handled++
+		h.count(emf.Handled)
 	}
 	h.log.LogAttrs(ctx, slog.LevelInfo, "batch done", slog.Int("records", len(recs)), slog.Int("handled", handled), slog.Int("handed_back", handedBack), slog.Int("failed", len(failed)))
+	if h.metrics != nil {
+		if err := h.metrics.Flush(); err != nil {
+			h.log.LogAttrs(ctx, slog.LevelWarn, "metrics not written", slog.String("error", err.Error()))
+		}
+	}
 	return sqsqueue.BatchResponse(failed), nil
+}
+
+// count tells the metrics what became of a record.
+func (h *Handler) count(what emf.Record) {
+	if h.metrics != nil {
+		h.metrics.Count(what)
+	}
+}
+
+// failure is what a record that failed with err comes to: malformed when
+// it can never be handled (it is bound for the dead-letter queue), else
+// failed (it comes back).
+func failure(err error) emf.Record {
+	if poison(err) {
+		return emf.Malformed
+	}
+	return emf.Failed
+}
+
+// poison reports whether a record that failed with err can never be
+// handled.
+func poison(err error) bool {
+	return errors.Is(err, durable.ErrMalformedMessage) || errors.Is(err, engine.ErrDamagedState)
 }
 
 // handBack sends r's message again for a fresh invocation, so that r can be

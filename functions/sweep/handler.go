@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/functions/emf"
 	"github.com/lambdasaga/lambdasaga/functions/sqshandler"
 )
 
@@ -105,27 +106,11 @@ func (s *sweeper) sweep(ctx context.Context) (*engine.SweepResult, error) {
 }
 
 // emitMetrics writes the sweep's counts as one line of CloudWatch's
-// embedded metric format, which Lambda's log stream turns into metrics
-// in the namespace lambdasaga, by function: no API call.
+// embedded metric format (the functions' writer, package emf), which
+// Lambda's log stream turns into metrics in the namespace lambdasaga, by
+// function: no API call.
 func (s *sweeper) emitMetrics(res *engine.SweepResult) {
-	type metric struct {
-		Name string `json:"Name"`
-		Unit string `json:"Unit"`
+	if err := emf.WriteSweep(s.metrics, s.function, time.Now(), res); err != nil {
+		s.log.Warn("sweep metrics not written", slog.String("error", err.Error()))
 	}
-	line := map[string]any{
-		"_aws": map[string]any{
-			"Timestamp": time.Now().UnixMilli(),
-			"CloudWatchMetrics": []map[string]any{{
-				"Namespace":  "lambdasaga",
-				"Dimensions": [][]string{{"Function"}},
-				"Metrics":    []metric{{"SweepChecked", "Count"}, {"SweepResent", "Count"}, {"SagasLeftForOperator", "Count"}},
-			}},
-		},
-		"Function":             s.function,
-		"SweepChecked":         res.Checked,
-		"SweepResent":          res.Resent,
-		"SagasLeftForOperator": res.LeftForOperator,
-	}
-	b, _ := json.Marshal(line)
-	_, _ = s.metrics.Write(append(b, '\n'))
 }

@@ -1,0 +1,5 @@
+//go:build race
+
+package sqshandler_test
+
+const raceEnabled = true
