@@ -120,7 +120,7 @@ func enableMetrics(cfg *engine.CoordinatorConfig, hcfg *sqshandler.Config) {
 }
 
 // TestHandlerAllocs pins the allocations of a batch of 10 records, one
-// action step each, without metrics and with them (bench/README.md).
+// action step each, without metrics and with them.
 // The difference, 5 a record, is the coordinator's OnStep machinery (the
 // held events of a transition, its observer, the step's timing, the
 // unreported-write mark); the Recorder itself allocates nothing once its
@@ -139,7 +139,7 @@ func TestHandlerAllocs(t *testing.T) {
 		}
 		got := testing.AllocsPerRun(100, func() { bp.once(t) })
 		if got != c.pinned {
-			t.Errorf("batch of 10, metrics %v: %v allocations, pinned at %v: update the pin (and bench/README.md) if this is intended", c.metrics, got, c.pinned)
+			t.Errorf("batch of 10, metrics %v: %v allocations, pinned at %v: update the pin if this is intended", c.metrics, got, c.pinned)
 		}
 	}
 }
