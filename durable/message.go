@@ -107,7 +107,7 @@ func DecodeMessage(body []byte) (Message, error) {
 
 func knownKind(k string) bool {
 	switch MessageKind(k) {
-	case KindStep, KindLaunch, KindEnded, KindJoin, KindUndo:
+	case KindStep, KindLaunch, KindEnded, KindJoin, KindUndo, KindStop:
 		return true
 	}
 	return false

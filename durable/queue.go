@@ -57,6 +57,10 @@ const (
 	// KindUndo: the saga, a child run that succeeded at Version, is to be
 	// compensated as a whole, because its parent compensates.
 	KindUndo MessageKind = "undo"
+	// KindStop: the fork at Step of the saga at Version fails from outside
+	// (a cancel, the saga's deadline): record it in the fork's record and
+	// cancel its running children. Never queued, as KindLaunch.
+	KindStop MessageKind = "stop"
 )
 
 // MaxForkChildren bounds the children of one fork: the elements of a

@@ -30,7 +30,7 @@ func TestHandleRefusesImpossibleVersion(t *testing.T) {
 func TestHandleRefusesForkMessagesItDoesNotRun(t *testing.T) {
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("o-1", orderIn(10))
-	for _, kind := range []durable.MessageKind{durable.KindEnded, durable.KindJoin, durable.KindUndo, durable.KindLaunch} {
+	for _, kind := range []durable.MessageKind{durable.KindEnded, durable.KindJoin, durable.KindUndo, durable.KindLaunch, durable.KindStop} {
 		body := durable.AppendMessage(nil, durable.Message{SagaID: "o-1", Version: 1, Queue: durable.QueueAdvance, Step: "reserve", Attempt: 1, Kind: kind})
 		outcome, err := r.coord.Handle(context.Background(), body)
 		if !errors.Is(err, durable.ErrMalformedMessage) {

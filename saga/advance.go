@@ -21,6 +21,10 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		return err
 	}
 	r := runner{p: p, st: st, ev: ev, was: st.Status, since: st.StatusSince}
+	if ev.Child != nil && ev.Kind == EventStart {
+		st.Parent = &ev.Child.Link // before any expression: it names the item
+	}
+	r.item = p.itemName(st)
 	var retryDue time.Time
 	retryWaits := false
 	if ev.Kind == EventCancel {
@@ -43,6 +47,10 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		if p.HasCallbacks() {
 			st.Secret = append([]byte(nil), ev.Secret...)
 		}
+		if ev.Child != nil {
+			r.startChild(ev.Child)
+			break
+		}
 		r.run(0)
 	case EventResult:
 		if st.Cursors[0].Compensating {
@@ -56,6 +64,16 @@ func (p *Plan) Advance(st *State, ev Event) error {
 			// running it yet, so nothing is in flight to wait for.
 			st.Cursors = st.Cursors[:0]
 			r.compensate(cancelled())
+			break
+		}
+		if cur, ok := st.Pending(); ok && cur.Fork {
+			// Children run: they are stopped (a fork waited on) or go on
+			// being undone (a fork that failed); the join, or the last
+			// undo, compensates.
+			st.CancelRequested = true
+			if !cur.Compensating {
+				r.stopFork(cur)
+			}
 			break
 		}
 		if cur, ok := st.Pending(); ok && !cur.Compensating && st.Status == durable.StatusRunning {
@@ -74,8 +92,15 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		r.compensate(cancelled())
 	case EventTimer:
 		cur := st.Cursors[0]
-		st.Cursors = st.Cursors[:0]
 		s := p.steps[cur.Step]
+		if cur.Fork {
+			// The deadline passed while the children ran: they stop, and
+			// the join compensates.
+			st.Failure = &StepError{Step: s.ID, Type: lang.ErrorTypeDeadline, Message: fmt.Sprintf("saga deadline %s passed while %s's children ran", st.Deadline.UTC().Format(time.RFC3339), s.ID)}
+			r.stopFork(cur)
+			break
+		}
+		st.Cursors = st.Cursors[:0]
 		if !st.Deadline.IsZero() && !ev.Now.Before(st.Deadline) {
 			what := "while it waited"
 			if !cur.Wait {
@@ -109,6 +134,15 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		s := p.steps[cur.Step]
 		remember(st, ev.Delivery.ID)
 		r.callbackResult(s, cur, ev.Delivery)
+	case EventJoin:
+		r.joined(ev.Join)
+	case EventUndo:
+		st.Undoing = true
+		st.Failure = &StepError{Type: lang.ErrorTypeCancelled, Message: "its parent saga " + st.Parent.ID + " compensates"}
+		st.Status = durable.StatusCompensating
+		r.nextCompensation()
+	case EventUndone:
+		r.childUndone(ev.Undone)
 	case EventResume:
 		st.CompensationError = nil
 		st.Status = durable.StatusCompensating
@@ -118,6 +152,11 @@ func (p *Plan) Advance(st *State, ev Event) error {
 			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeSkipped, Compensation: true})
 		}
 		r.nextCompensation()
+	}
+	if st.Parent != nil && st.Status.Final() && st.Status != r.was {
+		// A child run ended: its fork counts it, or its parent's undo goes on.
+		r.send(durable.QueueAdvance, st.Parent.Step, 1, 0)
+		st.Outbox[len(st.Outbox)-1].Kind = durable.KindEnded
 	}
 	r.markStatusSince() // before the last measure: it is part of the state
 	if ev.StoreLimit > 0 && (st.Status == durable.StatusRunning || st.Status == durable.StatusWaiting) && !r.fits() {
@@ -190,6 +229,23 @@ func (p *Plan) admit(st *State, ev Event) error {
 		if ev.Kind == EventCallback && (s.Callback == nil || d.Step != cur.Step || d.Seq != cur.Seq || d.Attempt != cur.Attempt) {
 			return fmt.Errorf("%w: saga %s does not wait on that callback", ErrInvalidEvent, st.SagaID)
 		}
+	case EventJoin:
+		cur, ok := st.Pending()
+		if !ok || !cur.Fork || cur.Compensating || st.Status != durable.StatusWaiting || ev.Join == nil || ev.Join.Version != cur.Version {
+			return fmt.Errorf("%w: saga %s (%s) waits on no such fork", ErrInvalidEvent, st.SagaID, st.Status)
+		}
+		if ev.Join.Failure == nil && len(ev.Join.Outputs) != cur.Children {
+			return fmt.Errorf("%w: saga %s's fork has %d children, not %d outputs", ErrInvalidEvent, st.SagaID, cur.Children, len(ev.Join.Outputs))
+		}
+	case EventUndo:
+		if st.Parent == nil || st.Status != durable.StatusSucceeded {
+			return fmt.Errorf("%w: saga %s (%s) is no child run that succeeded", ErrInvalidEvent, st.SagaID, st.Status)
+		}
+	case EventUndone:
+		cur, ok := st.Pending()
+		if !ok || !cur.Fork || !cur.Compensating || ev.Undone == nil || ev.Undone.Child != cur.Child {
+			return fmt.Errorf("%w: saga %s (%s) undoes no such child", ErrInvalidEvent, st.SagaID, st.Status)
+		}
 	case EventResume:
 		if st.Status != durable.StatusCompensationFailed {
 			return fmt.Errorf("%w: saga %s is %s; only compensation_failed sagas resume", ErrInvalidEvent, st.SagaID, st.Status)
@@ -217,6 +273,7 @@ type runner struct {
 	st      *State
 	ev      Event
 	act     activation
+	item    string // Plan.itemName of the saga
 	scratch []byte // for measuring the state under ev.StoreLimit
 	// was and since are the status and StatusSince before the transition.
 	was   durable.Status
@@ -273,7 +330,7 @@ func (r *runner) record(rec StepRecord) {
 }
 
 func (r *runner) activation(vars map[string]any, attempt int) *activation {
-	r.act = activation{st: r.st, vars: vars, attempt: int64(attempt), now: r.ev.Now}
+	r.act = activation{st: r.st, vars: vars, attempt: int64(attempt), now: r.ev.Now, item: r.item}
 	return &r.act
 }
 
@@ -287,6 +344,10 @@ func (r *runner) run(idx int) {
 			r.succeed(st.Vars)
 			return
 		}
+		if idx == branchEnd {
+			r.branchEnded()
+			return
+		}
 		if !st.Deadline.IsZero() && !r.ev.Now.Before(st.Deadline) {
 			r.compensate(&StepError{Step: p.steps[idx].ID, Type: lang.ErrorTypeDeadline, Message: fmt.Sprintf("saga deadline %s passed", st.Deadline.UTC().Format(time.RFC3339))})
 			return
@@ -295,6 +356,14 @@ func (r *runner) run(idx int) {
 		if n >= p.opts.MaxInlineSteps {
 			r.caught(s, 1, &StepError{Step: s.ID, Type: lang.ErrorTypeStepLimit, Message: fmt.Sprintf("ran %d steps in one transition without an action", n)})
 			return
+		}
+		if s.fork != nil {
+			next, goOn := r.fork(s, idx)
+			if !goOn {
+				return
+			}
+			idx = next
+			continue
 		}
 		switch s.Kind {
 		case lang.KindAction:
@@ -468,6 +537,7 @@ func (r *runner) takeOut(s *planStep, v any) bool {
 		r.caught(s, 1, r.tooLarge(s.ID, "the payload step "+s.ID+" received"))
 		return false
 	}
+	r.wroteOut(s.Out)
 	return true
 }
 
@@ -527,6 +597,7 @@ func (r *runner) callbackResult(s *planStep, cur Cursor, d Delivery) {
 		r.stepFailed(s, cur.Attempt, r.tooLarge(s.ID, "the callback output of step "+s.ID))
 		return
 	}
+	r.wroteOut(s.Out)
 	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: cur.Attempt})
 	r.run(s.nextIndex)
 }
@@ -722,6 +793,7 @@ func (r *runner) complete(s *planStep, cur Cursor, out any, keep bool) {
 	st := r.st
 	if keep && s.Out != "" {
 		st.Vars[s.Out] = out
+		r.wroteOut(s.Out)
 	}
 	if s.comp != nil {
 		c := Completion{Step: cur.Step, Seq: cur.Seq, OutDropped: !keep && s.Out != ""}

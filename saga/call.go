@@ -51,6 +51,9 @@ func (st *State) Pending() (Cursor, bool) {
 // it.
 func (st *State) WakeAt() time.Time {
 	cur, ok := st.Pending()
+	if ok && cur.Fork && !cur.Compensating && st.Status == durable.StatusWaiting && st.Failure == nil && !st.CancelRequested {
+		return st.Deadline // the children run; the saga's deadline stops them
+	}
 	if !ok || !cur.Wait || st.Status != durable.StatusWaiting {
 		return time.Time{}
 	}
@@ -134,7 +137,7 @@ func (p *Plan) Call(st *State, now time.Time) (Call, error) {
 		vars = without(vars, s.Out)
 	}
 	if with != nil {
-		act := &activation{st: st, vars: vars, attempt: int64(cur.Attempt), now: now}
+		act := &activation{st: st, vars: vars, attempt: int64(cur.Attempt), now: now, item: p.itemName(st)}
 		in, err := with.eval(act)
 		if err != nil && dropped {
 			return c, &ActionError{Type: ErrorType(err), Message: fmt.Sprintf("compensate.with: the action succeeded but its output could not be kept (vars.%s was never written), so its compensation cannot be built; undo it by hand (idempotency key %s), then resume with --skip: %s",

@@ -177,6 +177,9 @@ type activation struct {
 	attempt int64
 	now     time.Time
 	guards  *guardMemo // made by the first guarded call (celguard.go)
+	// item is the name a foreach iteration sees its item as; empty in
+	// any other saga (see Plan.itemName).
+	item string
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
@@ -197,6 +200,14 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.attempt, true
 	case "saga.now":
 		return a.now, true
+	}
+	if a.item != "" {
+		switch name {
+		case a.item:
+			return a.st.Item, true
+		case "index":
+			return int64(a.st.Parent.Index), true
+		}
 	}
 	return nil, false
 }

@@ -20,6 +20,11 @@ func (r *runner) nextCompensation() {
 		return
 	}
 	top := st.Stack[len(st.Stack)-1]
+	if top.Children > 0 {
+		// A fork that succeeded: its children are undone, the last first.
+		r.undoChild(r.p.steps[top.Step], Cursor{Step: top.Step, Attempt: 1, Seq: top.Seq, Fork: true, Children: top.Children, Child: top.Children - 1})
+		return
+	}
 	st.Cursors = append(st.Cursors[:0], Cursor{Step: top.Step, Attempt: 1, Seq: top.Seq, Compensating: true})
 	r.send(durable.QueueCompensate, r.p.steps[top.Step].ID, 1, 0)
 }

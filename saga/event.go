@@ -29,9 +29,19 @@ const (
 	// on (Event.Delivery). Plan.Receive keeps one that comes while the
 	// action that got the token still runs.
 	EventCallback
+	// EventJoin ends the fork the saga waits on (Event.Join): every child
+	// it started has ended.
+	EventJoin
+	// EventUndo compensates a child run that succeeded, as a whole,
+	// because its parent compensates.
+	EventUndo
+	// EventUndone tells a saga undoing a fork's children that one of them
+	// ended its compensation (Event.Undone).
+	EventUndone
 )
 
-// String returns the kind's name: "start", "result", "cancel", "resume", "timer", "signal" or "callback".
+// String returns the kind's name: "start", "result", "cancel", "resume",
+// "timer", "signal", "callback", "join", "undo" or "undone".
 func (k EventKind) String() string {
 	switch k {
 	case EventStart:
@@ -48,6 +58,12 @@ func (k EventKind) String() string {
 		return "signal"
 	case EventCallback:
 		return "callback"
+	case EventJoin:
+		return "join"
+	case EventUndo:
+		return "undo"
+	case EventUndone:
+		return "undone"
 	}
 	return fmt.Sprintf("event(%d)", uint8(k))
 }
@@ -74,6 +90,12 @@ type Event struct {
 
 	// Delivery is what EventSignal and EventCallback deliver.
 	Delivery Delivery
+
+	// Child, on EventStart, starts a child run of a fork (Plan.Child)
+	// instead of a saga at its first step.
+	Child  *ChildStart
+	Join   *Join   // EventJoin
+	Undone *Undone // EventUndone
 
 	Output any   // EventResult: the action's output, made of plain values (CheckValue)
 	Err    error // EventResult: the action's error, nil on success

@@ -39,6 +39,7 @@ type planStep struct {
 	routes    []compiledCatch  // catch
 	policy    lang.RetryPolicy // action: its retry, or the default
 	comp      *compiledComp    // compensate
+	fork      *forkSpec        // parallel, foreach, saga
 	inLoop    bool
 	// keepOut: the step's output is kept with its completion, for its
 	// compensation to read, because its var may be overwritten before the

@@ -1,0 +1,444 @@
+//go:build forks
+
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/saga"
+)
+
+// Forks: the coordinator's half of docs/PROTOCOL.md, "Forks". A fork's
+// children are sagas of their own; the parent's outbox launches them
+// (KindLaunch, done here, never queued); a child's end is counted in the
+// fork's record (KindEnded); the count that closes the fork sends the
+// parent its join (KindJoin); a parent that compensates undoes its
+// children one by one (KindUndo, and KindEnded of an undone child).
+
+// sendOutbox sends st's outbox: its queue messages, and the launches and
+// stops only whoever holds st can do.
+func (c *Coordinator) sendOutbox(ctx context.Context, st *saga.State, plan *saga.Plan) error {
+	queued := st.Outbox
+	if hasForkWork(st.Outbox) {
+		queued = make([]durable.Message, 0, len(st.Outbox))
+		for _, m := range st.Outbox {
+			if m.Kind != durable.KindLaunch && m.Kind != durable.KindStop {
+				queued = append(queued, m)
+			}
+		}
+	}
+	if err := c.send(ctx, queued); err != nil {
+		return err
+	}
+	for _, m := range st.Outbox {
+		switch m.Kind {
+		case durable.KindLaunch:
+			if err := c.launch(ctx, st, plan, m.Child, false); err != nil {
+				return fmt.Errorf("launch child %d of %s: %w", m.Child, m.Step, err)
+			}
+		case durable.KindStop:
+			if err := c.stopFork(ctx, st, plan); err != nil {
+				return fmt.Errorf("stop fork %s: %w", m.Step, err)
+			}
+		}
+	}
+	return nil
+}
+
+func hasForkWork(msgs []durable.Message) bool {
+	for _, m := range msgs {
+		if m.Kind == durable.KindLaunch || m.Kind == durable.KindStop {
+			return true
+		}
+	}
+	return false
+}
+
+// launch creates child k of the fork parent waits on and sends its first
+// messages; stopped creates it already cancelled (a licensed child of a
+// fork that failed before it was created). A child that exists is not
+// created again: if it is still at its first version, its outbox is sent
+// again (a launcher may have died between the create and the send).
+func (c *Coordinator) launch(ctx context.Context, parent *saga.State, plan *saga.Plan, k int, stopped bool) error {
+	childPlan, cs, err := plan.Child(parent, k)
+	if err != nil {
+		return err
+	}
+	cs.Stopped = stopped
+	id := durable.ChildID(parent.SagaID, cs.Link.Step, cs.Link.Seq, k)
+	if childPlan != plan {
+		c.cfg.Plans.Add(childPlan)
+		if err := c.cfg.Plans.ensureStored(ctx, c.cfg.Store, childPlan); err != nil {
+			return fmt.Errorf("child %s: store definition: %w", id, err)
+		}
+	}
+	var secret []byte
+	if childPlan.HasCallbacks() {
+		secret = make([]byte, 16)
+		if _, err := rand.Read(secret); err != nil {
+			return fmt.Errorf("child %s: callback secret: %w", id, err)
+		}
+	}
+	var h heard
+	st := &saga.State{}
+	ev := saga.Event{Kind: saga.EventStart, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), SagaID: id, Input: cs.Input, Secret: secret, Child: cs, OnStep: c.observer(&h, id, st, nil)}
+	if err := childPlan.Advance(st, ev); err != nil {
+		return fmt.Errorf("child %s: %w", id, err)
+	}
+	rec, err := st.Record(nil)
+	if unstorable(err) {
+		st = &saga.State{}
+		ev.StoreLimit, ev.OnStep = saga.MaxStateBytes, c.observer(&h, id, st, nil)
+		if err = childPlan.Advance(st, ev); err == nil {
+			rec, err = st.Record(nil)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("child %s: %w", id, err)
+	}
+	done := c.writing(id)
+	err = c.cfg.Store.SagaCreate(ctx, &durable.SagaCreateParams{Record: rec})
+	if mayBeWritten(err) {
+		h.report()
+	}
+	done()
+	if errors.Is(err, durable.ErrExists) {
+		_, have, havePlan, err := c.load(ctx, id)
+		if err != nil {
+			return err
+		}
+		switch {
+		case stopped && !have.Status.Final():
+			_, err := c.Cancel(ctx, id)
+			if errors.Is(err, saga.ErrInvalidEvent) {
+				return nil // it ended meanwhile
+			}
+			return err
+		case have.Version == 1:
+			return c.sendOutbox(ctx, have, havePlan)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("child %s: %w", id, err)
+	}
+	return c.sendOutbox(ctx, st, childPlan)
+}
+
+// forkKey names the record of the fork a child belongs to.
+func forkKey(l *saga.ParentLink) string { return durable.ForkKey(l.ID, l.Step, l.Seq) }
+
+// ended handles KindEnded: a child run ended. Forward, it is counted in
+// its fork's record (and the count may launch the lane's next child,
+// stop the lane, cancel the fork's running children, or close the fork);
+// undoing, its parent goes on to the next child.
+func (c *Coordinator) ended(ctx context.Context, msg durable.Message) (Outcome, error) {
+	_, st, _, err := c.load(ctx, msg.SagaID)
+	if err != nil {
+		return "", err
+	}
+	if !st.Status.Final() || st.Parent == nil {
+		return HandledStale, nil // resumed since, or never a child: nothing to count
+	}
+	if st.Undoing {
+		return c.undone(ctx, st)
+	}
+	l := st.Parent
+	key, lane, m := forkKey(l), l.Index%l.Lanes, l.Index/l.Lanes
+	failed := st.Status != durable.StatusSucceeded
+	rec, err := c.cfg.Store.ForkCount(ctx, &durable.ForkCountParams{Key: key, Lane: lane, Count: m, Failed: failed, Child: l.Index})
+	licensed := err == nil && rec.Failed < 0
+	if errors.Is(err, durable.ErrConflict) {
+		// Counted before (a repeat of this message): do again what the
+		// count implies, all of it idempotent.
+		if rec, err = c.cfg.Store.ForkGet(ctx, &durable.ForkGetParams{Key: key}); err != nil {
+			return "", err
+		}
+		if count(rec, lane) <= m {
+			return "", fmt.Errorf("%w: fork %s lane %d holds %d, and child %d (its %d-th) cannot be counted", ErrDamagedState, key, lane, count(rec, lane), l.Index, m)
+		}
+		licensed = rec.Failed < 0
+	}
+	if err != nil {
+		return "", err
+	}
+	if next := l.Index + l.Lanes; licensed && next < l.Children {
+		if err := c.launchFor(ctx, l, next); err != nil {
+			return "", err
+		}
+	}
+	if !licensed && !slices.Contains(rec.Stopped, lane) {
+		if rec, err = c.cfg.Store.ForkStop(ctx, &durable.ForkStopParams{Key: key, Lane: lane}); err != nil {
+			return "", err
+		}
+	}
+	if rec.Failed == l.Index {
+		// This child failed first: the fork's running children stop.
+		if err := c.cancelLanes(ctx, l, rec); err != nil {
+			return "", err
+		}
+	}
+	if closed(rec, l) {
+		join := durable.Message{SagaID: l.ID, Version: l.Version, Queue: durable.QueueAdvance, Kind: durable.KindJoin, Step: l.Step, Attempt: 1}
+		if err := c.send(ctx, []durable.Message{join}); err != nil {
+			return "", err
+		}
+	}
+	c.logHandled(ctx, msg, st, HandledStep, 0)
+	return HandledStep, nil
+}
+
+func count(rec *durable.ForkRecord, lane int) int {
+	if lane < len(rec.Counts) {
+		return rec.Counts[lane]
+	}
+	return 0
+}
+
+// closed reports whether every lane of the fork is exhausted or stopped.
+func closed(rec *durable.ForkRecord, l *saga.ParentLink) bool {
+	for j := range l.Lanes {
+		if j+count(rec, j)*l.Lanes < l.Children && !slices.Contains(rec.Stopped, j) {
+			return false
+		}
+	}
+	return true
+}
+
+// launchFor launches child k of the fork l names, from its parent.
+func (c *Coordinator) launchFor(ctx context.Context, l *saga.ParentLink, k int) error {
+	_, parent, plan, err := c.load(ctx, l.ID)
+	if err != nil {
+		return err
+	}
+	cur, ok := parent.Pending()
+	if !ok || !cur.Fork || cur.Compensating || cur.Version != l.Version {
+		return nil // the parent has joined: nothing more starts
+	}
+	return c.launch(ctx, parent, plan, k, false)
+}
+
+// cancelLanes cancels the current child of every lane of a failed fork
+// that has not stopped; a licensed child not created yet is created
+// cancelled.
+func (c *Coordinator) cancelLanes(ctx context.Context, l *saga.ParentLink, rec *durable.ForkRecord) error {
+	var parent *saga.State
+	var plan *saga.Plan
+	for j := range l.Lanes {
+		k := j + count(rec, j)*l.Lanes
+		if k >= l.Children || slices.Contains(rec.Stopped, j) {
+			continue
+		}
+		id := durable.ChildID(l.ID, l.Step, l.Seq, k)
+		_, err := c.Cancel(ctx, id)
+		switch {
+		case err == nil, errors.Is(err, saga.ErrInvalidEvent):
+			continue // cancelled, or ended meanwhile
+		case !errors.Is(err, durable.ErrNotFound):
+			return err
+		}
+		if parent == nil {
+			if _, parent, plan, err = c.load(ctx, l.ID); err != nil {
+				return err
+			}
+		}
+		if cur, ok := parent.Pending(); !ok || !cur.Fork || cur.Version != l.Version {
+			return nil
+		}
+		if err := c.launch(ctx, parent, plan, k, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stopFork records in the fork's record that the fork st waits on failed
+// from outside (a cancel, the deadline), and cancels its running children.
+func (c *Coordinator) stopFork(ctx context.Context, st *saga.State, plan *saga.Plan) error {
+	cur, ok := st.Pending()
+	if !ok || !cur.Fork || cur.Compensating {
+		return nil
+	}
+	_, cs, err := plan.Child(st, 0)
+	if err != nil {
+		return err
+	}
+	l := &cs.Link
+	// Failed names no child (l.Children is past the last): the failure is
+	// the parent's own, a cancel or its deadline.
+	rec, err := c.cfg.Store.ForkFail(ctx, &durable.ForkFailParams{Key: forkKey(l), Child: l.Children})
+	if err != nil {
+		return err
+	}
+	if err := c.cancelLanes(ctx, l, rec); err != nil {
+		return err
+	}
+	if closed(rec, l) {
+		// Every child had ended: the join may have gone before the stop.
+		join := durable.Message{SagaID: l.ID, Version: l.Version, Queue: durable.QueueAdvance, Kind: durable.KindJoin, Step: l.Step, Attempt: 1}
+		return c.send(ctx, []durable.Message{join})
+	}
+	return nil
+}
+
+// maxJoinReads bounds the reads of a join's children in flight.
+const maxJoinReads = 16
+
+// join handles KindJoin: it reads the fork's children and ends the fork
+// the parent waits on.
+func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, error) {
+	rec, st, plan, err := c.load(ctx, msg.SagaID)
+	if err != nil {
+		return "", err
+	}
+	cur, ok := st.Pending()
+	if !ok || !cur.Fork || cur.Compensating || cur.Version != msg.Version || st.Status != durable.StatusWaiting {
+		return HandledStale, nil // joined already
+	}
+	_, cs, err := plan.Child(st, 0)
+	if err != nil {
+		return "", err
+	}
+	l := &cs.Link
+	fork, err := c.cfg.Store.ForkGet(ctx, &durable.ForkGetParams{Key: forkKey(l)})
+	if err != nil {
+		return "", err
+	}
+	if !closed(fork, l) {
+		return HandledStale, nil // not every child has ended: a later count joins
+	}
+	children := make([]*saga.State, cur.Children)
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, maxJoinReads)
+	)
+	for k := range cur.Children {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			child, err := c.Get(ctx, durable.ChildID(l.ID, l.Step, l.Seq, k))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, durable.ErrNotFound):
+			case err != nil:
+				errs = append(errs, err)
+			default:
+				children[k] = child
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return "", err
+	}
+	j := &saga.Join{Version: cur.Version}
+	if fork.Failed < 0 {
+		j.Outputs = make([]any, cur.Children)
+	}
+	for k, child := range children {
+		switch {
+		case child == nil:
+			if fork.Failed < 0 {
+				return "", fmt.Errorf("%w: fork %s closed without child %d", ErrDamagedState, forkKey(l), k)
+			}
+		case child.Status == durable.StatusSucceeded:
+			j.Succeeded = append(j.Succeeded, k)
+			if j.Outputs != nil {
+				j.Outputs[k] = child.Output
+			}
+		case !child.Status.Final():
+			return "", fmt.Errorf("%w: fork %s closed while child %d is %s", ErrDamagedState, forkKey(l), k, child.Status)
+		}
+	}
+	if fork.Failed >= 0 && fork.Failed < len(children) && children[fork.Failed] != nil {
+		j.Failure = children[fork.Failed].Failure
+	}
+	if fork.Failed >= 0 && fork.Failed < cur.Children && j.Failure == nil {
+		j.Failure = &saga.StepError{Step: l.Step, Type: "ChildFailed", Message: fmt.Sprintf("child %d failed", fork.Failed)}
+	}
+	var h heard
+	if err := plan.Advance(st, saga.Event{Kind: saga.EventJoin, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Join: j, OnStep: c.observer(&h, st.SagaID, st, nil)}); err != nil {
+		return "", err
+	}
+	if err := c.write(ctx, st, rec.Version, &h); err != nil {
+		return "", err
+	}
+	if err := c.sendOutbox(ctx, st, plan); err != nil {
+		return "", fmt.Errorf("saga %s: version %d written, outbox not sent: %w", st.SagaID, st.Version, err)
+	}
+	c.logHandled(ctx, msg, st, HandledStep, 0)
+	return HandledStep, nil
+}
+
+// undo handles KindUndo: a child that succeeded compensates as a whole.
+func (c *Coordinator) undo(ctx context.Context, msg durable.Message) (Outcome, error) {
+	rec, st, plan, err := c.load(ctx, msg.SagaID)
+	if errors.Is(err, errSagaMissing) {
+		return "", fmt.Errorf("%w: %w", durable.ErrMalformedMessage, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case st.Parent == nil:
+		return "", fmt.Errorf("%w: undo of saga %s, which is no child", durable.ErrMalformedMessage, st.SagaID)
+	case st.Undoing && st.Status.Final():
+		return c.undone(ctx, st) // undone already: its parent may not know
+	case st.Undoing, st.Status != durable.StatusSucceeded && !st.Status.Final():
+		return HandledStale, nil
+	case st.Status != durable.StatusSucceeded:
+		return c.undone(ctx, st) // it compensated itself: nothing of it to undo
+	}
+	var h heard
+	if err := plan.Advance(st, saga.Event{Kind: saga.EventUndo, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), OnStep: c.observer(&h, st.SagaID, st, nil)}); err != nil {
+		return "", err
+	}
+	if err := c.write(ctx, st, rec.Version, &h); err != nil {
+		return "", err
+	}
+	if err := c.sendOutbox(ctx, st, plan); err != nil {
+		return "", fmt.Errorf("saga %s: version %d written, outbox not sent: %w", st.SagaID, st.Version, err)
+	}
+	c.logHandled(ctx, msg, st, HandledStep, 0)
+	return HandledStep, nil
+}
+
+// undone tells the parent of child, which ended its undo (or had
+// nothing to undo), that it may go on.
+func (c *Coordinator) undone(ctx context.Context, child *saga.State) (Outcome, error) {
+	l := child.Parent
+	rec, st, plan, err := c.load(ctx, l.ID)
+	if err != nil {
+		return "", err
+	}
+	cur, ok := st.Pending()
+	if !ok || !cur.Fork || !cur.Compensating || cur.Child != l.Index || cur.Seq != l.Seq || plan.StepID(cur.Step) != l.Step {
+		return HandledStale, nil
+	}
+	u := &saga.Undone{Child: l.Index}
+	if child.Status == durable.StatusCompensationFailed {
+		u.Parked = child.CompensationError
+	}
+	var h heard
+	if err := plan.Advance(st, saga.Event{Kind: saga.EventUndone, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Undone: u, OnStep: c.observer(&h, st.SagaID, st, nil)}); err != nil {
+		return "", err
+	}
+	if err := c.write(ctx, st, rec.Version, &h); err != nil {
+		return "", err
+	}
+	if err := c.sendOutbox(ctx, st, plan); err != nil {
+		return "", fmt.Errorf("saga %s: version %d written, outbox not sent: %w", st.SagaID, st.Version, err)
+	}
+	c.log.LogAttrs(ctx, slog.LevelInfo, "child undone", slog.String("saga_id", st.SagaID), slog.String("child", child.SagaID))
+	return HandledStep, nil
+}

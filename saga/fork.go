@@ -1,0 +1,376 @@
+package saga
+
+import (
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/lang"
+)
+
+// branchEnd is the next index after the last step of a branch or of a
+// foreach's body: the child run that runs it ends there, succeeded.
+const branchEnd = -2
+
+// forkSpec is a compiled fork step: parallel, foreach or saga. Its
+// children run as sagas of their own (docs/PROTOCOL.md, "Forks").
+type forkSpec struct {
+	branches    []int     // parallel: each branch's first step index
+	body        int       // foreach: the body's first step index
+	items       *template // foreach: the list
+	as          string    // foreach: the name its body sees the item as
+	concurrency int       // foreach: at most this many children at once
+	child       *Plan     // saga: the child's plan
+	input       *template // saga: its with; nil for none
+	// undoable: a child may complete a step that declares compensate, so
+	// a fork that succeeded goes on the compensation stack.
+	undoable bool
+}
+
+// ChildStart is how child Index of a fork starts: what Plan.Child returns
+// and EventStart takes in Event.Child.
+type ChildStart struct {
+	Link     ParentLink     // where it comes from
+	Input    map[string]any // a branch's, the parent's input; a child saga's, its with
+	Vars     map[string]any // a branch's: the parent's vars at the fork (a copy); nil for a child saga
+	Item     any            // a foreach iteration's element
+	First    int            // the index of the step it starts at, in the plan it runs
+	Deadline time.Time      // the parent's deadline, or the child saga's own if earlier; zero: none
+	// Stopped starts the child already cancelled: a child its fork's
+	// failure stopped before it was created. Nothing of it runs.
+	Stopped bool
+}
+
+// Join is what EventJoin brings: how a fork's children ended.
+type Join struct {
+	Version uint64 // the version the fork transition wrote (Cursor.Version)
+	// Outputs are the children's outputs, by index, when every child
+	// succeeded.
+	Outputs []any
+	// Failure is the failure of the first child counted as failed; nil
+	// when none failed.
+	Failure *StepError
+	// Succeeded lists the children that succeeded, by index, ascending:
+	// when the fork failed, they are undone.
+	Succeeded []int
+}
+
+// Undone is what EventUndone brings: a child the saga undoes ended.
+type Undone struct {
+	Child int // the child's index
+	// Parked is the child's compensation error when it parked
+	// (compensation_failed) instead of ending compensated.
+	Parked *StepError
+}
+
+// IsFork reports whether the step with index idx forks.
+func (p *Plan) isFork(idx int) bool {
+	return idx >= 0 && idx < len(p.steps) && p.steps[idx].fork != nil
+}
+
+// Child returns the plan child k of the fork parent waits on runs, and
+// its start. The caller makes the child's id with durable.ChildID and
+// advances a new state with EventStart and Event.Child.
+func (p *Plan) Child(parent *State, k int) (*Plan, *ChildStart, error) {
+	cur, ok := parent.Pending()
+	if !ok || !cur.Fork || cur.Compensating || !p.isFork(cur.Step) {
+		return nil, nil, fmt.Errorf("%w: saga %s waits on no fork", ErrInvalidEvent, parent.SagaID)
+	}
+	if k < 0 || k >= cur.Children {
+		return nil, nil, fmt.Errorf("%w: saga %s's fork has no child %d", ErrInvalidEvent, parent.SagaID, k)
+	}
+	s := p.steps[cur.Step]
+	cs := &ChildStart{
+		Link:     ParentLink{ID: parent.SagaID, Step: s.ID, Seq: cur.Seq, Version: cur.Version, Index: k, Children: cur.Children, Lanes: cur.Lanes},
+		Deadline: parent.Deadline,
+	}
+	f := s.fork
+	switch {
+	case f.child != nil:
+		in, _ := parent.ForkItems[0].(map[string]any)
+		cs.Input = in
+		if t := f.child.def.Timeout; t > 0 {
+			if own := parent.UpdatedAt.Add(t); cs.Deadline.IsZero() || own.Before(cs.Deadline) {
+				cs.Deadline = own
+			}
+		}
+		return f.child, cs, nil
+	case f.items != nil:
+		cs.Input, cs.Vars, cs.Item, cs.First = parent.Input, maps.Clone(parent.Vars), parent.ForkItems[k], f.body
+	default:
+		cs.Input, cs.Vars, cs.First = parent.Input, maps.Clone(parent.Vars), f.branches[k]
+	}
+	return p, cs, nil
+}
+
+// fork starts a fork step's visit: the saga waits for its children to
+// end. A foreach over an empty list completes at once. It reports the
+// next index to run, and false when the step failed or the saga waits.
+func (r *runner) fork(s *planStep, idx int) (int, bool) {
+	st, p, f := r.st, r.p, s.fork
+	var items []any
+	n := len(f.branches)
+	switch {
+	case f.items != nil:
+		v, err := f.items.eval(r.activation(st.Vars, 1))
+		if err != nil {
+			return r.caught(s, 1, exprError(s.ID, err))
+		}
+		list, ok := v.([]any)
+		if !ok {
+			return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("foreach of step %s is a %T, not a list", s.ID, v)))
+		}
+		if len(list) > durable.MaxForkChildren {
+			return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("foreach of step %s has %d elements, over the limit of %d", s.ID, len(list), durable.MaxForkChildren)))
+		}
+		checked, err := CheckValue(list)
+		if err != nil {
+			return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, "foreach list: "+err.Error()))
+		}
+		items, n = checked.([]any), len(list)
+	case f.child != nil:
+		var in map[string]any
+		if f.input != nil {
+			v, err := f.input.eval(r.activation(st.Vars, 1))
+			if err != nil {
+				return r.caught(s, 1, exprError(s.ID, err))
+			}
+			m, ok := v.(map[string]any)
+			if !ok {
+				return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("the input of child saga %s is not a map", f.child.def.Name)))
+			}
+			in = m
+		}
+		checked, err := f.child.CheckInput(in)
+		if err != nil {
+			return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("the input of child saga %s: %v", f.child.def.Name, err)))
+		}
+		items, n = []any{checked}, 1
+	}
+	if n == 0 {
+		if !r.takeOut(s, []any{}) {
+			return 0, false
+		}
+		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
+		return s.nextIndex, true
+	}
+	if st.Seq >= uint64(p.opts.MaxVisits) {
+		return r.caught(s, 1, &StepError{Step: s.ID, Type: lang.ErrorTypeVisitLimit, Message: fmt.Sprintf("the saga made %d visits of actions, waits and forks, its limit", st.Seq)})
+	}
+	lanes := n
+	if f.items != nil && f.concurrency < lanes {
+		lanes = f.concurrency
+	}
+	if f.child != nil {
+		lanes = 1
+	}
+	st.Seq++
+	st.ForkItems = items
+	st.Cursors = append(st.Cursors[:0], Cursor{Step: idx, Attempt: 1, Seq: st.Seq, Fork: true, Children: n, Lanes: lanes, Version: st.Version})
+	st.Status = durable.StatusWaiting
+	for k := range lanes {
+		r.st.Outbox = append(r.st.Outbox, durable.Message{SagaID: st.SagaID, Version: st.Version, Queue: durable.QueueAdvance, Kind: durable.KindLaunch, Step: s.ID, Attempt: 1, Child: k})
+	}
+	if !r.fits() {
+		st.ForkItems, st.Outbox = nil, st.Outbox[:0]
+		st.Cursors = st.Cursors[:0]
+		st.Status = durable.StatusRunning
+		return r.caught(s, 1, r.tooLarge(s.ID, "the list of foreach "+s.ID))
+	}
+	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeWaiting, Attempt: 1})
+	return 0, false
+}
+
+// startChild begins a child run at its first step.
+func (r *runner) startChild(cs *ChildStart) {
+	st := r.st
+	link := cs.Link
+	st.Parent = &link
+	st.Input = cs.Input
+	if cs.Vars != nil {
+		st.Vars = cs.Vars
+	}
+	st.Item = cs.Item
+	st.Deadline = cs.Deadline
+	if cs.Stopped {
+		st.Failure = &StepError{Type: lang.ErrorTypeCancelled, Message: "its fork failed before it started"}
+		st.Status = durable.StatusCompensated
+		return
+	}
+	r.run(cs.First)
+}
+
+// branchEnded ends a branch or iteration: the child run succeeds with the
+// value of the last out it wrote.
+func (r *runner) branchEnded() {
+	st := r.st
+	var out any
+	if st.LastOut != "" {
+		out = st.Vars[st.LastOut]
+	}
+	r.succeed(out)
+}
+
+// wroteOut notes, in a child run, the var an out just wrote: the run's
+// output if its branch ends next.
+func (r *runner) wroteOut(name string) {
+	if r.st.Parent != nil && name != "" {
+		r.st.LastOut = name
+	}
+}
+
+// joined ends the fork the saga waits on: with every child succeeded,
+// its out is their outputs and the saga goes on; otherwise the children
+// that succeeded are undone, newest first, and then the fork's failure is
+// caught or the saga compensates.
+func (r *runner) joined(j *Join) {
+	st := r.st
+	cur := st.Cursors[0]
+	s := r.p.steps[cur.Step]
+	st.Cursors = st.Cursors[:0]
+	st.ForkItems = nil
+	st.Status = durable.StatusRunning
+	failure := j.Failure
+	switch {
+	case st.CancelRequested:
+		failure = cancelled()
+	case st.Failure != nil: // the deadline passed while the saga waited
+		failure = st.Failure
+	}
+	if failure == nil && s.Out != "" {
+		old, had := st.Vars[s.Out]
+		st.Vars[s.Out] = j.Outputs
+		if !r.fits() {
+			r.restore([]savedVar{{s.Out, old, had}})
+			failure = r.tooLarge(s.ID, "the outputs of "+s.ID+"'s children")
+		} else {
+			r.wroteOut(s.Out)
+		}
+	}
+	if failure == nil {
+		if s.fork.undoable {
+			st.Stack = append(st.Stack, Completion{Step: cur.Step, Seq: cur.Seq, Children: cur.Children})
+		}
+		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
+		r.run(s.nextIndex)
+		return
+	}
+	st.Failure = newStepError(failure.Step, failure.Type, failure.Message)
+	st.CancelRequested = false
+	r.undoFailedFork(s, cur, j.Succeeded)
+}
+
+// undoFailedFork undoes the children of a failed fork that succeeded,
+// the highest index first; with none to undo, the fork's failure (in
+// st.Failure) is handled at once.
+func (r *runner) undoFailedFork(s *planStep, cur Cursor, succeeded []int) {
+	st := r.st
+	if !s.fork.undoable || len(succeeded) == 0 {
+		r.forkFailed(s)
+		return
+	}
+	last := len(succeeded) - 1
+	st.UndoNext = st.UndoNext[:0]
+	for i := last - 1; i >= 0; i-- {
+		st.UndoNext = append(st.UndoNext, succeeded[i])
+	}
+	if len(st.UndoNext) == 0 {
+		st.UndoNext = nil
+	}
+	r.undoChild(s, Cursor{Step: cur.Step, Attempt: 2, Seq: cur.Seq, Fork: true, Children: cur.Children, Lanes: cur.Lanes, Version: cur.Version, Child: succeeded[last]})
+}
+
+// forkFailed handles the failure of a fork whose children are all
+// undone: a catch routes it, or the saga compensates.
+func (r *runner) forkFailed(s *planStep) {
+	st := r.st
+	err := st.Failure
+	st.Failure = nil
+	st.Status = durable.StatusRunning
+	if err.Type == lang.ErrorTypeCancelled || err.Type == lang.ErrorTypeDeadline {
+		// From outside the fork: no catch takes them.
+		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: 1, Error: err})
+		r.compensate(err)
+		return
+	}
+	r.stepFailed(s, 1, err)
+}
+
+// stopFork fails, from outside, the fork the saga waits on (a cancel,
+// its deadline): the sender of the outbox records it in the fork's
+// record and cancels its running children; the join follows when they
+// have ended.
+func (r *runner) stopFork(cur Cursor) {
+	st := r.st
+	s := r.p.steps[cur.Step]
+	st.Outbox = append(st.Outbox, durable.Message{SagaID: st.SagaID, Version: st.Version, Queue: durable.QueueAdvance, Kind: durable.KindStop, Step: s.ID, Attempt: 1})
+}
+
+// undoChild makes the saga wait for child cur.Child of a fork to be
+// undone. Attempt 2 marks the undo of a fork that failed (its failure is
+// handled after), 1 the compensation of a fork that succeeded.
+func (r *runner) undoChild(s *planStep, cur Cursor) {
+	st := r.st
+	cur.Compensating = true
+	st.Cursors = append(st.Cursors[:0], cur)
+	if cur.Attempt == 1 {
+		st.Status = durable.StatusCompensating
+	}
+	st.Outbox = append(st.Outbox, durable.Message{SagaID: durable.ChildID(st.SagaID, s.ID, cur.Seq, cur.Child), Version: st.Version, Queue: durable.QueueCompensate, Kind: durable.KindUndo, Step: s.ID, Attempt: 1})
+	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeStarted, Attempt: 1, Compensation: true})
+}
+
+// childUndone goes on after a child was undone: to the next child, or,
+// when none is left, to what follows the fork's undo.
+func (r *runner) childUndone(u *Undone) {
+	st := r.st
+	cur := st.Cursors[0]
+	s := r.p.steps[cur.Step]
+	if u.Parked != nil {
+		st.Status = durable.StatusCompensationFailed
+		st.CompensationError = newStepError(s.ID, u.Parked.Type, fmt.Sprintf("child %d parked: %s", u.Child, u.Parked.Message))
+		st.Cursors = st.Cursors[:0]
+		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensationFailed, Attempt: 1, Compensation: true, Error: st.CompensationError})
+		return
+	}
+	switch {
+	case cur.Attempt == 2 && len(st.UndoNext) > 0:
+		cur.Child, st.UndoNext = st.UndoNext[0], st.UndoNext[1:]
+		if len(st.UndoNext) == 0 {
+			st.UndoNext = nil
+		}
+		r.undoChild(s, cur)
+	case cur.Attempt == 2:
+		st.Cursors = st.Cursors[:0]
+		r.forkFailed(s)
+	case cur.Child > 0:
+		cur.Child--
+		r.undoChild(s, cur)
+	default:
+		st.Stack = st.Stack[:len(st.Stack)-1]
+		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensated, Attempt: 1, Compensation: true})
+		r.nextCompensation()
+	}
+}
+
+// itemName is the name under which a foreach iteration's expressions see
+// its item; empty for any other saga.
+func (p *Plan) itemName(st *State) string {
+	if st.Parent == nil {
+		return ""
+	}
+	i, ok := p.index[st.Parent.Step]
+	if !ok || p.steps[i].fork == nil || p.steps[i].fork.items == nil {
+		return ""
+	}
+	return p.steps[i].fork.as
+}
+
+// StepID returns the id of the step with index idx, or "" when there is none.
+func (p *Plan) StepID(idx int) string {
+	if idx < 0 || idx >= len(p.steps) {
+		return ""
+	}
+	return p.steps[idx].ID
+}
