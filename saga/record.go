@@ -40,6 +40,16 @@ func (p *Plan) CheckState(st *State) error {
 			return fmt.Errorf("a cursor at attempt %d", c.Attempt)
 		}
 		s := p.steps[c.Step]
+		if c.Fork {
+			if s.fork == nil || c.Children < 1 || c.Children > durable.MaxForkChildren || c.Lanes < 1 || c.Lanes > c.Children ||
+				c.Child < 0 || c.Child >= c.Children || c.Wait {
+				return fmt.Errorf("a fork cursor at step %s (%d children, %d at once, child %d)", s.ID, c.Children, c.Lanes, c.Child)
+			}
+			if s.fork.items != nil && !c.Compensating && len(st.ForkItems) != c.Children || s.fork.child != nil && !c.Compensating && len(st.ForkItems) != 1 {
+				return fmt.Errorf("a fork at step %s of %d children with %d items", s.ID, c.Children, len(st.ForkItems))
+			}
+			continue
+		}
 		if c.Wait {
 			if (s.Kind != lang.KindWait && s.Kind != lang.KindAwait && s.Callback == nil) || c.Compensating || c.Due.IsZero() {
 				return fmt.Errorf("a timer at step %s, which is no wait, await or callback", s.ID)
@@ -56,9 +66,22 @@ func (p *Plan) CheckState(st *State) error {
 		}
 	}
 	for _, c := range st.Stack {
-		if c.Step < 0 || c.Step >= len(p.steps) || p.steps[c.Step].comp == nil {
-			return fmt.Errorf("a completion of step %d, which has no compensation", c.Step)
+		switch {
+		case c.Step < 0 || c.Step >= len(p.steps):
+			return fmt.Errorf("a completion of step %d of %d", c.Step, len(p.steps))
+		case c.Children > 0 && p.steps[c.Step].fork == nil:
+			return fmt.Errorf("a completion of %d children of step %s, which is no fork", c.Children, p.steps[c.Step].ID)
+		case c.Children == 0 && p.steps[c.Step].comp == nil:
+			return fmt.Errorf("a completion of step %s, which has no compensation", p.steps[c.Step].ID)
 		}
+	}
+	for _, k := range st.UndoNext {
+		if k < 0 || k >= durable.MaxForkChildren {
+			return fmt.Errorf("child %d to undo", k)
+		}
+	}
+	if l := st.Parent; l != nil && (!durable.ValidSagaID(l.ID) || l.Lanes < 1 || l.Lanes > l.Children || l.Index < 0 || l.Index >= l.Children || l.Children > durable.MaxForkChildren) {
+		return fmt.Errorf("a parent link to %q (child %d of %d, %d at once)", l.ID, l.Index, l.Children, l.Lanes)
 	}
 	return nil
 }
