@@ -2,6 +2,11 @@ package durable
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
 	"time"
 )
 
@@ -182,9 +187,150 @@ type Store interface {
 	DefinitionPut(ctx context.Context, params *DefinitionPutParams) error
 	// DefinitionGet returns a definition, or ErrNotFound.
 	DefinitionGet(ctx context.Context, params *DefinitionGetParams) (*DefinitionRecord, error)
+	// ForkCount counts one ended child of a fork, in one conditional
+	// write and no read first: it sets lane Lane's count to Count+1 only
+	// if the lane holds Count (a lane never counted, or a record that does
+	// not exist, holds 0), creating the record if there is none. A child
+	// counted as failed also sets the record's Failed to Child unless a
+	// failed child is set already (the first one counted is kept), and
+	// stops its lane. It returns the record just after this update, which
+	// holds every update made before it. ErrConflict when the lane holds
+	// another count (this child was counted already, or a child before it
+	// in the lane was not): nothing changes. Counts of different lanes
+	// never conflict; of any number of concurrent counts of one lane from
+	// one Count, exactly one succeeds. An error (not ErrConflict) for a
+	// Key, Lane, Count or Child out of range (ForkCountParams.Check).
+	ForkCount(ctx context.Context, params *ForkCountParams) (*ForkRecord, error)
+	// ForkStop adds Lane to the record's stopped lanes, creating the
+	// record if there is none, and returns the record just after. It is
+	// idempotent: stopping a stopped lane changes nothing. It is not
+	// conditional and never conflicts.
+	ForkStop(ctx context.Context, params *ForkStopParams) (*ForkRecord, error)
+	// ForkGet reads a fork record with a consistent read: it sees every
+	// count and stop that returned before it was called. ErrNotFound
+	// when the fork has none (no child was counted, no lane stopped).
+	ForkGet(ctx context.Context, params *ForkGetParams) (*ForkRecord, error)
 }
 
 // MaxRecordStateBytes is the longest encoded state a store must hold in
 // one SagaRecord: the engine never writes more (a saga that failed may
 // hold up to this much; one that runs forward, less).
 const MaxRecordStateBytes = 380 << 10
+
+// MaxForkLanes is the most lanes a fork has: a foreach runs at most this
+// many children at once, a parallel at most this many branches. Lanes are
+// numbered 0 to MaxForkLanes-1. It bounds the fork record, so that a
+// store can keep it small (store/dynamo: under 1 KB, one write unit).
+const MaxForkLanes = 100
+
+// MaxForkKeyBytes is the longest fork key: ForkKey never makes a longer
+// one, and a store refuses one (ForkCountParams.Check).
+const MaxForkKeyBytes = 128
+
+// ForkKey is the key of the fork record of one visit to a fork step of a
+// parent saga: "<parent id>#<step>#<visit>" (neither a saga id nor a step
+// id holds a '#', so distinct forks have distinct keys). When that is
+// longer than MaxForkKeyBytes, it is "f" followed by the first 40 hex
+// digits of its SHA-256: it holds no '#', so it is never a short key.
+func ForkKey(parentID, step string, visit uint64) string {
+	k := parentID + "#" + step + "#" + strconv.FormatUint(visit, 10)
+	if len(k) <= MaxForkKeyBytes {
+		return k
+	}
+	sum := sha256.Sum256([]byte(k))
+	return "f" + hex.EncodeToString(sum[:20])
+}
+
+// ForkRecord is what a store keeps of one fork (docs/PROTOCOL.md, "The
+// fork record: lanes"): how many children of each lane have ended, the
+// lanes that stopped, and the first child counted as failed. Lane j of a
+// fork of C lanes runs its children j, j+C, j+2C, ... one after the other,
+// so a lane's count says which of its children is current.
+type ForkRecord struct {
+	Key string // the fork's key (ForkKey)
+	// Counts holds, for each lane j, how many of its children have been
+	// counted (ForkCount); a lane past its end, or never counted, holds
+	// 0. Its length is the highest lane ever counted plus one (empty when
+	// none): use Count(j) for any lane.
+	Counts  []int
+	Stopped []int // the lanes that stopped (a failure counted in them, or ForkStop), ascending, each once
+	Failed  int   // the index of the first child counted as failed; -1: none
+}
+
+// Count is how many children of lane j have been counted: Counts[j], or
+// 0 for a lane past the end of Counts.
+func (r *ForkRecord) Count(j int) int {
+	if j < 0 || j >= len(r.Counts) {
+		return 0
+	}
+	return r.Counts[j]
+}
+
+// IsStopped reports whether lane j has stopped.
+func (r *ForkRecord) IsStopped(j int) bool {
+	_, ok := slices.BinarySearch(r.Stopped, j)
+	return ok
+}
+
+// ForkCountParams counts one ended child of a fork (Store.ForkCount).
+type ForkCountParams struct {
+	Key  string // the fork (ForkKey)
+	Lane int    // the child's lane, 0 to MaxForkLanes-1
+	// Count is how many children of the lane the caller knows were
+	// counted before this one (the child's position in its lane: child k
+	// of a fork of C lanes is lane k mod C's child k div C). The count
+	// happens only if the lane holds it, and leaves it at Count+1.
+	Count int
+	// Failed: the child did not succeed. The record's Failed becomes
+	// Child if no failed child is set yet, and the lane stops.
+	Failed bool
+	Child  int // the child's index in the fork; read only when Failed
+}
+
+// Check reports what is out of range in p: an empty key or one longer
+// than MaxForkKeyBytes, a lane outside 0 to MaxForkLanes-1, a negative
+// count, or a failed child with a negative index. Every store checks it
+// before it writes.
+func (p *ForkCountParams) Check() error {
+	if err := checkFork(p.Key, p.Lane); err != nil {
+		return err
+	}
+	if p.Count < 0 {
+		return fmt.Errorf("fork %s: count %d of lane %d is negative", p.Key, p.Count, p.Lane)
+	}
+	if p.Failed && p.Child < 0 {
+		return fmt.Errorf("fork %s: failed child %d is negative", p.Key, p.Child)
+	}
+	return nil
+}
+
+// ForkStopParams stops one lane of a fork (Store.ForkStop).
+type ForkStopParams struct {
+	Key  string // the fork (ForkKey)
+	Lane int    // the lane to stop, 0 to MaxForkLanes-1
+}
+
+// Check reports what is out of range in p, as ForkCountParams.Check does.
+func (p *ForkStopParams) Check() error {
+	return checkFork(p.Key, p.Lane)
+}
+
+// ForkGetParams reads one fork record (Store.ForkGet).
+type ForkGetParams struct {
+	Key string // the fork (ForkKey)
+}
+
+// Check reports an empty key or one longer than MaxForkKeyBytes.
+func (p *ForkGetParams) Check() error {
+	return checkFork(p.Key, 0)
+}
+
+func checkFork(key string, lane int) error {
+	if key == "" || len(key) > MaxForkKeyBytes {
+		return fmt.Errorf("fork key %q: must be 1 to %d bytes", key, MaxForkKeyBytes)
+	}
+	if lane < 0 || lane >= MaxForkLanes {
+		return fmt.Errorf("fork %s: lane %d out of range 0 to %d", key, lane, MaxForkLanes-1)
+	}
+	return nil
+}

@@ -16,6 +16,8 @@
 //	                                rs (N, the sweep's re-sends of this version; absent: none),
 //	                                ttl (N, Unix s; only once succeeded or compensated)
 //	definition  DEF#<hash>   DEF    name (S), src (B)
+//	fork        FORK#<key>   FORK   l0 .. l99 (N, each lane's count of ended children; absent: 0),
+//	                                stop (NS, the stopped lanes), fail (N, the first failed child)
 //
 // The shard is a hash of the saga id, 00 to 31 (Shards): no partition key,
 // of the table or an index, is shared by every saga of a status or every
@@ -34,6 +36,7 @@
 //	a transition that changes the status        1 unit per KB         2 (old deleted, new put) see below
 //	a lost condition                            1 per KB of the stored item   0                0
 //	a re-send counted by the sweep (UpdateItem) 1 per KB of item      0 (rs is not projected)  0
+//	a fork's count or stop (UpdateItem)         1 (the item stays under 1 KB)  0 (no index keys)  0
 //
 // and on by_due, whatever the status does: setting a timer 1 (a new
 // entry), clearing it 1 (the entry deleted), changing it 2 (deleted and
@@ -51,6 +54,10 @@
 //	sweep: sagas in their status since < t   Query by_status per shard of running, waiting, compensating, gsi1sk < <t>#
 //	timers due before t, earliest first      Query by_due per shard, merged, ascending     gsi2pk = DUE#<shard>, cursor < gsi2sk < <t>#
 //	store, get a definition                  PutItem if absent / GetItem, consistent       pk = DEF#<hash>, sk = DEF
+//	count a fork's ended child               UpdateItem SET l<j> = :m+1 if l<j> = :m (absent for 0), ALL_OLD; no read first
+//	                                         (a failed one: SET fail = if_not_exists(fail, :k) ADD stop :j)    pk = FORK#<key>, sk = FORK
+//	stop a fork's lane                       UpdateItem ADD stop :j, ALL_OLD               same
+//	read a fork record                       GetItem, consistent                           same
 //	expire a finished saga                   DynamoDB's time to live on ttl                (no write charge)
 //
 // A listing queries every shard of a status (32 queries, 192 for every

@@ -22,11 +22,12 @@ type Store struct {
 	mu    sync.RWMutex
 	sagas map[string]*durable.SagaRecord
 	defs  map[string]*durable.DefinitionRecord
+	forks map[string]*durable.ForkRecord
 }
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{sagas: map[string]*durable.SagaRecord{}, defs: map[string]*durable.DefinitionRecord{}}
+	return &Store{sagas: map[string]*durable.SagaRecord{}, defs: map[string]*durable.DefinitionRecord{}, forks: map[string]*durable.ForkRecord{}}
 }
 
 func clone(r *durable.SagaRecord) *durable.SagaRecord {
@@ -208,4 +209,80 @@ func (s *Store) DefinitionGet(_ context.Context, p *durable.DefinitionGetParams)
 	c := *d
 	c.Source = bytes.Clone(d.Source)
 	return &c, nil
+}
+
+// ForkCount implements durable.Store.
+func (s *Store) ForkCount(_ context.Context, p *durable.ForkCountParams) (*durable.ForkRecord, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.forks[p.Key]
+	have := 0
+	if r != nil {
+		have = r.Count(p.Lane)
+	}
+	if have != p.Count {
+		return nil, fmt.Errorf("fork %s: lane %d holds count %d, not %d: %w", p.Key, p.Lane, have, p.Count, durable.ErrConflict)
+	}
+	if r == nil {
+		r = &durable.ForkRecord{Key: p.Key, Failed: -1}
+		s.forks[p.Key] = r
+	}
+	if p.Lane >= len(r.Counts) {
+		r.Counts = append(r.Counts, make([]int, p.Lane+1-len(r.Counts))...)
+	}
+	r.Counts[p.Lane] = p.Count + 1
+	if p.Failed {
+		if r.Failed < 0 {
+			r.Failed = p.Child
+		}
+		stop(r, p.Lane)
+	}
+	return cloneFork(r), nil
+}
+
+// ForkStop implements durable.Store.
+func (s *Store) ForkStop(_ context.Context, p *durable.ForkStopParams) (*durable.ForkRecord, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.forks[p.Key]
+	if r == nil {
+		r = &durable.ForkRecord{Key: p.Key, Failed: -1}
+		s.forks[p.Key] = r
+	}
+	stop(r, p.Lane)
+	return cloneFork(r), nil
+}
+
+// ForkGet implements durable.Store.
+func (s *Store) ForkGet(_ context.Context, p *durable.ForkGetParams) (*durable.ForkRecord, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, ok := s.forks[p.Key]
+	if !ok {
+		return nil, fmt.Errorf("fork %s: %w", p.Key, durable.ErrNotFound)
+	}
+	return cloneFork(r), nil
+}
+
+// stop adds lane to r's stopped lanes, kept ascending and unique.
+func stop(r *durable.ForkRecord, lane int) {
+	if i, ok := slices.BinarySearch(r.Stopped, lane); !ok {
+		r.Stopped = slices.Insert(r.Stopped, i, lane)
+	}
+}
+
+func cloneFork(r *durable.ForkRecord) *durable.ForkRecord {
+	c := *r
+	c.Counts = slices.Clone(r.Counts)
+	c.Stopped = slices.Clone(r.Stopped)
+	return &c
 }

@@ -36,6 +36,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	t.Run("LargeState", func(t *testing.T) { testLargeState(t, newStore(t)) })
 	exerciseEdges(t, newStore)
 	exerciseDue(t, newStore)
+	exerciseFork(t, newStore)
 }
 
 var base = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
