@@ -206,6 +206,13 @@ type Store interface {
 	// idempotent: stopping a stopped lane changes nothing. It is not
 	// conditional and never conflicts.
 	ForkStop(ctx context.Context, params *ForkStopParams) (*ForkRecord, error)
+	// ForkFail sets the record's Failed to Child unless a failed child is
+	// set already, creating the record if there is none, and returns the
+	// record just after. It counts nothing and stops no lane: a fork's
+	// parent records so a failure from outside the fork (a cancel, its
+	// deadline), after which no count licenses another child. It never
+	// conflicts. An error for a Key or Child out of range.
+	ForkFail(ctx context.Context, params *ForkFailParams) (*ForkRecord, error)
 	// ForkGet reads a fork record with a consistent read: it sees every
 	// count and stop that returned before it was called. ErrNotFound
 	// when the fork has none (no child was counted, no lane stopped).
@@ -313,6 +320,24 @@ type ForkStopParams struct {
 // Check reports what is out of range in p, as ForkCountParams.Check does.
 func (p *ForkStopParams) Check() error {
 	return checkFork(p.Key, p.Lane)
+}
+
+// ForkFailParams records a fork's failure (Store.ForkFail).
+type ForkFailParams struct {
+	Key   string // the fork (ForkKey)
+	Child int    // the failed child's index, or any index past the fork's last for a failure from outside it
+}
+
+// Check reports an empty key or one longer than MaxForkKeyBytes, or a
+// negative child.
+func (p *ForkFailParams) Check() error {
+	if err := checkFork(p.Key, 0); err != nil {
+		return err
+	}
+	if p.Child < 0 {
+		return fmt.Errorf("fork %s: failed child %d is negative", p.Key, p.Child)
+	}
+	return nil
 }
 
 // ForkGetParams reads one fork record (Store.ForkGet).

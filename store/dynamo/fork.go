@@ -128,6 +128,33 @@ func (s *Store) ForkStop(ctx context.Context, p *durable.ForkStopParams) (*durab
 	return r, nil
 }
 
+// ForkFail implements durable.Store: one UpdateItem that sets fail with
+// if_not_exists (the first one stays), with ALL_OLD as in ForkCount.
+func (s *Store) ForkFail(ctx context.Context, p *durable.ForkFailParams) (*durable.ForkRecord, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: &s.table, Key: forkKey(p.Key),
+		UpdateExpression:          aws.String("SET #f = if_not_exists(#f, :child)"),
+		ExpressionAttributeNames:  map[string]string{"#f": attrForkFailed},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":child": n(uint64(p.Child))},
+		ReturnValues:              types.ReturnValueAllOld,
+		ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		return nil, wrap(interpretError(err), "fail fork %s", p.Key)
+	}
+	r, err := decodeFork(p.Key, out.Attributes)
+	if err != nil {
+		return nil, err
+	}
+	if r.Failed < 0 {
+		r.Failed = p.Child
+	}
+	return r, nil
+}
+
 // ForkGet implements durable.Store: a consistent GetItem.
 func (s *Store) ForkGet(ctx context.Context, p *durable.ForkGetParams) (*durable.ForkRecord, error) {
 	if err := p.Check(); err != nil {

@@ -259,6 +259,24 @@ func (s *Store) ForkStop(_ context.Context, p *durable.ForkStopParams) (*durable
 	return cloneFork(r), nil
 }
 
+// ForkFail implements durable.Store.
+func (s *Store) ForkFail(_ context.Context, p *durable.ForkFailParams) (*durable.ForkRecord, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.forks[p.Key]
+	if r == nil {
+		r = &durable.ForkRecord{Key: p.Key, Failed: -1}
+		s.forks[p.Key] = r
+	}
+	if r.Failed < 0 {
+		r.Failed = p.Child
+	}
+	return cloneFork(r), nil
+}
+
 // ForkGet implements durable.Store.
 func (s *Store) ForkGet(_ context.Context, p *durable.ForkGetParams) (*durable.ForkRecord, error) {
 	if err := p.Check(); err != nil {

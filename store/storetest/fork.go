@@ -24,6 +24,7 @@ func exerciseFork(t *testing.T, newStore NewStore) {
 	t.Run("ForkFailedSetOnce", func(t *testing.T) { testForkFailedOnce(t, newStore(t)) })
 	t.Run("ForkFailedConcurrent", func(t *testing.T) { testForkFailedConcurrent(t, newStore(t)) })
 	t.Run("ForkStop", func(t *testing.T) { testForkStop(t, newStore(t)) })
+	t.Run("ForkFail", func(t *testing.T) { testForkFail(t, newStore(t)) })
 	t.Run("ForkHundredLanes", func(t *testing.T) { testForkHundredLanes(t, newStore(t)) })
 	t.Run("ForkBadParams", func(t *testing.T) { testForkBadParams(t, newStore(t)) })
 	t.Run("ForkRecordsApartFromSagas", func(t *testing.T) { testForkApartFromSagas(t, newStore(t)) })
@@ -294,6 +295,44 @@ func testForkStop(t *testing.T, s durable.Store) {
 	}
 	wg.Wait()
 	forkStored(t, s, fork(key, []int{0, 0, 1, 0, 0, 1}, []int{0, 1, 2, 3, 4, 5}, 8))
+}
+
+// ForkFail records a failure from outside the fork (a cancel of its
+// parent): it creates the record, keeps the first failed child, stops no
+// lane, and a count after it sees it.
+func testForkFail(t *testing.T, s durable.Store) {
+	ctx := context.Background()
+	key := durable.ForkKey("p", "each", 2)
+	fail := func(child int) *durable.ForkRecord {
+		t.Helper()
+		r, err := s.ForkFail(ctx, &durable.ForkFailParams{Key: key, Child: child})
+		if err != nil {
+			t.Fatalf("fail %d: %v", child, err)
+		}
+		return r
+	}
+	sameFork(t, "fail 10", fail(10), fork(key, nil, nil, 10))
+	sameFork(t, "fail 3 after it", fail(3), fork(key, nil, nil, 10))
+	sameFork(t, "count lane 1", count(t, s, durable.ForkCountParams{Key: key, Lane: 1, Count: 0}), fork(key, []int{0, 1}, nil, 10))
+	forkStored(t, s, fork(key, []int{0, 1}, nil, 10))
+	if _, err := s.ForkFail(ctx, &durable.ForkFailParams{Key: key, Child: -1}); err == nil || errors.Is(err, durable.ErrConflict) {
+		t.Fatalf("a negative child: %v, want an error naming it", err)
+	}
+	// Many at once: one of them is kept.
+	key2 := durable.ForkKey("p", "each", 3)
+	var wg sync.WaitGroup
+	for c := range 8 {
+		wg.Go(func() {
+			if _, err := s.ForkFail(ctx, &durable.ForkFailParams{Key: key2, Child: c}); err != nil {
+				t.Errorf("fail %d: %v", c, err)
+			}
+		})
+	}
+	wg.Wait()
+	r, err := s.ForkGet(ctx, &durable.ForkGetParams{Key: key2})
+	if err != nil || r.Failed < 0 || r.Failed > 7 {
+		t.Fatalf("after 8 concurrent fails: %+v %v", r, err)
+	}
 }
 
 // A fork of MaxForkLanes lanes under the longest key: every lane counted
