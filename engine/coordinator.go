@@ -173,7 +173,7 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*saga.State, e
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
-	if err := c.send(ctx, st.Outbox); err != nil {
+	if err := c.sendOutbox(ctx, st, plan); err != nil {
 		return st, fmt.Errorf("start %s: saga stored, first message not sent (start it again with the same id to retry): %w", id, err)
 	}
 	c.log.LogAttrs(ctx, slog.LevelInfo, "saga started", slog.String("saga_id", id), slog.String("saga", plan.Name()), slog.String("status", string(st.Status)))
@@ -190,7 +190,7 @@ func (c *Coordinator) existing(ctx context.Context, id string, plan *saga.Plan, 
 	}
 	if st.Version == 1 {
 		// A crash may have come between the create and the send.
-		if err := c.send(ctx, st.Outbox); err != nil {
+		if err := c.sendOutbox(ctx, st, plan); err != nil {
 			return nil, fmt.Errorf("start %s: re-send first message: %w", id, err)
 		}
 	}
@@ -256,7 +256,7 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind saga.EventK
 			// A retry of a cancel or resume whose write landed but whose
 			// send may not have: send the stored outbox again (duplicates
 			// are dropped by the protocol) and report success.
-			if err := c.send(ctx, st.Outbox); err != nil {
+			if err := c.sendOutbox(ctx, st, plan); err != nil {
 				return st, fmt.Errorf("%s %s: re-send: %w", kind, sagaID, err)
 			}
 			return st, nil
@@ -272,7 +272,7 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind saga.EventK
 		if err != nil {
 			return nil, err
 		}
-		if err := c.send(ctx, st.Outbox); err != nil {
+		if err := c.sendOutbox(ctx, st, plan); err != nil {
 			return st, fmt.Errorf("%s %s: written, not sent: %w", kind, sagaID, err)
 		}
 		return st, nil

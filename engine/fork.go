@@ -1,5 +1,3 @@
-//go:build forks
-
 package engine
 
 import (
@@ -8,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 
 	"github.com/lambdasaga/lambdasaga/durable"
@@ -25,16 +22,7 @@ import (
 // sendOutbox sends st's outbox: its queue messages, and the launches and
 // stops only whoever holds st can do.
 func (c *Coordinator) sendOutbox(ctx context.Context, st *saga.State, plan *saga.Plan) error {
-	queued := st.Outbox
-	if hasForkWork(st.Outbox) {
-		queued = make([]durable.Message, 0, len(st.Outbox))
-		for _, m := range st.Outbox {
-			if m.Kind != durable.KindLaunch && m.Kind != durable.KindStop {
-				queued = append(queued, m)
-			}
-		}
-	}
-	if err := c.send(ctx, queued); err != nil {
+	if err := c.send(ctx, st.Outbox); err != nil {
 		return err
 	}
 	for _, m := range st.Outbox {
@@ -50,6 +38,19 @@ func (c *Coordinator) sendOutbox(ctx context.Context, st *saga.State, plan *saga
 		}
 	}
 	return nil
+}
+
+// resend sends st's outbox again, loading its plan when a launch or a
+// stop needs it.
+func (c *Coordinator) resend(ctx context.Context, st *saga.State) error {
+	if !hasForkWork(st.Outbox) {
+		return c.send(ctx, st.Outbox)
+	}
+	plan, err := c.cfg.Plans.Get(ctx, st.DefinitionHash)
+	if err != nil {
+		return err
+	}
+	return c.sendOutbox(ctx, st, plan)
 }
 
 func hasForkWork(msgs []durable.Message) bool {
@@ -141,11 +142,17 @@ func forkKey(l *saga.ParentLink) string { return durable.ForkKey(l.ID, l.Step, l
 // undoing, its parent goes on to the next child.
 func (c *Coordinator) ended(ctx context.Context, msg durable.Message) (Outcome, error) {
 	_, st, _, err := c.load(ctx, msg.SagaID)
+	if errors.Is(err, errSagaMissing) {
+		return "", fmt.Errorf("%w: %w", durable.ErrMalformedMessage, err)
+	}
 	if err != nil {
 		return "", err
 	}
-	if !st.Status.Final() || st.Parent == nil {
-		return HandledStale, nil // resumed since, or never a child: nothing to count
+	if st.Parent == nil {
+		return "", fmt.Errorf("%w: ended of saga %s, which is no child", durable.ErrMalformedMessage, st.SagaID)
+	}
+	if !st.Status.Final() {
+		return HandledStale, nil // resumed since: its end comes again
 	}
 	if st.Undoing {
 		return c.undone(ctx, st)
@@ -161,8 +168,8 @@ func (c *Coordinator) ended(ctx context.Context, msg durable.Message) (Outcome, 
 		if rec, err = c.cfg.Store.ForkGet(ctx, &durable.ForkGetParams{Key: key}); err != nil {
 			return "", err
 		}
-		if count(rec, lane) <= m {
-			return "", fmt.Errorf("%w: fork %s lane %d holds %d, and child %d (its %d-th) cannot be counted", ErrDamagedState, key, lane, count(rec, lane), l.Index, m)
+		if rec.Count(lane) <= m {
+			return "", fmt.Errorf("%w: fork %s lane %d holds %d, and child %d (its %d-th) cannot be counted", ErrDamagedState, key, lane, rec.Count(lane), l.Index, m)
 		}
 		licensed = rec.Failed < 0
 	}
@@ -174,7 +181,7 @@ func (c *Coordinator) ended(ctx context.Context, msg durable.Message) (Outcome, 
 			return "", err
 		}
 	}
-	if !licensed && !slices.Contains(rec.Stopped, lane) {
+	if !licensed && !rec.IsStopped(lane) {
 		if rec, err = c.cfg.Store.ForkStop(ctx, &durable.ForkStopParams{Key: key, Lane: lane}); err != nil {
 			return "", err
 		}
@@ -195,17 +202,10 @@ func (c *Coordinator) ended(ctx context.Context, msg durable.Message) (Outcome, 
 	return HandledStep, nil
 }
 
-func count(rec *durable.ForkRecord, lane int) int {
-	if lane < len(rec.Counts) {
-		return rec.Counts[lane]
-	}
-	return 0
-}
-
 // closed reports whether every lane of the fork is exhausted or stopped.
 func closed(rec *durable.ForkRecord, l *saga.ParentLink) bool {
 	for j := range l.Lanes {
-		if j+count(rec, j)*l.Lanes < l.Children && !slices.Contains(rec.Stopped, j) {
+		if j+rec.Count(j)*l.Lanes < l.Children && !rec.IsStopped(j) {
 			return false
 		}
 	}
@@ -232,8 +232,8 @@ func (c *Coordinator) cancelLanes(ctx context.Context, l *saga.ParentLink, rec *
 	var parent *saga.State
 	var plan *saga.Plan
 	for j := range l.Lanes {
-		k := j + count(rec, j)*l.Lanes
-		if k >= l.Children || slices.Contains(rec.Stopped, j) {
+		k := j + rec.Count(j)*l.Lanes
+		if k >= l.Children || rec.IsStopped(j) {
 			continue
 		}
 		id := durable.ChildID(l.ID, l.Step, l.Seq, k)

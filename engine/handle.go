@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,15 +47,23 @@ func (c *Coordinator) Handle(ctx context.Context, body []byte) (Outcome, error) 
 		c.log.LogAttrs(ctx, slog.LevelError, "malformed message", slog.Int("bytes", len(body)), slog.String("error", err.Error()))
 		return "", err
 	}
-	if msg.Kind != durable.KindStep {
-		// Forks do not run yet (docs/PROTOCOL.md, "Forks"): nothing sends
-		// these, so one here was never ours.
-		err := fmt.Errorf("%w: a %s message of saga %s: forks do not run yet", durable.ErrMalformedMessage, msg.Kind, msg.SagaID)
+	handle := c.handle
+	switch msg.Kind {
+	case durable.KindEnded:
+		handle = c.ended
+	case durable.KindJoin:
+		handle = c.join
+	case durable.KindUndo:
+		handle = c.undo
+	case durable.KindLaunch, durable.KindStop:
+		// Done by whoever sends the outbox that holds them: never queued,
+		// so one here was never ours.
+		err := fmt.Errorf("%w: a %s message of saga %s is never queued", durable.ErrMalformedMessage, msg.Kind, msg.SagaID)
 		c.log.LogAttrs(ctx, slog.LevelError, "malformed message", slog.Int("bytes", len(body)), slog.String("error", err.Error()))
 		return "", err
 	}
 	for range c.cfg.MaxConflictRetries {
-		outcome, err := c.handle(ctx, msg)
+		outcome, err := handle(ctx, msg)
 		if errors.Is(err, durable.ErrConflict) {
 			continue // another worker won: reload and look again
 		}
@@ -87,7 +96,7 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 		c.logHandled(ctx, msg, st, HandledStale, 0)
 		return HandledStale, nil
 	case st.Version == msg.Version+1:
-		if err := c.send(ctx, st.Outbox); err != nil {
+		if err := c.sendOutbox(ctx, st, plan); err != nil {
 			return "", fmt.Errorf("saga %s: re-send outbox of version %d: %w", msg.SagaID, st.Version, err)
 		}
 		c.logHandled(ctx, msg, st, HandledResent, 0)
@@ -182,7 +191,7 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 	if err != nil {
 		return "", err
 	}
-	if err := c.send(ctx, st.Outbox); err != nil {
+	if err := c.sendOutbox(ctx, st, plan); err != nil {
 		return "", fmt.Errorf("saga %s: version %d written, outbox not sent: %w", msg.SagaID, st.Version, err)
 	}
 	c.logHandled(ctx, msg, st, HandledStep, took)
@@ -233,7 +242,7 @@ func (c *Coordinator) fire(ctx context.Context, msg durable.Message, st *saga.St
 	if err != nil {
 		return "", err
 	}
-	if err := c.send(ctx, st.Outbox); err != nil {
+	if err := c.sendOutbox(ctx, st, plan); err != nil {
 		return "", fmt.Errorf("saga %s: version %d written, outbox not sent: %w", msg.SagaID, st.Version, err)
 	}
 	c.logHandled(ctx, msg, st, HandledTimer, 0)
@@ -413,6 +422,12 @@ func (c *Coordinator) write(ctx context.Context, st *saga.State, expected uint64
 }
 
 func (c *Coordinator) send(ctx context.Context, msgs []durable.Message) error {
+	if hasForkWork(msgs) {
+		// Launches and stops are done by sendOutbox, never queued.
+		msgs = slices.DeleteFunc(slices.Clone(msgs), func(m durable.Message) bool {
+			return m.Kind == durable.KindLaunch || m.Kind == durable.KindStop
+		})
+	}
 	if len(msgs) == 0 {
 		return nil
 	}

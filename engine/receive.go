@@ -147,7 +147,7 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 		}
 		if receipt == saga.ReceiptApplied {
 			// A keep sends nothing: the messages in flight carry on.
-			if err := c.send(ctx, st.Outbox); err != nil {
+			if err := c.sendOutbox(ctx, st, plan); err != nil {
 				return nil, fmt.Errorf("%s to saga %s: version %d written, outbox not sent (send it again, with the same id, or the sweep sends it): %w", what, sagaID, st.Version, err)
 			}
 		}

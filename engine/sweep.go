@@ -96,6 +96,9 @@ func (c *Coordinator) Sweep(ctx context.Context, p *SweepParams) (*SweepResult, 
 				if st.Status.Final() || len(st.Outbox) == 0 || st.UpdatedAt.After(idleSince) {
 					continue // finished, or it moved on since it entered its status
 				}
+				if cur, ok := st.Pending(); ok && cur.Fork && !cur.Compensating {
+					continue // it waits on its children, which the sweep sees themselves
+				}
 				idle := slog.Duration("idle", now.Sub(st.UpdatedAt))
 				if st.Resends >= maxResends {
 					res.LeftForOperator++
@@ -113,7 +116,7 @@ func (c *Coordinator) Sweep(ctx context.Context, p *SweepParams) (*SweepResult, 
 					continue // it moved on since it was read, or another sweep took it
 				}
 				if err == nil {
-					if err = c.send(ctx, st.Outbox); err != nil {
+					if err = c.resend(ctx, st); err != nil {
 						back := &durable.SagaSetResendsParams{SagaID: st.SagaID, Version: st.Version, From: claim.To, To: claim.From}
 						if berr := c.cfg.Store.SagaSetResends(ctx, back); berr != nil && !errors.Is(berr, durable.ErrConflict) {
 							err = fmt.Errorf("%w (and the re-send stays counted: %w)", err, berr)
