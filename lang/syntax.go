@@ -14,12 +14,22 @@ const (
 	KindSucceed StepKind = "succeed" // ends the saga, succeeded, with its output (default: vars)
 	KindWait    StepKind = "wait"    // pauses the saga, status waiting, for a duration or until a time
 	KindAwait   StepKind = "await"   // pauses the saga until a named signal arrives or its timeout passes
+
+	// The kinds that fork: each runs child runs and joins them (issue 14;
+	// docs/PROTOCOL.md, "Forks"). IsFork reports them.
+	KindParallel StepKind = "parallel" // runs its branches concurrently; ends when all end
+	KindForeach  StepKind = "foreach"  // runs its body once per item of a CEL list, at most Concurrency at once
+	KindSaga     StepKind = "saga"     // runs a child saga, a definition in a file next to this one
 )
 
 // StepKinds lists every step kind, in documentation order.
 func StepKinds() []StepKind {
-	return []StepKind{KindAction, KindSet, KindSwitch, KindAssert, KindFail, KindSucceed, KindWait, KindAwait}
+	return []StepKind{KindAction, KindSet, KindSwitch, KindAssert, KindFail, KindSucceed, KindWait, KindAwait, KindParallel, KindForeach, KindSaga}
 }
+
+// IsFork reports whether steps of kind k fork child runs: parallel,
+// foreach and saga.
+func IsFork(k StepKind) bool { return k == KindParallel || k == KindForeach || k == KindSaga }
 
 // InputTypes lists the type names an input field may declare.
 func InputTypes() []string {
@@ -82,6 +92,19 @@ type Step struct {
 	Wait    *Wait        // wait
 	Await   *Await       // await (its out is Out)
 
+	// Parallel is a parallel step's branches, in source order; its out is
+	// Out (the list of the branches' outputs).
+	Parallel []*Branch
+	// Foreach is a foreach step's list and how it is iterated; its body is
+	// Steps and its out is Out (the list of the iterations' outputs).
+	Foreach *Foreach
+	// Steps is a foreach step's body, run once per item.
+	Steps []*Step
+	// Saga is a saga step's child: a relative path, resolved against the
+	// directory of the file that names it. Its input is With, its output
+	// goes to Out.
+	Saga string
+
 	pos map[string]Pos // field path -> position
 }
 
@@ -93,6 +116,25 @@ func (s *Step) FieldPos(field string) Pos {
 		return p
 	}
 	return s.Pos
+}
+
+// Branch is one branch of a parallel step: its steps, run in order from
+// the first; its end ends the branch.
+type Branch struct {
+	Steps []*Step // in source order; the first runs first
+	Pos   Pos     // where the branch's mapping starts
+}
+
+// Foreach says what a foreach step iterates and how.
+type Foreach struct {
+	Items string // a CEL expression, without ${ }, yielding the list to iterate
+	Pos   Pos    // of Items' expression
+	// As names the item in the body's expressions; DefaultAs unless given.
+	// The body also sees index, the item's position in the list (an int from 0).
+	As string
+	// Concurrency bounds the iterations in flight: 1 to MaxConcurrency,
+	// DefaultConcurrency unless given.
+	Concurrency int
 }
 
 // Wait is a wait step's timer: For, or Until, never both.
