@@ -194,9 +194,6 @@ func (c *compiler) compileFork(ps *planStep) {
 		if fe == nil || fe.Items == "" {
 			return
 		}
-		if fe.As != "" && slices.Contains(c.plan.lists[ps.list].scope, fe.As) {
-			c.errorf(s.FieldPos("as"), s.ID, "as", "%q already names the item of a foreach around this one: give this one's items another name", fe.As)
-		}
 		prg := c.expr(s, "foreach", fe.Items, fe.Pos.Line, fe.Pos.Column)
 		if prg != nil && prg.outType.Kind() != types.ListKind && !prg.outType.IsExactType(cel.DynType) {
 			c.errorf(fe.Pos, s.ID, "foreach", "foreach needs a list, but ${%s} is a %s", fe.Items, prg.outType)
@@ -300,6 +297,9 @@ func (c *compiler) checkChildInput(ps *planStep) {
 		if _, ok := given[f.Name]; !ok {
 			c.errorf(s.FieldPos("with"), s.ID, "with."+f.Name, "missing: saga %s declares input %s (%s)", name, f.Name, f.Type)
 		}
+	}
+	if s.With == nil {
+		return
 	}
 	for _, k := range s.With.Keys {
 		typ, ok := declared[k]
