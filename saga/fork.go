@@ -233,7 +233,7 @@ func (c *compiler) child(ps *planStep) {
 	if !done {
 		src, err := c.srcs.read(key)
 		if err != nil {
-			c.errorf(pos, s.ID, "saga", "cannot read the child saga %s: %v", c.srcs.display(key), err)
+			c.errorf(pos, s.ID, "saga", "cannot read the child saga: %v", err)
 			c.srcs.units[key] = &unit{}
 			return
 		}

@@ -426,7 +426,7 @@ func TestChildSagas(t *testing.T) {
 	})
 	t.Run("missing file", func(t *testing.T) {
 		filesRefused(t, map[string]string{"main.yaml": "saga: m\nsteps:\n  - {id: a, saga: nope.yaml}\n"},
-			"main.yaml:3:", "step a: saga: cannot read the child saga nope.yaml")
+			"main.yaml:3:", "step a: saga: cannot read the child saga: ", "nope.yaml")
 	})
 	t.Run("child problems in its file", func(t *testing.T) {
 		filesRefused(t, map[string]string{
