@@ -45,7 +45,10 @@ type Pos struct {
 // validation can point at the offending line.
 type Definition struct {
 	File   string       // the file name given to Parse, for problems
-	Source []byte       // the source as given; its SHA-256 identifies the definition
+	// Source is the source as given; its SHA-256 identifies the definition.
+	// Once package saga has compiled a definition with child sagas, it is
+	// the bundle of its source and theirs (saga.Plan.Source).
+	Source []byte
 	Name   string       // the saga's name (saga:)
 	Input  []InputField // nil when the definition declares no input
 	// Timeout is the saga's deadline after its start (timeout:); past it

@@ -80,6 +80,9 @@ steps:
 	if !p.forks || p.callbacks {
 		t.Errorf("forks %v, callbacks %v", p.forks, p.callbacks)
 	}
+	if _, err := p.DryRun(DryRunParams{Input: map[string]any{"items": []any{}}}); err == nil {
+		t.Error("a dry run of forks, which do not run yet, ran")
+	}
 	// A definition without forks keeps one list, its indexes, and end.
 	q, err := Compile("q.yaml", []byte("saga: q\nsteps:\n  - {id: a, action: w}\n  - {id: b, action: w}\n"), Options{})
 	if err != nil {
