@@ -44,7 +44,7 @@ type Pos struct {
 // Definition is a parsed saga definition. It keeps source positions so that
 // validation can point at the offending line.
 type Definition struct {
-	File   string       // the file name given to Parse, for problems
+	File string // the file name given to Parse, for problems
 	// Source is the source as given; its SHA-256 identifies the definition.
 	// Once package saga has compiled a definition with child sagas, it is
 	// the bundle of its source and theirs (saga.Plan.Source).
