@@ -80,7 +80,7 @@ func (p *parser) stepNode(label string, n *yaml.Node, depth int) *Step {
 	p.eachField(n, "", stepFields, func(key string, k, v *yaml.Node) {
 		s.pos[key] = Pos{k.Line, k.Column}
 		fields[key] = v
-		if slices.Contains(StepKinds(), StepKind(key)) {
+		if slices.Contains(allKinds(), StepKind(key)) {
 			kinds = append(kinds, key)
 		}
 	})
@@ -293,8 +293,8 @@ func (p *parser) callback(n *yaml.Node) *Callback {
 }
 
 func kindList() string {
-	names := make([]string, 0, len(StepKinds()))
-	for _, k := range StepKinds() {
+	names := make([]string, 0, len(allKinds()))
+	for _, k := range allKinds() {
 		names = append(names, string(k))
 	}
 	return strings.Join(names, ", ")

@@ -22,10 +22,24 @@ const (
 	KindSaga     StepKind = "saga"     // runs a child saga, a definition in a file next to this one
 )
 
-// StepKinds lists every step kind, in documentation order.
+// StepKinds lists the step kinds that run, in documentation order.
+// ForkKinds lists the others, which parse and validate but whose runtime
+// is being built; the runtime moves them here (and the generators of
+// internal/sim and internal/proptest, which cover every kind StepKinds
+// lists, learn them then).
 func StepKinds() []StepKind {
-	return []StepKind{KindAction, KindSet, KindSwitch, KindAssert, KindFail, KindSucceed, KindWait, KindAwait, KindParallel, KindForeach, KindSaga}
+	return []StepKind{KindAction, KindSet, KindSwitch, KindAssert, KindFail, KindSucceed, KindWait, KindAwait}
 }
+
+// ForkKinds lists the kinds that fork (IsFork): parallel, foreach, saga.
+// Validation refuses them until their runtime lands (docs/DEFINITIONS.md,
+// "Forks").
+func ForkKinds() []StepKind {
+	return []StepKind{KindParallel, KindForeach, KindSaga}
+}
+
+// allKinds lists every kind the parser knows, in documentation order.
+func allKinds() []StepKind { return append(StepKinds(), ForkKinds()...) }
 
 // IsFork reports whether steps of kind k fork child runs: parallel,
 // foreach and saga.
