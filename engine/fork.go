@@ -68,7 +68,7 @@ func hasForkWork(msgs []durable.Message) bool {
 // created again: if it is still at its first version, its outbox is sent
 // again (a launcher may have died between the create and the send).
 func (c *Coordinator) launch(ctx context.Context, parent *saga.State, plan *saga.Plan, k int, stopped bool) error {
-	childPlan, cs, err := plan.Child(parent, k)
+	childPlan, cs, err := plan.Launch(parent, k)
 	if err != nil {
 		return err
 	}
@@ -266,7 +266,7 @@ func (c *Coordinator) stopFork(ctx context.Context, st *saga.State, plan *saga.P
 	if !ok || !cur.Fork || cur.Compensating {
 		return nil
 	}
-	_, cs, err := plan.Child(st, 0)
+	_, cs, err := plan.Launch(st, 0)
 	if err != nil {
 		return err
 	}
@@ -302,7 +302,7 @@ func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, e
 	if !ok || !cur.Fork || cur.Compensating || cur.Version != msg.Version || st.Status != durable.StatusWaiting {
 		return HandledStale, nil // joined already
 	}
-	_, cs, err := plan.Child(st, 0)
+	_, cs, err := plan.Launch(st, 0)
 	if err != nil {
 		return "", err
 	}

@@ -28,6 +28,7 @@ type parser struct {
 	file     string
 	problems []Problem
 	step     string
+	steps    int // the steps read so far, nested ones included
 }
 
 func (p *parser) errorf(n *yaml.Node, field, format string, args ...any) {
@@ -113,9 +114,7 @@ func (p *parser) parse(src []byte) (def *Definition) {
 		p.errorf(stepsNode, "steps", "%d steps, over the limit of %d", len(stepsNode.Content), MaxSteps)
 		return def
 	}
-	for i, sn := range stepsNode.Content {
-		def.Steps = append(def.Steps, p.stepNode(i, sn))
-	}
+	def.Steps = p.stepList(stepsNode, "", 0)
 	return def
 }
 

@@ -10,12 +10,52 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-var stepFields = []string{"id", "next", "catch", "action", "with", "out", "retry", "timeout", "compensate", "callback", "set", "switch", "assert", "fail", "succeed", "wait", "await"}
+var stepFields = []string{"id", "next", "catch", "action", "with", "out", "retry", "timeout", "compensate", "callback", "set", "switch", "assert", "fail", "succeed", "wait", "await",
+	"parallel", "foreach", "as", "concurrency", "steps", "saga"}
 
-func (p *parser) stepNode(i int, n *yaml.Node) *Step {
+// kindFields lists, for each kind that has any, the fields beyond id,
+// next, catch and the kind's own that a step of that kind may have.
+var kindFields = map[StepKind][]string{
+	KindAction:   {"with", "out", "retry", "timeout", "compensate", "callback"},
+	KindAwait:    {"out"},
+	KindParallel: {"out"},
+	KindForeach:  {"as", "concurrency", "steps", "out"},
+	KindSaga:     {"with", "out"},
+}
+
+// extraFields are the step fields that belong to some kinds only, in the
+// order their problems are reported.
+var extraFields = []string{"with", "out", "retry", "timeout", "compensate", "callback", "as", "concurrency", "steps"}
+
+// stepList reads a list of steps: the saga's, a branch's or a foreach
+// body's. where names the list in labels of steps without an id ("" for
+// the saga's own, "book.parallel[0]." for a branch); depth is the forks
+// around it.
+func (p *parser) stepList(n *yaml.Node, where string, depth int) []*Step {
+	out := make([]*Step, 0, len(n.Content))
+	for i, sn := range n.Content {
+		if p.steps++; p.steps == MaxSteps+1 {
+			p.errorf(sn, "", "step %d of the definition, counting those in branches and foreach bodies: over the limit of %d steps", p.steps, MaxSteps)
+		}
+		if p.steps > MaxSteps {
+			break
+		}
+		label := fmt.Sprintf("#%d", i+1)
+		if where != "" {
+			label = fmt.Sprintf("%ssteps[%d]", where, i)
+		}
+		out = append(out, p.stepNode(label, sn, depth))
+	}
+	return out
+}
+
+// stepNode reads one step; label names it in problems until its id is
+// known, and depth is the number of forks around it.
+func (p *parser) stepNode(label string, n *yaml.Node, depth int) *Step {
 	s := &Step{Pos: Pos{n.Line, n.Column}, pos: map[string]Pos{}}
-	p.step = fmt.Sprintf("#%d", i+1)
-	defer func() { p.step = "" }()
+	outer := p.step
+	p.step = label
+	defer func() { p.step = outer }()
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, "", "must be a mapping with an id and one of %s", kindList())
 		return s
@@ -40,7 +80,7 @@ func (p *parser) stepNode(i int, n *yaml.Node) *Step {
 	p.eachField(n, "", stepFields, func(key string, k, v *yaml.Node) {
 		s.pos[key] = Pos{k.Line, k.Column}
 		fields[key] = v
-		if slices.Contains(StepKinds(), StepKind(key)) {
+		if slices.Contains(allKinds(), StepKind(key)) {
 			kinds = append(kinds, key)
 		}
 	})
@@ -54,11 +94,20 @@ func (p *parser) stepNode(i int, n *yaml.Node) *Step {
 		p.errorf(n, "", "has %d kinds (%s): a step has exactly one", len(kinds), strings.Join(kinds, ", "))
 		return s
 	}
-	if s.Kind != KindAction {
-		for _, f := range []string{"with", "out", "retry", "timeout", "compensate", "callback"} {
-			if v, ok := fields[f]; ok && !(f == "out" && s.Kind == KindAwait) {
-				p.errorf(v, f, "only action steps have %s", f)
-			}
+	for _, f := range extraFields {
+		v, ok := fields[f]
+		if !ok || slices.Contains(kindFields[s.Kind], f) {
+			continue
+		}
+		switch {
+		case IsFork(s.Kind) && f == "steps" && s.Kind == KindParallel:
+			p.errorf(v, f, "a parallel step's steps are in its branches: parallel: [{steps: [...]}, {steps: [...]}]")
+		case IsFork(s.Kind):
+			p.errorf(v, f, "a %s step has no %s (its fields: id, %s, next, catch)", s.Kind, f, strings.Join(append([]string{string(s.Kind)}, kindFields[s.Kind]...), ", "))
+		case f == "as" || f == "concurrency" || f == "steps":
+			p.errorf(v, f, "only foreach steps have %s", f)
+		default:
+			p.errorf(v, f, "only action steps have %s", f)
 		}
 	}
 	if v, ok := fields["next"]; ok {
@@ -69,10 +118,19 @@ func (p *parser) stepNode(i int, n *yaml.Node) *Step {
 		}
 	}
 	if v, ok := fields["catch"]; ok {
-		if s.Kind != KindAction && s.Kind != KindAssert && s.Kind != KindAwait {
-			p.errorf(v, "catch", "only action, assert and await steps can fail with an error to catch")
+		if s.Kind != KindAction && s.Kind != KindAssert && s.Kind != KindAwait && !IsFork(s.Kind) {
+			p.errorf(v, "catch", "only action, assert and await steps, and the forks (parallel, foreach, saga), can fail with an error to catch")
 		} else {
 			s.Catch = p.catches(v)
+		}
+	}
+	if IsFork(s.Kind) {
+		if v, ok := fields["out"]; ok {
+			s.Out = p.ident(v, "out")
+		}
+		if depth+1 > MaxForkDepth {
+			p.errorf(fields[string(s.Kind)], string(s.Kind), "a fork %d deep: parallel, foreach and saga steps nest at most %d deep", depth+1, MaxForkDepth)
+			return s
 		}
 	}
 	kn := fields[string(s.Kind)]
@@ -146,6 +204,20 @@ func (p *parser) stepNode(i int, n *yaml.Node) *Step {
 		s.Await = p.await(kn)
 		if v, ok := fields["out"]; ok {
 			s.Out = p.ident(v, "out")
+		}
+	case KindParallel:
+		s.Parallel = p.branches(kn, s.ID, depth+1)
+	case KindForeach:
+		s.Foreach = p.foreach(kn, fields)
+		if v, ok := fields["steps"]; ok {
+			s.Steps = p.body(v, s.ID, depth+1)
+		} else {
+			p.errorf(n, "steps", "missing: a foreach step needs its body, steps: [...]")
+		}
+	case KindSaga:
+		s.Saga = p.childPath(kn)
+		if v, ok := fields["with"]; ok {
+			s.With = p.value(v, "with", 0)
 		}
 	case KindSucceed:
 		if kn.Kind == yaml.ScalarNode && kn.ShortTag() == "!!null" {
@@ -221,8 +293,8 @@ func (p *parser) callback(n *yaml.Node) *Callback {
 }
 
 func kindList() string {
-	names := make([]string, 0, 7)
-	for _, k := range StepKinds() {
+	names := make([]string, 0, len(allKinds()))
+	for _, k := range allKinds() {
 		names = append(names, string(k))
 	}
 	return strings.Join(names, ", ")

@@ -64,11 +64,12 @@ func NewDefinitionError(problems []Problem) *DefinitionError {
 	return &DefinitionError{Problems: sortProblems(problems)}
 }
 
-// sortProblems puts problems in source order, breaking ties on every other
-// field so the same definition always reads the same, and drops repeats.
+// sortProblems puts problems in source order, file by file (a definition
+// with child sagas has several), breaking ties on every other field so the
+// same definition always reads the same, and drops repeats.
 func sortProblems(ps []Problem) []Problem {
 	slices.SortFunc(ps, func(a, b Problem) int {
-		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column),
+		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column),
 			cmp.Compare(a.Step, b.Step), cmp.Compare(a.Field, b.Field), cmp.Compare(a.Message, b.Message))
 	})
 	return slices.Compact(ps)

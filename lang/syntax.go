@@ -14,12 +14,36 @@ const (
 	KindSucceed StepKind = "succeed" // ends the saga, succeeded, with its output (default: vars)
 	KindWait    StepKind = "wait"    // pauses the saga, status waiting, for a duration or until a time
 	KindAwait   StepKind = "await"   // pauses the saga until a named signal arrives or its timeout passes
+
+	// The kinds that fork: each runs child runs and joins them (issue 14;
+	// docs/PROTOCOL.md, "Forks"). IsFork reports them.
+	KindParallel StepKind = "parallel" // runs its branches concurrently; ends when all end
+	KindForeach  StepKind = "foreach"  // runs its body once per item of a CEL list, at most Concurrency at once
+	KindSaga     StepKind = "saga"     // runs a child saga, a definition in a file next to this one
 )
 
-// StepKinds lists every step kind, in documentation order.
+// StepKinds lists the step kinds that run, in documentation order.
+// ForkKinds lists the others, which parse and validate but whose runtime
+// is being built; the runtime moves them here (and the generators of
+// internal/sim and internal/proptest, which cover every kind StepKinds
+// lists, learn them then).
 func StepKinds() []StepKind {
 	return []StepKind{KindAction, KindSet, KindSwitch, KindAssert, KindFail, KindSucceed, KindWait, KindAwait}
 }
+
+// ForkKinds lists the kinds that fork (IsFork): parallel, foreach, saga.
+// Validation refuses them until their runtime lands (docs/DEFINITIONS.md,
+// "Forks").
+func ForkKinds() []StepKind {
+	return []StepKind{KindParallel, KindForeach, KindSaga}
+}
+
+// allKinds lists every kind the parser knows, in documentation order.
+func allKinds() []StepKind { return append(StepKinds(), ForkKinds()...) }
+
+// IsFork reports whether steps of kind k fork child runs: parallel,
+// foreach and saga.
+func IsFork(k StepKind) bool { return k == KindParallel || k == KindForeach || k == KindSaga }
 
 // InputTypes lists the type names an input field may declare.
 func InputTypes() []string {
@@ -34,8 +58,11 @@ type Pos struct {
 // Definition is a parsed saga definition. It keeps source positions so that
 // validation can point at the offending line.
 type Definition struct {
-	File   string       // the file name given to Parse, for problems
-	Source []byte       // the source as given; its SHA-256 identifies the definition
+	File string // the file name given to Parse, for problems
+	// Source is the source as given; its SHA-256 identifies the definition.
+	// Once package saga has compiled a definition with child sagas, it is
+	// the bundle of its source and theirs (saga.Plan.Source).
+	Source []byte
 	Name   string       // the saga's name (saga:)
 	Input  []InputField // nil when the definition declares no input
 	// Timeout is the saga's deadline after its start (timeout:); past it
@@ -82,6 +109,19 @@ type Step struct {
 	Wait    *Wait        // wait
 	Await   *Await       // await (its out is Out)
 
+	// Parallel is a parallel step's branches, in source order; its out is
+	// Out (the list of the branches' outputs).
+	Parallel []*Branch
+	// Foreach is a foreach step's list and how it is iterated; its body is
+	// Steps and its out is Out (the list of the iterations' outputs).
+	Foreach *Foreach
+	// Steps is a foreach step's body, run once per item.
+	Steps []*Step
+	// Saga is a saga step's child: a relative path, resolved against the
+	// directory of the file that names it. Its input is With, its output
+	// goes to Out.
+	Saga string
+
 	pos map[string]Pos // field path -> position
 }
 
@@ -93,6 +133,25 @@ func (s *Step) FieldPos(field string) Pos {
 		return p
 	}
 	return s.Pos
+}
+
+// Branch is one branch of a parallel step: its steps, run in order from
+// the first; its end ends the branch.
+type Branch struct {
+	Steps []*Step // in source order; the first runs first
+	Pos   Pos     // where the branch's mapping starts
+}
+
+// Foreach says what a foreach step iterates and how.
+type Foreach struct {
+	Items string // a CEL expression, without ${ }, yielding the list to iterate
+	Pos   Pos    // of Items' expression
+	// As names the item in the body's expressions; DefaultAs unless given.
+	// The body also sees index, the item's position in the list (an int from 0).
+	As string
+	// Concurrency bounds the iterations in flight: 1 to MaxConcurrency,
+	// DefaultConcurrency unless given.
+	Concurrency int
 }
 
 // Wait is a wait step's timer: For, or Until, never both.

@@ -21,10 +21,6 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		return err
 	}
 	r := runner{p: p, st: st, ev: ev, was: st.Status, since: st.StatusSince}
-	if ev.Child != nil && ev.Kind == EventStart {
-		st.Parent = &ev.Child.Link // before any expression: it names the item
-	}
-	r.item = p.itemName(st)
 	var retryDue time.Time
 	retryWaits := false
 	if ev.Kind == EventCancel {
@@ -273,7 +269,6 @@ type runner struct {
 	st      *State
 	ev      Event
 	act     activation
-	item    string // Plan.itemName of the saga
 	scratch []byte // for measuring the state under ev.StoreLimit
 	// was and since are the status and StatusSince before the transition.
 	was   durable.Status
@@ -330,7 +325,7 @@ func (r *runner) record(rec StepRecord) {
 }
 
 func (r *runner) activation(vars map[string]any, attempt int) *activation {
-	r.act = activation{st: r.st, vars: vars, attempt: int64(attempt), now: r.ev.Now, item: r.item}
+	r.act = activation{st: r.st, vars: vars, attempt: int64(attempt), now: r.ev.Now}
 	return &r.act
 }
 
@@ -357,7 +352,7 @@ func (r *runner) run(idx int) {
 			r.caught(s, 1, &StepError{Step: s.ID, Type: lang.ErrorTypeStepLimit, Message: fmt.Sprintf("ran %d steps in one transition without an action", n)})
 			return
 		}
-		if s.fork != nil {
+		if lang.IsFork(s.Kind) {
 			next, goOn := r.fork(s, idx)
 			if !goOn {
 				return

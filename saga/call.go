@@ -137,7 +137,7 @@ func (p *Plan) Call(st *State, now time.Time) (Call, error) {
 		vars = without(vars, s.Out)
 	}
 	if with != nil {
-		act := &activation{st: st, vars: vars, attempt: int64(cur.Attempt), now: now, item: p.itemName(st)}
+		act := &activation{st: st, vars: vars, attempt: int64(cur.Attempt), now: now}
 		in, err := with.eval(act)
 		if err != nil && dropped {
 			return c, &ActionError{Type: ErrorType(err), Message: fmt.Sprintf("compensate.with: the action succeeded but its output could not be kept (vars.%s was never written), so its compensation cannot be built; undo it by hand (idempotency key %s), then resume with --skip: %s",

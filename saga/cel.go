@@ -57,8 +57,10 @@ func celType(name string) *cel.Type {
 }
 
 // newCELEnv declares what expressions see: input (field by field when the
-// definition declares its input, so types are checked), vars and saga.
-func newCELEnv(def *lang.Definition) (*cel.Env, error) {
+// definition declares its input, so types are checked), vars and saga;
+// inside a foreach body, also the items of scope (the as names of the
+// foreach steps around it, of any type) and index (an int).
+func newCELEnv(def *lang.Definition, scope ...string) (*cel.Env, error) {
 	opts := []cel.EnvOption{
 		cel.Variable("vars", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("saga.id", cel.StringType),
@@ -72,6 +74,12 @@ func newCELEnv(def *lang.Definition) (*cel.Env, error) {
 	}
 	for _, f := range def.Input {
 		opts = append(opts, cel.Variable("input."+f.Name, celType(f.Type)))
+	}
+	for _, name := range scope {
+		opts = append(opts, cel.Variable(name, cel.DynType))
+	}
+	if len(scope) > 0 {
+		opts = append(opts, cel.Variable("index", cel.IntType))
 	}
 	return cel.NewEnv(opts...)
 }
@@ -177,9 +185,6 @@ type activation struct {
 	attempt int64
 	now     time.Time
 	guards  *guardMemo // made by the first guarded call (celguard.go)
-	// item is the name a foreach iteration sees its item as; empty in
-	// any other saga (see Plan.itemName).
-	item string
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {
@@ -201,13 +206,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 	case "saga.now":
 		return a.now, true
 	}
-	if a.item != "" {
-		switch name {
-		case a.item:
-			return a.st.Item, true
-		case "index":
-			return int64(a.st.Parent.Index), true
-		}
+	if v, ok := a.st.Scope[name]; ok {
+		return v, true // a foreach body's item, or index
 	}
 	return nil, false
 }

@@ -56,7 +56,7 @@ const (
 	tagSecret            = 24
 	tagFromOutside       = 25
 	tagParent            = 26
-	tagItem              = 27
+	tagScope             = 27
 	tagLastOut           = 28
 	tagUndoing           = 29
 	tagForkItems         = 30
@@ -185,8 +185,8 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 		e.uint(7, uint64(l.Lanes))
 		e.end(at)
 	}
-	if st.Item != nil {
-		e.value(tagItem, st.Item)
+	if st.Scope != nil {
+		e.valueAt(tagScope, st.Scope, -1)
 	}
 	e.str(tagLastOut, st.LastOut)
 	if st.Undoing {
@@ -457,8 +457,8 @@ func (st *State) UnmarshalBinary(data []byte) error {
 				return true
 			})
 			st.Parent = l
-		case tag == tagItem && wire == wireBytes:
-			st.Item = d.valueField()
+		case tag == tagScope && wire == wireBytes:
+			st.Scope = d.mapValue()
 		case tag == tagLastOut && wire == wireBytes:
 			st.LastOut = d.str()
 		case tag == tagUndoing && wire == wireVarint:

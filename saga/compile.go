@@ -1,11 +1,13 @@
 package saga
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -25,44 +27,90 @@ func definitionHash(src []byte) string {
 // file names the source in problems. The zero Options are the defaults.
 // Every problem found is reported at once in a *lang.DefinitionError,
 // which matches lang.ErrInvalidDefinition.
+//
+// src is a definition's source, or a bundle (Plan.Source of a definition
+// with child sagas), whose children Compile reads from the bundle. A
+// definition with a saga step needs its children: give it as a bundle, or
+// compile it with CompileFile.
 func Compile(file string, src []byte, opts Options) (*Plan, error) {
-	def, err := lang.Parse(file, src)
-	c := &compiler{def: def, opts: opts.withDefaults()}
+	if !isBundle(src) {
+		return compileRoot(file, src, "", nil, opts)
+	}
+	root, files, err := parseBundle(src)
 	if err != nil {
-		var de *lang.DefinitionError
-		if !errors.As(err, &de) {
-			return nil, err
-		}
-		c.problems = de.Problems
-		// Shape problems make further checks noisy; still check what we can.
-		if len(def.Steps) == 0 {
-			return nil, c.result()
-		}
+		return nil, lang.NewDefinitionError([]lang.Problem{{File: file, Message: err.Error()}})
 	}
-	plan := c.compile()
-	if len(c.problems) > 0 {
-		return nil, c.result()
+	dir := path.Dir(file)
+	srcs := &sources{
+		read: func(key string) ([]byte, error) {
+			if b, ok := files[key]; ok {
+				return b, nil
+			}
+			return nil, fmt.Errorf("the bundle holds no file %s", key)
+		},
+		display: func(key string) string { return path.Join(dir, key) },
 	}
-	return plan, nil
+	p, err := compileRoot(file, root, "", srcs, opts)
+	if err == nil && !bytes.Equal(p.Source(), src) {
+		return nil, lang.NewDefinitionError([]lang.Problem{{File: file, Message: "the bundle is not as Compile writes it (a file it does not use, out of order, or twice): compile the definition's files again"}})
+	}
+	return p, err
+}
+
+// CompileFile compiles the definition in file name of fsys, with the child
+// sagas its saga steps name, read from fsys next to it (each problem names
+// the file it is in). The plan's Source is the bundle of them all, and its
+// hash covers every child. A definition without children compiles as
+// Compile compiles its source, to the same hash.
+func CompileFile(fsys fs.FS, name string, opts Options) (*Plan, error) {
+	src, err := readSource(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if isBundle(src) {
+		return Compile(name, src, opts)
+	}
+	dir := path.Dir(name)
+	srcs := &sources{
+		read:    func(key string) ([]byte, error) { return readSource(fsys, path.Join(dir, key)) },
+		display: func(key string) string { return path.Join(dir, key) },
+	}
+	return compileRoot(name, src, path.Base(name), srcs, opts)
+}
+
+// compileRoot compiles the definition src, at key among srcs (nil: it may
+// have no children).
+func compileRoot(file string, src []byte, key string, srcs *sources, opts Options) (*Plan, error) {
+	if srcs == nil {
+		srcs = &sources{}
+	}
+	u := srcs.compile(file, src, key, opts.withDefaults())
+	if len(srcs.problems) > 0 {
+		return nil, lang.NewDefinitionError(srcs.problems)
+	}
+	if u.plan == nil {
+		return nil, lang.NewDefinitionError([]lang.Problem{{File: file, Message: "cannot compile the definition"}})
+	}
+	return u.plan, nil
 }
 
 type compiler struct {
 	def      *lang.Definition
 	opts     Options
-	env      *cel.Env
+	env      *cel.Env // of the list of the step being compiled
 	problems []lang.Problem
 	plan     *Plan
+	srcs     *sources // where child sagas are read
+	key      string   // this definition's key among srcs
 
 	avail        []map[string]bool // vars some path may have set before each step
 	sure         []map[string]bool // vars every path has set before each step
 	compensating bool              // the expression being compiled is a compensation's
 	allWrites    map[string]bool   // vars any step sets
+	listWrites   map[string]int    // vars a step of a branch or body sets: the first such list
 	allowed      map[string]bool   // vars the expression being compiled may read, nil: do not check
 	reachable    []bool
-}
-
-func (c *compiler) result() error {
-	return lang.NewDefinitionError(c.problems)
+	children     map[string]bool // keys of the child sagas, theirs included
 }
 
 func (c *compiler) errorf(pos lang.Pos, step, field, format string, args ...any) {
@@ -71,55 +119,96 @@ func (c *compiler) errorf(pos lang.Pos, step, field, format string, args ...any)
 
 func (c *compiler) compile() *Plan {
 	def := c.def
-	p := &Plan{def: def, hash: definitionHash(def.Source), opts: c.opts, index: map[string]int{}}
+	p := &Plan{def: def, opts: c.opts, index: map[string]int{}}
 	c.plan = p
-	env, err := newCELEnv(def)
-	if err != nil {
-		c.errorf(lang.Pos{}, "", "", "cannot build the expression environment: %v", err)
-		return nil
-	}
-	c.env = env
-	for i, s := range def.Steps {
+	c.layout(def.Steps, -1, 0, 0, nil)
+	for i, s := range p.steps {
 		if s.ID == "" {
 			continue
 		}
 		if j, dup := p.index[s.ID]; dup {
-			c.errorf(s.Pos, s.ID, "id", "duplicate step id (first used by step #%d at line %d)", j+1, def.Steps[j].Pos.Line)
+			first := p.steps[j]
+			where := fmt.Sprintf("step #%d at line %d", j+1, first.Pos.Line)
+			if first.list != 0 {
+				where = fmt.Sprintf("a step of %s at line %d", c.listName(first.list), first.Pos.Line)
+			}
+			c.errorf(s.Pos, s.ID, "id", "duplicate step id (first used by %s): step ids are unique across the definition, its branches and foreach bodies included", where)
 			continue
 		}
 		p.index[s.ID] = i
 	}
-	p.steps = make([]*planStep, len(def.Steps))
-	for i, s := range def.Steps {
-		ps := &planStep{Step: s, idx: i, nextIndex: i + 1}
-		p.callbacks = p.callbacks || s.Callback != nil
-		if i+1 == len(def.Steps) {
-			ps.nextIndex = end
+	if !c.scopeEnvs() {
+		return nil
+	}
+	for _, ps := range p.steps {
+		l := &p.lists[ps.list]
+		p.callbacks = p.callbacks || ps.Callback != nil
+		p.forks = p.forks || lang.IsFork(ps.Kind)
+		ps.nextIndex = ps.idx + 1
+		if ps.idx+1 == l.first+l.n {
+			ps.nextIndex = l.exit()
 		}
-		if s.Next != "" {
-			ps.nextIndex = c.target(s, "next", s.Next)
+		if ps.Next != "" {
+			ps.nextIndex = c.target(ps, "next", ps.Next)
 		}
-		p.steps[i] = ps
 	}
 	c.checkGraph()
 	for _, ps := range p.steps {
 		c.compileStep(ps)
 	}
+	markUndoable(p)
 	return p
 }
 
-func (c *compiler) target(s *lang.Step, field, id string, at ...lang.Pos) int {
+// markUndoable marks every fork that holds, in its branches or body at
+// any depth or in its child saga, a step that declares compensate.
+func markUndoable(p *Plan) {
+	for _, ps := range p.steps {
+		if ps.comp == nil && !(ps.child != nil && ps.child.compensates()) {
+			continue
+		}
+		for l := p.lists[ps.list]; l.fork >= 0; l = p.lists[p.steps[l.fork].list] {
+			p.steps[l.fork].undoable = true
+		}
+		if ps.child != nil {
+			ps.undoable = true
+		}
+	}
+}
+
+// compensates reports whether some step of the plan declares compensate,
+// in a fork or a child saga included.
+func (p *Plan) compensates() bool {
+	for _, ps := range p.steps {
+		if ps.comp != nil || ps.undoable {
+			return true
+		}
+	}
+	return false
+}
+
+// target resolves a next, catch or switch target of step ps. A target in
+// another list (a branch, a body, or the saga's own steps) is refused:
+// lists are run by different child runs.
+func (c *compiler) target(ps *planStep, field, id string, at ...lang.Pos) int {
+	s := ps.Step
+	pos := s.FieldPos(strings.SplitN(field, "[", 2)[0])
+	if len(at) > 0 {
+		pos = at[0]
+	}
+	if pos.Line == 0 {
+		pos = s.Pos
+	}
+	exit := c.plan.lists[ps.list].exit()
 	i, ok := c.plan.index[id]
 	if !ok {
-		pos := s.FieldPos(strings.SplitN(field, "[", 2)[0])
-		if len(at) > 0 {
-			pos = at[0]
-		}
-		if pos.Line == 0 {
-			pos = s.Pos
-		}
 		c.errorf(pos, s.ID, field, "no step has id %q%s", id, c.suggest(id))
-		return end
+		return exit
+	}
+	if t := c.plan.steps[i]; t.list != ps.list {
+		c.errorf(pos, s.ID, field, "step %q is one of %s, and this step one of %s: next, catch and switch never cross a branch's boundary (the end of a branch or foreach body ends it; only the fork's out goes on)",
+			id, c.listName(t.list), c.listName(ps.list))
+		return exit
 	}
 	return i
 }
@@ -128,7 +217,7 @@ func (c *compiler) target(s *lang.Step, field, id string, at ...lang.Pos) int {
 // those the first in the definition, so the answer never varies.
 func (c *compiler) suggest(id string) string {
 	best, bestD := "", 3
-	for _, s := range c.def.Steps {
+	for _, s := range c.plan.steps {
 		if s.ID == "" {
 			continue
 		}
@@ -164,6 +253,7 @@ func editDistance(a, b string) int {
 
 func (c *compiler) compileStep(ps *planStep) {
 	s := ps.Step
+	c.env = c.plan.lists[ps.list].env
 	c.allowed = nil
 	if c.reachable[ps.idx] { // an unreachable step is reported as such; its reads would only add noise
 		c.allowed = map[string]bool{}
@@ -178,13 +268,13 @@ func (c *compiler) compileStep(ps *planStep) {
 				c.errorf(ct.Pos, s.ID, field+".errors", "%s always compensates: no catch can route it, so do not list it", typ)
 			}
 		}
-		next := end
+		next := c.plan.lists[ps.list].exit()
 		if ct.Next == s.ID && s.ID != "" {
 			// A catch back to its own step repeats the step at once, with a
 			// new visit each lap and no backoff: that is what retry is for.
 			c.errorf(ct.Pos, s.ID, field+".next", "routes a failure back to its own step, a loop with no backoff: to try the step again, use retry (attempts, backoff)")
 		} else if ct.Next != "" {
-			next = c.target(s, field+".next", ct.Next, ct.Pos)
+			next = c.target(ps, field+".next", ct.Next, ct.Pos)
 		}
 		ps.routes = append(ps.routes, compiledCatch{errors: ct.Errors, nextIndex: next})
 	}
@@ -238,14 +328,14 @@ func (c *compiler) compileStep(ps *planStep) {
 		}
 	case lang.KindSwitch:
 		for i, cs := range s.Switch {
-			cc := compiledCase{nextIndex: end}
+			cc := compiledCase{nextIndex: c.plan.lists[ps.list].exit()}
 			field := fmt.Sprintf("switch[%d]", i)
 			if cs.Next != "" {
 				f := field + ".next"
 				if cs.Default {
 					f = field + ".default"
 				}
-				cc.nextIndex = c.target(s, f, cs.Next, cs.Pos)
+				cc.nextIndex = c.target(ps, f, cs.Next, cs.Pos)
 			}
 			if !cs.Default {
 				cc.cond = c.condition(s, field+".if", cs.If, cs.Pos)
@@ -276,6 +366,8 @@ func (c *compiler) compileStep(ps *planStep) {
 			c.errorf(s.FieldPos("await"), s.ID, "await.timeout", "%s is not shorter than the saga's timeout of %s: the saga would reach its deadline first",
 				lang.FormatDuration(s.Await.Timeout), lang.FormatDuration(t))
 		}
+	case lang.KindParallel, lang.KindForeach, lang.KindSaga:
+		c.compileFork(ps)
 	}
 }
 

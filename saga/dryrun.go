@@ -41,6 +41,10 @@ const dryRunMaxCalls = 3 * DefaultMaxVisits
 // A saga that Act's answers keep in a loop is not final after
 // dryRunMaxCalls calls: DryRun then returns an error saying so.
 func (p *Plan) DryRun(params DryRunParams) (*State, error) {
+	if p.forks {
+		// Only a test compiles forks before their runtime lands.
+		return nil, fmt.Errorf("saga %s has parallel, foreach or saga steps, which do not run yet", p.Name())
+	}
 	st := &State{}
 	if err := p.Advance(st, Event{Kind: EventStart, Now: dryRunStart, SagaID: "dry-run", Input: params.Input, OnStep: params.OnStep, Secret: dryRunSecret}); err != nil {
 		return nil, err

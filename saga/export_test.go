@@ -6,3 +6,10 @@ var (
 	Backoff        = backoff
 	DefinitionHash = definitionHash
 )
+
+// AllowForks returns opts with parallel, foreach and saga steps allowed to
+// compile, as they will be once their runtime lands.
+func AllowForks(opts Options) Options {
+	opts.allowForks = true
+	return opts
+}

@@ -9,32 +9,16 @@ import (
 	"github.com/lambdasaga/lambdasaga/lang"
 )
 
-// branchEnd is the next index after the last step of a branch or of a
-// foreach's body: the child run that runs it ends there, succeeded.
-const branchEnd = -2
-
-// forkSpec is a compiled fork step: parallel, foreach or saga. Its
-// children run as sagas of their own (docs/PROTOCOL.md, "Forks").
-type forkSpec struct {
-	branches    []int     // parallel: each branch's first step index
-	body        int       // foreach: the body's first step index
-	items       *template // foreach: the list
-	as          string    // foreach: the name its body sees the item as
-	concurrency int       // foreach: at most this many children at once
-	child       *Plan     // saga: the child's plan
-	input       *template // saga: its with; nil for none
-	// undoable: a child may complete a step that declares compensate, so
-	// a fork that succeeded goes on the compensation stack.
-	undoable bool
-}
-
 // ChildStart is how child Index of a fork starts: what Plan.Child returns
 // and EventStart takes in Event.Child.
 type ChildStart struct {
 	Link     ParentLink     // where it comes from
 	Input    map[string]any // a branch's, the parent's input; a child saga's, its with
 	Vars     map[string]any // a branch's: the parent's vars at the fork (a copy); nil for a child saga
-	Item     any            // a foreach iteration's element
+	// Scope is what a foreach body's expressions see beside input and
+	// vars: each enclosing foreach's item under its as name, and index,
+	// the innermost one's position; nil outside any foreach body.
+	Scope map[string]any
 	First    int            // the index of the step it starts at, in the plan it runs
 	Deadline time.Time      // the parent's deadline, or the child saga's own if earlier; zero: none
 	// Stopped starts the child already cancelled: a child its fork's
@@ -64,15 +48,15 @@ type Undone struct {
 	Parked *StepError
 }
 
-// IsFork reports whether the step with index idx forks.
+// isFork reports whether the step with index idx forks.
 func (p *Plan) isFork(idx int) bool {
-	return idx >= 0 && idx < len(p.steps) && p.steps[idx].fork != nil
+	return idx >= 0 && idx < len(p.steps) && lang.IsFork(p.steps[idx].Kind)
 }
 
-// Child returns the plan child k of the fork parent waits on runs, and
+// Launch returns the plan child k of the fork parent waits on runs, and
 // its start. The caller makes the child's id with durable.ChildID and
 // advances a new state with EventStart and Event.Child.
-func (p *Plan) Child(parent *State, k int) (*Plan, *ChildStart, error) {
+func (p *Plan) Launch(parent *State, k int) (*Plan, *ChildStart, error) {
 	cur, ok := parent.Pending()
 	if !ok || !cur.Fork || cur.Compensating || !p.isFork(cur.Step) {
 		return nil, nil, fmt.Errorf("%w: saga %s waits on no fork", ErrInvalidEvent, parent.SagaID)
@@ -85,21 +69,25 @@ func (p *Plan) Child(parent *State, k int) (*Plan, *ChildStart, error) {
 		Link:     ParentLink{ID: parent.SagaID, Step: s.ID, Seq: cur.Seq, Version: cur.Version, Index: k, Children: cur.Children, Lanes: cur.Lanes},
 		Deadline: parent.Deadline,
 	}
-	f := s.fork
-	switch {
-	case f.child != nil:
+	switch s.Kind {
+	case lang.KindSaga:
 		in, _ := parent.ForkItems[0].(map[string]any)
 		cs.Input = in
-		if t := f.child.def.Timeout; t > 0 {
+		if t := s.child.def.Timeout; t > 0 {
 			if own := parent.UpdatedAt.Add(t); cs.Deadline.IsZero() || own.Before(cs.Deadline) {
 				cs.Deadline = own
 			}
 		}
-		return f.child, cs, nil
-	case f.items != nil:
-		cs.Input, cs.Vars, cs.Item, cs.First = parent.Input, maps.Clone(parent.Vars), parent.ForkItems[k], f.body
+		return s.child, cs, nil
+	case lang.KindForeach:
+		cs.Input, cs.Vars, cs.First = parent.Input, maps.Clone(parent.Vars), s.body
+		cs.Scope = maps.Clone(parent.Scope)
+		if cs.Scope == nil {
+			cs.Scope = map[string]any{}
+		}
+		cs.Scope[s.as], cs.Scope["index"] = parent.ForkItems[k], int64(k)
 	default:
-		cs.Input, cs.Vars, cs.First = parent.Input, maps.Clone(parent.Vars), f.branches[k]
+		cs.Input, cs.Vars, cs.First, cs.Scope = parent.Input, maps.Clone(parent.Vars), s.branches[k], maps.Clone(parent.Scope)
 	}
 	return p, cs, nil
 }
@@ -108,18 +96,22 @@ func (p *Plan) Child(parent *State, k int) (*Plan, *ChildStart, error) {
 // end. A foreach over an empty list completes at once. It reports the
 // next index to run, and false when the step failed or the saga waits.
 func (r *runner) fork(s *planStep, idx int) (int, bool) {
-	st, p, f := r.st, r.p, s.fork
+	st, p := r.st, r.p
 	var items []any
-	n := len(f.branches)
-	switch {
-	case f.items != nil:
-		v, err := f.items.eval(r.activation(st.Vars, 1))
+	n := len(s.branches)
+	switch s.Kind {
+	case lang.KindForeach:
+		v, err := s.items.eval(r.activation(st.Vars, 1))
 		if err != nil {
 			return r.caught(s, 1, exprError(s.ID, err))
 		}
-		list, ok := v.([]any)
+		native, err := toNative(v)
+		if err != nil {
+			return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("foreach of step %s: %v", s.ID, err)))
+		}
+		list, ok := native.([]any)
 		if !ok {
-			return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("foreach of step %s is a %T, not a list", s.ID, v)))
+				return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("foreach of step %s is a %T, not a list", s.ID, native)))
 		}
 		if len(list) > durable.MaxForkChildren {
 			return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("foreach of step %s has %d elements, over the limit of %d", s.ID, len(list), durable.MaxForkChildren)))
@@ -129,22 +121,22 @@ func (r *runner) fork(s *planStep, idx int) (int, bool) {
 			return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, "foreach list: "+err.Error()))
 		}
 		items, n = checked.([]any), len(list)
-	case f.child != nil:
+	case lang.KindSaga:
 		var in map[string]any
-		if f.input != nil {
-			v, err := f.input.eval(r.activation(st.Vars, 1))
+		if s.args != nil {
+			v, err := s.args.eval(r.activation(st.Vars, 1))
 			if err != nil {
 				return r.caught(s, 1, exprError(s.ID, err))
 			}
 			m, ok := v.(map[string]any)
 			if !ok {
-				return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("the input of child saga %s is not a map", f.child.def.Name)))
+				return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("the input of child saga %s is not a map", s.child.def.Name)))
 			}
 			in = m
 		}
-		checked, err := f.child.CheckInput(in)
+		checked, err := s.child.CheckInput(in)
 		if err != nil {
-			return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("the input of child saga %s: %v", f.child.def.Name, err)))
+			return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("the input of child saga %s: %v", s.child.def.Name, err)))
 		}
 		items, n = []any{checked}, 1
 	}
@@ -159,11 +151,8 @@ func (r *runner) fork(s *planStep, idx int) (int, bool) {
 		return r.caught(s, 1, &StepError{Step: s.ID, Type: lang.ErrorTypeVisitLimit, Message: fmt.Sprintf("the saga made %d visits of actions, waits and forks, its limit", st.Seq)})
 	}
 	lanes := n
-	if f.items != nil && f.concurrency < lanes {
-		lanes = f.concurrency
-	}
-	if f.child != nil {
-		lanes = 1
+	if s.Kind == lang.KindForeach && s.concurrency < lanes {
+		lanes = s.concurrency
 	}
 	st.Seq++
 	st.ForkItems = items
@@ -191,7 +180,7 @@ func (r *runner) startChild(cs *ChildStart) {
 	if cs.Vars != nil {
 		st.Vars = cs.Vars
 	}
-	st.Item = cs.Item
+	st.Scope = cs.Scope
 	st.Deadline = cs.Deadline
 	if cs.Stopped {
 		st.Failure = &StepError{Type: lang.ErrorTypeCancelled, Message: "its fork failed before it started"}
@@ -249,7 +238,7 @@ func (r *runner) joined(j *Join) {
 		}
 	}
 	if failure == nil {
-		if s.fork.undoable {
+		if s.undoable {
 			st.Stack = append(st.Stack, Completion{Step: cur.Step, Seq: cur.Seq, Children: cur.Children})
 		}
 		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
@@ -266,7 +255,7 @@ func (r *runner) joined(j *Join) {
 // st.Failure) is handled at once.
 func (r *runner) undoFailedFork(s *planStep, cur Cursor, succeeded []int) {
 	st := r.st
-	if !s.fork.undoable || len(succeeded) == 0 {
+	if !s.undoable || len(succeeded) == 0 {
 		r.forkFailed(s)
 		return
 	}
@@ -354,18 +343,6 @@ func (r *runner) childUndone(u *Undone) {
 	}
 }
 
-// itemName is the name under which a foreach iteration's expressions see
-// its item; empty for any other saga.
-func (p *Plan) itemName(st *State) string {
-	if st.Parent == nil {
-		return ""
-	}
-	i, ok := p.index[st.Parent.Step]
-	if !ok || p.steps[i].fork == nil || p.steps[i].fork.items == nil {
-		return ""
-	}
-	return p.steps[i].fork.as
-}
 
 // StepID returns the id of the step with index idx, or "" when there is none.
 func (p *Plan) StepID(idx int) string {

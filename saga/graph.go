@@ -9,23 +9,29 @@ import (
 	"github.com/lambdasaga/lambdasaga/lang"
 )
 
-// successors lists the steps that can follow step i (end is -1), and
-// whether each edge is taken on success (so the step's writes happened).
+// successors lists the steps that can follow step i (a negative index is
+// its list's exit: end or branchEnd), and whether each edge is taken on
+// success (so the step's writes happened). Edges stay in the step's list:
+// a target in another list, refused already, counts as the list's exit.
 func (c *compiler) successors(i int) (succ []int, onSuccess []bool) {
 	ps := c.plan.steps[i]
+	exit := c.plan.lists[ps.list].exit()
 	add := func(j int, ok bool) {
 		succ = append(succ, j)
 		onSuccess = append(onSuccess, ok)
 	}
 	lookup := func(id string) (int, bool) {
 		if id == "" {
-			return end, true
+			return exit, true
 		}
 		j, ok := c.plan.index[id]
+		if ok && c.plan.steps[j].list != ps.list {
+			return exit, true
+		}
 		return j, ok
 	}
 	switch ps.Kind {
-	case lang.KindAction, lang.KindSet, lang.KindAssert, lang.KindWait, lang.KindAwait, "": // "": a shape error, reported already; assume it falls through
+	case lang.KindAction, lang.KindSet, lang.KindAssert, lang.KindWait, lang.KindAwait, lang.KindParallel, lang.KindForeach, lang.KindSaga, "": // "": a shape error, reported already; assume it falls through
 		add(ps.nextIndex, true)
 	case lang.KindSwitch:
 		hasDefault := false
@@ -57,24 +63,34 @@ func (c *compiler) checkGraph() {
 		succ[i], onSuccess[i] = c.successors(i)
 	}
 
-	// Reachability from the first step.
+	// Reachability from the first step of each list whose fork is
+	// reachable (the saga's own list first, then each after its fork's).
 	seen := make([]bool, n)
-	stack := []int{0}
-	seen[0] = true
-	for len(stack) > 0 {
-		i := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, j := range succ[i] {
-			if j != end && !seen[j] {
-				seen[j] = true
-				stack = append(stack, j)
+	for _, l := range c.plan.lists {
+		if l.n == 0 || (l.fork >= 0 && !seen[l.fork]) {
+			continue
+		}
+		stack := []int{l.first}
+		seen[l.first] = true
+		for len(stack) > 0 {
+			i := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			for _, j := range succ[i] {
+				if j >= 0 && !seen[j] {
+					seen[j] = true
+					stack = append(stack, j)
+				}
 			}
 		}
 	}
 	for i, ok := range seen {
-		if !ok && c.plan.index[c.plan.steps[i].ID] == i {
-			s := c.plan.steps[i]
-			c.errorf(s.Pos, s.ID, "", "unreachable: no path from the first step leads here")
+		s := c.plan.steps[i]
+		if fork := c.plan.lists[s.list].fork; !ok && c.plan.index[s.ID] == i && (fork < 0 || seen[fork]) {
+			what := "the first step"
+			if fork >= 0 {
+				what = "the first step of " + c.listName(s.list)
+			}
+			c.errorf(s.Pos, s.ID, "", "unreachable: no path from %s leads here", what)
 		}
 	}
 
@@ -93,14 +109,14 @@ func (c *compiler) checkGraph() {
 		hasAction, hasExit := false, false
 		first := comp[0]
 		for _, i := range comp {
-			if k := c.plan.steps[i].Kind; k == lang.KindAction || k == lang.KindWait || k == lang.KindAwait {
-				hasAction = true // a pass takes a message, or time
+			if k := c.plan.steps[i].Kind; k == lang.KindAction || k == lang.KindWait || k == lang.KindAwait || lang.IsFork(k) {
+				hasAction = true // a pass takes a message, or time (a fork: its join)
 			}
 			if i < first {
 				first = i
 			}
 			for _, j := range succ[i] {
-				if j == end || !in[j] {
+				if j < 0 || !in[j] {
 					hasExit = true
 				}
 			}
@@ -175,7 +191,7 @@ func sccs(succ [][]int) [][]int {
 		stack = append(stack, v)
 		onStack[v] = true
 		for _, w := range succ[v] {
-			if w == end {
+			if w < 0 {
 				continue
 			}
 			if index[w] < 0 {
@@ -208,10 +224,14 @@ func sccs(succ [][]int) [][]int {
 }
 
 // flowVars computes, for each step, the vars some path to it may have set.
+// A branch or a body starts with the vars of its fork step (those set
+// before the fork); what its steps set stays in it: after the fork, only
+// the fork's out is set.
 func (c *compiler) flowVars(succ [][]int, onSuccess [][]bool, reachable []bool) {
 	n := len(c.plan.steps)
 	writes := make([][]string, n)
 	c.allWrites = map[string]bool{}
+	c.listWrites = map[string]int{}
 	for i, ps := range c.plan.steps {
 		if ps.Out != "" {
 			writes[i] = append(writes[i], ps.Out)
@@ -221,28 +241,47 @@ func (c *compiler) flowVars(succ [][]int, onSuccess [][]bool, reachable []bool) 
 		}
 		for _, w := range writes[i] {
 			c.allWrites[w] = true
+			if _, ok := c.listWrites[w]; !ok && ps.list != 0 {
+				c.listWrites[w] = ps.list
+			}
 		}
 	}
 	avail := make([]map[string]bool, n)
 	for i := range avail {
 		avail[i] = map[string]bool{}
 	}
-	// Every reachable step starts queued: a step that gains nothing from its
-	// predecessors must still pass its own writes on.
-	var work []int
+	// List by list, each after the list of its fork, whose vars are known
+	// by then. Every reachable step starts queued: a step that gains
+	// nothing from its predecessors must still pass its own writes on.
 	queued := make([]bool, n)
-	for i := range n {
-		if reachable[i] {
-			work = append(work, i)
-			queued[i] = true
+	for _, l := range c.plan.lists {
+		if l.n == 0 {
+			continue
 		}
+		if l.fork >= 0 {
+			maps.Copy(avail[l.first], avail[l.fork])
+		}
+		var work []int
+		for i := l.first; i < l.first+l.n; i++ {
+			if reachable[i] {
+				work = append(work, i)
+				queued[i] = true
+			}
+		}
+		c.flowList(work, queued, succ, onSuccess, writes, avail)
 	}
+	c.avail = avail
+	c.sure = c.sureVars(succ, onSuccess, reachable, writes)
+}
+
+// flowList spreads avail along the edges of one list from the queued steps.
+func (c *compiler) flowList(work []int, queued []bool, succ [][]int, onSuccess [][]bool, writes [][]string, avail []map[string]bool) {
 	for len(work) > 0 {
 		i := work[0]
 		work = work[1:]
 		queued[i] = false
 		for k, j := range succ[i] {
-			if j == end {
+			if j < 0 {
 				continue
 			}
 			changed := false
@@ -266,8 +305,6 @@ func (c *compiler) flowVars(succ [][]int, onSuccess [][]bool, reachable []bool) 
 			}
 		}
 	}
-	c.avail = avail
-	c.sure = c.sureVars(succ, onSuccess, reachable, writes)
 }
 
 // sureVars computes, for each reachable step, the vars every path to it has
@@ -291,17 +328,13 @@ func (c *compiler) sureVars(succ [][]int, onSuccess [][]bool, reachable []bool, 
 			adds[i][bit[w]/64] |= 1 << (bit[w] % 64)
 		}
 	}
-	type edge struct {
-		from    int
-		success bool
-	}
 	preds := make([][]edge, n)
 	for i := range n {
 		if !reachable[i] {
 			continue
 		}
 		for k, j := range succ[i] {
-			if j != end {
+			if j >= 0 {
 				preds[j] = append(preds[j], edge{i, onSuccess[i][k]})
 			}
 		}
@@ -309,22 +342,59 @@ func (c *compiler) sureVars(succ [][]int, onSuccess [][]bool, reachable []bool, 
 	sure := make([][]uint64, n)
 	for i := range sure {
 		sure[i] = make([]uint64, words)
-		if i != 0 { // the first step starts with nothing; the rest start full and shrink
-			for w := range sure[i] {
-				sure[i][w] = ^uint64(0)
+		for w := range sure[i] { // the sets start full and shrink
+			sure[i][w] = ^uint64(0)
+		}
+	}
+	// List by list, each after the list of its fork. A list's first step
+	// meets what its entry brings: nothing for the saga's first step, the
+	// fork step's vars for a branch or a body. Iterate to the greatest
+	// fixed point: sets only shrink, so this ends.
+	meet := make([]uint64, words)
+	entry := make([]uint64, words)
+	for _, l := range c.plan.lists {
+		if l.n == 0 {
+			continue
+		}
+		clear(entry)
+		if l.fork >= 0 {
+			copy(entry, sure[l.fork])
+		}
+		c.sureList(l, sure, preds, reachable, entry, meet, adds)
+	}
+	out := make([]map[string]bool, n)
+	for i, ps := range c.plan.steps {
+		if ps.Compensate == nil {
+			continue
+		}
+		out[i] = map[string]bool{}
+		for k, name := range names {
+			if sure[i][k/64]&(1<<(k%64)) != 0 {
+				out[i][name] = true
 			}
 		}
 	}
-	// Iterate to the greatest fixed point: sets only shrink, so this ends.
-	meet := make([]uint64, words)
+	return out
+}
+
+type edge struct {
+	from    int
+	success bool
+}
+
+// sureList iterates the sure sets of one list's steps to their fixed point.
+func (c *compiler) sureList(l stepList, sure [][]uint64, preds [][]edge, reachable []bool, entry, meet []uint64, adds [][]uint64) {
 	for changed := true; changed; {
 		changed = false
-		for j := 1; j < n; j++ {
-			if !reachable[j] || len(preds[j]) == 0 {
+		for j := l.first; j < l.first+l.n; j++ {
+			if !reachable[j] || (j != l.first && len(preds[j]) == 0) {
 				continue
 			}
 			for w := range meet {
 				meet[w] = ^uint64(0)
+			}
+			if j == l.first {
+				copy(meet, entry)
 			}
 			for _, e := range preds[j] {
 				for w := range meet {
@@ -341,19 +411,6 @@ func (c *compiler) sureVars(succ [][]int, onSuccess [][]bool, reachable []bool, 
 			}
 		}
 	}
-	out := make([]map[string]bool, n)
-	for i, ps := range c.plan.steps {
-		if ps.Compensate == nil {
-			continue
-		}
-		out[i] = map[string]bool{}
-		for k, name := range names {
-			if sure[i][k/64]&(1<<(k%64)) != 0 {
-				out[i][name] = true
-			}
-		}
-	}
-	return out
 }
 
 // checkReads reports vars an expression reads that no earlier step sets.
@@ -372,7 +429,26 @@ func (c *compiler) checkReads(s *lang.Step, field string, pos lang.Pos, prg *pro
 		case c.compensating:
 			why = "it may not exist when this compensation runs: a compensation reads only vars written on every path up to and including its own step"
 		}
+		if li, ok := c.listWrites[name]; ok && !c.allowed[name] && !c.compensating {
+			if i, ok := c.plan.index[s.ID]; !ok || !c.inside(c.plan.steps[i].list, li) {
+				why += fmt.Sprintf(" here (a step of %s sets it, and what a branch or foreach body sets stays in it: after the fork, read the fork's out)", c.listName(li))
+			}
+		}
 		c.errorf(pos, s.ID, field, "reads vars.%s, but %s%s", name, why, c.suggestVar(name))
+	}
+}
+
+// inside reports whether list li is list outer or nested in it.
+func (c *compiler) inside(li, outer int) bool {
+	for {
+		if li == outer {
+			return true
+		}
+		fork := c.plan.lists[li].fork
+		if fork < 0 {
+			return false
+		}
+		li = c.plan.steps[fork].list
 	}
 }
 

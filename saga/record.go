@@ -41,11 +41,11 @@ func (p *Plan) CheckState(st *State) error {
 		}
 		s := p.steps[c.Step]
 		if c.Fork {
-			if s.fork == nil || c.Children < 1 || c.Children > durable.MaxForkChildren || c.Lanes < 1 || c.Lanes > c.Children ||
+			if !lang.IsFork(s.Kind) || c.Children < 1 || c.Children > durable.MaxForkChildren || c.Lanes < 1 || c.Lanes > c.Children ||
 				c.Child < 0 || c.Child >= c.Children || c.Wait {
 				return fmt.Errorf("a fork cursor at step %s (%d children, %d at once, child %d)", s.ID, c.Children, c.Lanes, c.Child)
 			}
-			if s.fork.items != nil && !c.Compensating && len(st.ForkItems) != c.Children || s.fork.child != nil && !c.Compensating && len(st.ForkItems) != 1 {
+			if s.Kind == lang.KindForeach && !c.Compensating && len(st.ForkItems) != c.Children || s.Kind == lang.KindSaga && !c.Compensating && len(st.ForkItems) != 1 {
 				return fmt.Errorf("a fork at step %s of %d children with %d items", s.ID, c.Children, len(st.ForkItems))
 			}
 			continue
@@ -69,7 +69,7 @@ func (p *Plan) CheckState(st *State) error {
 		switch {
 		case c.Step < 0 || c.Step >= len(p.steps):
 			return fmt.Errorf("a completion of step %d of %d", c.Step, len(p.steps))
-		case c.Children > 0 && p.steps[c.Step].fork == nil:
+		case c.Children > 0 && !lang.IsFork(p.steps[c.Step].Kind):
 			return fmt.Errorf("a completion of %d children of step %s, which is no fork", c.Children, p.steps[c.Step].ID)
 		case c.Children == 0 && p.steps[c.Step].comp == nil:
 			return fmt.Errorf("a completion of step %s, which has no compensation", p.steps[c.Step].ID)

@@ -69,9 +69,11 @@ type State struct {
 	// Parent links a child run (a branch, an iteration, a child saga) to
 	// the fork that started it; nil for a saga a user started.
 	Parent *ParentLink
-	// Item is what a foreach iteration sees as its item (the list's
-	// element at Parent.Index); nil for other sagas.
-	Item any
+	// Scope is what a child run's expressions see beside input and vars
+	// when it runs in a foreach body: each enclosing foreach's item under
+	// its as name, and index, the innermost one's position; nil outside
+	// any foreach body.
+	Scope map[string]any
 	// LastOut is the var the latest out of a branch or iteration wrote:
 	// its value is the child run's output when the branch ends.
 	LastOut string

@@ -191,7 +191,7 @@ func (c *Config) loadWith(file string, opts saga.Options) (*saga.Plan, bool) {
 		c.errorf("definition %v", err)
 		return nil, false
 	}
-	plan, err := saga.Compile(file, src, opts)
+	plan, err := saga.CompileFile(definitionFiles{name: file, src: src}, file, opts)
 	if err != nil {
 		var de *lang.DefinitionError
 		if errors.As(err, &de) {
