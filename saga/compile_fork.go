@@ -183,11 +183,6 @@ func (c *compiler) listName(li int) string {
 // fields every step has.
 func (c *compiler) compileFork(ps *planStep) {
 	s := ps.Step
-	if !c.opts.allowForks {
-		// The runtime is being built (docs/PROTOCOL.md, "Forks"): what
-		// validation accepts must run.
-		c.errorf(s.FieldPos(string(s.Kind)), s.ID, "", "%s steps do not run yet", s.Kind)
-	}
 	switch s.Kind {
 	case lang.KindForeach:
 		fe := s.Foreach

@@ -7,9 +7,5 @@ var (
 	DefinitionHash = definitionHash
 )
 
-// AllowForks returns opts with parallel, foreach and saga steps allowed to
-// compile, as they will be once their runtime lands.
-func AllowForks(opts Options) Options {
-	opts.allowForks = true
-	return opts
-}
+// AllowForks returns opts: parallel, foreach and saga steps compile.
+func AllowForks(opts Options) Options { return opts }

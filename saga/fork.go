@@ -229,7 +229,11 @@ func (r *runner) joined(j *Join) {
 	}
 	if failure == nil && s.Out != "" {
 		old, had := st.Vars[s.Out]
-		st.Vars[s.Out] = j.Outputs
+		var out any = j.Outputs
+		if s.Kind == lang.KindSaga {
+			out = j.Outputs[0] // a child saga's output is the step's
+		}
+		st.Vars[s.Out] = out
 		if !r.fits() {
 			r.restore([]savedVar{{s.Out, old, had}})
 			failure = r.tooLarge(s.ID, "the outputs of "+s.ID+"'s children")

@@ -32,7 +32,7 @@ steps:
 `)},
 		"pay.yaml": {Data: []byte("saga: payment\nsteps:\n  - {id: charge, action: payments.charge}\n")},
 	}
-	p, err := CompileFile(fsys, "main.yaml", Options{allowForks: true})
+	p, err := CompileFile(fsys, "main.yaml", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

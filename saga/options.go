@@ -20,12 +20,6 @@ type Options struct {
 	// actions can give one, its timeout less StartReserve and ResultReserve
 	// (StepTimeoutLimit). Zero: only the 15-minute cap applies.
 	MaxStepTimeout time.Duration
-
-	// allowForks lets parallel, foreach and saga steps compile. Until their
-	// runtime lands, validation refuses them ("does not run yet"), so that
-	// nothing it accepts fails to run; the tests set it (export_test.go) to
-	// check every other rule of these steps now.
-	allowForks bool
 }
 
 func (o Options) withDefaults() Options {
