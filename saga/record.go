@@ -41,7 +41,7 @@ func (p *Plan) CheckState(st *State) error {
 		}
 		s := p.steps[c.Step]
 		if c.Fork {
-			if !lang.IsFork(s.Kind) || c.Children < 1 || c.Children > durable.MaxForkChildren || c.Lanes < 1 || c.Lanes > c.Children ||
+			if !lang.IsFork(s.Kind) || c.Children < 1 || c.Children > durable.MaxForkChildren || !c.Compensating && (c.Lanes < 1 || c.Lanes > c.Children) ||
 				c.Child < 0 || c.Child >= c.Children || c.Wait {
 				return fmt.Errorf("a fork cursor at step %s (%d children, %d at once, child %d)", s.ID, c.Children, c.Lanes, c.Child)
 			}

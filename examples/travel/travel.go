@@ -30,6 +30,9 @@ type Services struct {
 	// SoldOut names the services ("hotels", "flights", "cars") that
 	// refuse every booking, for good.
 	SoldOut map[string]bool
+	// NoTicket names the travellers whose ticket cannot be issued, for
+	// good.
+	NoTicket map[string]bool
 
 	mu      sync.Mutex
 	seen    map[string]any // idempotency key -> result
@@ -37,7 +40,9 @@ type Services struct {
 }
 
 // NewServices returns a fresh fake back end with everything available.
-func NewServices() *Services { return &Services{seen: map[string]any{}, SoldOut: map[string]bool{}} }
+func NewServices() *Services {
+	return &Services{seen: map[string]any{}, SoldOut: map[string]bool{}, NoTicket: map[string]bool{}}
+}
 
 // once applies effect at most once per idempotency key.
 func (s *Services) once(call saga.Call, effect string, out any) (any, error) {
@@ -103,6 +108,9 @@ func (s *Services) Register(reg *engine.Registry) {
 		return s.once(c, "refund "+in.Capture, nil)
 	}))
 	reg.MustRegister("tickets.issue", engine.Typed(func(ctx context.Context, c saga.Call, in ticketIn) (any, error) {
+		if s.NoTicket[in.Name] {
+			return nil, saga.Permanent(errors.New("no ticket for " + in.Name))
+		}
 		id := fmt.Sprintf("tk-%s-%d", in.TripID, in.Seat)
 		return s.once(c, "issue "+id+" "+in.Name, map[string]any{"id": id})
 	}))

@@ -104,3 +104,39 @@ func TestTravelUndoesTheBookingsWhenOneFails(t *testing.T) {
 		}
 	}
 }
+
+// A ticket that cannot be issued, after the bookings and the payment:
+// the tickets issued are voided, the payment (a child saga that
+// succeeded) is undone as a whole, newest first (refund, then void), and
+// then the bookings are cancelled.
+func TestTravelUndoesEverythingWhenATicketFails(t *testing.T) {
+	svc := travel.NewServices()
+	svc.NoTicket["cy"] = true
+	st := run(t, svc, "t-3", trip("t-3", "ann", "bob", "cy", "dee"))
+	if st.Status != durable.StatusCompensated || st.Failure == nil || st.Failure.Step != "ticket" {
+		t.Fatalf("%s: %+v", st.Status, st.Failure)
+	}
+	eff := svc.EffectsNow()
+	at := func(e string) int {
+		i := slices.Index(eff, e)
+		if i < 0 {
+			t.Fatalf("no %q in %v", e, eff)
+		}
+		return i
+	}
+	// Every ticket issued is voided, before the payment is undone.
+	for _, e := range eff {
+		if id, ok := strings.CutPrefix(e, "issue "); ok {
+			id, _, _ = strings.Cut(id, " ")
+			if at("void "+id) > at("refund cap-auth-t-3") {
+				t.Errorf("ticket %s voided after the refund: %v", id, eff)
+			}
+		}
+	}
+	if !(at("refund cap-auth-t-3") < at("void auth-t-3") && at("void auth-t-3") < at("cancel hotels-t-3") && at("void auth-t-3") < at("cancel cars-t-3")) {
+		t.Errorf("undone out of order: %v", eff)
+	}
+	if slices.Contains(eff, "issue tk-t-3-2 cy") {
+		t.Errorf("cy's ticket was issued: %v", eff)
+	}
+}
