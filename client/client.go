@@ -130,7 +130,7 @@ func (c *Client) Step(ctx context.Context, st *saga.State, index int) (string, e
 	if err != nil {
 		return "", err
 	}
-	steps := plan.Definition().Steps
+	steps := plan.Steps()
 	if index < 0 || index >= len(steps) {
 		return "", fmt.Errorf("step index %d out of range", index)
 	}

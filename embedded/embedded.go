@@ -244,10 +244,10 @@ func (r *Runtime) receiving(ctx context.Context, st *saga.State) bool {
 		return false
 	}
 	plan, err := r.plans.Get(ctx, st.DefinitionHash)
-	if err != nil || cur.Step < 0 || cur.Step >= len(plan.Definition().Steps) {
+	if err != nil || cur.Step < 0 || cur.Step >= len(plan.Steps()) {
 		return false
 	}
-	s := plan.Definition().Steps[cur.Step]
+	s := plan.Steps()[cur.Step]
 	return s.Kind == lang.KindAwait || s.Callback != nil
 }
 

@@ -12,15 +12,15 @@ import (
 // ChildStart is how child Index of a fork starts: what Plan.Child returns
 // and EventStart takes in Event.Child.
 type ChildStart struct {
-	Link     ParentLink     // where it comes from
-	Input    map[string]any // a branch's, the parent's input; a child saga's, its with
-	Vars     map[string]any // a branch's: the parent's vars at the fork (a copy); nil for a child saga
+	Link  ParentLink     // where it comes from
+	Input map[string]any // a branch's, the parent's input; a child saga's, its with
+	Vars  map[string]any // a branch's: the parent's vars at the fork (a copy); nil for a child saga
 	// Scope is what a foreach body's expressions see beside input and
 	// vars: each enclosing foreach's item under its as name, and index,
 	// the innermost one's position; nil outside any foreach body.
-	Scope map[string]any
-	First    int            // the index of the step it starts at, in the plan it runs
-	Deadline time.Time      // the parent's deadline, or the child saga's own if earlier; zero: none
+	Scope    map[string]any
+	First    int       // the index of the step it starts at, in the plan it runs
+	Deadline time.Time // the parent's deadline, or the child saga's own if earlier; zero: none
 	// Stopped starts the child already cancelled: a child its fork's
 	// failure stopped before it was created. Nothing of it runs.
 	Stopped bool
@@ -111,7 +111,7 @@ func (r *runner) fork(s *planStep, idx int) (int, bool) {
 		}
 		list, ok := native.([]any)
 		if !ok {
-				return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("foreach of step %s is a %T, not a list", s.ID, native)))
+			return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("foreach of step %s is a %T, not a list", s.ID, native)))
 		}
 		if len(list) > durable.MaxForkChildren {
 			return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("foreach of step %s has %d elements, over the limit of %d", s.ID, len(list), durable.MaxForkChildren)))
@@ -347,11 +347,41 @@ func (r *runner) childUndone(u *Undone) {
 	}
 }
 
-
 // StepID returns the id of the step with index idx, or "" when there is none.
 func (p *Plan) StepID(idx int) string {
 	if idx < 0 || idx >= len(p.steps) {
 		return ""
 	}
 	return p.steps[idx].ID
+}
+
+// Steps returns every step of the plan, nested ones included, in the
+// order of their indexes: a cursor's Step indexes it. A child saga's steps
+// are in its own plan (Plan.Child).
+func (p *Plan) Steps() []*lang.Step {
+	out := make([]*lang.Step, len(p.steps))
+	for i, ps := range p.steps {
+		out[i] = ps.Step
+	}
+	return out
+}
+
+// StepsWithChildren returns Steps, then the steps of each child saga
+// (theirs included), each step once: every step a run of the plan may
+// reach. Step ids are unique across them.
+func (p *Plan) StepsWithChildren() []*lang.Step {
+	out := p.Steps()
+	seen := map[*Plan]bool{p: true}
+	var walk func(q *Plan)
+	walk = func(q *Plan) {
+		for _, ps := range q.steps {
+			if c := ps.child; c != nil && !seen[c] {
+				seen[c] = true
+				out = append(out, c.Steps()...)
+				walk(c)
+			}
+		}
+	}
+	walk(p)
+	return out
 }

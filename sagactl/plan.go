@@ -104,7 +104,7 @@ func writePlan(w io.Writer, plan *saga.Plan, st *saga.State, what string, path [
 			failed = comps[n-1].Step
 		}
 		var left []string
-		defs := plan.Definition().Steps
+		defs := plan.Steps()
 		for i := len(st.Stack) - 1; i >= 0; i-- {
 			id := defs[st.Stack[i].Step].ID
 			if i == len(st.Stack)-1 && id == failed {

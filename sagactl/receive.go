@@ -275,7 +275,7 @@ type pauseReport struct {
 // pauseOf describes the pause of a waiting saga; nil when it is not paused.
 func pauseOf(plan *saga.Plan, st *saga.State) *pauseReport {
 	cur, ok := st.Pending()
-	steps := plan.Definition().Steps
+	steps := plan.Steps()
 	if !ok || !cur.Wait || cur.Compensating || st.Status != durable.StatusWaiting || cur.Step < 0 || cur.Step >= len(steps) {
 		return nil
 	}

@@ -50,7 +50,7 @@ func (f failSet) act(call saga.Call) (any, error) {
 // checkFails resolves every --fail (resolveFails), printing the first
 // name that resolves to nothing.
 func (c *Config) checkFails(plan *saga.Plan, names []string) (failSet, bool) {
-	set, err := resolveFails(plan.Name(), plan.Definition().Steps, names)
+	set, err := resolveFails(plan.Name(), plan.StepsWithChildren(), names)
 	if err != nil {
 		c.errorf("%v", err)
 		return failSet{}, false
@@ -183,7 +183,7 @@ type startSignal struct {
 func (c *Config) readSignals(plan *saga.Plan, args []string) ([]startSignal, bool) {
 	var names []string
 	awaited := map[string]bool{}
-	for _, s := range plan.Definition().Steps {
+	for _, s := range plan.StepsWithChildren() {
 		if s.Kind == lang.KindAwait && !awaited[s.Await.Signal] {
 			awaited[s.Await.Signal] = true
 			names = append(names, s.Await.Signal)
@@ -279,7 +279,7 @@ func runRun(c *Config, args []string) int {
 		return ExitUsage
 	}
 	awaits := map[string]*lang.Step{}
-	for _, s := range plan.Definition().Steps {
+	for _, s := range plan.StepsWithChildren() {
 		if s.Kind == lang.KindAwait {
 			awaits[s.ID] = s
 		}

@@ -64,22 +64,21 @@ func (s *Services) EffectsNow() []string {
 }
 
 type tripIn struct {
-	TripID  string `json:"trip_id"`
-	Booking string `json:"booking"`
+	TripID string `json:"trip_id"`
+	City   string `json:"city"`
+	To     string `json:"to"`
 }
 
 type paymentIn struct {
 	OrderID string  `json:"order_id"`
 	Amount  float64 `json:"amount"`
-	Auth    string  `json:"auth"`
-	Capture string  `json:"capture"`
 }
 
 type ticketIn struct {
 	TripID string `json:"trip_id"`
 	Name   string `json:"name"`
 	Seat   int    `json:"seat"`
-	Ticket string `json:"ticket"`
+	To     string `json:"to"`
 }
 
 // Register adds the travel and payment sagas' actions to reg.
@@ -89,32 +88,32 @@ func (s *Services) Register(reg *engine.Registry) {
 			if s.SoldOut[svc] {
 				return nil, saga.Permanent(errors.New(svc + ": sold out"))
 			}
-			return s.once(c, "book "+svc+" "+in.TripID, map[string]any{"booking": svc + "-" + in.TripID})
+			return s.once(c, "book "+svc+" "+in.TripID, map[string]any{"booking": svc + "-" + in.TripID, "trip_id": in.TripID, "to": in.To})
 		}))
 		reg.MustRegister(svc+".cancel", engine.Typed(func(ctx context.Context, c saga.Call, in tripIn) (any, error) {
-			return s.once(c, "cancel "+in.Booking, nil)
+			return s.once(c, "cancel "+svc+" "+in.TripID, nil)
 		}))
 	}
 	reg.MustRegister("payments.authorize", engine.Typed(func(ctx context.Context, c saga.Call, in paymentIn) (any, error) {
-		return s.once(c, fmt.Sprintf("authorize %s %.2f", in.OrderID, in.Amount), map[string]any{"id": "auth-" + in.OrderID})
+		return s.once(c, fmt.Sprintf("authorize %s %.2f", in.OrderID, in.Amount), map[string]any{"order_id": in.OrderID, "amount": in.Amount})
 	}))
 	reg.MustRegister("payments.void", engine.Typed(func(ctx context.Context, c saga.Call, in paymentIn) (any, error) {
-		return s.once(c, "void "+in.Auth, nil)
+		return s.once(c, "void "+in.OrderID, nil)
 	}))
 	reg.MustRegister("payments.capture", engine.Typed(func(ctx context.Context, c saga.Call, in paymentIn) (any, error) {
-		return s.once(c, "capture "+in.Auth, map[string]any{"id": "cap-" + in.Auth})
+		return s.once(c, fmt.Sprintf("capture %s %.2f", in.OrderID, in.Amount), map[string]any{"order_id": in.OrderID, "amount": in.Amount})
 	}))
 	reg.MustRegister("payments.refund", engine.Typed(func(ctx context.Context, c saga.Call, in paymentIn) (any, error) {
-		return s.once(c, "refund "+in.Capture, nil)
+		return s.once(c, fmt.Sprintf("refund %s %.2f", in.OrderID, in.Amount), nil)
 	}))
 	reg.MustRegister("tickets.issue", engine.Typed(func(ctx context.Context, c saga.Call, in ticketIn) (any, error) {
 		if s.NoTicket[in.Name] {
 			return nil, saga.Permanent(errors.New("no ticket for " + in.Name))
 		}
 		id := fmt.Sprintf("tk-%s-%d", in.TripID, in.Seat)
-		return s.once(c, "issue "+id+" "+in.Name, map[string]any{"id": id})
+		return s.once(c, "issue "+id+" "+in.Name, map[string]any{"id": id, "trip_id": in.TripID, "seat": in.Seat, "to": in.To})
 	}))
 	reg.MustRegister("tickets.void", engine.Typed(func(ctx context.Context, c saga.Call, in ticketIn) (any, error) {
-		return s.once(c, "void "+in.Ticket, nil)
+		return s.once(c, fmt.Sprintf("void tk-%s-%d", in.TripID, in.Seat), nil)
 	}))
 }

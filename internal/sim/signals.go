@@ -112,7 +112,7 @@ func (w *world) scheduleDeliveries(id string, plan *saga.Plan, sm *summary, wake
 	}
 	within := func() time.Time { return now.Add(time.Duration(w.rng.Int64N(int64(window)))) }
 	late := func() time.Time { return wakeAt.Add(time.Second + time.Duration(w.rng.Int64N(int64(time.Hour)))) }
-	step := plan.Definition().Steps[sm.pending.Step]
+	step := plan.Steps()[sm.pending.Step]
 	switch {
 	case step.Kind == lang.KindAwait:
 		sig := w.newSignalID(id)
