@@ -37,6 +37,13 @@ type SagaRecord struct {
 	// that messages in flight stay valid, and move Received up by one.
 	// Every update is conditional on it as on the version (absent is 0).
 	Received uint64
+	// Child marks a child run of a fork (a branch, an iteration, a child
+	// saga): its parent may undo it long after it ended, so a store never
+	// expires it. Unlisted marks a branch or an iteration: a store keeps
+	// it out of SagaList (its parent's status shows it), so that a fork
+	// costs no index write per child; its timers are still listed by
+	// SagaListDue. Reads return both.
+	Child, Unlisted bool
 	// Resends counts the sweep's re-sends of the saga's outbox since the
 	// write of this version (SagaSetResends). Reads return it; create and
 	// update ignore it and store zero, so it counts only while the saga

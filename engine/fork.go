@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/lang"
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
@@ -288,6 +290,73 @@ func (c *Coordinator) stopFork(ctx context.Context, st *saga.State, plan *saga.P
 	return nil
 }
 
+// sweepFork sends again what the children of the fork parent waits on
+// need to go on: a launch the parent's outbox holds and no one made, the
+// outbox of a lane's current child idle since before idleSince (its
+// ended message, if it ended and was not counted), and, for a child that
+// itself waits on a fork, the same one level down. It reports how many
+// it sent again.
+func (c *Coordinator) sweepFork(ctx context.Context, parent *saga.State, idleSince time.Time, depth int) (int, error) {
+	plan, err := c.cfg.Plans.Get(ctx, parent.DefinitionHash)
+	if err != nil {
+		return 0, err
+	}
+	_, cs, err := plan.Launch(parent, 0)
+	if err != nil {
+		return 0, err
+	}
+	l := &cs.Link
+	rec, err := c.cfg.Store.ForkGet(ctx, &durable.ForkGetParams{Key: forkKey(l)})
+	if errors.Is(err, durable.ErrNotFound) {
+		rec, err = &durable.ForkRecord{Failed: -1}, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	sent := 0
+	for j := range l.Lanes {
+		k := j + rec.Count(j)*l.Lanes
+		if k >= l.Children || rec.IsStopped(j) {
+			continue
+		}
+		child, childPlan, err := c.loadChild(ctx, durable.ChildID(l.ID, l.Step, l.Seq, k))
+		switch {
+		case errors.Is(err, errSagaMissing):
+			if parent.UpdatedAt.After(idleSince) {
+				continue // its launcher may be at work
+			}
+			if err := c.launch(ctx, parent, plan, k, rec.Failed >= 0); err != nil {
+				return sent, err
+			}
+			sent++
+			continue
+		case err != nil:
+			return sent, err
+		}
+		if cur, ok := child.Pending(); ok && cur.Fork && !cur.Compensating && !child.Status.Final() && depth < lang.MaxForkDepth {
+			n, err := c.sweepFork(ctx, child, idleSince, depth+1)
+			if sent += n; err != nil {
+				return sent, err
+			}
+			continue
+		}
+		if len(child.Outbox) == 0 || child.UpdatedAt.After(idleSince) {
+			continue
+		}
+		if err := c.sendOutbox(ctx, child, childPlan); err != nil {
+			return sent, err
+		}
+		sent++
+	}
+	return sent, nil
+}
+
+// loadChild reads a child run and its plan.
+func (c *Coordinator) loadChild(ctx context.Context, id string) (*saga.State, *saga.Plan, error) {
+	_, st, plan, err := c.load(ctx, id)
+	return st, plan, err
+}
+
 // maxJoinReads bounds the reads of a join's children in flight.
 const maxJoinReads = 16
 
@@ -395,6 +464,12 @@ func (c *Coordinator) undo(ctx context.Context, msg durable.Message) (Outcome, e
 	case st.Undoing && st.Status.Final():
 		return c.undone(ctx, st) // undone already: its parent may not know
 	case st.Undoing, st.Status != durable.StatusSucceeded && !st.Status.Final():
+		// Being undone, or not yet ended: its own messages move it on;
+		// send them again, in case the one in flight was lost (the
+		// protocol drops what was handled).
+		if err := c.sendOutbox(ctx, st, plan); err != nil {
+			return "", err
+		}
 		return HandledStale, nil
 	case st.Status != durable.StatusSucceeded:
 		return c.undone(ctx, st) // it compensated itself: nothing of it to undo

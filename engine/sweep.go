@@ -93,11 +93,18 @@ func (c *Coordinator) Sweep(ctx context.Context, p *SweepParams) (*SweepResult, 
 					skip(sm.SagaID, err)
 					continue
 				}
+				if cur, ok := st.Pending(); ok && cur.Fork && !cur.Compensating && !st.Status.Final() {
+					// It waits on its children, which no listing shows:
+					// the sweep looks at each lane's current one.
+					n, err := c.sweepFork(ctx, st, idleSince, 0)
+					res.Resent += n
+					if err != nil {
+						skip(st.SagaID, err)
+					}
+					continue
+				}
 				if st.Status.Final() || len(st.Outbox) == 0 || st.UpdatedAt.After(idleSince) {
 					continue // finished, or it moved on since it entered its status
-				}
-				if cur, ok := st.Pending(); ok && cur.Fork && !cur.Compensating {
-					continue // it waits on its children, which the sweep sees themselves
 				}
 				idle := slog.Duration("idle", now.Sub(st.UpdatedAt))
 				if st.Resends >= maxResends {

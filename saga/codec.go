@@ -183,6 +183,9 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 		e.uint(5, uint64(l.Index))
 		e.uint(6, uint64(l.Children))
 		e.uint(7, uint64(l.Lanes))
+		if l.Saga {
+			e.uint(8, 1)
+		}
 		e.end(at)
 	}
 	if st.Scope != nil {
@@ -451,6 +454,8 @@ func (st *State) UnmarshalBinary(data []byte) error {
 					l.Children = d.int()
 				case 7:
 					l.Lanes = d.int()
+				case 8:
+					l.Saga = d.uint() == 1
 				default:
 					return false
 				}

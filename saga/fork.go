@@ -72,7 +72,7 @@ func (p *Plan) Launch(parent *State, k int) (*Plan, *ChildStart, error) {
 	switch s.Kind {
 	case lang.KindSaga:
 		in, _ := parent.ForkItems[0].(map[string]any)
-		cs.Input = in
+		cs.Input, cs.Link.Saga = in, true
 		if t := s.child.def.Timeout; t > 0 {
 			if own := parent.UpdatedAt.Add(t); cs.Deadline.IsZero() || own.Before(cs.Deadline) {
 				cs.Deadline = own

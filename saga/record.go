@@ -23,7 +23,8 @@ func (st *State) Record(buf []byte) (durable.SagaRecord, error) {
 		return durable.SagaRecord{}, fmt.Errorf("%w: saga %s would be %d bytes, over %d", durable.ErrTooLarge, st.SagaID, len(b), limit)
 	}
 	return durable.SagaRecord{SagaID: st.SagaID, Version: st.Version, Status: st.Status, Name: st.Name, DefinitionHash: st.DefinitionHash,
-		CreatedAt: st.CreatedAt, StatusSince: st.StatusSince, UpdatedAt: st.UpdatedAt, WakeAt: st.WakeAt(), State: b, Received: st.Received}, nil
+		CreatedAt: st.CreatedAt, StatusSince: st.StatusSince, UpdatedAt: st.UpdatedAt, WakeAt: st.WakeAt(), State: b, Received: st.Received,
+		Child: st.Parent != nil, Unlisted: st.Parent != nil && !st.Parent.Saga}, nil
 }
 
 // CheckState reports what in st does not fit the plan, so that a damaged

@@ -124,6 +124,9 @@ type ParentLink struct {
 	Index    int    // the child's index: its branch, or its element of the list
 	Children int    // how many children the fork starts
 	Lanes    int    // how many of them run at once
+	// Saga: the child is a child saga (a saga step), listed like any
+	// saga; a branch or an iteration is not (durable.SagaRecord.Unlisted).
+	Saga bool
 }
 
 // Delivery is something sent to a saga from outside: a signal, or the

@@ -111,6 +111,8 @@ const (
 	attrResends   = "rs"
 	attrReceived  = "rc"
 	attrState     = "state"
+	attrChild     = "ch" // a child run of a fork: 1 listed (a child saga), 2 unlisted (a branch or an iteration)
+	attrSince     = "ss" // an unlisted child's status since, which gsi1sk holds for the others
 	attrGSI1PK    = "gsi1pk"
 	attrGSI1SK    = "gsi1sk"
 	attrGSI2PK    = "gsi2pk"
@@ -213,15 +215,27 @@ func (s *Store) item(r *durable.SagaRecord) (map[string]types.AttributeValue, er
 	if r.Received > 0 {
 		it[attrReceived] = n(r.Received) // absent is 0: most sagas never keep a delivery
 	}
-	it[attrGSI1PK] = &types.AttributeValueMemberS{Value: statusKey(r.Status, shard(r.SagaID))}
-	it[attrGSI1SK] = &types.AttributeValueMemberS{Value: durable.ListPosition(r.StatusSince, r.SagaID)}
+	switch {
+	case r.Unlisted:
+		// A branch or an iteration: no by_status entry, so a fork bills
+		// no index write per child; its parent lists it.
+		it[attrChild] = n(2)
+		it[attrSince] = &types.AttributeValueMemberN{Value: strconv.FormatInt(unixNano(r.StatusSince), 10)}
+	default:
+		if r.Child {
+			it[attrChild] = n(1)
+		}
+		it[attrGSI1PK] = &types.AttributeValueMemberS{Value: statusKey(r.Status, shard(r.SagaID))}
+		it[attrGSI1SK] = &types.AttributeValueMemberS{Value: durable.ListPosition(r.StatusSince, r.SagaID)}
+	}
 	// by_due is sparse: a saga without a timer has no gsi2 keys, so it has
 	// no entry, and its writes bill nothing on the index.
 	if !r.WakeAt.IsZero() {
 		it[attrGSI2PK] = &types.AttributeValueMemberS{Value: dueKey(shard(r.SagaID))}
 		it[attrGSI2SK] = &types.AttributeValueMemberS{Value: durable.ListPosition(r.WakeAt, r.SagaID)}
 	}
-	if expires(r.Status) && s.retention > 0 {
+	if expires(r.Status) && s.retention > 0 && !r.Child {
+		// A child run is kept: its parent may undo it long after it ended.
 		it[attrTTL] = &types.AttributeValueMemberN{Value: strconv.FormatInt(r.UpdatedAt.Add(s.retention).Unix(), 10)}
 	}
 	return it, nil
@@ -282,6 +296,13 @@ func decodeRecord(id string, it map[string]types.AttributeValue) (*durable.SagaR
 	r.CreatedAt = timeAttr(it, attrCreated)
 	r.UpdatedAt = timeAttr(it, attrUpdated)
 	r.StatusSince, _ = timeOf(strAttr(it, attrGSI1SK))
+	switch c, _ := numAttr(it, attrChild); c {
+	case 1:
+		r.Child = true
+	case 2:
+		r.Child, r.Unlisted = true, true
+		r.StatusSince = timeAttr(it, attrSince)
+	}
 	r.WakeAt, _ = timeOf(strAttr(it, attrGSI2SK)) // absent: zero, no timer
 	if n, err := numAttr(it, attrResends); err == nil {
 		r.Resends = int(n)

@@ -118,7 +118,7 @@ func (s *Store) SagaList(_ context.Context, p *durable.SagaListParams) (*durable
 	s.mu.RLock()
 	var all []entry
 	for _, r := range s.sagas {
-		if p.Status != "" && r.Status != p.Status {
+		if r.Unlisted || p.Status != "" && r.Status != p.Status {
 			continue
 		}
 		if !p.EnteredBefore.IsZero() && !r.StatusSince.Before(p.EnteredBefore) {

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	t.Run("SagaListCursorIsStable", func(t *testing.T) { testListCursorStable(t, newStore(t)) })
 	t.Run("SagaListEnteredBefore", func(t *testing.T) { testListEnteredBefore(t, newStore(t)) })
 	t.Run("SagaSetResends", func(t *testing.T) { testSetResends(t, newStore(t)) })
+	t.Run("SagaChildren", func(t *testing.T) { testChildren(t, newStore(t)) })
 	t.Run("Definitions", func(t *testing.T) { testDefinitions(t, newStore(t)) })
 	t.Run("LargeState", func(t *testing.T) { testLargeState(t, newStore(t)) })
 	exerciseEdges(t, newStore)
@@ -51,7 +53,8 @@ func sameRecord(t *testing.T, got *durable.SagaRecord, want durable.SagaRecord) 
 	t.Helper()
 	if got.SagaID != want.SagaID || got.Version != want.Version || got.Status != want.Status || got.Name != want.Name ||
 		got.DefinitionHash != want.DefinitionHash || !got.CreatedAt.Equal(want.CreatedAt) || !got.StatusSince.Equal(want.StatusSince) ||
-		!got.UpdatedAt.Equal(want.UpdatedAt) || !got.WakeAt.Equal(want.WakeAt) || !bytes.Equal(got.State, want.State) || got.Resends != want.Resends || got.Received != want.Received {
+		!got.UpdatedAt.Equal(want.UpdatedAt) || !got.WakeAt.Equal(want.WakeAt) || !bytes.Equal(got.State, want.State) || got.Resends != want.Resends || got.Received != want.Received ||
+		got.Child != want.Child || got.Unlisted != want.Unlisted {
 		t.Fatalf("record:\n got %+v\nwant %+v", *got, want)
 	}
 }
@@ -88,6 +91,54 @@ func ids(sms []durable.SagaSummary) []string {
 		out[i] = sm.SagaID
 	}
 	return out
+}
+
+// Children of a fork: a branch or iteration (unlisted) is read back as
+// written, is in no listing, by status or not, and its timer is listed
+// due; a child saga (listed) is listed; both keep their marks across an
+// update.
+func testChildren(t *testing.T, s durable.Store) {
+	ctx := context.Background()
+	branch := rec("p-1.book.1.0", 1, durable.StatusWaiting, base, "b")
+	branch.Child, branch.Unlisted, branch.WakeAt = true, true, base.Add(time.Minute)
+	child := rec("p-1.pay.2.0", 1, durable.StatusRunning, base.Add(time.Second), "c")
+	child.Child = true
+	top := rec("p-1", 1, durable.StatusWaiting, base.Add(2*time.Second), "p")
+	for _, r := range []durable.SagaRecord{branch, child, top} {
+		if err := s.SagaCreate(ctx, &durable.SagaCreateParams{Record: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []durable.SagaRecord{branch, child, top} {
+		got, err := s.SagaGet(ctx, &durable.SagaGetParams{SagaID: want.SagaID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameRecord(t, got, want)
+	}
+	if got := ids(listAll(t, s, durable.SagaListParams{})); !slices.Equal(got, []string{"p-1", "p-1.pay.2.0"}) {
+		t.Fatalf("listed %v, want the parent and the child saga", got)
+	}
+	if got := ids(listAll(t, s, durable.SagaListParams{Status: durable.StatusWaiting})); !slices.Equal(got, []string{"p-1"}) {
+		t.Fatalf("waiting: listed %v", got)
+	}
+	due, err := s.SagaListDue(ctx, &durable.SagaListDueParams{Before: base.Add(time.Hour)})
+	if err != nil || len(due.Sagas) != 1 || due.Sagas[0].SagaID != branch.SagaID {
+		t.Fatalf("due: %+v %v", due, err)
+	}
+	next := branch
+	next.Version, next.Status, next.WakeAt, next.State = 2, durable.StatusSucceeded, time.Time{}, []byte("b2")
+	if err := s.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: next, ExpectedVersion: 1}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.SagaGet(ctx, &durable.SagaGetParams{SagaID: next.SagaID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameRecord(t, got, next)
+	if got := ids(listAll(t, s, durable.SagaListParams{Status: durable.StatusSucceeded})); len(got) != 0 {
+		t.Fatalf("succeeded: listed %v", got)
+	}
 }
 
 func testCreateGet(t *testing.T, s durable.Store) {
