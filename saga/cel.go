@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -92,6 +93,12 @@ type program struct {
 	tracked bool // worst-case cost unknown or over the limit: evaluate with tracking and a deadline
 	timeout time.Duration
 	reads   []string // vars.NAME this expression reads
+	// uses says which fields of input and vars the expression may touch
+	// (has() included), for what a fork copies into its children.
+	uses uses
+	// stable: the value depends only on input, vars and the saga's id and
+	// name, which do not change while a saga waits on a fork.
+	stable bool
 }
 
 type sizeBound struct{}
@@ -126,6 +133,10 @@ func compileExpr(env *cel.Env, src string, limits Options) (*program, []exprProb
 	}
 	p.prg = prg
 	p.reads = varReads(ast)
+	p.uses.input, p.uses.allInput = rootReads(ast, "input")
+	p.uses.vars, p.uses.allVars = rootReads(ast, "vars")
+	sagaFields, sagaWhole := rootReads(ast, "saga")
+	p.stable = !sagaWhole && !slices.Contains(sagaFields, "now") && !slices.Contains(sagaFields, "attempt")
 	return p, nil
 }
 

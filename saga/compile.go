@@ -110,7 +110,8 @@ type compiler struct {
 	listWrites   map[string]int    // vars a step of a branch or body sets: the first such list
 	allowed      map[string]bool   // vars the expression being compiled may read, nil: do not check
 	reachable    []bool
-	children     map[string]bool // keys of the child sagas, theirs included
+	children     map[string]bool      // keys of the child sagas, theirs included
+	uses         map[*lang.Step]*uses // what each step's expressions touch of input and vars
 }
 
 func (c *compiler) errorf(pos lang.Pos, step, field, format string, args ...any) {
@@ -157,7 +158,28 @@ func (c *compiler) compile() *Plan {
 		c.compileStep(ps)
 	}
 	markUndoable(p)
+	c.markCopies()
 	return p
+}
+
+// markCopies gives every parallel and foreach step what its children
+// must copy of the parent's input and vars: what the expressions of the
+// steps in its branches or body, at any depth, touch.
+func (c *compiler) markCopies() {
+	p := c.plan
+	for _, ps := range p.steps {
+		u := c.uses[ps.Step]
+		if u == nil {
+			continue
+		}
+		for l := p.lists[ps.list]; l.fork >= 0; l = p.lists[p.steps[l.fork].list] {
+			f := p.steps[l.fork]
+			if f.copies == nil {
+				f.copies = &uses{}
+			}
+			f.copies.add(*u)
+		}
+	}
 }
 
 // markUndoable marks every fork that holds, in its branches or body at
@@ -410,6 +432,15 @@ func (c *compiler) expr(s *lang.Step, field, src string, line, col int) *program
 		c.errorf(lang.Pos{Line: l, Column: cl}, s.ID, field, "%s (in ${%s})", c.explain(pr.msg, src), src)
 	}
 	c.checkReads(s, field, lang.Pos{Line: line, Column: col}, prg)
+	if prg != nil {
+		if c.uses == nil {
+			c.uses = map[*lang.Step]*uses{}
+		}
+		if c.uses[s] == nil {
+			c.uses[s] = &uses{}
+		}
+		c.uses[s].add(prg.uses)
+	}
 	return prg
 }
 

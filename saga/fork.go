@@ -2,6 +2,9 @@ package saga
 
 import (
 	"fmt"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/traits"
 	"maps"
 	"time"
 
@@ -80,14 +83,20 @@ func (p *Plan) Launch(parent *State, k int) (*Plan, *ChildStart, error) {
 		}
 		return s.child, cs, nil
 	case lang.KindForeach:
-		cs.Input, cs.Vars, cs.First = parent.Input, maps.Clone(parent.Vars), s.body
+		cs.Input, cs.Vars = s.copies.pick(parent.Input, parent.Vars)
+		cs.First = s.body
 		cs.Scope = maps.Clone(parent.Scope)
 		if cs.Scope == nil {
 			cs.Scope = map[string]any{}
 		}
-		cs.Scope[s.as], cs.Scope["index"] = parent.ForkItems[k], int64(k)
+		item, err := p.item(s, parent, k)
+		if err != nil {
+			return nil, nil, err
+		}
+		cs.Scope[s.as], cs.Scope["index"] = item, int64(k)
 	default:
-		cs.Input, cs.Vars, cs.First, cs.Scope = parent.Input, maps.Clone(parent.Vars), s.branches[k], maps.Clone(parent.Scope)
+		cs.Input, cs.Vars = s.copies.pick(parent.Input, parent.Vars)
+		cs.First, cs.Scope = s.branches[k], maps.Clone(parent.Scope)
 	}
 	return p, cs, nil
 }
@@ -155,7 +164,9 @@ func (r *runner) fork(s *planStep, idx int) (int, bool) {
 		lanes = s.concurrency
 	}
 	st.Seq++
-	st.ForkItems = items
+	if s.Kind == lang.KindSaga || s.Kind == lang.KindForeach && !s.items.stable {
+		st.ForkItems = items // a stable list is read again from the saga when a child starts
+	}
 	st.Cursors = append(st.Cursors[:0], Cursor{Step: idx, Attempt: 1, Seq: st.Seq, Fork: true, Children: n, Lanes: lanes, Version: st.Version})
 	st.Status = durable.StatusWaiting
 	for k := range lanes {
@@ -384,4 +395,54 @@ func (p *Plan) StepsWithChildren() []*lang.Step {
 	}
 	walk(p)
 	return out
+}
+
+// pick returns what a child of the fork copies of the parent's input and
+// vars: the fields its steps' expressions touch, or all of either when
+// one is used whole. Vars are always a map of its own, the child writes
+// into it.
+func (u *uses) pick(input, vars map[string]any) (map[string]any, map[string]any) {
+	if u == nil {
+		return map[string]any{}, map[string]any{}
+	}
+	return pickFields(input, u.input, u.allInput), pickFields(vars, u.vars, u.allVars)
+}
+
+func pickFields(m map[string]any, names []string, all bool) map[string]any {
+	if all {
+		return maps.Clone(m)
+	}
+	out := make(map[string]any, len(names))
+	for _, n := range names {
+		if v, ok := m[n]; ok {
+			out[n] = v
+		}
+	}
+	return out
+}
+
+// item is element k of the list of the foreach s that parent waits on:
+// kept in ForkItems, or, for a list whose expression reads only what does
+// not change while the saga waits (input and vars, not saga.now),
+// evaluated again, so that the saga does not hold the list twice.
+func (p *Plan) item(s *planStep, parent *State, k int) (any, error) {
+	if parent.ForkItems != nil {
+		if k >= len(parent.ForkItems) {
+			return nil, fmt.Errorf("%w: saga %s's foreach %s holds %d items, not %d", ErrInvalidEvent, parent.SagaID, s.ID, len(parent.ForkItems), k+1)
+		}
+		return parent.ForkItems[k], nil
+	}
+	v, err := s.items.eval(&activation{st: parent, vars: parent.Vars, attempt: 1, now: parent.UpdatedAt})
+	if err != nil {
+		return nil, fmt.Errorf("saga %s: foreach %s: %w", parent.SagaID, s.ID, err)
+	}
+	list, ok := v.(traits.Lister)
+	if !ok || list.Size().(types.Int) <= types.Int(k) {
+		return nil, fmt.Errorf("%w: saga %s's foreach %s no longer has %d elements", ErrInvalidEvent, parent.SagaID, s.ID, k+1)
+	}
+	item, err := toNative(list.Get(types.Int(k)))
+	if err != nil {
+		return nil, fmt.Errorf("saga %s: foreach %s element %d: %w", parent.SagaID, s.ID, k, err)
+	}
+	return item, nil
 }

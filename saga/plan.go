@@ -96,6 +96,10 @@ type planStep struct {
 	// declares compensate, so a fork that succeeded goes on the
 	// compensation stack, and one that failed undoes its children.
 	undoable bool
+	// copies is what a parallel's or foreach's children read of the
+	// parent's input and vars (nil: nothing): only that is copied into
+	// each child, so that a child is no larger than what it reads.
+	copies *uses
 	// keepOut: the step's output is kept with its completion, for its
 	// compensation to read, because its var may be overwritten before the
 	// compensation runs: the step is in a loop, or another step (an

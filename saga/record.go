@@ -46,7 +46,7 @@ func (p *Plan) CheckState(st *State) error {
 				c.Child < 0 || c.Child >= c.Children || c.Wait {
 				return fmt.Errorf("a fork cursor at step %s (%d children, %d at once, child %d)", s.ID, c.Children, c.Lanes, c.Child)
 			}
-			if s.Kind == lang.KindForeach && !c.Compensating && len(st.ForkItems) != c.Children || s.Kind == lang.KindSaga && !c.Compensating && len(st.ForkItems) != 1 {
+			if s.Kind == lang.KindForeach && !c.Compensating && st.ForkItems != nil && len(st.ForkItems) != c.Children || s.Kind == lang.KindSaga && !c.Compensating && len(st.ForkItems) != 1 {
 				return fmt.Errorf("a fork at step %s of %d children with %d items", s.ID, c.Children, len(st.ForkItems))
 			}
 			continue
