@@ -432,8 +432,13 @@ func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, e
 	if fork.Failed >= 0 && fork.Failed < len(children) && children[fork.Failed] != nil {
 		j.Failure = children[fork.Failed].Failure
 	}
-	if fork.Failed >= 0 && fork.Failed < cur.Children && j.Failure == nil {
-		j.Failure = &saga.StepError{Step: l.Step, Type: "ChildFailed", Message: fmt.Sprintf("child %d failed", fork.Failed)}
+	switch {
+	case fork.Failed >= cur.Children:
+		// Stopped from outside (a cancel, the deadline): the parent's own
+		// state says why (saga.Plan.Advance takes it from there).
+		j.Failure = &saga.StepError{Step: l.Step, Type: lang.ErrorTypeCancelled, Message: "the fork was stopped"}
+	case fork.Failed >= 0 && j.Failure == nil:
+		j.Failure = &saga.StepError{Step: l.Step, Type: lang.ErrorTypeGeneric, Message: fmt.Sprintf("child %d of %s failed", fork.Failed, l.Step)}
 	}
 	var h heard
 	if err := plan.Advance(st, saga.Event{Kind: saga.EventJoin, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Join: j, OnStep: c.observer(&h, st.SagaID, st, nil)}); err != nil {
