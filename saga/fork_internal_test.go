@@ -80,8 +80,8 @@ steps:
 	if !p.forks || p.callbacks {
 		t.Errorf("forks %v, callbacks %v", p.forks, p.callbacks)
 	}
-	if _, err := p.DryRun(DryRunParams{Input: map[string]any{"items": []any{}}}); err == nil {
-		t.Error("a dry run of forks, which do not run yet, ran")
+	if st, err := p.DryRun(DryRunParams{Input: map[string]any{"items": []any{}}}); err != nil || st.Status != "succeeded" {
+		t.Errorf("a dry run of forks: %v %v", st, err)
 	}
 	// A definition without forks keeps one list, its indexes, and end.
 	q, err := Compile("q.yaml", []byte("saga: q\nsteps:\n  - {id: a, action: w}\n  - {id: b, action: w}\n"), Options{})

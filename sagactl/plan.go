@@ -158,8 +158,10 @@ func plainPayload(raw json.RawMessage) (any, error) {
 }
 
 func compAction(plan *saga.Plan, id string) string {
-	if s, ok := plan.Step(id); ok && s.Compensate != nil {
-		return s.Compensate.Action
+	for _, s := range plan.StepsWithChildren() {
+		if s.ID == id && s.Compensate != nil {
+			return s.Compensate.Action
+		}
 	}
 	return "?"
 }
@@ -180,6 +182,9 @@ func simulate(plan *saga.Plan, in map[string]any, fail failSet, signals map[stri
 			switch {
 			case !rec.Compensation && rec.Outcome != saga.OutcomeStarted && rec.Outcome != saga.OutcomeWaiting:
 				path = append(path, rec.Step)
+			case rec.Compensation && lang.IsFork(rec.Kind) && rec.Outcome != saga.OutcomeCompensationFailed:
+				// A fork's undo is its children's compensations, listed
+				// as they run.
 			case rec.Compensation && (rec.Outcome == saga.OutcomeCompensated || rec.Outcome == saga.OutcomeCompensationFailed):
 				comps = append(comps, rec)
 			}
