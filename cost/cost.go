@@ -11,6 +11,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/lang"
 	"github.com/lambdasaga/lambdasaga/saga"
 )
@@ -179,7 +180,16 @@ type Saga struct {
 	// ActionSteps counts the messages handled: one per call, and one per
 	// call whose input could not be built (its step fails in that pass).
 	ActionSteps int
-	Transitions int // state writes, start included
+	// Children counts the child runs of forks started (branches,
+	// iterations, child sagas); their transitions are in childWrites, not
+	// Statuses. ForkCounts counts their ends counted in fork records (a
+	// message, a read of the child and a write of under 1 KB each); Joins
+	// the forks joined (a message, and a read of the parent and of each
+	// child); Undos the children undone as a whole (the undo and end
+	// messages, three reads).
+	Children, ForkCounts, Joins, Undos int
+	childWrites                        []childWrite
+	Transitions                        int // state writes, start included
 	// Statuses is the saga's status after each transition, the start's first.
 	Statuses []string
 	// StatusChanges counts the transitions whose status differs from the
@@ -219,6 +229,22 @@ type Saga struct {
 	CostStepFnsSaga  float64 // USD per saga on Step Functions Standard, transitions only: SFNTransitions at list price
 	// Comparisons price the same path on the other services.
 	Comparisons []Comparison
+}
+
+// childWrite is a transition of a child run: its status, and whether the
+// child is listed (a child saga) or not (a branch, an iteration: no index
+// entry).
+type childWrite struct {
+	status string
+	listed bool
+	first  bool
+}
+
+// childRun is a child run of the walk, kept for its parent's undo.
+type childRun struct {
+	plan   *saga.Plan
+	st     *saga.State
+	listed bool
 }
 
 // Parts are the keys of Saga.CostBreakdownUSD, in report order.
@@ -274,11 +300,42 @@ func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
 		return nil, err
 	}
 	s.Statuses = append(s.Statuses, string(st.Status))
-	now := dryRunStart
-	for range maxCalls {
+	w := &walker{s: s, fail: fail, onStep: onStep, now: dryRunStart, children: map[string]*childRun{}}
+	if err := w.drive(plan, st, func(st *saga.State) { s.Statuses = append(s.Statuses, string(st.Status)) }); err != nil {
+		return nil, err
+	}
+	s.count(plan.Name())
+	return s, nil
+}
+
+// walker drives a walk: a saga and, one after the other, its forks'
+// children.
+type walker struct {
+	s        *Saga
+	fail     func(saga.Call) bool
+	onStep   func(saga.StepRecord)
+	now      time.Time
+	calls    int
+	children map[string]*childRun
+}
+
+// drive advances st until it is final, calling wrote after each of its
+// transitions.
+func (w *walker) drive(plan *saga.Plan, st *saga.State, wrote func(*saga.State)) error {
+	s, p, onStep := w.s, w.s.Params, w.onStep
+	for {
 		cur, pending := st.Pending()
 		if !pending {
-			break
+			return nil
+		}
+		if w.calls++; w.calls > maxCalls {
+			return fmt.Errorf("cost of saga %s: the walk did not end within %d calls: a loop its answers never leave", plan.Name(), maxCalls)
+		}
+		if cur.Fork {
+			if err := w.fork(plan, st, cur, wrote); err != nil {
+				return err
+			}
+			continue
 		}
 		if cur.Wait && !p.delivers(plan, cur) {
 			// A wait's timer: a message handled, a read and a write; no
@@ -286,50 +343,119 @@ func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
 			// tick's queries are the deployment's fixed cost, in
 			// bench/README.md.)
 			s.Timers++
-			if st.WakeAt().Sub(now) > maxQueueDelay {
+			if st.WakeAt().Sub(w.now) > maxQueueDelay {
 				s.TickedTimers++
 			}
-			s.WaitTime += st.WakeAt().Sub(now)
-			now = st.WakeAt()
-			if err := plan.Advance(st, saga.Event{Kind: saga.EventTimer, Now: now, OnStep: onStep}); err != nil {
-				return nil, err
+			s.WaitTime += st.WakeAt().Sub(w.now)
+			w.now = st.WakeAt()
+			if err := plan.Advance(st, saga.Event{Kind: saga.EventTimer, Now: w.now, OnStep: onStep}); err != nil {
+				return err
 			}
-			s.Statuses = append(s.Statuses, string(st.Status))
+			wrote(st)
 			continue
 		}
 		if cur.Wait {
 			// An await's signal or a callback's completion, at once: the
 			// sender's read and write; its timer is never due.
-			if err := s.deliver(plan, st, now, onStep); err != nil {
-				return nil, err
+			if err := s.deliver(plan, st, w.now, onStep, wrote); err != nil {
+				return err
 			}
 			continue
 		}
 		s.ActionSteps++
 		var out any
-		call, callErr := plan.Call(st, now)
+		call, callErr := plan.Call(st, w.now)
 		if callErr != nil {
 			callErr = saga.Permanent(callErr) // as in the coordinator: the step fails
 		} else {
 			s.Calls++
 			out = call.Input
 			switch {
-			case fail != nil && fail(call):
+			case w.fail != nil && w.fail(call):
 				callErr = saga.Permanent(saga.NewError("Failed", "costed failure"))
 			case p.Transient != nil && p.Transient(call):
 				callErr = saga.NewError("Transient", "costed transient failure")
 			}
 		}
-		if err := plan.Advance(st, saga.Event{Kind: saga.EventResult, Now: now, Output: out, Err: callErr, OnStep: onStep}); err != nil {
-			return nil, err
+		if err := plan.Advance(st, saga.Event{Kind: saga.EventResult, Now: w.now, Output: out, Err: callErr, OnStep: onStep}); err != nil {
+			return err
 		}
-		s.Statuses = append(s.Statuses, string(st.Status))
+		wrote(st)
 	}
-	if _, pending := st.Pending(); pending {
-		return nil, fmt.Errorf("cost of saga %s: the walk did not end within %d calls: a loop its answers never leave", plan.Name(), maxCalls)
+}
+
+// fork walks the fork st waits on: its children one after the other until
+// one fails, then the join; or the undo of the child st undoes.
+func (w *walker) fork(plan *saga.Plan, st *saga.State, cur saga.Cursor, wrote func(*saga.State)) error {
+	s := w.s
+	id := plan.StepID(cur.Step)
+	if cur.Compensating {
+		u := &saga.Undone{Child: cur.Child}
+		if c := w.children[durable.ChildID(st.SagaID, id, cur.Seq, cur.Child)]; c != nil && c.st.Status == durable.StatusSucceeded {
+			s.Undos++
+			childWrote := w.childWrote(c.listed)
+			if err := c.plan.Advance(c.st, saga.Event{Kind: saga.EventUndo, Now: w.now, OnStep: w.onStep}); err != nil {
+				return err
+			}
+			childWrote(c.st)
+			if err := w.drive(c.plan, c.st, childWrote); err != nil {
+				return err
+			}
+			if c.st.Status == durable.StatusCompensationFailed {
+				u.Parked = c.st.CompensationError
+			}
+		}
+		if err := plan.Advance(st, saga.Event{Kind: saga.EventUndone, Now: w.now, Undone: u, OnStep: w.onStep}); err != nil {
+			return err
+		}
+		wrote(st)
+		return nil
 	}
-	s.count(plan.Name())
-	return s, nil
+	j := &saga.Join{Version: cur.Version}
+	outputs := make([]any, cur.Children)
+	for k := range cur.Children {
+		cp, cs, err := plan.Launch(st, k)
+		if err != nil {
+			return err
+		}
+		child := &saga.State{}
+		if err := cp.Advance(child, saga.Event{Kind: saga.EventStart, Now: w.now, SagaID: durable.ChildID(st.SagaID, id, cur.Seq, k), Input: cs.Input, Child: cs, OnStep: w.onStep, Secret: walkSecret}); err != nil {
+			return err
+		}
+		s.Children++
+		s.ForkCounts++
+		c := &childRun{plan: cp, st: child, listed: cs.Link.Saga}
+		w.children[child.SagaID] = c
+		childWrote := w.childWrote(c.listed)
+		s.childWrites = append(s.childWrites, childWrite{status: string(child.Status), listed: c.listed, first: true})
+		if err := w.drive(cp, child, childWrote); err != nil {
+			return err
+		}
+		if child.Status != durable.StatusSucceeded {
+			j.Failure = child.Failure
+			if j.Failure == nil {
+				j.Failure = &saga.StepError{Step: id, Type: lang.ErrorTypeGeneric, Message: "a child failed"}
+			}
+			break
+		}
+		j.Succeeded = append(j.Succeeded, k)
+		outputs[k] = child.Output
+	}
+	if j.Failure == nil {
+		j.Outputs = outputs
+	}
+	s.Joins++
+	if err := plan.Advance(st, saga.Event{Kind: saga.EventJoin, Now: w.now, Join: j, OnStep: w.onStep}); err != nil {
+		return err
+	}
+	wrote(st)
+	return nil
+}
+
+func (w *walker) childWrote(listed bool) func(*saga.State) {
+	return func(st *saga.State) {
+		w.s.childWrites = append(w.s.childWrites, childWrite{status: string(st.Status), listed: listed})
+	}
 }
 
 // delivers tells the cursors a delivery ends (an await, a callback) from
@@ -344,7 +470,7 @@ func (p Params) delivers(plan *saga.Plan, cur saga.Cursor) bool {
 // With Params.SignalsFirst an await's signal was kept before the saga
 // reached it: the transition that parked the saga is counted as the keep's
 // write (the status before it, kept) and the signal's as that transition's.
-func (s *Saga) deliver(plan *saga.Plan, st *saga.State, now time.Time, onStep func(saga.StepRecord)) error {
+func (s *Saga) deliver(plan *saga.Plan, st *saga.State, now time.Time, onStep func(saga.StepRecord), wrote func(*saga.State)) error {
 	cur, _ := st.Pending()
 	id, _ := plan.Awaits(cur)
 	ls, _ := plan.Step(id)
@@ -369,7 +495,7 @@ func (s *Saga) deliver(plan *saga.Plan, st *saga.State, now time.Time, onStep fu
 	if _, err := plan.Receive(st, &ev); err != nil {
 		return fmt.Errorf("cost of saga %s: deliver to %s: %w", plan.Name(), id, err)
 	}
-	s.Statuses = append(s.Statuses, string(st.Status))
+	wrote(st)
 	return nil
 }
 
@@ -402,6 +528,27 @@ func (s *Saga) count(name string) {
 		}
 		prev = status
 	}
+	// Child runs: their writes, on the table, and on the index only for a
+	// child saga (a branch or an iteration has no entry); each end's count
+	// in the fork record (under 1 KB: 1 unit).
+	prevChild := ""
+	for _, cw := range s.childWrites {
+		item := p.StateBytes + itemBytes(p, name, cw.status, false)
+		s.TableWRU += math.Ceil(float64(item) / 1024)
+		if cw.listed {
+			perIndexWrite := math.Ceil(float64(indexEntryBytes(p, name, cw.status)) / 1024)
+			switch {
+			case cw.first:
+				s.IndexWRU += perIndexWrite
+			case cw.status != prevChild:
+				s.IndexWRU += 2 * perIndexWrite
+			}
+		}
+		prevChild = cw.status
+	}
+	s.TableWRU += float64(s.ForkCounts)
+	s.DynamoWrites += len(s.childWrites) + s.ForkCounts
+	s.DynamoReads += s.ForkCounts + s.Joins + s.Children + 3*s.Undos
 	// Each timer's by_due entry: put when the saga starts waiting, deleted
 	// when the timer fires or a delivery wakes it (entries of about 100
 	// bytes: 1 unit each).
@@ -411,7 +558,7 @@ func (s *Saga) count(name string) {
 	// Messages handled: the action steps', the timers', and the stale
 	// timers' (dropped). A delivery's write sends the next step's message,
 	// which its action step counts.
-	messages := float64(s.ActionSteps + s.Timers + s.StaleTimers)
+	messages := float64(s.ActionSteps + s.Timers + s.StaleTimers + s.ForkCounts + s.Joins + 2*s.Undos)
 	s.SQSRequests = messages * chunks * (1 + 2/p.BatchSize) // a send each; a receive and a delete per batch
 	s.LambdaInvokes = messages / p.BatchSize
 	s.LambdaGBSeconds = float64(s.ActionSteps) * p.Duration.Seconds() * float64(p.MemoryMB) / 1024
