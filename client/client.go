@@ -137,6 +137,12 @@ func (c *Client) Step(ctx context.Context, st *saga.State, index int) (string, e
 	return steps[index].ID, nil
 }
 
+// Fork reports the fork a saga waits on: its children, how many have
+// ended, and each lane's current one; nil when it waits on none.
+func (c *Client) Fork(ctx context.Context, sagaID string) (*engine.ForkStatus, error) {
+	return c.coord.Fork(ctx, sagaID)
+}
+
 // Cancel stops a running saga; it compensates.
 func (c *Client) Cancel(ctx context.Context, sagaID string) (*saga.State, error) {
 	return c.coord.Cancel(ctx, sagaID)

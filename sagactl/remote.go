@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -218,6 +219,18 @@ type stateReport struct {
 	Pause *pauseReport `json:"pause,omitempty"`
 	// KeptSignals counts the signals kept for awaits to come.
 	KeptSignals int `json:"kept_signals,omitempty"`
+	// Parent is where a child run of a fork comes from.
+	Parent *parentReport `json:"parent,omitempty"`
+	// Fork is the fork the saga waits on: its children.
+	Fork *engine.ForkStatus `json:"fork,omitempty"`
+	// Undoing is the child a compensating saga undoes, as a whole.
+	Undoing string `json:"undoing,omitempty"`
+}
+
+type parentReport struct {
+	SagaID string `json:"saga_id"`
+	Step   string `json:"step"`
+	Index  int    `json:"index"`
 }
 
 // reportOf builds what start, status, cancel, resume, signal and
@@ -238,6 +251,16 @@ func (c *Config) reportOf(ctx context.Context, cl *client.Client, st *saga.State
 	if plan, err := cl.Plan(ctx, st); err == nil {
 		r.Pause = pauseOf(plan, st)
 	}
+	if l := st.Parent; l != nil {
+		r.Parent = &parentReport{SagaID: l.ID, Step: l.Step, Index: l.Index}
+	}
+	if cur, ok := st.Pending(); ok && cur.Fork {
+		if cur.Compensating {
+			r.Undoing = durable.ChildID(st.SagaID, strings.TrimPrefix(r.Pending, "undo "), cur.Seq, cur.Child)
+		} else if fs, err := cl.Fork(ctx, st.SagaID); err == nil {
+			r.Fork = fs
+		}
+	}
 	return r
 }
 
@@ -256,13 +279,34 @@ func (c *Config) printState(ctx context.Context, cl *client.Client, st *saga.Sta
 		if r.Pause.Token != "" {
 			fmt.Fprintf(c.Stdout, "  token: %s\n  (complete it: %s callback TOKEN --output JSON, or --error TYPE [--message M])\n", r.Pause.Token, c.Name)
 		}
+	case r.Fork != nil:
+		f := r.Fork
+		fmt.Fprintf(c.Stdout, "  waiting on: %s, %d children (%d at once), %d ended\n", f.Step, f.Children, f.Lanes, f.Ended)
+		for _, ch := range f.Current {
+			status := string(ch.Status)
+			if status == "" {
+				status = "not started yet"
+			}
+			fmt.Fprintf(c.Stdout, "    child %d: %s (%s)\n", ch.Index, ch.SagaID, status)
+		}
+		if f.FailedChild >= 0 && f.FailedChild < f.Children {
+			fmt.Fprintf(c.Stdout, "    child %d failed: no other starts; the running ones are cancelled\n", f.FailedChild)
+		}
+	case r.Undoing != "":
+		fmt.Fprintf(c.Stdout, "  undoing: %s, a child of %s, as a whole\n", r.Undoing, strings.TrimPrefix(r.Pending, "undo "))
 	case r.Pending != "":
 		fmt.Fprintf(c.Stdout, "  waiting on: %s (attempt %d)\n", r.Pending, r.Attempt)
+	}
+	if p := r.Parent; p != nil {
+		fmt.Fprintf(c.Stdout, "  child %d of %s's %s\n", p.Index, p.SagaID, p.Step)
 	}
 	if r.KeptSignals > 0 {
 		fmt.Fprintf(c.Stdout, "  kept signals: %d, for awaits to come\n", r.KeptSignals)
 	}
-	if r.CancelRequested {
+	switch {
+	case r.CancelRequested && r.Fork != nil:
+		fmt.Fprintf(c.Stdout, "  cancel requested: its children are stopped; it compensates once they have ended\n")
+	case r.CancelRequested:
 		fmt.Fprintf(c.Stdout, "  cancel requested: compensates once %s has an outcome\n", r.Pending)
 	}
 	if r.Resends > 0 {
