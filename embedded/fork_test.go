@@ -314,3 +314,55 @@ func TestChildSagaIsUndoneAsAWhole(t *testing.T) {
 		t.Fatalf("effects %v", log)
 	}
 }
+
+// The saga's deadline passes while its children wait: they stop, what
+// they did is undone, and the saga compensates, at the deadline.
+func TestForkDeadlineInVirtualTime(t *testing.T) {
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	clock := durable.NewManualClock(start)
+	e := newEffects()
+	plan, err := saga.Compile("main.yaml", []byte(`saga: slow
+timeout: 1h
+steps:
+  - {id: open, action: orders.open, with: {arg: open}, compensate: {action: orders.close, with: {arg: close}}}
+  - id: each
+    foreach: "${[1, 2, 3]}"
+    concurrency: 2
+    steps:
+      - {id: mark, action: marks.set, with: {arg: "${item}"}, compensate: {action: marks.clear, with: {arg: "${item}"}}}
+      - {id: cool, wait: {for: 50m}}
+      - {id: more, wait: {for: 50m}}
+`), saga.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := embedded.Start(embedded.Config{Actions: e.registry(), Workers: 2, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	st, err := rt.Run(ctx, &engine.StartParams{Plan: plan, SagaID: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != durable.StatusCompensated || st.Failure == nil || st.Failure.Type != "SagaDeadlineExceeded" {
+		t.Fatalf("%s %+v", st.Status, st.Failure)
+	}
+	if passed := clock.Now().Sub(start); passed < time.Hour || passed > time.Hour+time.Minute {
+		t.Errorf("compensated after %s of virtual time, want the 1h deadline", passed)
+	}
+	log := e.done()
+	if slices.Contains(log, "marks.set(3)") {
+		t.Errorf("a third child started after the deadline: %v", log)
+	}
+	for _, m := range []string{"1", "2"} {
+		if count(log, "marks.set("+m+")") != count(log, "marks.clear("+m+")") {
+			t.Errorf("mark %s set and cleared unevenly: %v", m, log)
+		}
+	}
+	if log[len(log)-1] != "orders.close(close)" {
+		t.Errorf("open not undone last: %v", log)
+	}
+}
