@@ -366,3 +366,48 @@ steps:
 		t.Errorf("open not undone last: %v", log)
 	}
 }
+
+// Forks nest: a foreach in a branch, whose body's parallel sees the
+// item; a branch that ends with succeed gives its output; vars a branch
+// writes stay in it.
+func TestNestedForks(t *testing.T) {
+	e := newEffects()
+	st := runFork(t, e, map[string]string{"main.yaml": `saga: nest
+input: {orders: list}
+steps:
+  - {id: seed, set: {base: "${'b'}"}}
+  - id: both
+    parallel:
+      - steps:
+          - id: each
+            foreach: "${input.orders}"
+            as: order
+            steps:
+              - id: legs
+                parallel:
+                  - steps: [{id: pick, action: stock.pick, with: {arg: "${order + '-' + string(index)}"}, out: picked}]
+                  - steps: [{id: label, action: labels.print, with: {arg: "${order}"}, out: label}]
+                out: legs
+            out: done
+      - steps:
+          - {id: local, set: {secret: "${vars.base + '!'}"}}
+          - id: quick
+            succeed: {output: "${vars.secret}"}
+    out: results
+`}, map[string]any{"orders": []any{"o1", "o2"}}, nil)
+	if st.Status != durable.StatusSucceeded {
+		t.Fatalf("%s %+v", st.Status, st.Failure)
+	}
+	results := st.Vars["results"].([]any)
+	each := results[0].([]any)
+	if len(each) != 2 || results[1] != "b!" {
+		t.Fatalf("results %v", results)
+	}
+	legs := each[1].([]any)
+	if legs[0].(map[string]any)["arg"] != "o2-1" || legs[1].(map[string]any)["arg"] != "o2" {
+		t.Fatalf("o2's legs %v", legs)
+	}
+	if _, leaked := st.Vars["secret"]; leaked {
+		t.Errorf("a branch's var leaked into the parent: %v", st.Vars)
+	}
+}
