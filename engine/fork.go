@@ -27,19 +27,20 @@ func (c *Coordinator) sendOutbox(ctx context.Context, st *saga.State, plan *saga
 	if err := c.send(ctx, st.Outbox); err != nil {
 		return err
 	}
+	var errs []error // one child's trouble does not keep the others from starting
 	for _, m := range st.Outbox {
 		switch m.Kind {
 		case durable.KindLaunch:
 			if err := c.launch(ctx, st, plan, m.Child, false); err != nil {
-				return fmt.Errorf("launch child %d of %s: %w", m.Child, m.Step, err)
+				errs = append(errs, fmt.Errorf("launch child %d of %s: %w", m.Child, m.Step, err))
 			}
 		case durable.KindStop:
 			if err := c.stopFork(ctx, st, plan); err != nil {
-				return fmt.Errorf("stop fork %s: %w", m.Step, err)
+				errs = append(errs, fmt.Errorf("stop fork %s: %w", m.Step, err))
 			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // resend sends st's outbox again, loading its plan when a launch or a
