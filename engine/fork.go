@@ -370,7 +370,12 @@ func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, e
 	}
 	cur, ok := st.Pending()
 	if !ok || !cur.Fork || cur.Compensating || cur.Version != msg.Version || st.Status != durable.StatusWaiting {
-		return HandledStale, nil // joined already
+		// Joined already: its transition's outbox may not have been sent
+		// (a repeat of this message is how it is sent again, as rule 3).
+		if err := c.sendOutbox(ctx, st, plan); err != nil {
+			return "", fmt.Errorf("saga %s: re-send outbox of version %d: %w", st.SagaID, st.Version, err)
+		}
+		return HandledStale, nil
 	}
 	_, cs, err := plan.Launch(st, 0)
 	if err != nil {
@@ -504,6 +509,11 @@ func (c *Coordinator) undone(ctx context.Context, child *saga.State) (Outcome, e
 	}
 	cur, ok := st.Pending()
 	if !ok || !cur.Fork || !cur.Compensating || cur.Child != l.Index || cur.Seq != l.Seq || plan.StepID(cur.Step) != l.Step {
+		// Gone on already: the outbox of the transition that did may not
+		// have been sent (the undo of the next child, say).
+		if err := c.sendOutbox(ctx, st, plan); err != nil {
+			return "", fmt.Errorf("saga %s: re-send outbox of version %d: %w", st.SagaID, st.Version, err)
+		}
 		return HandledStale, nil
 	}
 	u := &saga.Undone{Child: l.Index}
@@ -584,4 +594,15 @@ func (c *Coordinator) Fork(ctx context.Context, sagaID string) (*ForkStatus, err
 		fs.Current = append(fs.Current, ch)
 	}
 	return fs, nil
+}
+
+// forkWork returns the launches and stops of an outbox.
+func forkWork(msgs []durable.Message) []durable.Message {
+	var out []durable.Message
+	for _, m := range msgs {
+		if m.Kind == durable.KindLaunch || m.Kind == durable.KindStop {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -115,6 +115,15 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 		return "", fmt.Errorf("%w: message for %s %s attempt %d, but saga %s version %d waits on %s attempt %d",
 			durable.ErrMalformedMessage, msg.Queue, msg.Step, msg.Attempt, msg.SagaID, st.Version, id, cur.Attempt)
 	}
+	if cur.Fork {
+		// A parent waits on its fork's children: a message for it is its
+		// deadline's timer (the tick's), or stale.
+		if !cur.Compensating && !st.WakeAt().IsZero() {
+			return c.fire(ctx, msg, st, plan)
+		}
+		c.logHandled(ctx, msg, st, HandledStale, 0)
+		return HandledStale, nil
+	}
 	if cur.Wait || st.DeadlinePassed(c.cfg.Clock.Now()) {
 		// A timer; or an action whose saga's deadline has passed: it does
 		// not run, the deadline fires.

@@ -113,6 +113,15 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 			if err := c.send(ctx, delayed(st.Outbox)); err != nil {
 				return nil, fmt.Errorf("%s to saga %s: re-send: %w", what, sagaID, err)
 			}
+			if hasForkWork(st.Outbox) {
+				// Launches and stops are idempotent, and nothing runs
+				// them if they were lost: do them now.
+				work := *st // a shallow copy, read only
+				work.Outbox = forkWork(st.Outbox)
+				if err := c.sendOutbox(ctx, &work, plan); err != nil {
+					return nil, fmt.Errorf("%s to saga %s: re-send: %w", what, sagaID, err)
+				}
+			}
 			return &Delivered{Receipt: receipt, State: st}, nil
 		case saga.ReceiptKept:
 			err = c.writeKept(ctx, st, rec.Version, &h)
