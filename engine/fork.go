@@ -315,6 +315,22 @@ func (c *Coordinator) sweepFork(ctx context.Context, parent *saga.State, idleSin
 		return 0, err
 	}
 	sent := 0
+	if rec.Failed < 0 && (parent.CancelRequested || parent.Failure != nil) && !parent.UpdatedAt.After(idleSince) {
+		// A cancel or the deadline stopped the fork, and its stop was lost.
+		if err := c.stopFork(ctx, parent, plan); err != nil {
+			return sent, err
+		}
+		return sent + 1, nil
+	}
+	if closed(rec, l) {
+		// Every child has ended, and the parent still waits: its join was
+		// lost (a dead-lettered message, say).
+		join := durable.Message{SagaID: l.ID, Version: l.Version, Queue: durable.QueueAdvance, Kind: durable.KindJoin, Step: l.Step, Attempt: 1}
+		if err := c.send(ctx, []durable.Message{join}); err != nil {
+			return sent, err
+		}
+		return sent + 1, nil
+	}
 	for j := range l.Lanes {
 		k := j + rec.Count(j)*l.Lanes
 		if k >= l.Children || rec.IsStopped(j) {
@@ -447,10 +463,26 @@ func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, e
 		j.Failure = &saga.StepError{Step: l.Step, Type: lang.ErrorTypeGeneric, Message: fmt.Sprintf("child %d of %s failed", fork.Failed, l.Step)}
 	}
 	var h heard
-	if err := plan.Advance(st, saga.Event{Kind: saga.EventJoin, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Join: j, OnStep: c.observer(&h, st.SagaID, st, nil)}); err != nil {
-		return "", err
+	apply := func(st *saga.State, base uint64, limit int) error {
+		if err := plan.Advance(st, saga.Event{Kind: saga.EventJoin, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Join: j, StoreLimit: limit, OnStep: c.observer(&h, st.SagaID, st, nil)}); err != nil {
+			return err
+		}
+		return c.write(ctx, st, base, &h)
 	}
-	if err := c.write(ctx, st, rec.Version, &h); err != nil {
+	err = apply(st, rec.Version, 0)
+	if unstorable(err) {
+		// The outputs (or what follows the fork) take the state past what
+		// can be stored: join again measuring, so that the fork fails, its
+		// children are undone, and the saga compensates.
+		if rec, st, _, err = c.load(ctx, msg.SagaID); err != nil {
+			return "", err
+		}
+		if cur2, ok := st.Pending(); !ok || cur2 != cur {
+			return "", fmt.Errorf("saga %s: %w", msg.SagaID, durable.ErrConflict)
+		}
+		err = apply(st, rec.Version, saga.MaxStateBytes)
+	}
+	if err != nil {
 		return "", err
 	}
 	if err := c.sendOutbox(ctx, st, plan); err != nil {
