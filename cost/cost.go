@@ -431,6 +431,9 @@ func (w *walker) fork(plan *saga.Plan, st *saga.State, cur saga.Cursor, wrote fu
 		if err := w.drive(cp, child, childWrote); err != nil {
 			return err
 		}
+		if child.Status == durable.StatusCompensationFailed {
+			j.Parked = append(j.Parked, k)
+		}
 		if child.Status != durable.StatusSucceeded {
 			j.Failure = child.Failure
 			if j.Failure == nil {

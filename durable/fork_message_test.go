@@ -67,3 +67,23 @@ func TestChildID(t *testing.T) {
 		}
 	}
 }
+
+// A child's id is recognised as one, long or short; ids users pick are
+// not, unless they have exactly that form.
+func TestIsChildID(t *testing.T) {
+	for id, want := range map[string]bool{
+		durable.ChildID("order-7", "ship_all", 4, 12):        true,
+		durable.ChildID(strings.Repeat("p", 120), "s", 1, 3): true,
+		"order-7":        false,
+		"order.2026.11":  false,
+		"a.b.c":          false,
+		"a.step.1":       false,
+		"a.9step.1.2":    false,
+		"p.book.1.x":     false,
+		"a.b.c.step.1.0": true,
+	} {
+		if got := durable.IsChildID(id); got != want {
+			t.Errorf("IsChildID(%q) = %v, want %v", id, got, want)
+		}
+	}
+}

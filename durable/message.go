@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // MaxMessageBytes bounds a message body; real ones are about 100 bytes.
@@ -276,4 +277,43 @@ func ChildID(parentID, step string, visit uint64, index int) string {
 	}
 	sum := sha256.Sum256([]byte(id))
 	return "c" + hex.EncodeToString(sum[:20]) + "." + strconv.Itoa(index)
+}
+
+// IsChildID reports whether id has the form ChildID gives a child run:
+// "<parent>.<step>.<visit>.<index>" with a step id (a letter, then
+// letters, digits and '_') and two numbers, or "c" and 40 hex digits then
+// ".<index>". A saga a user starts may not have one, so that no saga can
+// take a child's id.
+func IsChildID(id string) bool {
+	parts := strings.Split(id, ".")
+	n := len(parts)
+	digits := func(s string) bool {
+		if s == "" {
+			return false
+		}
+		for i := 0; i < len(s); i++ {
+			if s[i] < '0' || s[i] > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	if n == 2 && len(parts[0]) == 41 && parts[0][0] == 'c' && digits(parts[1]) {
+		_, err := hex.DecodeString(parts[0][1:])
+		return err == nil
+	}
+	if n < 4 || !digits(parts[n-1]) || !digits(parts[n-2]) {
+		return false
+	}
+	step := parts[n-3]
+	if step == "" || !(step[0] >= 'a' && step[0] <= 'z' || step[0] >= 'A' && step[0] <= 'Z') {
+		return false
+	}
+	for i := 0; i < len(step); i++ {
+		c := step[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }

@@ -127,6 +127,9 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*saga.State, e
 	if err := checkSagaID(id); err != nil {
 		return nil, err
 	}
+	if durable.IsChildID(id) {
+		return nil, fmt.Errorf("start: saga id %q has the form of a child run's id (<parent>.<step>.<visit>.<index>): forks name their children so; choose another", id)
+	}
 	input, err := plan.CheckInput(p.Input)
 	if err != nil {
 		return nil, err
@@ -221,6 +224,9 @@ func (c *Coordinator) Cancel(ctx context.Context, sagaID string) (*saga.State, e
 
 // Resume continues the compensation of a saga parked in compensation_failed.
 func (c *Coordinator) Resume(ctx context.Context, sagaID string) (*saga.State, error) {
+	if err := c.resumeParkedChild(ctx, sagaID); err != nil {
+		return nil, err
+	}
 	return c.apply(ctx, sagaID, saga.EventResume, false)
 }
 

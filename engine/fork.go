@@ -118,6 +118,9 @@ func (c *Coordinator) launch(ctx context.Context, parent *saga.State, plan *saga
 		if err != nil {
 			return err
 		}
+		if l := have.Parent; l == nil || l.ID != cs.Link.ID || l.Step != cs.Link.Step || l.Seq != cs.Link.Seq || l.Index != k {
+			return fmt.Errorf("%w: child %d of %s's %s: its id %s is taken by another saga", ErrDamagedState, k, parent.SagaID, cs.Link.Step, id)
+		}
 		switch {
 		case stopped && !have.Status.Final():
 			_, err := c.Cancel(ctx, id)
@@ -175,6 +178,13 @@ func (c *Coordinator) ended(ctx context.Context, msg durable.Message) (Outcome, 
 			return "", fmt.Errorf("%w: fork %s lane %d holds %d, and child %d (its %d-th) cannot be counted", ErrDamagedState, key, lane, rec.Count(lane), l.Index, m)
 		}
 		licensed = rec.Failed < 0
+		if failed {
+			// Counted when it first ended: it ends again after an
+			// operator resumed it, and a parent undoing it waits for that.
+			if _, err := c.undone(ctx, st); err != nil {
+				return "", err
+			}
+		}
 	}
 	if err != nil {
 		return "", err
@@ -447,6 +457,8 @@ func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, e
 			if j.Outputs != nil {
 				j.Outputs[k] = child.Output
 			}
+		case child.Status == durable.StatusCompensationFailed:
+			j.Parked = append(j.Parked, k)
 		case !child.Status.Final():
 			return "", fmt.Errorf("%w: fork %s closed while child %d is %s", ErrDamagedState, forkKey(l), k, child.Status)
 		}
@@ -637,4 +649,31 @@ func forkWork(msgs []durable.Message) []durable.Message {
 		}
 	}
 	return out
+}
+
+// resumeParkedChild resumes the child a saga parked on, when it parked
+// undoing a fork's child that parked: the child's compensation goes on
+// first, and the saga's undo of it waits for its end.
+func (c *Coordinator) resumeParkedChild(ctx context.Context, sagaID string) error {
+	if err := checkSagaID(sagaID); err != nil {
+		return err
+	}
+	_, st, plan, err := c.load(ctx, sagaID)
+	if err != nil {
+		return err
+	}
+	cur, ok := st.Pending()
+	if !ok || !cur.Fork || !cur.Compensating || st.Status != durable.StatusCompensationFailed {
+		return nil
+	}
+	id := durable.ChildID(st.SagaID, plan.StepID(cur.Step), cur.Seq, cur.Child)
+	child, err := c.Get(ctx, id)
+	if err != nil || child.Status != durable.StatusCompensationFailed {
+		return nil // nothing of it to resume: the saga's resume undoes it again
+	}
+	if err := c.resumeParkedChild(ctx, id); err != nil { // its own parked child first
+		return err
+	}
+	_, err = c.apply(ctx, id, saga.EventResume, false)
+	return err
 }

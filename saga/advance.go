@@ -140,6 +140,24 @@ func (p *Plan) Advance(st *State, ev Event) error {
 	case EventUndone:
 		r.childUndone(ev.Undone)
 	case EventResume:
+		if cur, ok := st.Pending(); ok && cur.Fork && cur.Compensating {
+			// Parked on a child of a fork: undo it again (its own resume
+			// comes first: the coordinator resumes it), or, skipped, go on
+			// to the next child.
+			st.CompensationError = nil
+			st.Status = durable.StatusCompensating
+			if cur.Attempt == 2 {
+				st.Status = durable.StatusRunning // a failed fork's undo: a catch may still route it
+			}
+			s := p.steps[cur.Step]
+			if ev.Skip {
+				r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeSkipped, Compensation: true})
+				r.childUndone(&Undone{Child: cur.Child})
+				break
+			}
+			r.undoChild(s, cur)
+			break
+		}
 		st.CompensationError = nil
 		st.Status = durable.StatusCompensating
 		if n := len(st.Stack); ev.Skip && n > 0 {

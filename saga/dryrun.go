@@ -164,6 +164,9 @@ func (d *dryRunner) fork(p *Plan, st *State, cur Cursor) error {
 		if err := d.drive(cp, child); err != nil {
 			return err
 		}
+		if child.Status == durable.StatusCompensationFailed {
+			j.Parked = append(j.Parked, k)
+		}
 		if child.Status != durable.StatusSucceeded {
 			j.Failure = child.Failure
 			if j.Failure == nil {

@@ -2,6 +2,7 @@ package saga
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/traits"
@@ -41,6 +42,9 @@ type Join struct {
 	// Succeeded lists the children that succeeded, by index, ascending:
 	// when the fork failed, they are undone.
 	Succeeded []int
+	// Parked lists the children parked in compensation_failed, by index,
+	// ascending: when the fork's undo reaches one, the saga parks too.
+	Parked []int
 }
 
 // Undone is what EventUndone brings: a child the saga undoes ended.
@@ -248,6 +252,7 @@ func (r *runner) joined(j *Join) {
 		if !r.fits() {
 			r.restore([]savedVar{{s.Out, old, had}})
 			failure = r.tooLarge(s.ID, "the outputs of "+s.ID+"'s children")
+			st.Failure = failure
 		} else {
 			r.wroteOut(s.Out)
 		}
@@ -262,7 +267,8 @@ func (r *runner) joined(j *Join) {
 	}
 	st.Failure = newStepError(failure.Step, failure.Type, failure.Message)
 	st.CancelRequested = false
-	r.undoFailedFork(s, cur, j.Succeeded)
+	undo := slices.Sorted(slices.Values(append(slices.Clone(j.Succeeded), j.Parked...)))
+	r.undoFailedFork(s, cur, undo)
 }
 
 // undoFailedFork undoes the children of a failed fork that succeeded,
@@ -332,11 +338,21 @@ func (r *runner) childUndone(u *Undone) {
 	cur := st.Cursors[0]
 	s := r.p.steps[cur.Step]
 	if u.Parked != nil {
+		// The saga parks on the child: its cursor stays, so that a resume
+		// undoes the child again (once an operator resumed it), and a skip
+		// goes on to the next.
 		st.Status = durable.StatusCompensationFailed
 		st.CompensationError = newStepError(s.ID, u.Parked.Type, fmt.Sprintf("child %d parked: %s", u.Child, u.Parked.Message))
-		st.Cursors = st.Cursors[:0]
 		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensationFailed, Attempt: 1, Compensation: true, Error: st.CompensationError})
 		return
+	}
+	if st.Status == durable.StatusCompensationFailed {
+		// It parked on this child, which an operator resumed: go on.
+		st.CompensationError = nil
+		st.Status = durable.StatusCompensating
+		if cur.Attempt == 2 {
+			st.Status = durable.StatusRunning
+		}
 	}
 	switch {
 	case cur.Attempt == 2 && len(st.UndoNext) > 0:
