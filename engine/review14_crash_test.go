@@ -24,8 +24,7 @@ steps:
 `
 
 func shipRig(t *testing.T, conc, n int) (*frig, map[string]any) {
-	src := fmt.Sprintf("%s", shipYAML)
-	src = replaceOnce(src, "CONC", fmt.Sprint(conc))
+	src := replaceOnce(shipYAML, "CONC", fmt.Sprint(conc))
 	r := newFrig(t, src, nil)
 	items := []any{}
 	for i := range n {

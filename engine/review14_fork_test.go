@@ -331,9 +331,6 @@ func TestReview14CancelWhileAFailedForkUndoesBeatsItsCatch(t *testing.T) {
 	}
 }
 
-var _ = errors.New
-var _ = slices.Contains[[]string]
-
 // The join's write lands and its outbox (the parent's next action) is not
 // sent (a crash between them). PROTOCOL, crash windows: "the message comes
 // back and finds m + 1: the stored outbox is sent (rule 3)". Found: the
@@ -466,5 +463,191 @@ func TestReview14AChildIDCannotBeTakenByAnotherSaga(t *testing.T) {
 	st := r.get("p")
 	if !slices.Contains(log, "hotels.book(hotel)") || st.Status != durable.StatusSucceeded {
 		t.Fatalf("parent %s, effects %v: the hotel branch never ran (its id belongs to another saga)", st.Status, log)
+	}
+}
+
+// The same parked branch, seen by an operator: listing the sagas in
+// compensation_failed (sagactl list, the alarm's runbook) must show the
+// branch or its parent. Found: neither: branches are unlisted, and the
+// parent ended compensated, so the unrepaired a1 is invisible (and the
+// parent expires with the table's TTL).
+func TestReview14AParkedBranchCanBeFound(t *testing.T) {
+	r := newFrig(t, parkingBranchYAML, nil)
+	r.fail["a.two(a2)"] = true
+	r.fail["a.undo(a1)"] = true
+	r.start("p", nil)
+	r.drain()
+	res, err := r.coord.List(context.Background(), &durable.SagaListParams{Status: durable.StatusCompensationFailed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Sagas) == 0 {
+		t.Fatalf("no saga listed in compensation_failed, though branch %s is parked (parent %s)",
+			durable.ChildID("p", "fan", 1, 0), r.get("p").Status)
+	}
+}
+
+// A branch parks while the other branch still waits on a signal; the
+// operator repairs the service and resumes the branch while its parent
+// still waits on the fork. The branch ends compensated, its repeated end
+// is handled, and once the fork closes the parent compensates with both
+// branches' effects undone once.
+func TestReview14ResumeOfAParkedChildWhileItsParentWaits(t *testing.T) {
+	src := `saga: park2
+steps:
+  - id: fan
+    parallel:
+      - steps:
+          - {id: a1, action: a.one, with: {arg: a1}, compensate: {action: a.undo, with: {arg: a1}}}
+          - {id: a2, action: a.two, with: {arg: a2}}
+      - steps:
+          - {id: b1, action: b.one, with: {arg: b1}, compensate: {action: b.undo, with: {arg: b1}}}
+          - {id: hold, await: {signal: go, timeout: 72h}}
+  - {id: after, action: after.run, with: {arg: after}}
+`
+	r := newFrig(t, src, nil)
+	ctx := context.Background()
+	r.fail["a.two(a2)"] = true
+	r.fail["a.undo(a1)"] = true
+	r.start("p", nil)
+	a := durable.ChildID("p", "fan", 1, 0)
+	if !r.drainUntil(func() bool { return r.get(a).Status == durable.StatusCompensationFailed }) {
+		t.Fatalf("setup: branch 0 is %s", r.get(a).Status)
+	}
+	r.mu.Lock()
+	delete(r.fail, "a.undo(a1)")
+	r.mu.Unlock()
+	if _, err := r.coord.Resume(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	st := r.get("p")
+	log := r.effects()
+	if st.Status != durable.StatusCompensated || countOf(log, "a.undo(a1)") != 1 || countOf(log, "b.undo(b1)") != 1 {
+		t.Fatalf("parent %s, effects %v; handle errors: %s", st.Status, log, firstLines(r.handleErrors(), 3))
+	}
+}
+
+// A fork that succeeded is undone when a later step fails; b's
+// compensation fails for good, b parks and so does the parent. The
+// operator repairs b's service and resumes the parent ("Resume continues
+// the compensation of a saga parked in compensation_failed"). Found: the
+// parent's resume sends b an undo, b is still parked (nobody resumed it),
+// and answers at once that it parked: the parent parks again. Resuming the
+// parent never makes progress; only a resume of the branch, whose id the
+// parent's state names, does.
+func TestReview14ResumeOfAParentParkedOnAChildResumesTheChild(t *testing.T) {
+	r := newFrig(t, threeBranchLaterFailYAML, nil)
+	ctx := context.Background()
+	r.fail["last.do(last)"] = true
+	r.fail["b.undo(b)"] = true
+	r.start("p", nil)
+	r.drain()
+	if st := r.get("p"); st.Status != durable.StatusCompensationFailed {
+		t.Fatalf("setup: parent %s %+v", st.Status, st.Failure)
+	}
+	r.mu.Lock()
+	delete(r.fail, "b.undo(b)")
+	r.mu.Unlock()
+	if _, err := r.coord.Resume(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	log := r.effects()
+	if st := r.get("p"); st.Status != durable.StatusCompensated || countOf(log, "b.undo(b)") != 1 || countOf(log, "a.undo(a)") != 1 {
+		t.Fatalf("after the parent's resume: parent %s (%v), branch b %s, effects %v",
+			st.Status, st.CompensationError, r.get(durable.ChildID("p", "fan", 2, 1)).Status, log)
+	}
+}
+
+// A fork visited twice (a loop back to it) is two entries on the stack:
+// when the saga compensates, the children of both visits are undone, the
+// later visit's first.
+func TestReview14AForkVisitedTwiceIsUndoneTwice(t *testing.T) {
+	src := `saga: twice
+steps:
+  - {id: init, set: {n: "${0}"}}
+  - id: fan
+    parallel:
+      - steps: [{id: a, action: a.do, with: {arg: "${vars.n}"}, compensate: {action: a.undo, with: {arg: "${vars.n}"}}}]
+  - {id: inc, set: {n: "${vars.n + 1}"}}
+  - id: again
+    switch:
+      - {if: "${vars.n < 2}", next: fan}
+      - {default: last}
+  - {id: last, action: last.do, with: {arg: last}}
+`
+	r := newFrig(t, src, nil)
+	r.fail["last.do(last)"] = true
+	r.start("p", nil)
+	r.drain()
+	log := r.effects()
+	want := []string{"a.do(0)", "a.do(1)", "a.undo(1)", "a.undo(0)"}
+	if st := r.get("p"); st.Status != durable.StatusCompensated || !slices.Equal(log, want) {
+		t.Fatalf("parent %s, effects %v, want %v", st.Status, log, want)
+	}
+}
+
+// A cancel lands between the fork's write and its launches (the launcher
+// died): the cancel's stop creates the children stopped, and the saga
+// compensates without running any branch.
+func TestReview14CancelBeforeTheLaunches(t *testing.T) {
+	r := newFrig(t, twoBranchYAML, nil)
+	ctx := context.Background()
+	r.store.setHook(func(op, key string) error {
+		if op == "create" && key != "p" {
+			return errInjected
+		}
+		return nil
+	})
+	// The first step forks at once: the start's launches fail.
+	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: r.plan, SagaID: "p"}); err == nil {
+		t.Fatal("setup: the launches did not fail")
+	}
+	r.store.setHook(nil)
+	if _, err := r.coord.Cancel(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	st := r.get("p")
+	if st.Status != durable.StatusCompensated || len(r.effects()) != 0 {
+		t.Fatalf("parent %s %+v, effects %v", st.Status, st.Failure, r.effects())
+	}
+}
+
+// A branch awaits a signal; the caller signals the saga it started (the
+// parent: branch ids are derived and unlisted, and no document says to
+// signal them). Found: the parent, waiting on its fork, keeps the signal
+// for an await of its own that does not exist (ReceiptKept, "delivered"),
+// the branch never sees it, its await times out and the saga compensates.
+// Either the signal reaches the branch that awaits it, or the caller is
+// told it went nowhere.
+func TestReview14ASignalForABranchsAwaitIsNotSwallowedByTheParent(t *testing.T) {
+	src := `saga: approve
+steps:
+  - id: fan
+    parallel:
+      - steps:
+          - {id: ask, action: asks.send, with: {arg: ask}}
+          - {id: wait_ok, await: {signal: approved, timeout: 1h}, out: ok}
+      - steps: [{id: other, action: others.do, with: {arg: other}}]
+  - {id: after, action: after.do, with: {arg: after}}
+`
+	r := newFrig(t, src, nil)
+	ctx := context.Background()
+	r.start("p", nil)
+	r.drain() // the branch waits on its signal
+	d, err := r.coord.Signal(ctx, &engine.SignalParams{SagaID: "p", Name: "approved", Payload: map[string]any{"by": "boss"}, ID: "ok-1"})
+	if err != nil {
+		t.Logf("the signal was refused (fine): %v", err)
+		return
+	}
+	r.clock.Advance(2 * time.Hour)
+	if _, err := r.coord.Tick(ctx, &engine.TickParams{}); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if st := r.get("p"); st.Status != durable.StatusSucceeded {
+		t.Fatalf("the signal was answered %s, yet the branch never got it: parent %s %+v", d.Receipt, st.Status, st.Failure)
 	}
 }

@@ -92,10 +92,6 @@ steps:
 	}
 }
 
-var _ = fmt.Sprint
-var _ = context.Background
-var _ = engine.HandledStep
-
 // item and index in nested foreach steps: the inner as hides nothing of
 // the outer's (other names), the inner index hides the outer's; the inner
 // list reads the outer item (a stable list, evaluated again at each

@@ -235,7 +235,40 @@ func (p *Plan) Receive(st *State, ev *Event) (Receipt, error) {
 	if st.CancelRequested {
 		return "", fmt.Errorf("%w: saga %s is cancelled: %s not taken", ErrNotReceiving, st.SagaID, what)
 	}
+	if own, inFork := p.awaitedBy(st, d.Signal); !own && inFork != "" {
+		// Kept here, it would never reach the child run that awaits it.
+		return "", fmt.Errorf("%w: signal %s is awaited in %s, by a child run of saga %s, not by the saga itself: send it to that child (sagactl status %s lists them)",
+			ErrNotReceiving, d.Signal, inFork, st.SagaID, st.SagaID)
+	}
 	return ReceiptKept, keep(st, *d)
+}
+
+// awaitedBy reports whether an await of the list st runs (its saga's own
+// steps, or its branch's or body's) takes signal name, and, if an await
+// in a fork's branch or body does, which.
+func (p *Plan) awaitedBy(st *State, name string) (own bool, inFork string) {
+	list := 0
+	if l := st.Parent; l != nil && !l.Saga {
+		if f, ok := p.index[l.Step]; ok {
+			for i, sl := range p.lists {
+				if sl.fork == f && (p.steps[f].Kind == lang.KindForeach || sl.branch == l.Index) {
+					list = i
+				}
+			}
+		}
+	}
+	for _, ps := range p.steps {
+		if ps.Kind != lang.KindAwait || ps.Await.Signal != name {
+			continue
+		}
+		if ps.list == list {
+			return true, ""
+		}
+		if sl := p.lists[ps.list]; sl.fork >= 0 && inFork == "" {
+			inFork = fmt.Sprintf("step %s of %s", ps.ID, p.steps[sl.fork].ID)
+		}
+	}
+	return false, inFork
 }
 
 // waitsOn says, for an error, what the saga waits on.
