@@ -96,8 +96,8 @@ type program struct {
 	// uses says which fields of input and vars the expression may touch
 	// (has() included), for what a fork copies into its children.
 	uses uses
-	// stable: the value depends only on input, vars and the saga's id and
-	// name, which do not change while a saga waits on a fork.
+	// stable: the expression is a reference to input or vars (which do
+	// not change while a saga waits on a fork), cheap to evaluate again.
 	stable bool
 }
 
@@ -136,7 +136,10 @@ func compileExpr(env *cel.Env, src string, limits Options) (*program, []exprProb
 	p.uses.input, p.uses.allInput = rootReads(ast, "input")
 	p.uses.vars, p.uses.allVars = rootReads(ast, "vars")
 	sagaFields, sagaWhole := rootReads(ast, "saga")
-	p.stable = !sagaWhole && !slices.Contains(sagaFields, "now") && !slices.Contains(sagaFields, "attempt")
+	// Re-evaluated at each child's launch only when that is cheap: a
+	// reference (input.items, vars.order.lines), not a computed list,
+	// which would cost the list's length at every launch.
+	p.stable = !sagaWhole && !slices.Contains(sagaFields, "now") && !slices.Contains(sagaFields, "attempt") && isReference(ast)
 	return p, nil
 }
 

@@ -148,3 +148,22 @@ func rootReads(a *cel.Ast, root string) (names []string, whole bool) {
 	walk(a.NativeRep().Expr())
 	return names, whole
 }
+
+// isReference reports whether a checked expression is an identifier or a
+// chain of field selections from one (input.items, vars.order.lines).
+func isReference(a *cel.Ast) bool {
+	e := a.NativeRep().Expr()
+	for {
+		switch e.Kind() {
+		case celast.IdentKind:
+			return true
+		case celast.SelectKind:
+			if e.AsSelect().IsTestOnly() {
+				return false
+			}
+			e = e.AsSelect().Operand()
+		default:
+			return false
+		}
+	}
+}
