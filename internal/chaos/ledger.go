@@ -85,7 +85,9 @@ const SlowFor = 1500 * time.Millisecond
 // applies its effect on the first attempt and then runs until its context
 // ends (into the invocation's deadline), so its result is lost and the
 // attempt is a Timeout; `slow` runs SlowFor after its effect; `note`, a
-// string, is recorded with the effect. A call with a callback token
+// string, is recorded with the effect; `echo`, when present, is the
+// call's output (nil otherwise), so that a fork's join has outputs to
+// put in order. A call with a callback token
 // publishes the token (TokenFile) before its effect, and runs
 // CallbackLinger more after it (unless slow: SlowFor is already as close
 // to the kill test's action deadline as it should come), so that
@@ -101,7 +103,8 @@ func (l *Ledger) Register(reg *engine.Registry) {
 				return nil, err
 			}
 		}
-		if err := l.apply(ctx, c, "do"); err != nil {
+		note, _ := in["note"].(string)
+		if err := l.apply(ctx, c, "do", note); err != nil {
 			return nil, err
 		}
 		if c.CallbackToken != "" && in["slow"] != true {
@@ -122,10 +125,10 @@ func (l *Ledger) Register(reg *engine.Registry) {
 			case <-time.After(SlowFor):
 			}
 		}
-		return nil, l.returned(ctx, c)
+		return in["echo"], l.returned(ctx, c)
 	})
 	reg.MustRegister("ledger.undo", func(ctx context.Context, c saga.Call) (any, error) {
-		return nil, l.apply(ctx, c, "undo")
+		return nil, l.apply(ctx, c, "undo", "")
 	})
 }
 
@@ -148,8 +151,8 @@ func (l *Ledger) publish(c saga.Call) error {
 	return os.Rename(tmp, name)
 }
 
-// apply counts the call and records the effect once per key.
-func (l *Ledger) apply(ctx context.Context, c saga.Call, phase string) (err error) {
+// apply counts the call and records the effect once per key, with note.
+func (l *Ledger) apply(ctx context.Context, c saga.Call, phase, note string) (err error) {
 	defer func() { time.Sleep(time.Duration(20+rand.IntN(30)) * time.Millisecond) }()
 	out, err := l.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.Table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "SEQ"}},
@@ -160,8 +163,6 @@ func (l *Ledger) apply(ctx context.Context, c saga.Call, phase string) (err erro
 		return err
 	}
 	seq := out.Attributes["n"].(*types.AttributeValueMemberN).Value
-	in, _ := c.Input.(map[string]any)
-	note, _ := in["note"].(string)
 	_, err = l.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.Table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "EFFECT#" + c.IdempotencyKey}},
 		UpdateExpression: aws.String("ADD calls :one SET saga = if_not_exists(saga, :saga), step = if_not_exists(step, :step), phase = if_not_exists(phase, :phase), seq = if_not_exists(seq, :seq), note = if_not_exists(note, :note)"),
