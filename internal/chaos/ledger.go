@@ -58,6 +58,9 @@ type Entry struct {
 	Returned bool
 	// Note is the input's `note` of the first call with this key.
 	Note string
+	// At is when the first call with this key applied it (the clock of
+	// the process that ran it: in the kill test, the same machine's).
+	At time.Time
 }
 
 // CreateTable makes the ledger table.
@@ -165,11 +168,12 @@ func (l *Ledger) apply(ctx context.Context, c saga.Call, phase, note string) (er
 	seq := out.Attributes["n"].(*types.AttributeValueMemberN).Value
 	_, err = l.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.Table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "EFFECT#" + c.IdempotencyKey}},
-		UpdateExpression: aws.String("ADD calls :one SET saga = if_not_exists(saga, :saga), step = if_not_exists(step, :step), phase = if_not_exists(phase, :phase), seq = if_not_exists(seq, :seq), note = if_not_exists(note, :note)"),
+		UpdateExpression: aws.String("ADD calls :one SET saga = if_not_exists(saga, :saga), step = if_not_exists(step, :step), phase = if_not_exists(phase, :phase), seq = if_not_exists(seq, :seq), note = if_not_exists(note, :note), applied_at = if_not_exists(applied_at, :at)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":one": &types.AttributeValueMemberN{Value: "1"}, ":saga": &types.AttributeValueMemberS{Value: c.SagaID},
 			":step": &types.AttributeValueMemberS{Value: c.Step}, ":phase": &types.AttributeValueMemberS{Value: phase},
 			":seq": &types.AttributeValueMemberN{Value: seq}, ":note": &types.AttributeValueMemberS{Value: note},
+			":at": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixNano(), 10)},
 		},
 	})
 	return err
@@ -201,6 +205,8 @@ func (l *Ledger) Entries(ctx context.Context) (map[string][]Entry, error) {
 			}
 			e := Entry{Key: pk[len("EFFECT#"):], Saga: str(it, "saga"), Step: str(it, "step"), Phase: str(it, "phase"), Note: str(it, "note")}
 			e.Seq, _ = strconv.ParseInt(num(it, "seq"), 10, 64)
+			at, _ := strconv.ParseInt(num(it, "applied_at"), 10, 64)
+			e.At = time.Unix(0, at)
 			e.Calls, _ = strconv.ParseInt(num(it, "calls"), 10, 64)
 			if v, ok := it["returned"].(*types.AttributeValueMemberBOOL); ok {
 				e.Returned = v.Value
