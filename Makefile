@@ -92,7 +92,7 @@ build: ## the Lambda bootstraps for provided.al2023 arm64 (as sam build makes th
 	$(GO) build -o $(BIN)/sagactl ./cmd/sagactl
 	$(GO) build -o $(BIN)/ordersaga ./examples/order/cmd/ordersaga
 
-e2e: emulators ## the order saga through the real Lambda binaries under aws-lambda-rie, on the emulators
+e2e: emulators ## the order saga, and the travel saga (parallel, a child saga, foreach), through the real Lambda binaries under aws-lambda-rie, on the emulators
 	@mkdir -p $(BIN)
 	LAMBDASAGA_E2E=1 $(WITH_EMULATORS) $(GO) test -count=1 -run TestE2E ./internal/local
 

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -57,11 +58,28 @@ const functionTimeout = 4 * time.Second
 // seconds and most finish within a few more.
 const killFor = 25 * time.Second
 
+// slowKillFor bounds the slow kills that follow, while fork sagas run.
+const slowKillFor = time.Minute
+
+// killEvery is the time to the next kill: 100-500 ms while most sagas
+// run, 1-2 s once they are final and fork sagas still join and undo their
+// children. With the 5 s visibility a message of a killed worker waits
+// to come back, and a message received maxReceiveCount (5) times goes to
+// the dead-letter queue, so a faster killer would dead-letter live
+// messages, not test them.
+func killEvery(rng *mrand.Rand, slow bool) time.Duration {
+	if slow {
+		return time.Duration(1000+rng.IntN(1000)) * time.Millisecond
+	}
+	return time.Duration(100+rng.IntN(400)) * time.Millisecond
+}
+
 // sweepIdle is how long a saga must be idle for the sweep (run every
 // second here) to send its outbox again.
 const sweepIdle = 5 * time.Second
 
-// TestChaos: make chaos (CHAOS_SAGAS, CHAOS_SEED size and seed it).
+// TestChaos: make chaos (CHAOS_SAGAS, CHAOS_SEED size and seed it;
+// CHAOS_LOG=FILE keeps the functions' logs).
 func TestChaos(t *testing.T) {
 	if os.Getenv("LAMBDASAGA_CHAOS") == "" {
 		t.Skip("LAMBDASAGA_CHAOS is not set: run make chaos")
@@ -91,6 +109,16 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &lockedBuffer{}
+	if path := os.Getenv("CHAOS_LOG"); path != "" {
+		// CHAOS_LOG=FILE keeps the functions' logs, to read a failure.
+		defer func() {
+			logs.mu.Lock()
+			defer logs.mu.Unlock()
+			if err := os.WriteFile(path, logs.b.Bytes(), 0o644); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
 	env, err := local.Up(ctx, local.Config{
 		Template: "../../infra/template.yaml", DynamoDBEndpoint: dyn, SQSEndpoint: sq, RIE: rie, BuildDir: dir,
 		Mains: map[string]string{"AdvanceFunction": "./fn", "CompensateFunction": "./fn"},
@@ -126,6 +154,12 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One saga in forkEvery forks (fork.yaml, with its child saga: started
+	// from the bundle, as a service holding only bytes starts it).
+	forkDef, err := forkBundle()
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The driver's second client writes as the first does and sends
 	// nothing: a driver killed between its write and its send.
 	dropStore, err := dynamo.New(dynamo.Config{Client: awslocal.DynamoDB(dyn), Table: env.Table})
@@ -152,8 +186,10 @@ func TestChaos(t *testing.T) {
 	// Kill workers at random while the sagas run.
 	began := time.Now()
 	var kills atomic.Int64
+	killed := &killTimes{}
 	stopKilling := make(chan struct{})
 	killerDone := make(chan struct{})
+	var slowKills atomic.Bool
 	go func() {
 		defer close(killerDone)
 		krng := mrand.New(mrand.NewPCG(seed, 11))
@@ -161,15 +197,12 @@ func TestChaos(t *testing.T) {
 			select {
 			case <-stopKilling:
 				return
-			// One kill every 100-500 ms: with the 5 s visibility a message of
-			// a killed worker waits to come back, and a message received
-			// maxReceiveCount (5) times goes to the dead-letter queue, so a
-			// faster killer would dead-letter live messages, not test them.
-			case <-time.After(time.Duration(100+krng.IntN(400)) * time.Millisecond):
+			case <-time.After(killEvery(krng, slowKills.Load())):
 			}
 			i := krng.IntN(env.Workers())
 			if env.Kill(i) == nil {
 				kills.Add(1)
+				killed.kill()
 			}
 			time.Sleep(time.Duration(krng.IntN(100)) * time.Millisecond)
 			if err := env.Restart(ctx, i); err != nil {
@@ -189,7 +222,29 @@ func TestChaos(t *testing.T) {
 	var cancels sync.WaitGroup
 	var cancelMu sync.Mutex
 	cancelLanded := map[string]bool{}
+	forks := map[string]*forkRun{}
 	for i := range nSagas {
+		if i%forkEvery == forkEvery-1 {
+			id := fmt.Sprintf("chaosf-%d", i)
+			r := &forkRun{sc: drawForkScript(rng)}
+			forks[id] = r
+			if _, err := cl.Start(ctx, client.StartParams{File: "fork.yaml", Definition: forkDef, SagaID: id, Input: r.sc.input()}); err != nil {
+				t.Fatal(err)
+			}
+			if r.sc.slow != "" {
+				// Cancel the parent while a child runs its slow step.
+				cancels.Add(1)
+				go func() {
+					defer cancels.Done()
+					landed := cancelDuringChild(ctx, cl, id, r.sc)
+					cancelMu.Lock()
+					r.cancelLanded = landed
+					cancelMu.Unlock()
+				}()
+			}
+			time.Sleep(10 * time.Second / time.Duration(nSagas))
+			continue
+		}
 		id := fmt.Sprintf("chaos-%d", i)
 		in := map[string]any{"fail_at": "", "hang_at": "", "slow_at": ""}
 		switch r := rng.IntN(100); {
@@ -284,11 +339,27 @@ func TestChaos(t *testing.T) {
 				final[id] = st
 			}
 		}
-		// Kills stop once most sagas are final, or after killFor: a run that
-		// drags on would otherwise keep killing the same few messages until
-		// they pass maxReceiveCount (5), which tests the redrive policy, not
-		// the protocol.
-		if killing && (len(final) >= nSagas*9/10 || time.Since(began) > killFor) {
+		forksLeft := 0
+		for id := range forks {
+			if final[id] != nil {
+				continue
+			}
+			if st, err := cl.Status(ctx, id); err == nil && st.Status.Final() {
+				final[id] = st
+			} else {
+				forksLeft++
+			}
+		}
+		// Fast kills stop once most sagas are final, or after killFor: a
+		// run that drags on would otherwise keep killing the same few
+		// messages until they pass maxReceiveCount (5), which tests the
+		// redrive policy, not the protocol. Slow kills go on while fork
+		// sagas run (their joins and undos come late: each fork is a few
+		// queue hops), for at most slowKillFor.
+		if killing && !slowKills.Load() && (len(final) >= nSagas*9/10 || time.Since(began) > killFor) {
+			slowKills.Store(true)
+		}
+		if killing && slowKills.Load() && (forksLeft == 0 || time.Since(began) > killFor+slowKillFor) {
 			close(stopKilling)
 			<-killerDone
 			killing = false
@@ -570,6 +641,45 @@ func TestChaos(t *testing.T) {
 			violate("compensation_exact_reverse", "saga %s (fail_at %q): compensations %v, want %v", id, fail, got, wantUndo)
 		}
 	}
+	// Fork sagas: their children, their effects and compensations, their
+	// joins and their fork records.
+	parents := map[string]bool{}
+	for id := range forks {
+		parents[id] = true
+	}
+	children, err := forkChildren(ctx, awslocal.DynamoDB(dyn), env.Table, cl, parents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := &forkCheck{violate: violate, checked: checked, fork: func(key string) (*durable.ForkRecord, error) {
+		return dropStore.ForkGet(ctx, &durable.ForkGetParams{Key: key})
+	}}
+	nChildren, forkSucceeded, forkDuplicates := 0, 0, 0
+	for id, r := range forks {
+		checked["no_saga_lost"]++
+		r.final, r.children = final[id], children[id]
+		nChildren += len(r.children)
+		if r.final == nil {
+			where := "unread"
+			if st, err := cl.Status(ctx, id); err == nil {
+				cur, _ := st.Pending()
+				where = fmt.Sprintf("%s at version %d, %+v", st.Status, st.Version, cur)
+			}
+			violate("no_saga_lost", "fork saga %s (script %+v) did not finish: %s", id, r.sc, where)
+			continue
+		}
+		if r.final.Status == durable.StatusSucceeded {
+			forkSucceeded++
+		}
+		for sagaID, es := range ledgerEntries {
+			if sagaID == id || strings.HasPrefix(sagaID, id+".") {
+				for _, e := range es {
+					forkDuplicates += int(e.Calls - 1)
+				}
+			}
+		}
+		fc.check(id, r, ledgerEntries)
+	}
 	// Dead-letter queues: the poison bodies, byte for byte, and nothing else.
 	checked["dead_letters_only_poison"]++
 	var dead [][]byte
@@ -593,8 +703,11 @@ func TestChaos(t *testing.T) {
 	ticks := bytes.Count(logs.b.Bytes(), []byte(`invoked with {"job": "tick"}`))
 	idleTicks := bytes.Count(logs.b.Bytes(), []byte(`invoked with {"job": "tick"}: {"tick":{"Due":0,"Sent":0}}`))
 	sweepsResent := len(sweepResent.FindAll(logs.b.Bytes(), -1))
-	logs.mu.Unlock()
 	t.Logf("chaos report: %d sagas, %d workers killed with SIGKILL, %d invocations cut off mid-flight, %d duplicate action calls absorbed by idempotency keys, %d actions run into the invocation's deadline, %d sagas cancelled during an action (%d of their calls timed out after the effect, not compensated), %d sagas waited and went on (not counting cancelled ones), %d ticks of the scheduled function (%d found nothing due; %d scheduled invocations cut off by kills), %d sweeps that sent an idle saga's outbox again", nSagas, kills.Load(), cut, duplicates, hung, cancelled, timedOut, waited, ticks, idleTicks, scheduledCut, sweepsResent)
+	killsOpen, killsUndoing := killed.during(fc.childSpans), killed.during(fc.undoSpans)
+	undoneLogged := bytes.Count(logs.b.Bytes(), []byte("child undone"))
+	t.Logf("forks: %d fork sagas (%d succeeded), %d children; %d kills while children ran, %d while parents undid them (by the ledger's times); %d children undone by their parents (%d undo transitions logged, retries included), %d compensated themselves; %d parents cancelled while a child ran, %d child actions run into the deadline, %d calls timed out after the effect (not compensated), %d duplicate action calls absorbed",
+		len(forks), forkSucceeded, nChildren, killsOpen, killsUndoing, fc.undone, undoneLogged, fc.selfCompensated, fc.cancelled, fc.hung, fc.timedOut, forkDuplicates)
 	sigs, cbs := drv.counts()
 	drv.mu.Lock()
 	t.Logf("driver: %d signals (%d sends: %d applied, %d kept, %d duplicate, %d refused, %d errors; %d sends written and dropped, retried later), %d callback attempts (%d sends: %d applied, %d kept, %d duplicate, %d refused, %d errors; %d dropped), %d sagas whose version count the receipts could not fix",
@@ -602,9 +715,11 @@ func TestChaos(t *testing.T) {
 		cbs["deliveries"], drv.sends["callback"], cbs["applied"], cbs["kept"], cbs["duplicate"], cbs["refused"], cbs["error"], drv.sends["callback dropped"], unknownVersions)
 	drv.mu.Unlock()
 	for _, k := range []string{"no_saga_lost", "status_as_scripted", "versions_written_once", "effects_once_per_completed_step", "compensation_exact_reverse", "deadline_attempt_recorded", "cancel_during_action_compensates_it",
-		"signal_taken_at_most_once", "signal_taken_by_the_await", "callback_taken_at_most_once", "kept_writes_match_receipts", "await_and_callback_outs_reach_d", "dead_letters_only_poison"} {
+		"signal_taken_at_most_once", "signal_taken_by_the_await", "callback_taken_at_most_once", "kept_writes_match_receipts", "await_and_callback_outs_reach_d", "dead_letters_only_poison",
+		"fork_children_final", "fork_status_as_scripted", "fork_effects_once_per_completed_step", "fork_deadline_attempt_recorded", "fork_output_in_order", "fork_compensated_exactly_once", "fork_undo_order", "fork_join_once", "fork_record_counts"} {
 		t.Logf("  %-36s checked %5d, violated %d", k, checked[k], violated[k])
 	}
+	logs.mu.Unlock()
 	if kills.Load() == 0 {
 		t.Error("no worker was killed: the test proved nothing")
 	}

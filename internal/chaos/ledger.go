@@ -58,6 +58,9 @@ type Entry struct {
 	Returned bool
 	// Note is the input's `note` of the first call with this key.
 	Note string
+	// At is when the first call with this key applied it (the clock of
+	// the process that ran it: in the kill test, the same machine's).
+	At time.Time
 }
 
 // CreateTable makes the ledger table.
@@ -85,7 +88,9 @@ const SlowFor = 1500 * time.Millisecond
 // applies its effect on the first attempt and then runs until its context
 // ends (into the invocation's deadline), so its result is lost and the
 // attempt is a Timeout; `slow` runs SlowFor after its effect; `note`, a
-// string, is recorded with the effect. A call with a callback token
+// string, is recorded with the effect; `echo`, when present, is the
+// call's output (nil otherwise), so that a fork's join has outputs to
+// put in order. A call with a callback token
 // publishes the token (TokenFile) before its effect, and runs
 // CallbackLinger more after it (unless slow: SlowFor is already as close
 // to the kill test's action deadline as it should come), so that
@@ -101,7 +106,8 @@ func (l *Ledger) Register(reg *engine.Registry) {
 				return nil, err
 			}
 		}
-		if err := l.apply(ctx, c, "do"); err != nil {
+		note, _ := in["note"].(string)
+		if err := l.apply(ctx, c, "do", note); err != nil {
 			return nil, err
 		}
 		if c.CallbackToken != "" && in["slow"] != true {
@@ -122,10 +128,10 @@ func (l *Ledger) Register(reg *engine.Registry) {
 			case <-time.After(SlowFor):
 			}
 		}
-		return nil, l.returned(ctx, c)
+		return in["echo"], l.returned(ctx, c)
 	})
 	reg.MustRegister("ledger.undo", func(ctx context.Context, c saga.Call) (any, error) {
-		return nil, l.apply(ctx, c, "undo")
+		return nil, l.apply(ctx, c, "undo", "")
 	})
 }
 
@@ -148,8 +154,8 @@ func (l *Ledger) publish(c saga.Call) error {
 	return os.Rename(tmp, name)
 }
 
-// apply counts the call and records the effect once per key.
-func (l *Ledger) apply(ctx context.Context, c saga.Call, phase string) (err error) {
+// apply counts the call and records the effect once per key, with note.
+func (l *Ledger) apply(ctx context.Context, c saga.Call, phase, note string) (err error) {
 	defer func() { time.Sleep(time.Duration(20+rand.IntN(30)) * time.Millisecond) }()
 	out, err := l.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.Table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "SEQ"}},
@@ -160,15 +166,14 @@ func (l *Ledger) apply(ctx context.Context, c saga.Call, phase string) (err erro
 		return err
 	}
 	seq := out.Attributes["n"].(*types.AttributeValueMemberN).Value
-	in, _ := c.Input.(map[string]any)
-	note, _ := in["note"].(string)
 	_, err = l.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.Table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "EFFECT#" + c.IdempotencyKey}},
-		UpdateExpression: aws.String("ADD calls :one SET saga = if_not_exists(saga, :saga), step = if_not_exists(step, :step), phase = if_not_exists(phase, :phase), seq = if_not_exists(seq, :seq), note = if_not_exists(note, :note)"),
+		UpdateExpression: aws.String("ADD calls :one SET saga = if_not_exists(saga, :saga), step = if_not_exists(step, :step), phase = if_not_exists(phase, :phase), seq = if_not_exists(seq, :seq), note = if_not_exists(note, :note), applied_at = if_not_exists(applied_at, :at)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":one": &types.AttributeValueMemberN{Value: "1"}, ":saga": &types.AttributeValueMemberS{Value: c.SagaID},
 			":step": &types.AttributeValueMemberS{Value: c.Step}, ":phase": &types.AttributeValueMemberS{Value: phase},
 			":seq": &types.AttributeValueMemberN{Value: seq}, ":note": &types.AttributeValueMemberS{Value: note},
+			":at": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixNano(), 10)},
 		},
 	})
 	return err
@@ -200,6 +205,8 @@ func (l *Ledger) Entries(ctx context.Context) (map[string][]Entry, error) {
 			}
 			e := Entry{Key: pk[len("EFFECT#"):], Saga: str(it, "saga"), Step: str(it, "step"), Phase: str(it, "phase"), Note: str(it, "note")}
 			e.Seq, _ = strconv.ParseInt(num(it, "seq"), 10, 64)
+			at, _ := strconv.ParseInt(num(it, "applied_at"), 10, 64)
+			e.At = time.Unix(0, at)
 			e.Calls, _ = strconv.ParseInt(num(it, "calls"), 10, 64)
 			if v, ok := it["returned"].(*types.AttributeValueMemberBOOL); ok {
 				e.Returned = v.Value

@@ -2,7 +2,9 @@ package chaos_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/lambdasaga/lambdasaga/engine"
@@ -67,5 +69,54 @@ func TestLedgerPublishesTokensAndNotes(t *testing.T) {
 	}
 	if len(entries["s"]) != 1 || entries["s"][0].Note != "first" || entries["s"][0].Calls != 2 {
 		t.Fatalf("ledger %+v, want one effect, 2 calls, noted %q", entries, "first")
+	}
+}
+
+// ledger.do returns its input's echo (the output a fork's join puts in
+// order); the travel actions record each effect with a note naming it,
+// undos as undos, and refuse a trip whose car is sold out before any
+// effect.
+func TestLedgerEchoesAndRecordsTravel(t *testing.T) {
+	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
+	ctx := context.Background()
+	l := &chaos.Ledger{Client: awslocal.DynamoDB(dyn), Table: "ledger-test-" + t.Name()}
+	if err := l.CreateTable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reg := engine.NewRegistry()
+	l.Register(reg)
+	l.RegisterTravel(reg)
+	out, err := reg.Invoke(ctx, saga.Call{SagaID: "f", Step: "p1", Action: "ledger.do", Attempt: 1, IdempotencyKey: "f/p1/1", Input: map[string]any{"echo": "p1"}})
+	if err != nil || out != "p1" {
+		t.Fatalf("ledger.do with echo returned %v, %v; want p1", out, err)
+	}
+	calls := []saga.Call{
+		{SagaID: "t.book.1.0", Step: "hotel", Action: "hotels.book", IdempotencyKey: "k1", Input: map[string]any{"trip_id": "t", "city": "Lisbon"}},
+		{SagaID: "t.book.1.0", Step: "hotel", Action: "hotels.cancel", IdempotencyKey: "k2", Compensation: true, Input: map[string]any{"trip_id": "t"}},
+		{SagaID: "t.tickets.3.2", Step: "ticket", Action: "tickets.issue", IdempotencyKey: "k3", Input: map[string]any{"trip_id": "t", "name": "cy", "seat": 2, "to": "Lisbon"}},
+	}
+	for _, c := range calls {
+		c.Attempt = 1
+		if _, err := reg.Invoke(ctx, c); err != nil {
+			t.Fatalf("%s: %v", c.Action, err)
+		}
+	}
+	if _, err := reg.Invoke(ctx, saga.Call{SagaID: "u.book.1.2", Step: "car", Action: "cars.book", Attempt: 1, IdempotencyKey: "k4", Input: map[string]any{"trip_id": "u" + chaos.NoCarSuffix}}); !saga.IsPermanent(err) {
+		t.Errorf("cars.book of a trip with no car: %v, want a permanent error", err)
+	}
+	entries, err := l.Entries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, id := range []string{"t.book.1.0", "t.tickets.3.2", "u.book.1.2"} {
+		for _, e := range entries[id] {
+			got = append(got, fmt.Sprintf("%s %s %s %v", e.Saga, e.Phase, e.Note, e.Returned))
+		}
+	}
+	slices.Sort(got)
+	want := []string{"t.book.1.0 do hotels.book t true", "t.book.1.0 undo hotels.cancel t false", "t.tickets.3.2 do tickets.issue t 2 cy true"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ledger %q, want %q", got, want)
 	}
 }

@@ -126,6 +126,7 @@ func TestE2E(t *testing.T) {
 	if os.Getenv("LAMBDASAGA_E2E") == "" {
 		t.Skip("LAMBDASAGA_E2E is not set: run make e2e")
 	}
+	t.Parallel() // beside TestE2EForks, on tables and queues of its own
 	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
 	sq := awslocal.Endpoint(t, awslocal.EnvSQS)
 	dir := t.TempDir()

@@ -1,5 +1,6 @@
 // Command fn is the kill test's Lambda function: the stock handler with
-// the ledger actions registered.
+// the ledger actions registered, and the travel example's, recording
+// their effects in the ledger (the end-to-end test of forks runs them).
 package main
 
 import (
@@ -30,6 +31,7 @@ func main() {
 	}
 	reg := engine.NewRegistry()
 	ledger.Register(reg)
+	ledger.RegisterTravel(reg)
 	h, err := sqshandler.FromEnvironment(ctx, reg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
