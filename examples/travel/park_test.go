@@ -2,6 +2,7 @@ package travel_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -85,7 +86,9 @@ func TestTravelResumeAfterAParkedBranchUndoesTheOthers(t *testing.T) {
 					t.Fatalf("the flight's branch after its resume: %v, %v", ch, err)
 				}
 			}
-			if _, err := rt.Coordinator.Resume(ctx, "t-p"); err != nil {
+			// The branch's end reaches the trip, parked on it: the trip goes
+			// on by itself, and a resume of it finds nothing parked.
+			if _, err := rt.Coordinator.Resume(ctx, "t-p"); err != nil && !(resumeBranch && errors.Is(err, saga.ErrInvalidEvent)) {
 				t.Fatal(err)
 			}
 			st, err = rt.Wait(ctx, "t-p")
