@@ -75,8 +75,22 @@ func (c *Coordinator) launch(ctx context.Context, parent *saga.State, plan *saga
 	if err != nil {
 		return err
 	}
-	cs.Stopped = stopped
 	id := durable.ChildID(parent.SagaID, cs.Link.Step, cs.Link.Seq, k)
+	if !stopped && k >= cs.Link.Lanes {
+		// A lane's next child: its license was the count of the child
+		// before it. The first children, though, are launched from the
+		// parent's outbox, which may be sent again after a child failed:
+		// each reads the fork record first.
+	} else if !stopped {
+		rec, err := c.cfg.Store.ForkGet(ctx, &durable.ForkGetParams{Key: forkKey(&cs.Link)})
+		switch {
+		case err == nil:
+			stopped = rec.Failed >= 0
+		case !errors.Is(err, durable.ErrNotFound):
+			return fmt.Errorf("child %s: %w", id, err)
+		}
+	}
+	cs.Stopped = stopped
 	if childPlan != plan {
 		c.cfg.Plans.Add(childPlan)
 		if err := c.cfg.Plans.ensureStored(ctx, c.cfg.Store, childPlan); err != nil {
@@ -168,7 +182,8 @@ func (c *Coordinator) ended(ctx context.Context, msg durable.Message) (Outcome, 
 	failed := st.Status != durable.StatusSucceeded
 	rec, err := c.cfg.Store.ForkCount(ctx, &durable.ForkCountParams{Key: key, Lane: lane, Count: m, Failed: failed, Child: l.Index})
 	licensed := err == nil && rec.Failed < 0
-	if errors.Is(err, durable.ErrConflict) {
+	repeat := errors.Is(err, durable.ErrConflict)
+	if repeat {
 		// Counted before (a repeat of this message): do again what the
 		// count implies, all of it idempotent.
 		if rec, err = c.cfg.Store.ForkGet(ctx, &durable.ForkGetParams{Key: key}); err != nil {
@@ -189,12 +204,23 @@ func (c *Coordinator) ended(ctx context.Context, msg durable.Message) (Outcome, 
 	if err != nil {
 		return "", err
 	}
-	if next := l.Index + l.Lanes; licensed && next < l.Children {
-		if err := c.launchFor(ctx, l, next); err != nil {
+	switch next := l.Index + l.Lanes; {
+	case repeat && next < l.Children && rec.Count(lane) == m+1 && !rec.IsStopped(lane):
+		// A repeat cannot tell whether its count licensed the next child
+		// (a failure may have been counted since): it makes sure the
+		// next one exists, cancelled if the fork has failed since (a
+		// running one is cancelled, as the failure's handler does). Its
+		// end stops the lane, or counts it.
+		if err := c.launchFor(ctx, l, next, rec.Failed >= 0); err != nil {
+			return "", err
+		}
+	case repeat:
+	case licensed && next < l.Children:
+		if err := c.launchFor(ctx, l, next, false); err != nil {
 			return "", err
 		}
 	}
-	if !licensed && !rec.IsStopped(lane) {
+	if !licensed && !repeat && !rec.IsStopped(lane) {
 		if rec, err = c.cfg.Store.ForkStop(ctx, &durable.ForkStopParams{Key: key, Lane: lane}); err != nil {
 			return "", err
 		}
@@ -225,8 +251,9 @@ func closed(rec *durable.ForkRecord, l *saga.ParentLink) bool {
 	return true
 }
 
-// launchFor launches child k of the fork l names, from its parent.
-func (c *Coordinator) launchFor(ctx context.Context, l *saga.ParentLink, k int) error {
+// launchFor launches child k of the fork l names, from its parent
+// (stopped: already cancelled).
+func (c *Coordinator) launchFor(ctx context.Context, l *saga.ParentLink, k int, stopped bool) error {
 	_, parent, plan, err := c.load(ctx, l.ID)
 	if err != nil {
 		return err
@@ -235,7 +262,7 @@ func (c *Coordinator) launchFor(ctx context.Context, l *saga.ParentLink, k int) 
 	if !ok || !cur.Fork || cur.Compensating || cur.Version != l.Version {
 		return nil // the parent has joined: nothing more starts
 	}
-	return c.launch(ctx, parent, plan, k, false)
+	return c.launch(ctx, parent, plan, k, stopped)
 }
 
 // cancelLanes cancels the current child of every lane of a failed fork

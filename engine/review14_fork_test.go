@@ -100,9 +100,12 @@ steps:
 func TestReview14SweepRecoversAJoinThatWentToTheDeadLetterQueue(t *testing.T) {
 	r := newFrig(t, twoBranchYAML, nil)
 	forkKey := durable.ForkKey("p", "book", 1)
+	reads := 0
 	r.store.setHook(func(op, key string) error {
 		if op == "forkget" && key == forkKey {
-			return fmt.Errorf("%w: %w", durable.ErrThrottled, errInjected)
+			if reads++; reads > 2 { // the launches' reads pass; the join's fail
+				return fmt.Errorf("%w: %w", durable.ErrThrottled, errInjected)
+			}
 		}
 		return nil
 	})

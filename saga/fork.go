@@ -182,6 +182,12 @@ func (r *runner) fork(s *planStep, idx int) (int, bool) {
 		st.Status = durable.StatusRunning
 		return r.caught(s, 1, r.tooLarge(s.ID, "the list of foreach "+s.ID))
 	}
+	if wake := st.WakeAt(); !wake.IsZero() && wake.Sub(r.ev.Now) <= durable.MaxDelay {
+		// The saga's deadline comes within what a queue's delay covers:
+		// the message is its timer (later ones are the tick's), as a
+		// pause's.
+		r.send(durable.QueueAdvance, s.ID, 1, wake.Sub(r.ev.Now))
+	}
 	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeWaiting, Attempt: 1})
 	return 0, false
 }
