@@ -95,8 +95,21 @@ func (s *faultyStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParam
 // a summary of the state written, and a transition that leaves the saga
 // waiting on an await or a callback has the senders scheduled.
 func (w *world) commit(r *durable.SagaRecord, kept bool) {
-	cw := committedWrite{version: r.Version, status: r.Status, kept: kept, received: r.Received,
+	cw := committedWrite{id: r.SagaID, version: r.Version, status: r.Status, kept: kept, received: r.Received, seq: w.forks.tick(),
 		createdAt: r.CreatedAt, statusSince: r.StatusSince, updatedAt: r.UpdatedAt, wakeAt: r.WakeAt, at: w.clock.Now(), log: w.top()}
+	if w.actions.scripts[r.SagaID] == nil {
+		w.newChild(r)
+	}
+	if r.Status == durable.StatusWaiting {
+		st := &saga.State{}
+		if st.UnmarshalBinary(r.State) == nil {
+			cur, ok := st.Pending()
+			cw.forkWait = ok && cur.Fork
+		}
+	}
+	if d := w.delivery; d != nil && !kept && d.kind == durable.KindJoin && d.sagaID == r.SagaID {
+		w.forks.joins[visitKey(r.SagaID, d.version)]++
+	}
 	if sc := w.actions.scripts[r.SagaID]; sc != nil && receives(sc.spec.plan) {
 		cw.sum = w.summarize(r, sc.spec.plan)
 		if cw.sum != nil && !kept && r.Status == durable.StatusWaiting {
@@ -114,6 +127,11 @@ type delivery struct {
 	op        func(context.Context)
 	visibleAt time.Time
 	receives  int
+	// What the message is, decoded when it is handled (forkcheck.go
+	// counts joins).
+	kind    durable.MessageKind
+	sagaID  string
+	version uint64
 }
 
 // simQueue is an SQS-like queue on the virtual clock: delays, visibility
@@ -231,3 +249,74 @@ func (q *simQueue) release(d *delivery, visibleAt time.Time) {
 
 // delete drops a delivered message for good (it is off the queue already).
 func (q *simQueue) delete(*delivery) {}
+
+// The fork record's calls, with faults: throttling (nothing written), a
+// crash before the write, and a crash after it (the write landed, the
+// caller sees an error). Each records, for the checks, when a fork's
+// failed child was first set.
+
+func (s *faultyStore) ForkCount(ctx context.Context, p *durable.ForkCountParams) (*durable.ForkRecord, error) {
+	if s.w.fault("fork_count_throttled") {
+		return nil, durable.ErrThrottled
+	}
+	if s.w.fault("fork_count_crash_before_write") {
+		return nil, errCrash
+	}
+	rec, err := s.Store.ForkCount(ctx, p)
+	if err != nil {
+		return rec, err
+	}
+	s.w.forks.noteFork(s.w, p.Key, rec)
+	if s.w.fault("fork_count_crash_after_write") {
+		return nil, errCrash
+	}
+	if s.w.cfg.Sabotage == "lying-fork-count" && rec.Failed >= 0 {
+		// A store whose after-image hides the failed child: the lane's
+		// next child is licensed though the fork failed.
+		lie := *rec
+		lie.Failed = -1
+		return &lie, nil
+	}
+	return rec, nil
+}
+
+func (s *faultyStore) ForkStop(ctx context.Context, p *durable.ForkStopParams) (*durable.ForkRecord, error) {
+	if s.w.fault("fork_stop_throttled") {
+		return nil, durable.ErrThrottled
+	}
+	if s.w.fault("fork_stop_crash_before_write") {
+		return nil, errCrash
+	}
+	rec, err := s.Store.ForkStop(ctx, p)
+	if err == nil {
+		s.w.forks.noteFork(s.w, p.Key, rec)
+		if s.w.fault("fork_stop_crash_after_write") {
+			return nil, errCrash
+		}
+	}
+	return rec, err
+}
+
+func (s *faultyStore) ForkFail(ctx context.Context, p *durable.ForkFailParams) (*durable.ForkRecord, error) {
+	if s.w.fault("fork_fail_throttled") {
+		return nil, durable.ErrThrottled
+	}
+	if s.w.fault("fork_fail_crash_before_write") {
+		return nil, errCrash
+	}
+	rec, err := s.Store.ForkFail(ctx, p)
+	if err == nil {
+		s.w.forks.noteFork(s.w, p.Key, rec)
+		if s.w.fault("fork_fail_crash_after_write") {
+			return nil, errCrash
+		}
+	}
+	return rec, err
+}
+
+func (s *faultyStore) ForkGet(ctx context.Context, p *durable.ForkGetParams) (*durable.ForkRecord, error) {
+	if s.w.fault("fork_get_throttled") {
+		return nil, durable.ErrThrottled
+	}
+	return s.Store.ForkGet(ctx, p)
+}

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -48,6 +49,10 @@ type Config struct {
 	// saga.MaxStateBytes, half nested around saga.MaxDataDepth.
 	// 0 means 0.02.
 	EdgeRate float64
+	// ForkDefinitions is how many definitions with forks to generate
+	// (forkgen.go; a quarter of the sagas run one of them); 0 means one
+	// per 100 sagas, at least 10; negative none.
+	ForkDefinitions int
 
 	// Sabotage breaks a guarantee on purpose, to show the checks catch it:
 	// "unconditional-writes" (the store ignores the version condition),
@@ -84,6 +89,11 @@ type Report struct {
 	Refused        int    // generated definitions that validation refused (drawn again)
 	RefusedExample string // why validation refused the first one
 	GeneratedSagas int    // sagas that ran a generated definition
+	// GeneratedForks counts the generated definitions with forks;
+	// ForkSagas the sagas that ran one, Forks the fork visits that waited
+	// on children, Children the child runs (each checked as a saga).
+	GeneratedForks, ForkSagas, Forks, Children int
+	ChildOutcomes                             map[durable.Status]int
 	// Unreported counts effects a service applied and reported as a
 	// Timeout, which the engine recorded as that failure: never
 	// compensated, the exposure docs/RELIABILITY.md names.
@@ -103,6 +113,13 @@ func (r *Report) OK() bool {
 func (r *Report) String() string {
 	s := fmt.Sprintf("seed %d: %d sagas, %d messages handled, %d deliveries, virtual %s\n", r.Seed, r.Sagas, r.Handles, r.Messages, r.VirtualEnd.Round(time.Second))
 	s += fmt.Sprintf("  definitions: %d generated (%d refused by validation and drawn again), run by %d sagas\n", r.Generated, r.Refused, r.GeneratedSagas)
+	s += fmt.Sprintf("  forks: %d definitions with forks run by %d sagas; %d forks, %d child runs:", r.GeneratedForks, r.ForkSagas, r.Forks, r.Children)
+	for _, st := range durable.Statuses() {
+		if n := r.ChildOutcomes[st]; n > 0 {
+			s += fmt.Sprintf(" %s=%d", st, n)
+		}
+	}
+	s += "\n"
 	s += fmt.Sprintf("  effects reported as a Timeout and recorded so (not compensated: the known exposure): %d\n", r.Unreported)
 	s += "  outcomes:"
 	for _, st := range durable.Statuses() {
@@ -159,6 +176,12 @@ type world struct {
 	// allows: their messages are dropped so the run ends (visits_bounded).
 	quarantined map[string]bool
 
+	// plans holds every plan a saga may run, by hash: a child run's is
+	// found by its state's DefinitionHash (forkgen.go).
+	plans map[string]*saga.Plan
+	// forks is what the fork checks need (forkcheck.go).
+	forks *forkLedger
+
 	// The senders (signals.go): logical signals by id, the receipts of
 	// each callback token's completions, the tokens each saga's actions
 	// got, and the send in progress (a racing copy of it may run first).
@@ -181,6 +204,7 @@ type handleLog struct {
 }
 
 type committedWrite struct {
+	id      string // the saga written
 	version uint64
 	// What a store may index, as written: status_since_kept checks it.
 	status                            durable.Status
@@ -194,12 +218,41 @@ type committedWrite struct {
 	// events once the store has accepted its write, so they arrive here
 	// after the commit.
 	log *handleLog
+	// seq orders the write among every write, effect and fork failure
+	// of the run (forkLedger).
+	seq int
+	// forkWait: the write leaves the saga waiting on a fork's children.
+	forkWait bool
 	// kept: the write kept a delivery (the same version, Received+1).
 	kept     bool
 	received uint64
 	// sum is the state as written, for sagas that take signals or
 	// callbacks or have a deadline (nil for the others).
 	sum *summary
+}
+
+// events are the step events of the write's saga in its handle's log: a
+// handle that forks or joins writes other sagas too (children created,
+// cancelled), each with its own events.
+func (wr *committedWrite) events() []engine.StepEvent {
+	var out []engine.StepEvent
+	for _, ev := range wr.log.events {
+		if ev.SagaID == wr.id {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// calls are the calls of the write's saga in its handle's log.
+func (wr *committedWrite) calls() []loggedCall {
+	var out []loggedCall
+	for _, c := range wr.log.calls {
+		if c.SagaID == wr.id {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (w *world) fault(name string) bool {
@@ -240,9 +293,10 @@ func Run(cfg Config) (*Report, error) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	w := &world{
 		cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5a6a)), clock: durable.NewManualClock(start),
-		report:    &Report{Seed: cfg.Seed, Sagas: cfg.Sagas, Faults: map[string]int{}, Outcomes: map[durable.Status]int{}, Checks: map[string]int{}, Violations: map[string]int{}},
+		report:    &Report{Seed: cfg.Seed, Sagas: cfg.Sagas, Faults: map[string]int{}, Outcomes: map[durable.Status]int{}, ChildOutcomes: map[durable.Status]int{}, Checks: map[string]int{}, Violations: map[string]int{}},
 		committed: map[string][]committedWrite{}, resumeFailed: map[string]bool{}, handUndone: map[string][]string{}, quarantined: map[string]bool{},
 		signals: map[string]*sentSignal{}, callbackReceipts: map[string]map[string]int{}, tokens: map[string][]string{},
+		forks: newForkLedger(),
 	}
 	w.store = &faultyStore{Store: memstore.New(), w: w}
 	w.queue = newSimQueue(w)
@@ -278,13 +332,18 @@ func Run(cfg Config) (*Report, error) {
 		return nil, err
 	}
 	w.report.Generated = len(gen)
+	forkPlans, err := w.genForkPlans(forkPlanCount(cfg))
+	if err != nil {
+		return nil, err
+	}
+	w.report.GeneratedForks = len(forkPlans)
 	ctx := context.Background()
 
 	// Start the sagas with faults on; a crashed start is retried by its client.
 	w.faults = true
 	sagas := make([]*sagaSpec, cfg.Sagas)
 	for i := range sagas {
-		sagas[i] = w.newSaga(i, plans, gen)
+		sagas[i] = w.newSaga(i, plans, gen, forkPlans)
 		w.start(ctx, sagas[i])
 	}
 	for i := range cfg.Poison {
@@ -301,7 +360,7 @@ func Run(cfg Config) (*Report, error) {
 				if w.tickIdle(ctx) {
 					continue
 				}
-				if rounds < 50 && w.resumeParked(ctx, sagas) {
+				if rounds < 50 && w.resumeParked(ctx, append(slices.Clone(sagas), w.forks.children...)) {
 					rounds++
 					continue
 				}
@@ -313,9 +372,17 @@ func Run(cfg Config) (*Report, error) {
 		}
 	}
 	w.report.VirtualEnd = w.clock.Now().Sub(start)
-	w.check(ctx, sagas)
+	if debugHook != nil {
+		debugHook(w)
+	}
+	w.check(ctx, append(slices.Clone(sagas), w.forks.children...))
+	w.checkForks(ctx, sagas)
+	w.report.Forks, w.report.Children = w.forks.forks, len(w.forks.children)
 	return w.report, nil
 }
+
+// debugHook, when set (by a test), sees the world before the checks.
+var debugHook func(*world)
 
 // shiftedClock is the sabotages "clock-ahead" and "clock-behind": the
 // coordinator's time off the world's by a fixed amount.
@@ -407,6 +474,9 @@ func (w *world) handle(ctx context.Context, d *delivery) {
 		}
 	}
 	w.report.Handles++
+	if msg, err := durable.DecodeMessage(d.body); err == nil {
+		d.kind, d.sagaID, d.version = msg.Kind, msg.SagaID, msg.Version
+	}
 	w.bufs = append(w.bufs, &handleLog{})
 	prev := w.delivery
 	w.delivery = d
