@@ -204,7 +204,7 @@ func (a *simActions) Invoke(ctx context.Context, call saga.Call) (any, error) {
 		if b == deadlineAfterEffect {
 			a.applied[key], a.timedOut[key] = true, true
 			w.forks.noteApplied(key)
-		w.forks.noteApplied(key)
+			w.forks.noteApplied(key)
 			a.outputs[key] = a.output(cs, call)
 			w.report.Faults["deadline_cut_off_after_effect"]++
 		}

@@ -93,7 +93,7 @@ type Report struct {
 	// ForkSagas the sagas that ran one, Forks the fork visits that waited
 	// on children, Children the child runs (each checked as a saga).
 	GeneratedForks, ForkSagas, Forks, Children int
-	ChildOutcomes                             map[durable.Status]int
+	ChildOutcomes                              map[durable.Status]int
 	// Unreported counts effects a service applied and reported as a
 	// Timeout, which the engine recorded as that failure: never
 	// compensated, the exposure docs/RELIABILITY.md names.
