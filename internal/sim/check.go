@@ -15,7 +15,7 @@ import (
 
 func (w *world) violate(invariant, format string, args ...any) {
 	w.report.Violations[invariant]++
-	if len(w.report.Examples) < 10 {
+	if len(w.report.Examples) < maxExamples {
 		w.report.Examples = append(w.report.Examples, invariant+": "+fmt.Sprintf(format, args...))
 	}
 }
@@ -257,7 +257,13 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 	// The dead-letter queue holds exactly the poison messages, byte for byte.
 	r.Checks["dead_letters_only_poison"]++
 	if !sameBodies(w.queue.dlq, w.queue.poison) {
-		w.violate("dead_letters_only_poison", "dead-letter queue holds %d messages, %d poison injected (sagas: %v)", len(w.queue.dlq), len(w.queue.poison), sorted(mapKeys(dead)))
+		var why []string
+		for _, id := range sorted(mapKeys(dead)) {
+			if e := w.lastErr[id]; e != "" {
+				why = append(why, id+": "+e)
+			}
+		}
+		w.violate("dead_letters_only_poison", "dead-letter queue holds %d messages, %d poison injected (sagas: %v; last errors: %s)", len(w.queue.dlq), len(w.queue.poison), sorted(mapKeys(dead)), strings.Join(why, "; "))
 	}
 }
 
@@ -324,3 +330,6 @@ func laterOf(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// maxExamples is how many violations a report spells out.
+var maxExamples = 10

@@ -18,6 +18,7 @@ func TestDebugSaga(t *testing.T) {
 	var n int
 	var id string
 	fmt.Sscanf(strings.ReplaceAll(spec, ":", " "), "%d %d %s", &seed, &n, &id)
+	maxExamples = 500
 	debugHook = func(w *world) {
 		for sid, ws := range w.committed {
 			if sid != id && !strings.HasPrefix(sid, id+".") {

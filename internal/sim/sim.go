@@ -181,6 +181,9 @@ type world struct {
 	plans map[string]*saga.Plan
 	// forks is what the fork checks need (forkcheck.go).
 	forks *forkLedger
+	// lastErr is, per saga, the last error a handle of its messages
+	// returned (crashes and throttling aside), for the reports.
+	lastErr map[string]string
 
 	// The senders (signals.go): logical signals by id, the receipts of
 	// each callback token's completions, the tokens each saga's actions
@@ -296,7 +299,7 @@ func Run(cfg Config) (*Report, error) {
 		report:    &Report{Seed: cfg.Seed, Sagas: cfg.Sagas, Faults: map[string]int{}, Outcomes: map[durable.Status]int{}, ChildOutcomes: map[durable.Status]int{}, Checks: map[string]int{}, Violations: map[string]int{}},
 		committed: map[string][]committedWrite{}, resumeFailed: map[string]bool{}, handUndone: map[string][]string{}, quarantined: map[string]bool{},
 		signals: map[string]*sentSignal{}, callbackReceipts: map[string]map[string]int{}, tokens: map[string][]string{},
-		forks: newForkLedger(),
+		forks: newForkLedger(), lastErr: map[string]string{},
 	}
 	w.store = &faultyStore{Store: memstore.New(), w: w}
 	w.queue = newSimQueue(w)
@@ -496,6 +499,9 @@ func (w *world) handle(ctx context.Context, d *delivery) {
 		return
 	}
 	if err != nil {
+		if !errors.Is(err, errCrash) && !errors.Is(err, durable.ErrThrottled) {
+			w.lastErr[d.sagaID] = fmt.Sprintf("%s: %v", d.kind, err)
+		}
 		w.queue.release(d, w.clock.Now().Add(30*time.Second)) // visibility timeout
 		return
 	}
