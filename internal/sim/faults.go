@@ -4,6 +4,11 @@ import (
 	"bytes"
 	"container/heap"
 	"context"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
@@ -15,13 +20,54 @@ import (
 type faultyStore struct {
 	durable.Store
 	w *world
+
+	// A join reads its children on goroutines of its own: reads are
+	// serialized, and their faults drawn from the saga read and how often
+	// it was, not from the world's random source, so that a seed still
+	// replays exactly.
+	mu    sync.Mutex
+	reads map[string]uint64
+}
+
+// readFault reports whether this read of saga id is throttled.
+func (s *faultyStore) readFault(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.w.faults {
+		return false
+	}
+	if s.reads == nil {
+		s.reads = map[string]uint64{}
+	}
+	s.reads[id]++
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s/%d", s.w.cfg.Seed, id, s.reads[id])
+	if float64(h.Sum64()>>11)/(1<<53) >= s.w.cfg.FaultRate {
+		return false
+	}
+	s.w.report.Faults["throttled_read"]++
+	return true
 }
 
 func (s *faultyStore) SagaGet(ctx context.Context, p *durable.SagaGetParams) (*durable.SagaRecord, error) {
-	if s.w.fault("throttled_read") {
+	if s.readFault(p.SagaID) {
 		return nil, durable.ErrThrottled
 	}
-	return s.Store.SagaGet(ctx, p)
+	rec, err := s.Store.SagaGet(ctx, p)
+	if d := s.w.delivery; err == nil && s.w.cfg.Sabotage == "ended-before-end" && d != nil && d.kind == durable.KindEnded && d.sagaID == p.SagaID && !rec.Status.Final() {
+		// A store that shows a running child as ended to its ended
+		// message: its fork counts it, and launches the next one.
+		st := &saga.State{}
+		if st.UnmarshalBinary(rec.State) == nil {
+			st.Status, st.Cursors = durable.StatusSucceeded, nil
+			if b, merr := st.MarshalBinary(); merr == nil {
+				fake := *rec
+				fake.State, fake.Status = b, durable.StatusSucceeded
+				return &fake, nil
+			}
+		}
+	}
+	return rec, err
 }
 
 func (s *faultyStore) SagaCreate(ctx context.Context, p *durable.SagaCreateParams) error {
@@ -99,6 +145,10 @@ func (w *world) commit(r *durable.SagaRecord, kept bool) {
 		createdAt: r.CreatedAt, statusSince: r.StatusSince, updatedAt: r.UpdatedAt, wakeAt: r.WakeAt, at: w.clock.Now(), log: w.top()}
 	if w.actions.scripts[r.SagaID] == nil {
 		w.newChild(r)
+		if w.cfg.Sabotage == "ended-before-end" && !r.Status.Final() {
+			// The sabotage's ended message, sent as the child starts.
+			w.queue.add(durable.AppendMessage(nil, durable.Message{SagaID: r.SagaID, Version: r.Version, Queue: durable.QueueAdvance, Kind: durable.KindEnded, Attempt: 1, Step: "x"}), w.clock.Now())
+		}
 	}
 	if r.Status == durable.StatusWaiting {
 		st := &saga.State{}
@@ -181,6 +231,7 @@ func (q *simQueue) Send(_ context.Context, msgs []durable.Message) error {
 		return errCrash
 	}
 	now := q.w.clock.Now()
+	msgs = q.w.sabotageSend(msgs)
 	for i, m := range msgs {
 		q.add(durable.AppendMessage(nil, m), now.Add(m.Delay))
 		if i+1 < len(msgs) && q.w.fault("crash_mid_batch") {
@@ -319,4 +370,36 @@ func (s *faultyStore) ForkGet(ctx context.Context, p *durable.ForkGetParams) (*d
 		return nil, durable.ErrThrottled
 	}
 	return s.Store.ForkGet(ctx, p)
+}
+
+// sabotageSend is the sabotages of the queue's sends: "drop-join" loses
+// every join; "undo-siblings-early" sends, with the undo of child k of a
+// fork, the undo of child k-1, so that siblings are undone at once
+// rather than one after the other, the highest first.
+func (w *world) sabotageSend(msgs []durable.Message) []durable.Message {
+	switch w.cfg.Sabotage {
+	case "drop-join":
+		var out []durable.Message
+		for _, m := range msgs {
+			if m.Kind != durable.KindJoin {
+				out = append(out, m)
+			}
+		}
+		return out
+	case "undo-siblings-early":
+		out := msgs
+		for _, m := range msgs {
+			if m.Kind != durable.KindUndo {
+				continue
+			}
+			i := strings.LastIndexByte(m.SagaID, '.')
+			if k, err := strconv.Atoi(m.SagaID[i+1:]); err == nil && k > 0 {
+				early := m
+				early.SagaID = m.SagaID[:i+1] + strconv.Itoa(k-1)
+				out = append(out, early)
+			}
+		}
+		return out
+	}
+	return msgs
 }

@@ -64,8 +64,13 @@ type Config struct {
 	// "clock-ahead" (the coordinator's clock runs an hour ahead, so timers
 	// fire early), "clock-behind" (it runs an hour behind, so deadlines
 	// pass unnoticed), "new-id-per-send" (senders give every send of a
-	// signal a new id, so a repeat is a second signal) or "drop-kept" (the
-	// store loses the kept deliveries when a transition lands).
+	// signal a new id, so a repeat is a second signal), "drop-kept" (the
+	// store loses the kept deliveries when a transition lands); and of
+	// forks: "drop-join" (the queue loses every join), "undo-siblings-early"
+	// (the undo of a fork's child k sends child k-1's with it),
+	// "lying-fork-count" (a fork count's after-image hides the failed
+	// child, so lanes go on after a failure) or "ended-before-end" (a
+	// child is counted as ended as soon as it starts).
 	Sabotage string
 }
 
