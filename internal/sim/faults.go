@@ -6,9 +6,9 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"sync"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
