@@ -366,3 +366,68 @@ steps:
 		t.Errorf("parent: %s, want compensated", st.Status)
 	}
 }
+
+// A repeated ended message of a child that licensed its lane's next
+// child, handled after another child failed, stops the lane though the
+// child it licensed still runs: the fork looks closed, the parent gets
+// its join, and the join finds that child running and fails with
+// ErrDamagedState, the error of a message that goes to the dead-letter
+// queue (the later count of that child sends another join, so the parent
+// goes on; the dead letter and the ERROR log remain). Here child 0's count
+// launches child 2, whose first send fails, so child 0's ended message
+// comes back after child 1 failed. The retry (engine/fork.go, ended:
+// "licensed = rec.Failed < 0" read again after ErrConflict) takes the
+// failure for the lane's own and calls ForkStop, though its count had
+// licensed child 2 before the failure.
+func TestForkBugRepeatedEndedStopsALaneWhoseChildRuns(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: lanes
+input: {items: list}
+steps:
+  - id: first
+    action: svc.first
+  - id: each
+    foreach: "${input.items}"
+    concurrency: 2
+    steps: [{id: work, action: svc.work}]
+`)
+	ctx := context.Background()
+	r.actions.fail = func(c saga.Call) bool { return c.SagaID == "p.each.2.1" }
+	failed := false
+	r.q.failSend = func(msgs []durable.Message) bool {
+		for _, m := range msgs {
+			if m.SagaID == "p.each.2.2" && !failed {
+				failed = true // child 2's first message, once
+				return true
+			}
+		}
+		return false
+	}
+	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p", Input: map[string]any{"items": []any{"a", "b", "c", "d"}}}); err != nil {
+		t.Fatal(err)
+	}
+	r.deliver(forSaga("p"))          // the fork launches children 0 and 1
+	r.deliver(forSaga("p.each.2.0")) // child 0 succeeds
+	if _, err := r.deliver(func(m durable.Message) bool { return m.Kind == durable.KindEnded }); err == nil {
+		t.Fatal("child 0's count did not fail on child 2's send")
+	}
+	r.deliver(forSaga("p.each.2.1"))                                                                           // child 1 fails
+	r.deliver(func(m durable.Message) bool { return m.Kind == durable.KindEnded && m.SagaID == "p.each.2.1" }) // its count cancels child 2
+	r.deliver(func(m durable.Message) bool { return m.Kind == durable.KindEnded && m.SagaID == "p.each.2.0" }) // child 0's ended again
+	// The join, sent by the repeat, comes before child 2's action.
+	if ok, err := r.deliver(func(m durable.Message) bool { return m.Kind == durable.KindJoin }); ok && errors.Is(err, engine.ErrDamagedState) {
+		t.Fatalf("the join failed as poison while child 2 is %s: %v", r.get("p.each.2.2").Status, err)
+	}
+	for range 100 {
+		if len(r.q.msgs) == 0 {
+			break
+		}
+		if _, err := r.deliver(func(durable.Message) bool { return true }); errors.Is(err, engine.ErrDamagedState) {
+			t.Fatalf("a message failed as poison: %v (child 2: %s)", err, r.get("p.each.2.2").Status)
+		}
+	}
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Errorf("parent: %s, want compensated", st.Status)
+	}
+}
