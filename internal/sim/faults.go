@@ -42,7 +42,13 @@ func (s *faultyStore) readFault(id string) bool {
 	s.reads[id]++
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%d/%s/%d", s.w.cfg.Seed, id, s.reads[id])
-	if float64(h.Sum64()>>11)/(1<<53) >= s.w.cfg.FaultRate {
+	// FNV's high bits follow the last bytes poorly: mix them (splitmix64's
+	// finalizer) before reading a fraction off them.
+	x := h.Sum64()
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	x ^= x >> 31
+	if float64(x>>11)/(1<<53) >= s.w.cfg.FaultRate {
 		return false
 	}
 	s.w.report.Faults["throttled_read"]++
