@@ -25,9 +25,9 @@ func TestDebugSaga(t *testing.T) {
 				continue
 			}
 			st, _ := w.coord.Get(context.Background(), sid)
-			fmt.Printf("=== %s final %s v%d parent=%+v undoing=%v cursors=%+v\n", sid, st.Status, st.Version, st.Parent, st.Undoing, st.Cursors)
+			fmt.Printf("=== %s final %s v%d parent=%+v undoing=%v cursors=%+v lastErr=%q\n", sid, st.Status, st.Version, st.Parent, st.Undoing, st.Cursors, w.lastErr[sid])
 			for _, wr := range ws {
-				fmt.Printf("  v%d seq%d %s kept=%v at=%s:", wr.version, wr.seq, wr.status, wr.kept, wr.at.Format("15:04:05.000"))
+				fmt.Printf("  v%d seq%d %s kept=%v at=%s wake=%s:", wr.version, wr.seq, wr.status, wr.kept, wr.at.Format("15:04:05.000"), wr.wakeAt.Format("15:04:05"))
 				for _, ev := range wr.log.events {
 					fmt.Printf(" [%s %s %s comp=%v]", ev.Step, ev.Kind, ev.Outcome, ev.Compensation)
 				}
