@@ -12,6 +12,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
@@ -430,4 +431,46 @@ steps:
 	if st := r.get("p"); st.Status != durable.StatusCompensated {
 		t.Errorf("parent: %s, want compensated", st.Status)
 	}
+}
+
+// A parent waiting on its fork whose deadline is less than a queue's
+// delay (15 minutes) after the fork transition gets no message for it:
+// the fork's outbox holds the launches and no delayed timer (pause does
+// send one for a wait), and the tick skips the saga, taking that its
+// transition sent the message (engine/tick.go: "the transition that set
+// it sent its message, delayed"). The parent's deadline never fires: its
+// children are never stopped by it (docs/PROTOCOL.md, "Failure and
+// cancel"), and the parent waits past it for as long as they run. In the
+// simulation, such a saga's stale timer also stalled the idle tick.
+func TestForkBugParentDeadlineUnderAQueueDelayIsNeverSent(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: deadline
+timeout: 5m
+steps:
+  - id: first
+    action: svc.first
+  - id: both
+    parallel:
+      - steps: [{id: left, action: svc.left}]
+      - steps: [{id: right, action: svc.right}]
+`)
+	ctx := context.Background()
+	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	r.deliver(forSaga("p")) // first runs; the fork launches both branches
+	if st := r.get("p"); st.Status != durable.StatusWaiting || st.WakeAt().IsZero() {
+		t.Fatalf("after the fork: %s, timer %s; want waiting on the deadline", st.Status, st.WakeAt())
+	}
+	r.clock.Advance(6 * time.Minute)
+	if _, err := r.coord.Tick(ctx, &engine.TickParams{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range r.q.msgs {
+		if m.SagaID == "p" {
+			return // the deadline's message, from the fork or the tick
+		}
+	}
+	t.Errorf("past the parent's deadline, no message for it was ever sent (queued: %d messages, all for its children)", len(r.q.msgs))
 }

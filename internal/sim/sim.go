@@ -405,16 +405,32 @@ func (a shiftedClock) Now() time.Time { return a.c.Now().Add(a.shift) }
 // tickIdle is the scheduled tick when nothing else is left to do: time
 // moves on to the earliest timer, and the tick sends its message. It
 // reports whether it sent anything.
+//
+// A timer the tick leaves to a message (one due within a queue's delay of
+// the write that set it) stays listed while its saga does not move: the
+// clock then goes on to the next timer that is later, up to a few.
 func (w *world) tickIdle(ctx context.Context) bool {
-	due, err := w.store.SagaListDue(ctx, &durable.SagaListDueParams{Before: w.clock.Now().Add(2 * 365 * 24 * time.Hour), Limit: 1})
-	if err != nil || len(due.Sagas) == 0 {
+	due, err := w.store.SagaListDue(ctx, &durable.SagaListDueParams{Before: w.clock.Now().Add(2 * 365 * 24 * time.Hour), Limit: 200})
+	if err != nil {
 		return false
 	}
-	if d := due.Sagas[0].WakeAt.Sub(w.clock.Now()); d > 0 {
-		w.clock.Advance(d)
+	tried := 0
+	for _, d := range due.Sagas {
+		if tried > 0 && !d.WakeAt.After(w.clock.Now()) {
+			continue
+		}
+		if gap := d.WakeAt.Sub(w.clock.Now()); gap > 0 {
+			w.clock.Advance(gap)
+		}
+		res, _ := w.coord.Tick(ctx, &engine.TickParams{})
+		if res != nil && res.Sent > 0 {
+			return true
+		}
+		if tried++; tried > 5 {
+			break
+		}
 	}
-	res, _ := w.coord.Tick(ctx, &engine.TickParams{})
-	return res != nil && res.Sent > 0
+	return false
 }
 
 // tickBefore is the scheduled tick (every minute in production) when the
