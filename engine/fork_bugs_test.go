@@ -474,3 +474,46 @@ steps:
 	}
 	t.Errorf("past the parent's deadline, no message for it was ever sent (queued: %d messages, all for its children)", len(r.q.msgs))
 }
+
+// A parent waiting on its fork whose deadline is further than a queue's
+// delay gets the tick's message for it, and the step handler takes that
+// message for an action's: the fork's cursor is neither a wait nor a
+// running action (DeadlinePassed), so it invokes, and EventResult refuses
+// ("waits for no action"). The deadline is never applied, the message
+// fails until the dead-letter queue, and the tick sends another each
+// time its memory of the timer lapses (every 30 minutes past due): in the
+// simulation, sagas past such a deadline took 44,000 messages each
+// (seed 13, 1,000 sagas: 500,101 messages handled, the run's budget).
+func TestForkBugParentDeadlineMessageIsTakenForAnAction(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: deadline
+timeout: 20m
+steps:
+  - id: first
+    action: svc.first
+  - id: both
+    parallel:
+      - steps: [{id: left, action: svc.left}]
+      - steps: [{id: right, action: svc.right}]
+`)
+	ctx := context.Background()
+	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	r.deliver(forSaga("p")) // first runs; the fork launches both branches
+	r.clock.Advance(21 * time.Minute)
+	if res, err := r.coord.Tick(ctx, &engine.TickParams{}); err != nil || res.Sent != 1 {
+		t.Fatalf("tick past the deadline: %+v %v, want the parent's timer sent", res, err)
+	}
+	ok, err := r.deliver(forSaga("p"))
+	if !ok {
+		t.Fatal("no message for the parent")
+	}
+	if err != nil {
+		t.Fatalf("the parent's deadline message failed: %v", err)
+	}
+	if st := r.get("p"); st.Version == 2 {
+		t.Errorf("the parent's deadline changed nothing: %s at version %d", st.Status, st.Version)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -20,6 +21,18 @@ func TestDebugSaga(t *testing.T) {
 	fmt.Sscanf(strings.ReplaceAll(spec, ":", " "), "%d %d %s", &seed, &n, &id)
 	maxExamples = 500
 	debugHook = func(w *world) {
+		type kv struct {
+			id string
+			n  int
+		}
+		var top []kv
+		for id, n := range w.handled {
+			top = append(top, kv{id, n})
+		}
+		slices.SortFunc(top, func(a, b kv) int { return b.n - a.n })
+		for _, e := range top[:min(5, len(top))] {
+			fmt.Printf("busiest: %s %d messages, last error %q\n", e.id, e.n, w.lastErr[e.id])
+		}
 		for sid, ws := range w.committed {
 			if sid != id && !strings.HasPrefix(sid, id+".") {
 				continue

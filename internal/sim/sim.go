@@ -189,6 +189,9 @@ type world struct {
 	// lastErr is, per saga, the last error a handle of its messages
 	// returned (crashes and throttling aside), for the reports.
 	lastErr map[string]string
+	// handled counts the messages handled per saga (the busiest are
+	// named in the report when a run handles far more than it should).
+	handled map[string]int
 
 	// The senders (signals.go): logical signals by id, the receipts of
 	// each callback token's completions, the tokens each saga's actions
@@ -304,7 +307,7 @@ func Run(cfg Config) (*Report, error) {
 		report:    &Report{Seed: cfg.Seed, Sagas: cfg.Sagas, Faults: map[string]int{}, Outcomes: map[durable.Status]int{}, ChildOutcomes: map[durable.Status]int{}, Checks: map[string]int{}, Violations: map[string]int{}},
 		committed: map[string][]committedWrite{}, resumeFailed: map[string]bool{}, handUndone: map[string][]string{}, quarantined: map[string]bool{},
 		signals: map[string]*sentSignal{}, callbackReceipts: map[string]map[string]int{}, tokens: map[string][]string{},
-		forks: newForkLedger(), lastErr: map[string]string{},
+		forks: newForkLedger(), lastErr: map[string]string{}, handled: map[string]int{},
 	}
 	w.store = &faultyStore{Store: memstore.New(), w: w}
 	w.queue = newSimQueue(w)
@@ -500,6 +503,7 @@ func (w *world) handle(ctx context.Context, d *delivery) {
 	w.report.Handles++
 	if msg, err := durable.DecodeMessage(d.body); err == nil {
 		d.kind, d.sagaID, d.version = msg.Kind, msg.SagaID, msg.Version
+		w.handled[msg.SagaID]++
 	}
 	w.bufs = append(w.bufs, &handleLog{})
 	prev := w.delivery
