@@ -479,7 +479,10 @@ steps:
 // delay gets the tick's message for it, and the step handler takes that
 // message for an action's: the fork's cursor is neither a wait nor a
 // running action (DeadlinePassed), so it invokes, and EventResult refuses
-// ("waits for no action"). The deadline is never applied, the message
+// ("waits for no action"), after calling the services with the fork step
+// as an action of no name (the simulation's services applied its
+// "effect": effects_equal_committed_steps, seeds 9 and 10 of 20 × 1,000).
+// The deadline is never applied, the message
 // fails until the dead-letter queue, and the tick sends another each
 // time its memory of the timer lapses (every 30 minutes past due): in the
 // simulation, sagas past such a deadline took 44,000 messages each
@@ -509,6 +512,9 @@ steps:
 	ok, err := r.deliver(forSaga("p"))
 	if !ok {
 		t.Fatal("no message for the parent")
+	}
+	if got := r.actions.called("p/both"); len(got) > 0 {
+		t.Errorf("the fork step was invoked as an action: %v", got)
 	}
 	if err != nil {
 		t.Fatalf("the parent's deadline message failed: %v", err)
