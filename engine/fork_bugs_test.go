@@ -523,3 +523,43 @@ steps:
 		t.Errorf("the parent's deadline changed nothing: %s at version %d", st.Status, st.Version)
 	}
 }
+
+// The parent's side of the same: the write of EventUndone (one child
+// undone, the next one's turn) lands and its send, the next child's
+// KindUndo, fails; the child's ended message comes back, finds the parent
+// moved on to the next child, and is dropped as stale. Nobody sends the
+// undo again: the parent waits compensating, the child stays succeeded.
+func TestForkBugUndoneWrittenButNotSentIsNeverResent(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: undone
+steps:
+  - id: both
+    parallel:
+      - steps: [{id: left, action: svc.left, compensate: {action: svc.left_undo}}]
+      - steps: [{id: right, action: svc.right, compensate: {action: svc.right_undo}}]
+  - id: after
+    action: svc.after
+`)
+	r.actions.fail = func(c saga.Call) bool { return c.Step == "after" }
+	failed := false
+	r.q.failSend = func(msgs []durable.Message) bool {
+		for _, m := range msgs {
+			if m.Kind == durable.KindUndo && m.SagaID == "p.both.1.0" && !failed {
+				failed = true // the undo of child 0, sent by the write that noted child 1 undone
+				return true
+			}
+		}
+		return false
+	}
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if !failed {
+		t.Fatal("child 0's undo was never sent")
+	}
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Fatalf("after an undone whose send failed once: %s at version %d with %d messages queued, want compensated (child 0: %s)", st.Status, st.Version, len(r.q.msgs), r.get("p.both.1.0").Status)
+	}
+}
