@@ -479,3 +479,92 @@ steps:
 	}
 	t.Errorf("past the parent's deadline, no message for it was ever sent (queued: %d messages, all for its children)", len(r.q.msgs))
 }
+
+// A parent waiting on its fork whose deadline is further than a queue's
+// delay gets the tick's message for it, and the step handler takes that
+// message for an action's: the fork's cursor is neither a wait nor a
+// running action (DeadlinePassed), so it invokes, and EventResult refuses
+// ("waits for no action"), after calling the services with the fork step
+// as an action of no name (the simulation's services applied its
+// "effect": effects_equal_committed_steps, seeds 9 and 10 of 20 × 1,000).
+// The deadline is never applied, the message
+// fails until the dead-letter queue, and the tick sends another each
+// time its memory of the timer lapses (every 30 minutes past due): in the
+// simulation, sagas past such a deadline took 44,000 messages each
+// (seed 13, 1,000 sagas: 500,101 messages handled, the run's budget).
+func TestForkBugParentDeadlineMessageIsTakenForAnAction(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: deadline
+timeout: 20m
+steps:
+  - id: first
+    action: svc.first
+  - id: both
+    parallel:
+      - steps: [{id: left, action: svc.left}]
+      - steps: [{id: right, action: svc.right}]
+`)
+	ctx := context.Background()
+	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	r.deliver(forSaga("p")) // first runs; the fork launches both branches
+	r.clock.Advance(21 * time.Minute)
+	if res, err := r.coord.Tick(ctx, &engine.TickParams{}); err != nil || res.Sent != 1 {
+		t.Fatalf("tick past the deadline: %+v %v, want the parent's timer sent", res, err)
+	}
+	ok, err := r.deliver(forSaga("p"))
+	if !ok {
+		t.Fatal("no message for the parent")
+	}
+	if got := r.actions.called("p/both"); len(got) > 0 {
+		t.Errorf("the fork step was invoked as an action: %v", got)
+	}
+	if err != nil {
+		t.Fatalf("the parent's deadline message failed: %v", err)
+	}
+	if st := r.get("p"); st.Version == 2 {
+		t.Errorf("the parent's deadline changed nothing: %s at version %d", st.Status, st.Version)
+	}
+}
+
+// The parent's side of the same: the write of EventUndone (one child
+// undone, the next one's turn) lands and its send, the next child's
+// KindUndo, fails; the child's ended message comes back, finds the parent
+// moved on to the next child, and is dropped as stale. Nobody sends the
+// undo again: the parent waits compensating, the child stays succeeded.
+func TestForkBugUndoneWrittenButNotSentIsNeverResent(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: undone
+steps:
+  - id: both
+    parallel:
+      - steps: [{id: left, action: svc.left, compensate: {action: svc.left_undo}}]
+      - steps: [{id: right, action: svc.right, compensate: {action: svc.right_undo}}]
+  - id: after
+    action: svc.after
+`)
+	r.actions.fail = func(c saga.Call) bool { return c.Step == "after" }
+	failed := false
+	r.q.failSend = func(msgs []durable.Message) bool {
+		for _, m := range msgs {
+			if m.Kind == durable.KindUndo && m.SagaID == "p.both.1.0" && !failed {
+				failed = true // the undo of child 0, sent by the write that noted child 1 undone
+				return true
+			}
+		}
+		return false
+	}
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if !failed {
+		t.Fatal("child 0's undo was never sent")
+	}
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Fatalf("after an undone whose send failed once: %s at version %d with %d messages queued, want compensated (child 0: %s)", st.Status, st.Version, len(r.q.msgs), r.get("p.both.1.0").Status)
+	}
+}

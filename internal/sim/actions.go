@@ -140,6 +140,9 @@ func (a *simActions) Invoke(ctx context.Context, call saga.Call) (any, error) {
 		}
 	}
 	a.owner[key] = owner
+	if !call.Compensation {
+		w.forks.forward[call.SagaID]++
+	}
 	if a.applied[key] && w.cfg.Sabotage != "ignore-idempotency-keys" {
 		a.succeeded[key] = true
 		return a.outputs[key], nil // the same success again
@@ -185,6 +188,7 @@ func (a *simActions) Invoke(ctx context.Context, call saga.Call) (any, error) {
 		return nil, saga.Permanent(saga.NewError(typ, msg))
 	case timeoutAfterEffect:
 		a.applied[key], a.timedOut[key] = true, true
+		w.forks.noteApplied(key)
 		a.outputs[key] = a.output(cs, call)
 		w.report.Faults["timeout_after_effect"]++
 		return nil, saga.NewError(lang.ErrorTypeTimeout, call.Action+" timed out after doing its work")
@@ -199,6 +203,8 @@ func (a *simActions) Invoke(ctx context.Context, call saga.Call) (any, error) {
 		w.report.Faults["deadline_cut_off"]++
 		if b == deadlineAfterEffect {
 			a.applied[key], a.timedOut[key] = true, true
+			w.forks.noteApplied(key)
+			w.forks.noteApplied(key)
 			a.outputs[key] = a.output(cs, call)
 			w.report.Faults["deadline_cut_off_after_effect"]++
 		}
@@ -206,6 +212,7 @@ func (a *simActions) Invoke(ctx context.Context, call saga.Call) (any, error) {
 	}
 	a.applied[key] = true
 	a.succeeded[key] = true
+	w.forks.noteApplied(key)
 	out := a.output(cs, call)
 	a.outputs[key] = out
 	return out, nil

@@ -15,7 +15,7 @@ import (
 
 func (w *world) violate(invariant, format string, args ...any) {
 	w.report.Violations[invariant]++
-	if len(w.report.Examples) < 10 {
+	if len(w.report.Examples) < maxExamples {
 		w.report.Examples = append(w.report.Examples, invariant+": "+fmt.Sprintf(format, args...))
 	}
 }
@@ -47,7 +47,11 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 			w.violate("no_saga_lost", "saga %s: %v", s.id, err)
 			continue
 		}
-		r.Outcomes[st.Status]++
+		if s.child {
+			r.ChildOutcomes[st.Status]++
+		} else {
+			r.Outcomes[st.Status]++
+		}
 		// Every saga ends succeeded or compensated once faults stop and
 		// operators have resumed what parked: none is left running,
 		// compensating or parked with nothing queued.
@@ -111,10 +115,11 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 		// wait (its step completes, or fails on the deadline) follows a
 		// waiting write, and the store takes it at or after that write's
 		// WakeAt by the simulation's clock; a waiting write has a timer,
-		// and none in its past.
+		// and none in its past. (A saga waiting on its children has no
+		// timer but its deadline: its join is a message.)
 		r.Checks["timers_not_early"]++
 		for i, wr := range writes {
-			if wr.status == durable.StatusWaiting && (wr.wakeAt.IsZero() || wr.wakeAt.Before(wr.at)) {
+			if wr.status == durable.StatusWaiting && !wr.forkWait && (wr.wakeAt.IsZero() || wr.wakeAt.Before(wr.at)) {
 				w.violate("timers_not_early", "saga %s: v%d waits on timer %s, written at %s", s.id, wr.version, wr.wakeAt, wr.at)
 				break
 			}
@@ -122,7 +127,7 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 				continue
 			}
 			prev := writes[i-1]
-			for _, ev := range wr.log.events {
+			for _, ev := range wr.events() {
 				if ev.Kind == lang.KindWait && (ev.Outcome == saga.OutcomeCompleted || ev.Outcome == saga.OutcomeFailed) && wr.at.Before(prev.wakeAt) {
 					w.violate("timers_not_early", "saga %s: v%d ended wait %s at %s, before its timer at %s", s.id, wr.version, ev.Step, wr.at, prev.wakeAt)
 				}
@@ -138,7 +143,7 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 		seen := map[string]bool{}
 		lastCall := map[string]saga.Call{} // step -> its latest committed forward call
 		for _, wr := range writes {
-			for _, c := range wr.log.calls {
+			for _, c := range wr.calls() {
 				recorded[c.IdempotencyKey] = true
 				lastOK[c.IdempotencyKey] = c.ok
 				if !c.Compensation {
@@ -151,8 +156,8 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 					}
 				}
 			}
-			for _, ev := range wr.log.events {
-				call, ok := callFor(wr.log.calls, ev.Step, ev.Compensation)
+			for _, ev := range wr.events() {
+				call, ok := callFor(wr.calls(), ev.Step, ev.Compensation)
 				if step, _ := s.plan.Step(ev.Step); !ok && !ev.Compensation && step != nil && step.Callback != nil {
 					// A callback step completes when its token does, after
 					// the write that recorded its action's success.
@@ -165,6 +170,8 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 						continue
 					}
 					completedKeys = append(completedKeys, call.IdempotencyKey)
+				case lang.IsFork(ev.Kind):
+					// A fork's transitions call nothing: its children do.
 				case ev.Compensation && ev.Outcome == saga.OutcomeCompensated:
 					if !ok {
 						w.violate("effects_equal_committed_steps", "saga %s: step %s compensated without a call in its transition", s.id, ev.Step)
@@ -250,7 +257,13 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 	// The dead-letter queue holds exactly the poison messages, byte for byte.
 	r.Checks["dead_letters_only_poison"]++
 	if !sameBodies(w.queue.dlq, w.queue.poison) {
-		w.violate("dead_letters_only_poison", "dead-letter queue holds %d messages, %d poison injected (sagas: %v)", len(w.queue.dlq), len(w.queue.poison), sorted(mapKeys(dead)))
+		var why []string
+		for _, id := range sorted(mapKeys(dead)) {
+			if e := w.lastErr[id]; e != "" {
+				why = append(why, id+": "+e)
+			}
+		}
+		w.violate("dead_letters_only_poison", "dead-letter queue holds %d messages, %d poison injected (sagas: %v; last errors: %s)", len(w.queue.dlq), len(w.queue.poison), sorted(mapKeys(dead)), strings.Join(why, "; "))
 	}
 }
 
@@ -317,3 +330,6 @@ func laterOf(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// maxExamples is how many violations a report spells out.
+var maxExamples = 10

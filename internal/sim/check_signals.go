@@ -91,7 +91,7 @@ func (w *world) checkDeliveries(s *sagaSpec, st *saga.State, writes []committedW
 			}
 		}
 		awaits := 0
-		for _, ev := range wr.log.events {
+		for _, ev := range wr.events() {
 			if ev.Kind != lang.KindAwait || ev.Compensation {
 				continue
 			}

@@ -4,6 +4,11 @@ import (
 	"bytes"
 	"container/heap"
 	"context"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
@@ -15,13 +20,60 @@ import (
 type faultyStore struct {
 	durable.Store
 	w *world
+
+	// A join reads its children on goroutines of its own: reads are
+	// serialized, and their faults drawn from the saga read and how often
+	// it was, not from the world's random source, so that a seed still
+	// replays exactly.
+	mu    sync.Mutex
+	reads map[string]uint64
+}
+
+// readFault reports whether this read of saga id is throttled.
+func (s *faultyStore) readFault(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.w.faults {
+		return false
+	}
+	if s.reads == nil {
+		s.reads = map[string]uint64{}
+	}
+	s.reads[id]++
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%s/%d", s.w.cfg.Seed, id, s.reads[id])
+	// FNV's high bits follow the last bytes poorly: mix them (splitmix64's
+	// finalizer) before reading a fraction off them.
+	x := h.Sum64()
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	x ^= x >> 31
+	if float64(x>>11)/(1<<53) >= s.w.cfg.FaultRate {
+		return false
+	}
+	s.w.report.Faults["throttled_read"]++
+	return true
 }
 
 func (s *faultyStore) SagaGet(ctx context.Context, p *durable.SagaGetParams) (*durable.SagaRecord, error) {
-	if s.w.fault("throttled_read") {
+	if s.readFault(p.SagaID) {
 		return nil, durable.ErrThrottled
 	}
-	return s.Store.SagaGet(ctx, p)
+	rec, err := s.Store.SagaGet(ctx, p)
+	if d := s.w.delivery; err == nil && s.w.cfg.Sabotage == "ended-before-end" && d != nil && d.kind == durable.KindEnded && d.sagaID == p.SagaID && !rec.Status.Final() {
+		// A store that shows a running child as ended to its ended
+		// message: its fork counts it, and launches the next one.
+		st := &saga.State{}
+		if st.UnmarshalBinary(rec.State) == nil {
+			st.Status, st.Cursors = durable.StatusSucceeded, nil
+			if b, merr := st.MarshalBinary(); merr == nil {
+				fake := *rec
+				fake.State, fake.Status = b, durable.StatusSucceeded
+				return &fake, nil
+			}
+		}
+	}
+	return rec, err
 }
 
 func (s *faultyStore) SagaCreate(ctx context.Context, p *durable.SagaCreateParams) error {
@@ -95,8 +147,25 @@ func (s *faultyStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParam
 // a summary of the state written, and a transition that leaves the saga
 // waiting on an await or a callback has the senders scheduled.
 func (w *world) commit(r *durable.SagaRecord, kept bool) {
-	cw := committedWrite{version: r.Version, status: r.Status, kept: kept, received: r.Received,
+	cw := committedWrite{id: r.SagaID, version: r.Version, status: r.Status, kept: kept, received: r.Received, seq: w.forks.tick(),
 		createdAt: r.CreatedAt, statusSince: r.StatusSince, updatedAt: r.UpdatedAt, wakeAt: r.WakeAt, at: w.clock.Now(), log: w.top()}
+	if w.actions.scripts[r.SagaID] == nil {
+		w.newChild(r)
+		if w.cfg.Sabotage == "ended-before-end" && !r.Status.Final() {
+			// The sabotage's ended message, sent as the child starts.
+			w.queue.add(durable.AppendMessage(nil, durable.Message{SagaID: r.SagaID, Version: r.Version, Queue: durable.QueueAdvance, Kind: durable.KindEnded, Attempt: 1, Step: "x"}), w.clock.Now())
+		}
+	}
+	if r.Status == durable.StatusWaiting {
+		st := &saga.State{}
+		if st.UnmarshalBinary(r.State) == nil {
+			cur, ok := st.Pending()
+			cw.forkWait = ok && cur.Fork
+		}
+	}
+	if d := w.delivery; d != nil && !kept && d.kind == durable.KindJoin && d.sagaID == r.SagaID {
+		w.forks.joins[visitKey(r.SagaID, d.version)]++
+	}
 	if sc := w.actions.scripts[r.SagaID]; sc != nil && receives(sc.spec.plan) {
 		cw.sum = w.summarize(r, sc.spec.plan)
 		if cw.sum != nil && !kept && r.Status == durable.StatusWaiting {
@@ -114,6 +183,11 @@ type delivery struct {
 	op        func(context.Context)
 	visibleAt time.Time
 	receives  int
+	// What the message is, decoded when it is handled (forkcheck.go
+	// counts joins).
+	kind    durable.MessageKind
+	sagaID  string
+	version uint64
 }
 
 // simQueue is an SQS-like queue on the virtual clock: delays, visibility
@@ -163,6 +237,7 @@ func (q *simQueue) Send(_ context.Context, msgs []durable.Message) error {
 		return errCrash
 	}
 	now := q.w.clock.Now()
+	msgs = q.w.sabotageSend(msgs)
 	for i, m := range msgs {
 		q.add(durable.AppendMessage(nil, m), now.Add(m.Delay))
 		if i+1 < len(msgs) && q.w.fault("crash_mid_batch") {
@@ -231,3 +306,106 @@ func (q *simQueue) release(d *delivery, visibleAt time.Time) {
 
 // delete drops a delivered message for good (it is off the queue already).
 func (q *simQueue) delete(*delivery) {}
+
+// The fork record's calls, with faults: throttling (nothing written), a
+// crash before the write, and a crash after it (the write landed, the
+// caller sees an error). Each records, for the checks, when a fork's
+// failed child was first set.
+
+func (s *faultyStore) ForkCount(ctx context.Context, p *durable.ForkCountParams) (*durable.ForkRecord, error) {
+	if s.w.fault("fork_count_throttled") {
+		return nil, durable.ErrThrottled
+	}
+	if s.w.fault("fork_count_crash_before_write") {
+		return nil, errCrash
+	}
+	rec, err := s.Store.ForkCount(ctx, p)
+	if err != nil {
+		return rec, err
+	}
+	s.w.forks.noteFork(s.w, p.Key, rec)
+	if s.w.fault("fork_count_crash_after_write") {
+		return nil, errCrash
+	}
+	if s.w.cfg.Sabotage == "lying-fork-count" && rec.Failed >= 0 {
+		// A store whose after-image hides the failed child: the lane's
+		// next child is licensed though the fork failed.
+		lie := *rec
+		lie.Failed = -1
+		return &lie, nil
+	}
+	return rec, nil
+}
+
+func (s *faultyStore) ForkStop(ctx context.Context, p *durable.ForkStopParams) (*durable.ForkRecord, error) {
+	if s.w.fault("fork_stop_throttled") {
+		return nil, durable.ErrThrottled
+	}
+	if s.w.fault("fork_stop_crash_before_write") {
+		return nil, errCrash
+	}
+	rec, err := s.Store.ForkStop(ctx, p)
+	if err == nil {
+		s.w.forks.noteFork(s.w, p.Key, rec)
+		if s.w.fault("fork_stop_crash_after_write") {
+			return nil, errCrash
+		}
+	}
+	return rec, err
+}
+
+func (s *faultyStore) ForkFail(ctx context.Context, p *durable.ForkFailParams) (*durable.ForkRecord, error) {
+	if s.w.fault("fork_fail_throttled") {
+		return nil, durable.ErrThrottled
+	}
+	if s.w.fault("fork_fail_crash_before_write") {
+		return nil, errCrash
+	}
+	rec, err := s.Store.ForkFail(ctx, p)
+	if err == nil {
+		s.w.forks.noteFork(s.w, p.Key, rec)
+		if s.w.fault("fork_fail_crash_after_write") {
+			return nil, errCrash
+		}
+	}
+	return rec, err
+}
+
+func (s *faultyStore) ForkGet(ctx context.Context, p *durable.ForkGetParams) (*durable.ForkRecord, error) {
+	if s.w.fault("fork_get_throttled") {
+		return nil, durable.ErrThrottled
+	}
+	return s.Store.ForkGet(ctx, p)
+}
+
+// sabotageSend is the sabotages of the queue's sends: "drop-join" loses
+// every join; "undo-siblings-early" sends, with the undo of child k of a
+// fork, the undo of child k-1, so that siblings are undone at once
+// rather than one after the other, the highest first.
+func (w *world) sabotageSend(msgs []durable.Message) []durable.Message {
+	switch w.cfg.Sabotage {
+	case "drop-join":
+		var out []durable.Message
+		for _, m := range msgs {
+			if m.Kind != durable.KindJoin {
+				out = append(out, m)
+			}
+		}
+		return out
+	case "undo-siblings-early":
+		out := msgs
+		for _, m := range msgs {
+			if m.Kind != durable.KindUndo {
+				continue
+			}
+			i := strings.LastIndexByte(m.SagaID, '.')
+			if k, err := strconv.Atoi(m.SagaID[i+1:]); err == nil && k > 0 {
+				early := m
+				early.SagaID = m.SagaID[:i+1] + strconv.Itoa(k-1)
+				out = append(out, early)
+			}
+		}
+		return out
+	}
+	return msgs
+}

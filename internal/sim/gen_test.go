@@ -87,3 +87,50 @@ func TestGeneratedDefinitionsReplay(t *testing.T) {
 		t.Fatal("one seed generated two different sets of definitions")
 	}
 }
+
+// The generated definitions with forks have parallels, foreach loops and
+// child sagas, nested, caught and under deadlines, and validation accepts
+// most of them.
+func TestGeneratedForkDefinitions(t *testing.T) {
+	w := &world{cfg: Config{Seed: 7}, rng: rand.New(rand.NewPCG(7, 1)), report: &Report{}}
+	plans, err := w.genForkPlans(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.report.Refused > 10 {
+		t.Errorf("validation refused %d of %d generated definitions with forks; the first:\n%s", w.report.Refused, 100+w.report.Refused, w.report.RefusedExample)
+	}
+	kinds := map[lang.StepKind]int{}
+	var nested, caught, deadlines, childDeadlines int
+	for _, p := range plans {
+		if p.Definition().Timeout > 0 {
+			deadlines++
+		}
+		top := map[string]bool{}
+		for _, s := range p.Definition().Steps {
+			top[s.ID] = true
+			if lang.IsFork(s.Kind) && len(s.Catch) > 0 {
+				caught++
+			}
+		}
+		for _, s := range p.Steps() {
+			kinds[s.Kind]++
+			if lang.IsFork(s.Kind) && !top[s.ID] {
+				nested++
+			}
+			if c, ok := p.Child(s.ID); ok && c.Definition().Timeout > 0 {
+				childDeadlines++
+			}
+		}
+	}
+	for _, k := range []lang.StepKind{lang.KindParallel, lang.KindForeach, lang.KindSaga, lang.KindAction, lang.KindWait} {
+		if kinds[k] == 0 {
+			t.Errorf("no generated definition has a %s step", k)
+		}
+	}
+	for what, n := range map[string]int{"nested fork": nested, "caught fork": caught, "deadline": deadlines, "child saga with a deadline": childDeadlines} {
+		if n == 0 {
+			t.Errorf("no generated definition has a %s", what)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
@@ -79,13 +80,31 @@ type sagaSpec struct {
 	input     map[string]any
 	generated bool // a generated definition (gen.go)
 	maxVisits int  // the plan's visit bound
+	child     bool // a child run: a branch, an iteration or a child saga (forkgen.go)
 }
 
 // newSaga picks a saga, its input and its script from the random source:
 // a third each run the transfer, the trip and a generated definition.
-func (w *world) newSaga(i int, plans plansByName, gen []*saga.Plan) *sagaSpec {
+func (w *world) newSaga(i int, plans plansByName, gen, forks []*saga.Plan) *sagaSpec {
 	s := &sagaSpec{id: fmt.Sprintf("s%d-%d", w.cfg.Seed, i), maxVisits: saga.DefaultMaxVisits}
-	switch r := w.rng.IntN(3); {
+	n := 3
+	if len(forks) > 0 {
+		n = 4
+	}
+	switch r := w.rng.IntN(n); {
+	case r == 3:
+		s.plan, s.maxVisits = forks[w.rng.IntN(len(forks))], genMaxVisits
+		s.input = map[string]any{"n": int64(w.rng.IntN(1000)), "items": w.forkItems()}
+		w.report.ForkSagas++
+		if w.rng.IntN(6) == 0 {
+			// A client cancels while the children run (or before, or after).
+			at := w.clock.Now().Add(time.Duration(w.rng.Int64N(int64(5 * time.Minute))))
+			w.queue.addOp(at, func(ctx context.Context) {
+				w.report.Faults["cancel_during_fork"]++
+				w.actions.scripts[s.id].cancels = append(w.actions.scripts[s.id].cancels, "while its children may run")
+				w.cancel(ctx, s.id)
+			})
+		}
 	case r == 2 && len(gen) > 0:
 		s.plan, s.generated, s.maxVisits = gen[w.rng.IntN(len(gen))], true, genMaxVisits
 		blob := ""
@@ -207,6 +226,7 @@ func (w *world) resumeOne(ctx context.Context, id string) (acted, failed bool) {
 		top := st.Stack[n-1]
 		key := fmt.Sprintf("%s/%s.compensate/%d", id, st.CompensationError.Step, top.Seq)
 		w.actions.applied[key], w.actions.succeeded[key] = true, true
+		w.forks.noteApplied(key)
 		_, err = w.coord.SkipCompensation(ctx, id)
 		// The skip counts once its write landed: a skip that failed before
 		// it is tried again, and must not be counted twice.
@@ -243,4 +263,60 @@ func (w *world) scheduleResume(id string, delay time.Duration) {
 			w.report.Faults["late_resume"]++
 		}
 	})
+}
+
+// forkItems draws a foreach's list: empty a tenth of the time, mostly a
+// few elements, sometimes up to 30.
+func (w *world) forkItems() []any {
+	n := 0
+	switch q := w.rng.Float64(); {
+	case q < 0.1:
+	case q < 0.8:
+		n = 1 + w.rng.IntN(6)
+	default:
+		n = 7 + w.rng.IntN(24)
+	}
+	out := make([]any, n)
+	for i := range out {
+		out[i] = int64(i)
+	}
+	return out
+}
+
+// forkPlanCount is how many definitions with forks a run generates.
+func forkPlanCount(cfg Config) int {
+	switch {
+	case cfg.ForkDefinitions < 0:
+		return 0
+	case cfg.ForkDefinitions > 0:
+		return cfg.ForkDefinitions
+	}
+	return max(10, cfg.Sagas/100)
+}
+
+// newChild makes the script of a child run at its first write: its plan
+// is found by hash; its compensations fail as any saga's may, and now and
+// then a client cancels it while one of its actions runs.
+func (w *world) newChild(r *durable.SagaRecord) {
+	plan := w.plans[r.DefinitionHash]
+	if plan == nil || !strings.Contains(r.SagaID, ".") {
+		return
+	}
+	s := &sagaSpec{id: r.SagaID, plan: plan, maxVisits: genMaxVisits, child: true}
+	sc := &script{spec: s, calls: map[string]*callScript{}, stubborn: map[string]bool{}, comp: map[string][]behaviour{}}
+	var actions []string
+	for _, st := range plan.Steps() {
+		if st.Kind != lang.KindAction {
+			continue
+		}
+		actions = append(actions, st.ID)
+		if st.Compensate != nil {
+			sc.comp[st.ID] = w.pick(4, 0.04, 0, 0.03)
+		}
+	}
+	if len(actions) > 0 && w.rng.IntN(40) == 0 {
+		sc.cancelDuring = actions[w.rng.IntN(len(actions))]
+	}
+	w.actions.scripts[s.id] = sc
+	w.forks.children = append(w.forks.children, s)
 }

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -48,6 +49,10 @@ type Config struct {
 	// saga.MaxStateBytes, half nested around saga.MaxDataDepth.
 	// 0 means 0.02.
 	EdgeRate float64
+	// ForkDefinitions is how many definitions with forks to generate
+	// (forkgen.go; a quarter of the sagas run one of them); 0 means one
+	// per 100 sagas, at least 10; negative none.
+	ForkDefinitions int
 
 	// Sabotage breaks a guarantee on purpose, to show the checks catch it:
 	// "unconditional-writes" (the store ignores the version condition),
@@ -59,8 +64,13 @@ type Config struct {
 	// "clock-ahead" (the coordinator's clock runs an hour ahead, so timers
 	// fire early), "clock-behind" (it runs an hour behind, so deadlines
 	// pass unnoticed), "new-id-per-send" (senders give every send of a
-	// signal a new id, so a repeat is a second signal) or "drop-kept" (the
-	// store loses the kept deliveries when a transition lands).
+	// signal a new id, so a repeat is a second signal), "drop-kept" (the
+	// store loses the kept deliveries when a transition lands); and of
+	// forks: "drop-join" (the queue loses every join), "undo-siblings-early"
+	// (the undo of a fork's child k sends child k-1's with it),
+	// "lying-fork-count" (a fork count's after-image hides the failed
+	// child, so lanes go on after a failure) or "ended-before-end" (a
+	// child is counted as ended as soon as it starts).
 	Sabotage string
 }
 
@@ -84,6 +94,11 @@ type Report struct {
 	Refused        int    // generated definitions that validation refused (drawn again)
 	RefusedExample string // why validation refused the first one
 	GeneratedSagas int    // sagas that ran a generated definition
+	// GeneratedForks counts the generated definitions with forks;
+	// ForkSagas the sagas that ran one, Forks the fork visits that waited
+	// on children, Children the child runs (each checked as a saga).
+	GeneratedForks, ForkSagas, Forks, Children int
+	ChildOutcomes                              map[durable.Status]int
 	// Unreported counts effects a service applied and reported as a
 	// Timeout, which the engine recorded as that failure: never
 	// compensated, the exposure docs/RELIABILITY.md names.
@@ -103,6 +118,13 @@ func (r *Report) OK() bool {
 func (r *Report) String() string {
 	s := fmt.Sprintf("seed %d: %d sagas, %d messages handled, %d deliveries, virtual %s\n", r.Seed, r.Sagas, r.Handles, r.Messages, r.VirtualEnd.Round(time.Second))
 	s += fmt.Sprintf("  definitions: %d generated (%d refused by validation and drawn again), run by %d sagas\n", r.Generated, r.Refused, r.GeneratedSagas)
+	s += fmt.Sprintf("  forks: %d definitions with forks run by %d sagas; %d forks, %d child runs:", r.GeneratedForks, r.ForkSagas, r.Forks, r.Children)
+	for _, st := range durable.Statuses() {
+		if n := r.ChildOutcomes[st]; n > 0 {
+			s += fmt.Sprintf(" %s=%d", st, n)
+		}
+	}
+	s += "\n"
 	s += fmt.Sprintf("  effects reported as a Timeout and recorded so (not compensated: the known exposure): %d\n", r.Unreported)
 	s += "  outcomes:"
 	for _, st := range durable.Statuses() {
@@ -159,6 +181,18 @@ type world struct {
 	// allows: their messages are dropped so the run ends (visits_bounded).
 	quarantined map[string]bool
 
+	// plans holds every plan a saga may run, by hash: a child run's is
+	// found by its state's DefinitionHash (forkgen.go).
+	plans map[string]*saga.Plan
+	// forks is what the fork checks need (forkcheck.go).
+	forks *forkLedger
+	// lastErr is, per saga, the last error a handle of its messages
+	// returned (crashes and throttling aside), for the reports.
+	lastErr map[string]string
+	// handled counts the messages handled per saga (the busiest are
+	// named in the report when a run handles far more than it should).
+	handled map[string]int
+
 	// The senders (signals.go): logical signals by id, the receipts of
 	// each callback token's completions, the tokens each saga's actions
 	// got, and the send in progress (a racing copy of it may run first).
@@ -181,6 +215,7 @@ type handleLog struct {
 }
 
 type committedWrite struct {
+	id      string // the saga written
 	version uint64
 	// What a store may index, as written: status_since_kept checks it.
 	status                            durable.Status
@@ -194,12 +229,41 @@ type committedWrite struct {
 	// events once the store has accepted its write, so they arrive here
 	// after the commit.
 	log *handleLog
+	// seq orders the write among every write, effect and fork failure
+	// of the run (forkLedger).
+	seq int
+	// forkWait: the write leaves the saga waiting on a fork's children.
+	forkWait bool
 	// kept: the write kept a delivery (the same version, Received+1).
 	kept     bool
 	received uint64
 	// sum is the state as written, for sagas that take signals or
 	// callbacks or have a deadline (nil for the others).
 	sum *summary
+}
+
+// events are the step events of the write's saga in its handle's log: a
+// handle that forks or joins writes other sagas too (children created,
+// cancelled), each with its own events.
+func (wr *committedWrite) events() []engine.StepEvent {
+	var out []engine.StepEvent
+	for _, ev := range wr.log.events {
+		if ev.SagaID == wr.id {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// calls are the calls of the write's saga in its handle's log.
+func (wr *committedWrite) calls() []loggedCall {
+	var out []loggedCall
+	for _, c := range wr.log.calls {
+		if c.SagaID == wr.id {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (w *world) fault(name string) bool {
@@ -240,9 +304,10 @@ func Run(cfg Config) (*Report, error) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	w := &world{
 		cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5a6a)), clock: durable.NewManualClock(start),
-		report:    &Report{Seed: cfg.Seed, Sagas: cfg.Sagas, Faults: map[string]int{}, Outcomes: map[durable.Status]int{}, Checks: map[string]int{}, Violations: map[string]int{}},
+		report:    &Report{Seed: cfg.Seed, Sagas: cfg.Sagas, Faults: map[string]int{}, Outcomes: map[durable.Status]int{}, ChildOutcomes: map[durable.Status]int{}, Checks: map[string]int{}, Violations: map[string]int{}},
 		committed: map[string][]committedWrite{}, resumeFailed: map[string]bool{}, handUndone: map[string][]string{}, quarantined: map[string]bool{},
 		signals: map[string]*sentSignal{}, callbackReceipts: map[string]map[string]int{}, tokens: map[string][]string{},
+		forks: newForkLedger(), lastErr: map[string]string{}, handled: map[string]int{},
 	}
 	w.store = &faultyStore{Store: memstore.New(), w: w}
 	w.queue = newSimQueue(w)
@@ -278,13 +343,18 @@ func Run(cfg Config) (*Report, error) {
 		return nil, err
 	}
 	w.report.Generated = len(gen)
+	forkPlans, err := w.genForkPlans(forkPlanCount(cfg))
+	if err != nil {
+		return nil, err
+	}
+	w.report.GeneratedForks = len(forkPlans)
 	ctx := context.Background()
 
 	// Start the sagas with faults on; a crashed start is retried by its client.
 	w.faults = true
 	sagas := make([]*sagaSpec, cfg.Sagas)
 	for i := range sagas {
-		sagas[i] = w.newSaga(i, plans, gen)
+		sagas[i] = w.newSaga(i, plans, gen, forkPlans)
 		w.start(ctx, sagas[i])
 	}
 	for i := range cfg.Poison {
@@ -301,7 +371,7 @@ func Run(cfg Config) (*Report, error) {
 				if w.tickIdle(ctx) {
 					continue
 				}
-				if rounds < 50 && w.resumeParked(ctx, sagas) {
+				if rounds < 50 && w.resumeParked(ctx, append(slices.Clone(sagas), w.forks.children...)) {
 					rounds++
 					continue
 				}
@@ -313,9 +383,17 @@ func Run(cfg Config) (*Report, error) {
 		}
 	}
 	w.report.VirtualEnd = w.clock.Now().Sub(start)
-	w.check(ctx, sagas)
+	if debugHook != nil {
+		debugHook(w)
+	}
+	w.check(ctx, append(slices.Clone(sagas), w.forks.children...))
+	w.checkForks(ctx, sagas)
+	w.report.Forks, w.report.Children = w.forks.forks, len(w.forks.children)
 	return w.report, nil
 }
+
+// debugHook, when set (by a test), sees the world before the checks.
+var debugHook func(*world)
 
 // shiftedClock is the sabotages "clock-ahead" and "clock-behind": the
 // coordinator's time off the world's by a fixed amount.
@@ -330,16 +408,32 @@ func (a shiftedClock) Now() time.Time { return a.c.Now().Add(a.shift) }
 // tickIdle is the scheduled tick when nothing else is left to do: time
 // moves on to the earliest timer, and the tick sends its message. It
 // reports whether it sent anything.
+//
+// A timer the tick leaves to a message (one due within a queue's delay of
+// the write that set it) stays listed while its saga does not move: the
+// clock then goes on to the next timer that is later, up to a few.
 func (w *world) tickIdle(ctx context.Context) bool {
-	due, err := w.store.SagaListDue(ctx, &durable.SagaListDueParams{Before: w.clock.Now().Add(2 * 365 * 24 * time.Hour), Limit: 1})
-	if err != nil || len(due.Sagas) == 0 {
+	due, err := w.store.SagaListDue(ctx, &durable.SagaListDueParams{Before: w.clock.Now().Add(2 * 365 * 24 * time.Hour), Limit: 200})
+	if err != nil {
 		return false
 	}
-	if d := due.Sagas[0].WakeAt.Sub(w.clock.Now()); d > 0 {
-		w.clock.Advance(d)
+	tried := 0
+	for _, d := range due.Sagas {
+		if tried > 0 && !d.WakeAt.After(w.clock.Now()) {
+			continue
+		}
+		if gap := d.WakeAt.Sub(w.clock.Now()); gap > 0 {
+			w.clock.Advance(gap)
+		}
+		res, _ := w.coord.Tick(ctx, &engine.TickParams{})
+		if res != nil && res.Sent > 0 {
+			return true
+		}
+		if tried++; tried > 5 {
+			break
+		}
 	}
-	res, _ := w.coord.Tick(ctx, &engine.TickParams{})
-	return res != nil && res.Sent > 0
+	return false
 }
 
 // tickBefore is the scheduled tick (every minute in production) when the
@@ -407,6 +501,10 @@ func (w *world) handle(ctx context.Context, d *delivery) {
 		}
 	}
 	w.report.Handles++
+	if msg, err := durable.DecodeMessage(d.body); err == nil {
+		d.kind, d.sagaID, d.version = msg.Kind, msg.SagaID, msg.Version
+		w.handled[msg.SagaID]++
+	}
 	w.bufs = append(w.bufs, &handleLog{})
 	prev := w.delivery
 	w.delivery = d
@@ -426,6 +524,9 @@ func (w *world) handle(ctx context.Context, d *delivery) {
 		return
 	}
 	if err != nil {
+		if !errors.Is(err, errCrash) && !errors.Is(err, durable.ErrThrottled) {
+			w.lastErr[d.sagaID] = fmt.Sprintf("%s: %v", d.kind, err)
+		}
 		w.queue.release(d, w.clock.Now().Add(30*time.Second)) // visibility timeout
 		return
 	}
