@@ -423,10 +423,13 @@ func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, e
 	}
 	cur, ok := st.Pending()
 	if !ok || !cur.Fork || cur.Compensating || cur.Version != msg.Version || st.Status != durable.StatusWaiting {
-		// Joined already: its transition's outbox may not have been sent
-		// (a repeat of this message is how it is sent again, as rule 3).
-		if err := c.sendOutbox(ctx, st, plan); err != nil {
-			return "", fmt.Errorf("saga %s: re-send outbox of version %d: %w", st.SagaID, st.Version, err)
+		// Joined already: if that join wrote this version, its outbox may
+		// not have been sent (a repeat of this message is how it is sent
+		// again, as rule 3).
+		if st.Joined == msg.Version {
+			if err := c.sendOutbox(ctx, st, plan); err != nil {
+				return "", fmt.Errorf("saga %s: re-send outbox of version %d: %w", st.SagaID, st.Version, err)
+			}
 		}
 		return HandledStale, nil
 	}
@@ -580,10 +583,12 @@ func (c *Coordinator) undone(ctx context.Context, child *saga.State) (Outcome, e
 	}
 	cur, ok := st.Pending()
 	if !ok || !cur.Fork || !cur.Compensating || cur.Child != l.Index || cur.Seq != l.Seq || plan.StepID(cur.Step) != l.Step {
-		// Gone on already: the outbox of the transition that did may not
-		// have been sent (the undo of the next child, say).
-		if err := c.sendOutbox(ctx, st, plan); err != nil {
-			return "", fmt.Errorf("saga %s: re-send outbox of version %d: %w", st.SagaID, st.Version, err)
+		// Gone on already: if this child's end wrote this version, its
+		// outbox (the undo of the next child, say) may not have been sent.
+		if st.Undid == l.Index+1 && st.Status != durable.StatusCompensationFailed {
+			if err := c.sendOutbox(ctx, st, plan); err != nil {
+				return "", fmt.Errorf("saga %s: re-send outbox of version %d: %w", st.SagaID, st.Version, err)
+			}
 		}
 		return HandledStale, nil
 	}

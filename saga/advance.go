@@ -27,6 +27,7 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		retryDue, retryWaits = pendingRetryDue(st) // before the outbox is reset
 	}
 	st.Outbox = st.Outbox[:0]
+	st.Joined, st.Undid = 0, 0
 	st.Version++
 	st.UpdatedAt = ev.Now
 	st.FromOutside = ev.Kind == EventCancel || ev.Kind == EventResume || ev.Kind == EventSignal || ev.Kind == EventCallback

@@ -61,6 +61,8 @@ const (
 	tagUndoing           = 29
 	tagForkItems         = 30
 	tagUndoNext          = 31
+	tagJoined            = 32
+	tagUndid             = 33
 )
 
 // Value type bytes.
@@ -198,6 +200,8 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 	if st.ForkItems != nil {
 		e.value(tagForkItems, st.ForkItems)
 	}
+	e.uint(tagJoined, st.Joined)
+	e.uint(tagUndid, uint64(st.Undid))
 	for _, k := range st.UndoNext {
 		e.key(tagUndoNext, wireVarint) // even when 0: every entry comes back
 		e.b = binary.AppendUvarint(e.b, uint64(k))
@@ -474,6 +478,10 @@ func (st *State) UnmarshalBinary(data []byte) error {
 				d.fail("a fork's items are not a list")
 			}
 			st.ForkItems = items
+		case tag == tagJoined && wire == wireVarint:
+			st.Joined = d.uint()
+		case tag == tagUndid && wire == wireVarint:
+			st.Undid = d.int()
 		case tag == tagUndoNext && wire == wireVarint:
 			st.UndoNext = append(st.UndoNext, d.int())
 		case tag == tagCursor && wire == wireBytes:

@@ -238,6 +238,7 @@ func (r *runner) joined(j *Join) {
 	st := r.st
 	cur := st.Cursors[0]
 	s := r.p.steps[cur.Step]
+	st.Joined = cur.Version
 	st.Cursors = st.Cursors[:0]
 	st.ForkItems = nil
 	st.Status = durable.StatusRunning
@@ -343,6 +344,7 @@ func (r *runner) childUndone(u *Undone) {
 	st := r.st
 	cur := st.Cursors[0]
 	s := r.p.steps[cur.Step]
+	st.Undid = u.Child + 1
 	if u.Parked != nil {
 		// The saga parks on the child: its cursor stays, so that a resume
 		// undoes the child again (once an operator resumed it), and a skip

@@ -84,6 +84,13 @@ type State struct {
 	// undo after the cursor's Child, in order; nil while compensating a
 	// fork that succeeded, whose children are undone from Child down to 0.
 	UndoNext []int
+	// Joined is the version of the fork whose join wrote this version
+	// (Cursor.Version), and Undid one more than the index of the child
+	// whose undo's end wrote it; zero otherwise. A join or an end that
+	// comes again sends this version's outbox again only if it caused it
+	// (as rule 3), so that repeats never multiply messages.
+	Joined uint64
+	Undid  int
 	// Undoing marks a child run that compensates because its parent does
 	// (a KindUndo): its end is reported to the parent's compensation.
 	Undoing bool
