@@ -147,10 +147,10 @@ func (p *Plan) Advance(st *State, ev Event) error {
 			// to the next child.
 			st.CompensationError = nil
 			st.Status = durable.StatusCompensating
-			if cur.Attempt == 2 {
-				st.Status = durable.StatusRunning // a failed fork's undo: a catch may still route it
-			}
 			s := p.steps[cur.Step]
+			if cur.Attempt == 2 && r.routed(s, st.Failure) {
+				st.Status = durable.StatusRunning // a failed fork's undo whose failure a catch takes
+			}
 			if ev.Skip {
 				r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeSkipped, Compensation: true})
 				r.childUndone(&Undone{Child: cur.Child})

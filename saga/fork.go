@@ -287,6 +287,10 @@ func (r *runner) undoFailedFork(s *planStep, cur Cursor, succeeded []int) {
 		r.forkFailed(s)
 		return
 	}
+	st.Status = durable.StatusCompensating
+	if r.routed(s, st.Failure) {
+		st.Status = durable.StatusRunning // a catch takes the failure once the children are undone
+	}
 	last := len(succeeded) - 1
 	st.UndoNext = st.UndoNext[:0]
 	for i := last - 1; i >= 0; i-- {
@@ -296,6 +300,20 @@ func (r *runner) undoFailedFork(s *planStep, cur Cursor, succeeded []int) {
 		st.UndoNext = nil
 	}
 	r.undoChild(s, Cursor{Step: cur.Step, Attempt: 2, Seq: cur.Seq, Fork: true, Children: cur.Children, Lanes: cur.Lanes, Version: cur.Version, Child: succeeded[last]})
+}
+
+// routed reports whether a catch of fork step s takes err once the fork's
+// children are undone (a cancel and the deadline go past every catch).
+func (r *runner) routed(s *planStep, err *StepError) bool {
+	if err == nil || r.st.CancelRequested || err.Type == lang.ErrorTypeCancelled || err.Type == lang.ErrorTypeDeadline || lang.Uncatchable(err.Type) {
+		return false
+	}
+	for _, c := range s.routes {
+		if slices.Contains(c.errors, err.Type) || slices.Contains(c.errors, "*") {
+			return true
+		}
+	}
+	return false
 }
 
 // forkFailed handles the failure of a fork whose children are all
@@ -358,7 +376,7 @@ func (r *runner) childUndone(u *Undone) {
 		// It parked on this child, which an operator resumed: go on.
 		st.CompensationError = nil
 		st.Status = durable.StatusCompensating
-		if cur.Attempt == 2 {
+		if cur.Attempt == 2 && r.routed(s, st.Failure) {
 			st.Status = durable.StatusRunning
 		}
 	}
