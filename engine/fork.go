@@ -594,6 +594,9 @@ func (c *Coordinator) undone(ctx context.Context, child *saga.State) (Outcome, e
 	}
 	u := &saga.Undone{Child: l.Index}
 	if child.Status == durable.StatusCompensationFailed {
+		if st.Status == durable.StatusCompensationFailed {
+			return HandledStale, nil // parked on it already: nothing new
+		}
 		u.Parked = child.CompensationError
 	}
 	var h heard
