@@ -142,7 +142,11 @@ func (c *Coordinator) launch(ctx context.Context, parent *saga.State, plan *saga
 				return nil // it ended meanwhile
 			}
 			return err
-		case have.Version == 1:
+		case have.Version == 1 && !have.UpdatedAt.After(c.cfg.Clock.Now().Add(-launchResendAfter)):
+			// Created, and idle since: its first send may have been lost
+			// (its launcher died). A launch repeated sooner is a
+			// duplicate, and sends nothing: repeats never multiply
+			// messages.
 			return c.sendOutbox(ctx, have, havePlan)
 		}
 		return nil
@@ -152,6 +156,10 @@ func (c *Coordinator) launch(ctx context.Context, parent *saga.State, plan *saga
 	}
 	return c.sendOutbox(ctx, st, childPlan)
 }
+
+// launchResendAfter is how long a child must have been idle at its first
+// version for a repeated launch to send its first messages again.
+const launchResendAfter = 10 * time.Second
 
 // forkKey names the record of the fork a child belongs to.
 func forkKey(l *saga.ParentLink) string { return durable.ForkKey(l.ID, l.Step, l.Seq) }
