@@ -159,7 +159,7 @@ func (c *Coordinator) launch(ctx context.Context, parent *saga.State, plan *saga
 
 // launchResendAfter is how long a child must have been idle at its first
 // version for a repeated launch to send its first messages again.
-const launchResendAfter = 10 * time.Second
+const launchResendAfter = 0
 
 // forkKey names the record of the fork a child belongs to.
 func forkKey(l *saga.ParentLink) string { return durable.ForkKey(l.ID, l.Step, l.Seq) }
@@ -342,7 +342,7 @@ func (c *Coordinator) stopFork(ctx context.Context, st *saga.State, plan *saga.P
 // ended message, if it ended and was not counted), and, for a child that
 // itself waits on a fork, the same one level down. It reports how many
 // it sent again.
-func (c *Coordinator) sweepFork(ctx context.Context, parent *saga.State, idleSince time.Time, depth int) (int, error) {
+func (c *Coordinator) sweepFork(ctx context.Context, parent *saga.State, idleSince time.Time, depth, maxResends int) (int, error) {
 	plan, err := c.cfg.Plans.Get(ctx, parent.DefinitionHash)
 	if err != nil {
 		return 0, err
@@ -381,7 +381,7 @@ func (c *Coordinator) sweepFork(ctx context.Context, parent *saga.State, idleSin
 		if k >= l.Children || rec.IsStopped(j) {
 			continue
 		}
-		child, childPlan, err := c.loadChild(ctx, durable.ChildID(l.ID, l.Step, l.Seq, k))
+		childRec, child, childPlan, err := c.load(ctx, durable.ChildID(l.ID, l.Step, l.Seq, k))
 		switch {
 		case errors.Is(err, errSagaMissing):
 			if parent.UpdatedAt.After(idleSince) {
@@ -396,14 +396,23 @@ func (c *Coordinator) sweepFork(ctx context.Context, parent *saga.State, idleSin
 			return sent, err
 		}
 		if cur, ok := child.Pending(); ok && cur.Fork && !cur.Compensating && !child.Status.Final() && depth < lang.MaxForkDepth {
-			n, err := c.sweepFork(ctx, child, idleSince, depth+1)
+			n, err := c.sweepFork(ctx, child, idleSince, depth+1, maxResends)
 			if sent += n; err != nil {
 				return sent, err
 			}
 			continue
 		}
-		if len(child.Outbox) == 0 || child.UpdatedAt.After(idleSince) {
+		if len(child.Outbox) == 0 || child.UpdatedAt.After(idleSince) || childRec.Resends >= maxResends {
+			continue // busy, or sent again enough at this version: the child's own listing, or an operator, takes it
+		}
+		// Claimed first, as the sweep claims a saga's re-send: sweeps
+		// running at once send it once, and a version is sent again at
+		// most maxResends times, so that sweeps never flood a fork.
+		claim := &durable.SagaSetResendsParams{SagaID: child.SagaID, Version: child.Version, From: childRec.Resends, To: childRec.Resends + 1}
+		if err := c.cfg.Store.SagaSetResends(ctx, claim); errors.Is(err, durable.ErrConflict) {
 			continue
+		} else if err != nil {
+			return sent, err
 		}
 		if err := c.sendOutbox(ctx, child, childPlan); err != nil {
 			return sent, err
@@ -411,12 +420,6 @@ func (c *Coordinator) sweepFork(ctx context.Context, parent *saga.State, idleSin
 		sent++
 	}
 	return sent, nil
-}
-
-// loadChild reads a child run and its plan.
-func (c *Coordinator) loadChild(ctx context.Context, id string) (*saga.State, *saga.Plan, error) {
-	_, st, plan, err := c.load(ctx, id)
-	return st, plan, err
 }
 
 // maxJoinReads bounds the reads of a join's children in flight.
