@@ -287,8 +287,17 @@ func (c *Coordinator) cancelLanes(ctx context.Context, l *saga.ParentLink, rec *
 		id := durable.ChildID(l.ID, l.Step, l.Seq, k)
 		_, err := c.Cancel(ctx, id)
 		switch {
-		case err == nil, errors.Is(err, saga.ErrInvalidEvent):
-			continue // cancelled, or ended meanwhile
+		case err == nil:
+			continue
+		case errors.Is(err, saga.ErrInvalidEvent):
+			// It has ended, yet its lane was not counted: its end's
+			// message may have been lost with its launcher. Send it again.
+			if _, child, childPlan, err := c.load(ctx, id); err == nil && child.Status.Final() {
+				if err := c.sendOutbox(ctx, child, childPlan); err != nil {
+					return err
+				}
+			}
+			continue
 		case !errors.Is(err, durable.ErrNotFound):
 			return err
 		}
