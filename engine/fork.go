@@ -431,6 +431,10 @@ func (c *Coordinator) sweepFork(ctx context.Context, parent *saga.State, idleSin
 	return sent, nil
 }
 
+// joinReadTries is how many times a join reads a child whose read was
+// throttled before it gives up (and the message comes back).
+const joinReadTries = 4
+
 // maxJoinReads bounds the reads of a join's children in flight.
 const maxJoinReads = 16
 
@@ -476,7 +480,15 @@ func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, e
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			child, err := c.Get(ctx, durable.ChildID(l.ID, l.Step, l.Seq, k))
+			// A join reads every child: one throttled read among many
+			// should not fail it (and, failing again, dead-letter it).
+			var child *saga.State
+			var err error
+			for try := 0; try < joinReadTries; try++ {
+				if child, err = c.Get(ctx, durable.ChildID(l.ID, l.Step, l.Seq, k)); !errors.Is(err, durable.ErrThrottled) {
+					break
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
