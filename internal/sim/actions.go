@@ -292,7 +292,15 @@ func (w *world) cancel(ctx context.Context, sagaID string) {
 	defer func() { w.delivery = prev }()
 	for range 20 {
 		w.bufs = append(w.bufs, &handleLog{})
+		if debugTrace != "" && strings.HasPrefix(sagaID, debugTrace) {
+			w.tracing++
+			fmt.Printf("%s cancel %s\n", w.clock.Now().Format("15:04:05.000"), sagaID)
+		}
 		_, err := w.coord.Cancel(ctx, sagaID)
+		if debugTrace != "" && strings.HasPrefix(sagaID, debugTrace) {
+			w.tracing--
+			fmt.Printf("%s   cancel -> %v\n", w.clock.Now().Format("15:04:05.000"), err)
+		}
 		w.bufs = w.bufs[:len(w.bufs)-1]
 		if err == nil || errors.Is(err, saga.ErrInvalidEvent) || errors.Is(err, durable.ErrNotFound) {
 			return

@@ -20,6 +20,7 @@ func TestDebugSaga(t *testing.T) {
 	var id string
 	fmt.Sscanf(strings.ReplaceAll(spec, ":", " "), "%d %d %s", &seed, &n, &id)
 	maxExamples = 500
+	debugTrace = os.Getenv("SIM_TRACE")
 	debugHook = func(w *world) {
 		type kv struct {
 			id string

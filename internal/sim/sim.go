@@ -21,6 +21,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
@@ -157,6 +158,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // world is one run.
 type world struct {
+	tracing int // above 0 while a traced delivery or cancel runs (debugTrace)
 	cfg     Config
 	rng     *rand.Rand
 	clock   *durable.ManualClock
@@ -271,8 +273,15 @@ func (w *world) fault(name string) bool {
 		return false
 	}
 	w.report.Faults[name]++
+	if w.tracing > 0 {
+		fmt.Printf("%s     fault %s\n", w.clock.Now().Format("15:04:05.000"), name)
+	}
 	return true
 }
+
+// debugTrace, when set (by a test), prints every delivery and cancel of
+// the sagas whose id starts with it, and the faults injected meanwhile.
+var debugTrace string
 
 func (w *world) top() *handleLog { return w.bufs[len(w.bufs)-1] }
 
@@ -504,12 +513,20 @@ func (w *world) handle(ctx context.Context, d *delivery) {
 	if msg, err := durable.DecodeMessage(d.body); err == nil {
 		d.kind, d.sagaID, d.version = msg.Kind, msg.SagaID, msg.Version
 		w.handled[msg.SagaID]++
+		if debugTrace != "" && strings.HasPrefix(msg.SagaID, debugTrace) {
+			fmt.Printf("%s handle %s %s v%d step=%s att=%d child=%d depth=%d\n", w.clock.Now().Format("15:04:05.000"), msg.SagaID, msg.Kind, msg.Version, msg.Step, msg.Attempt, msg.Child, w.depth)
+			w.tracing++
+			defer func() { w.tracing-- }()
+		}
 	}
 	w.bufs = append(w.bufs, &handleLog{})
 	prev := w.delivery
 	w.delivery = d
 	w.depth++
 	_, err := w.coord.Handle(ctx, d.body)
+	if w.tracing > 0 {
+		fmt.Printf("%s   -> %v\n", w.clock.Now().Format("15:04:05.000"), err)
+	}
 	w.depth--
 	w.delivery = prev
 	w.bufs = w.bufs[:len(w.bufs)-1]
