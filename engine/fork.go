@@ -21,30 +21,25 @@ import (
 // parent its join (KindJoin); a parent that compensates undoes its
 // children one by one (KindUndo, and KindEnded of an undone child).
 
-// sendOutbox sends st's outbox: its queue messages, and the launches and
-// stops only whoever holds st can do.
+// sendOutbox sends st's outbox: its queue messages, and the launches
+// only whoever holds st can do.
 func (c *Coordinator) sendOutbox(ctx context.Context, st *saga.State, plan *saga.Plan) error {
 	if err := c.send(ctx, st.Outbox); err != nil {
 		return err
 	}
 	var errs []error // one child's trouble does not keep the others from starting
 	for _, m := range st.Outbox {
-		switch m.Kind {
-		case durable.KindLaunch:
+		if m.Kind == durable.KindLaunch {
 			if err := c.launch(ctx, st, plan, m.Child, false); err != nil {
 				errs = append(errs, fmt.Errorf("launch child %d of %s: %w", m.Child, m.Step, err))
-			}
-		case durable.KindStop:
-			if err := c.stopFork(ctx, st, plan); err != nil {
-				errs = append(errs, fmt.Errorf("stop fork %s: %w", m.Step, err))
 			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// resend sends st's outbox again, loading its plan when a launch or a
-// stop needs it.
+// resend sends st's outbox again, loading its plan when a launch needs
+// it.
 func (c *Coordinator) resend(ctx context.Context, st *saga.State) error {
 	if !hasForkWork(st.Outbox) {
 		return c.send(ctx, st.Outbox)
@@ -58,7 +53,7 @@ func (c *Coordinator) resend(ctx context.Context, st *saga.State) error {
 
 func hasForkWork(msgs []durable.Message) bool {
 	for _, m := range msgs {
-		if m.Kind == durable.KindLaunch || m.Kind == durable.KindStop {
+		if m.Kind == durable.KindLaunch {
 			return true
 		}
 	}
@@ -316,6 +311,33 @@ func (c *Coordinator) cancelLanes(ctx context.Context, l *saga.ParentLink, rec *
 	return nil
 }
 
+// stop handles KindStop: the fork the saga waits on fails from outside (a
+// cancel, its deadline). A queued message, not work done by whoever
+// writes the cancel: stopping a fork cancels its running children, and
+// each of those that waits on a fork of its own sends its own stop, so a
+// tree of forks stops level by level, each level retried as any message
+// is, and a caller's Cancel is one write and one send however deep the
+// tree. A stop for a fork the saga no longer waits on (it joined, or a
+// later visit of the step waits now) is stale.
+func (c *Coordinator) stop(ctx context.Context, msg durable.Message) (Outcome, error) {
+	_, st, plan, err := c.load(ctx, msg.SagaID)
+	if errors.Is(err, errSagaMissing) {
+		return "", fmt.Errorf("%w: %w", durable.ErrMalformedMessage, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	cur, ok := st.Pending()
+	if !ok || !cur.Fork || cur.Compensating || cur.Version >= msg.Version || plan.StepID(cur.Step) != msg.Step {
+		return HandledStale, nil
+	}
+	if err := c.stopFork(ctx, st, plan); err != nil {
+		return "", fmt.Errorf("saga %s: stop fork %s: %w", st.SagaID, msg.Step, err)
+	}
+	c.logHandled(ctx, msg, st, HandledStep, 0)
+	return HandledStep, nil
+}
+
 // stopFork records in the fork's record that the fork st waits on failed
 // from outside (a cancel, the deadline), and cancels its running children.
 func (c *Coordinator) stopFork(ctx context.Context, st *saga.State, plan *saga.Plan) error {
@@ -403,6 +425,15 @@ func (c *Coordinator) sweepFork(ctx context.Context, parent *saga.State, idleSin
 			continue
 		case err != nil:
 			return sent, err
+		}
+		if rec.Failed >= 0 && !child.CancelRequested && (child.Status == durable.StatusRunning || child.Status == durable.StatusWaiting) && !parent.UpdatedAt.After(idleSince) {
+			// The fork failed and this child runs on: the stop that was
+			// to cancel it was lost (dead-lettered).
+			if _, err := c.Cancel(ctx, child.SagaID); err != nil && !errors.Is(err, saga.ErrInvalidEvent) {
+				return sent, err
+			}
+			sent++
+			continue
 		}
 		if cur, ok := child.Pending(); ok && cur.Fork && !cur.Compensating && !child.Status.Final() && depth < lang.MaxForkDepth {
 			n, err := c.sweepFork(ctx, child, idleSince, depth+1, maxResends)
@@ -707,11 +738,11 @@ func (c *Coordinator) Fork(ctx context.Context, sagaID string) (*ForkStatus, err
 	return fs, nil
 }
 
-// forkWork returns the launches and stops of an outbox.
+// forkWork returns the launches of an outbox.
 func forkWork(msgs []durable.Message) []durable.Message {
 	var out []durable.Message
 	for _, m := range msgs {
-		if m.Kind == durable.KindLaunch || m.Kind == durable.KindStop {
+		if m.Kind == durable.KindLaunch {
 			out = append(out, m)
 		}
 	}

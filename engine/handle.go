@@ -55,8 +55,10 @@ func (c *Coordinator) Handle(ctx context.Context, body []byte) (Outcome, error) 
 		handle = c.join
 	case durable.KindUndo:
 		handle = c.undo
-	case durable.KindLaunch, durable.KindStop:
-		// Done by whoever sends the outbox that holds them: never queued,
+	case durable.KindStop:
+		handle = c.stop
+	case durable.KindLaunch:
+		// Done by whoever sends the outbox that holds it: never queued,
 		// so one here was never ours.
 		err := fmt.Errorf("%w: a %s message of saga %s is never queued", durable.ErrMalformedMessage, msg.Kind, msg.SagaID)
 		c.log.LogAttrs(ctx, slog.LevelError, "malformed message", slog.Int("bytes", len(body)), slog.String("error", err.Error()))
@@ -432,9 +434,9 @@ func (c *Coordinator) write(ctx context.Context, st *saga.State, expected uint64
 
 func (c *Coordinator) send(ctx context.Context, msgs []durable.Message) error {
 	if hasForkWork(msgs) {
-		// Launches and stops are done by sendOutbox, never queued.
+		// Launches are done by sendOutbox, never queued.
 		msgs = slices.DeleteFunc(slices.Clone(msgs), func(m durable.Message) bool {
-			return m.Kind == durable.KindLaunch || m.Kind == durable.KindStop
+			return m.Kind == durable.KindLaunch
 		})
 	}
 	if len(msgs) == 0 {

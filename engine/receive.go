@@ -114,8 +114,8 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 				return nil, fmt.Errorf("%s to saga %s: re-send: %w", what, sagaID, err)
 			}
 			if hasForkWork(st.Outbox) {
-				// Launches and stops are idempotent, and nothing runs
-				// them if they were lost: do them now.
+				// Launches are idempotent, and nothing runs them if they
+				// were lost: do them now.
 				work := *st // a shallow copy, read only
 				work.Outbox = forkWork(st.Outbox)
 				if err := c.sendOutbox(ctx, &work, plan); err != nil {
@@ -171,7 +171,9 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 func delayed(msgs []durable.Message) []durable.Message {
 	out := make([]durable.Message, len(msgs))
 	for i, m := range msgs {
-		m.Delay = max(m.Delay, durable.MaxDelay)
+		if m.Kind != durable.KindStop { // idempotent, and nothing runs beside it
+			m.Delay = max(m.Delay, durable.MaxDelay)
+		}
 		out[i] = m
 	}
 	return out

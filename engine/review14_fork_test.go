@@ -137,10 +137,9 @@ steps:
 `
 
 // A cancel of a parent waiting on a fork is written, and its stop (the
-// ForkFail and the cancel of the running children, done by whoever sends
-// the outbox) fails; the caller never calls Cancel again. PROTOCOL: the
-// sweep closes "a start, cancel or resume whose write landed and whose
-// send did not, when the caller never tries again". Found: the sweep,
+// ForkFail and the cancel of the running children) fails until it is
+// dead-lettered. PROTOCOL: the sweep sends again what a dead-lettered
+// message would have. Found: the sweep,
 // seeing a parent waiting on a fork, only re-sends children's outboxes and
 // never the parent's own (its stop): the branch that awaits a signal keeps
 // waiting, and the cancelled saga only compensates when the await times
@@ -159,8 +158,12 @@ func TestReview14SweepRedoesTheStopOfACancelWhoseSendFailed(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := r.coord.Cancel(ctx, "p"); err == nil {
-		t.Fatal("setup: the cancel's stop did not fail")
+	if _, err := r.coord.Cancel(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	r.drain() // the stop fails on every receive: dead-lettered
+	if r.dead() == 0 {
+		t.Fatal("setup: the stop was not dead-lettered")
 	}
 	r.store.setHook(nil)
 	for range 3 {
@@ -652,5 +655,99 @@ steps:
 	r.drain()
 	if st := r.get("p"); st.Status != durable.StatusSucceeded {
 		t.Fatalf("the signal was answered %s, yet the branch never got it: parent %s %+v", d.Receipt, st.Status, st.Failure)
+	}
+}
+
+// A cancel of a saga whose fork's branch itself waits on a fork must
+// reach every level although one store call among the many it makes
+// fails once, and the caller does not call Cancel again (a client gives
+// up; the sweep is not due for an hour). Found by the simulation: the
+// stop was done inside the caller's Cancel, level by level (a cancel of
+// each branch, whose own stop cancels its branches), so one failure
+// anywhere in the tree failed the whole call; a client that retried 20
+// times under faults still gave up, and the grandchild kept waiting, its
+// parents with it, until the sweep. The stop is a queued message now:
+// Cancel writes the saga and sends it, and its handler, retried as any
+// message is, stops one level.
+func TestReview14ACancelReachesEveryLevelOfNestedForksWithoutTheCaller(t *testing.T) {
+	const src = `saga: nest
+steps:
+  - id: outer
+    parallel:
+      - steps:
+          - {id: book, action: rooms.book, with: {arg: room}, compensate: {action: rooms.cancel, with: {arg: room}}}
+          - id: inner
+            parallel:
+              - steps:
+                  - {id: hold, await: {signal: go, timeout: 72h}}
+              - steps:
+                  - {id: pay, action: cards.charge, with: {arg: card}, compensate: {action: cards.refund, with: {arg: card}}}
+      - steps:
+          - {id: car, action: cars.book, with: {arg: car}, compensate: {action: cars.cancel, with: {arg: car}}}
+`
+	r := newFrig(t, src, nil)
+	ctx := context.Background()
+	r.start("p", nil)
+	r.drain() // the grandchild awaits its signal; everything else succeeded
+	branch := durable.ChildID("p", "outer", 1, 0)
+	held := durable.ChildID(branch, "inner", 2, 0)
+	if st := r.get(held); st.Status != durable.StatusWaiting {
+		t.Fatalf("setup: the grandchild is %s", st.Status)
+	}
+	failed := false
+	r.store.setHook(func(op, key string) error {
+		if op == "update" && key == held && !failed {
+			failed = true
+			return errInjected // the grandchild's cancel fails, once
+		}
+		return nil
+	})
+	_, err := r.coord.Cancel(ctx, "p")
+	t.Logf("cancel: %v", err) // the caller does not try again
+	r.drain()
+	for _, id := range []string{"p", branch, held} {
+		if st := r.get(id); !st.Status.Final() {
+			t.Errorf("%s is %s after the cancel and every message handled: the cancel never reached it (handle errors: %s)", id, st.Status, r.handleErrors())
+		}
+	}
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Errorf("the saga is %s, want compensated", st.Status)
+	}
+	if e := r.effects(); countOf(e, "rooms.cancel(room)") != 1 || countOf(e, "cards.refund(card)") != 1 || countOf(e, "cars.cancel(car)") != 1 {
+		t.Errorf("effects %v: want each booking undone once", e)
+	}
+}
+
+// A cancel's stop records the fork's failure, and then fails to cancel a
+// running branch until the stop is dead-lettered. The sweep must cancel
+// that branch: the fork record says the fork failed, so the sweep's
+// check for a lost stop (no failure recorded) does not see it, and the
+// branch's own outbox, sent again, does not stop it.
+func TestReview14SweepCancelsABranchItsForksStopMissed(t *testing.T) {
+	r := newFrig(t, waitingBranchYAML, nil)
+	ctx := context.Background()
+	r.start("p", nil)
+	r.drain() // branch 0 waits on its signal; branch 1 succeeded
+	held := durable.ChildID("p", "fan", 1, 0)
+	r.store.setHook(func(op, key string) error {
+		if op == "update" && key == held {
+			return errInjected
+		}
+		return nil
+	})
+	if _, err := r.coord.Cancel(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if r.dead() == 0 || r.get(held).Status != durable.StatusWaiting {
+		t.Fatalf("setup: %d dead letters, branch %s", r.dead(), r.get(held).Status)
+	}
+	r.store.setHook(nil)
+	for range 3 {
+		r.sweep()
+		r.drain()
+	}
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Fatalf("%s after a cancel and three sweeps: branch 0 is %s, never stopped", st.Status, r.get(held).Status)
 	}
 }
