@@ -252,16 +252,9 @@ func (w *world) checkForks(ctx context.Context, roots []*sagaSpec) {
 			fork := n.writeAt(c.st.Parent.Version)
 			r.Checks["fork_compensated_exactly_once_in_order"]++
 			for _, key := range own {
-				at := f.appliedAt[compensationKey(key)]
-				if at == 0 {
-					continue
-				}
-				before := f.appliedAt[key] < fork
-				switch {
-				case before && at < hi:
-					w.violate("fork_compensated_exactly_once_in_order", "saga %s (%s): %s, done before fork %s, undone before child run %s finished its compensations", id, n.spec.plan.Name(), key, c.st.Parent.Step, c.spec.id)
-				case !before && c.st.Undoing && at > lo:
-					w.violate("fork_compensated_exactly_once_in_order", "saga %s (%s): %s, done after fork %s, undone after child run %s began undoing", id, n.spec.plan.Name(), key, c.st.Parent.Step, c.spec.id)
+				o := stepOrder{fork: fork, done: f.appliedAt[key], undone: f.appliedAt[compensationKey(key)], lo: lo, hi: hi, undoing: c.st.Undoing}
+				if what := o.broken(); what != "" {
+					w.violate("fork_compensated_exactly_once_in_order", "saga %s (%s): %s, %s fork %s, %s child run %s", id, n.spec.plan.Name(), key, o.side(), c.st.Parent.Step, what, c.spec.id)
 				}
 			}
 			if !c.st.Undoing {
@@ -301,6 +294,47 @@ func (w *world) checkForks(ctx context.Context, roots []*sagaSpec) {
 		}
 		w.checkConcurrency(n)
 	}
+}
+
+// stepOrder is one of a parent's compensable steps against one child run
+// of a fork of the parent, as seqs of the fork ledger: the parent's fork
+// write, the step's effect and its compensation (0: not undone), and the
+// first and last compensation of the child's subtree; undoing says the
+// parent undid the child as a whole.
+type stepOrder struct {
+	fork, done, undone, lo, hi int
+	undoing                    bool
+}
+
+func (o stepOrder) side() string {
+	if o.done < o.fork {
+		return "done before"
+	}
+	return "done after"
+}
+
+// broken says how the step breaks the order against the child, or "".
+//
+// A step done before the fork is undone after the child's compensations
+// have all run. A step done after the fork is undone before the parent
+// undoes the child, when both are undone in the one backward pass: the
+// step was done before the child began undoing. A fork whose failure a
+// catch routes undoes its children before the parent goes on (the catch
+// routes it "once the children it ran are undone", docs/DEFINITIONS.md),
+// so a step after the catch is done after the children's compensations
+// and owes them no order; it may not be done while they still run.
+func (o stepOrder) broken() string {
+	switch {
+	case o.done < o.fork:
+		if o.undone > 0 && o.undone < o.hi {
+			return "undone before its compensations ended in"
+		}
+	case o.lo < o.done && o.done < o.hi:
+		return "done while compensations ran in"
+	case o.undoing && o.done < o.lo && o.undone > o.lo:
+		return "undone after undoing began in"
+	}
+	return ""
 }
 
 // checkConcurrency checks that no more of n's children of one fork visit
