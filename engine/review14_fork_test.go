@@ -751,3 +751,34 @@ func TestReview14SweepCancelsABranchItsForksStopMissed(t *testing.T) {
 		t.Fatalf("%s after a cancel and three sweeps: branch 0 is %s, never stopped", st.Status, r.get(held).Status)
 	}
 }
+
+// A failed fork with a catch undoes its children before the catch takes
+// the failure, the saga "running" meanwhile. Its undo parks on a child,
+// and an operator resumes it after the saga's deadline. Found by the
+// simulation: the resume set the saga running again (the catch would
+// take the failure), past its deadline; the deadline goes past every
+// catch, so the saga compensates from the resume on.
+func TestReview14AResumePastTheDeadlineOfACaughtForksUndoCompensates(t *testing.T) {
+	src := strings.Replace(catchForkYAML, "saga: caught\n", "saga: caught\ntimeout: 10m\n", 1)
+	r := newFrig(t, src, nil)
+	r.fail["b.one(b1)"] = true
+	r.fail["a.undo(a1)"] = true
+	r.start("p", nil)
+	r.drain()
+	if st := r.get("p"); st.Status != durable.StatusCompensationFailed {
+		t.Fatalf("setup: parent %s, want parked on branch 0's undo", st.Status)
+	}
+	r.fail["a.undo(a1)"] = false
+	r.clock.Advance(time.Hour)
+	st, err := r.coord.Resume(context.Background(), "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status == durable.StatusRunning {
+		t.Errorf("the resume past the deadline set the saga running")
+	}
+	r.drain()
+	if st := r.get("p"); st.Status != durable.StatusCompensated || st.Output == "sorry" {
+		t.Fatalf("parent %s, output %v: want compensated (its deadline passed)", st.Status, st.Output)
+	}
+}

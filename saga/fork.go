@@ -303,9 +303,10 @@ func (r *runner) undoFailedFork(s *planStep, cur Cursor, succeeded []int) {
 }
 
 // routed reports whether a catch of fork step s takes err once the fork's
-// children are undone (a cancel and the deadline go past every catch).
+// children are undone (a cancel and the deadline go past every catch: a
+// saga past its deadline compensates, whatever failed).
 func (r *runner) routed(s *planStep, err *StepError) bool {
-	if err == nil || r.st.CancelRequested || err.Type == lang.ErrorTypeCancelled || err.Type == lang.ErrorTypeDeadline || lang.Uncatchable(err.Type) {
+	if err == nil || r.st.CancelRequested || r.pastDeadline() || err.Type == lang.ErrorTypeCancelled || err.Type == lang.ErrorTypeDeadline || lang.Uncatchable(err.Type) {
 		return false
 	}
 	for _, c := range s.routes {
@@ -379,6 +380,11 @@ func (r *runner) childUndone(u *Undone) {
 		if cur.Attempt == 2 && r.routed(s, st.Failure) {
 			st.Status = durable.StatusRunning
 		}
+	}
+	if cur.Attempt == 2 && st.Status == durable.StatusRunning && !r.routed(s, st.Failure) {
+		// Its deadline passed while it undid the children: no catch
+		// takes the failure now, and the saga compensates.
+		st.Status = durable.StatusCompensating
 	}
 	switch {
 	case cur.Attempt == 2 && len(st.UndoNext) > 0:
