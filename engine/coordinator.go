@@ -251,12 +251,12 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind saga.EventK
 		if err != nil {
 			return nil, err
 		}
-		if kind == saga.EventResume && skip && st.Status == durable.StatusCompensating {
+		if kind == saga.EventResume && skip && already(st, kind) {
 			// Not a retry we can recognise: a plain resume may have landed
 			// first and sent the failed compensation on its way. Skipping
 			// now would skip the wrong step; saying yes would hide that the
 			// compensation runs again.
-			return nil, fmt.Errorf("%w: saga %s is compensating, not parked: nothing was skipped (if the compensation fails again the saga parks, and it can be skipped then)", saga.ErrInvalidEvent, sagaID)
+			return nil, fmt.Errorf("%w: saga %s is %s, not parked: nothing was skipped (if the compensation fails again the saga parks, and it can be skipped then)", saga.ErrInvalidEvent, sagaID, st.Status)
 		}
 		if already(st, kind) {
 			// A retry of a cancel or resume whose write landed but whose
@@ -294,6 +294,11 @@ func already(st *saga.State, kind saga.EventKind) bool {
 	case saga.EventCancel:
 		return st.CancelRequested || st.Status == durable.StatusCompensating || (st.Status.Final() && st.Status != durable.StatusSucceeded && st.Failure != nil && st.Failure.Type == lang.ErrorTypeCancelled)
 	case saga.EventResume:
+		if st.Status == durable.StatusRunning {
+			// A failed fork's undo whose failure a catch takes runs so.
+			cur, ok := st.Pending()
+			return ok && cur.Fork && cur.Compensating
+		}
 		return st.Status == durable.StatusCompensating
 	}
 	return false

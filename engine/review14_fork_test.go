@@ -782,3 +782,54 @@ func TestReview14AResumePastTheDeadlineOfACaughtForksUndoCompensates(t *testing.
 		t.Fatalf("parent %s, output %v: want compensated (its deadline passed)", st.Status, st.Output)
 	}
 }
+
+// A resume of a parent parked on a child resumes the child first. The
+// operator's resume fails after the child's resume was written and
+// before its message was sent; the operator resumes again, and that
+// resume's own send fails too; then once more. Found by the simulation:
+// the second resume found the child compensating, not parked, took it
+// for resumed and sent it nothing, so the child's compensation never ran;
+// and a parent whose resume set it running (a caught fork's undo) refused
+// a repeated resume as invalid, so its own lost send was never redone.
+// Each must go on as a resume repeated after a lost send does: its
+// stored messages sent again.
+func TestReview14ARepeatedResumeSendsWhatALostSendDidNot(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		fail      []string
+		want      durable.Status
+	}{
+		{"compensating", threeBranchLaterFailYAML, []string{"last.do(last)", "b.undo(b)"}, durable.StatusCompensated},
+		{"caught", catchForkYAML, []string{"b.one(b1)", "a.undo(a1)"}, durable.StatusSucceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newFrig(t, tc.src, nil)
+			ctx := context.Background()
+			for _, f := range tc.fail {
+				r.fail[f] = true
+			}
+			r.start("p", nil)
+			r.drain()
+			if st := r.get("p"); st.Status != durable.StatusCompensationFailed {
+				t.Fatalf("setup: parent %s %+v", st.Status, st.Failure)
+			}
+			r.mu.Lock()
+			delete(r.fail, tc.fail[1])
+			r.mu.Unlock()
+			r.queue.setHook(func(durable.Message) (bool, error) { return false, errInjected })
+			for range 2 {
+				if _, err := r.coord.Resume(ctx, "p"); err == nil {
+					t.Fatal("setup: the resume's send did not fail")
+				}
+			}
+			r.queue.setHook(nil)
+			if _, err := r.coord.Resume(ctx, "p"); err != nil {
+				t.Fatalf("a resume repeated after lost sends: %v", err)
+			}
+			r.drain()
+			if st := r.get("p"); st.Status != tc.want {
+				t.Fatalf("parent %s after the resumes, want %s; effects %v", st.Status, tc.want, r.effects())
+			}
+		})
+	}
+}
