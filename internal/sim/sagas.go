@@ -210,7 +210,9 @@ func (w *world) resumeOne(ctx context.Context, id string) (acted, failed bool) {
 	if err != nil {
 		return false, true
 	}
-	retry := w.resumeFailed[id] && st.Status == durable.StatusCompensating
+	// A resume that failed is tried again while its write may have landed:
+	// the saga compensating, or running a caught fork's undo.
+	retry := w.resumeFailed[id] && (st.Status == durable.StatusCompensating || st.Status == durable.StatusRunning)
 	if st.Status != durable.StatusCompensationFailed && !retry {
 		delete(w.resumeFailed, id)
 		return false, false
@@ -242,7 +244,16 @@ func (w *world) resumeOne(ctx context.Context, id string) (acted, failed bool) {
 			w.report.Faults["operator_undo_by_hand"]++
 		}
 	} else {
+		traced := debugTrace != "" && strings.HasPrefix(id, debugTrace)
+		if traced {
+			w.tracing++
+			fmt.Printf("%s resume %s (retry %v)\n", w.clock.Now().Format("15:04:05.000"), id, retry)
+		}
 		_, err = w.coord.Resume(ctx, id)
+		if traced {
+			w.tracing--
+			fmt.Printf("%s   resume -> %v\n", w.clock.Now().Format("15:04:05.000"), err)
+		}
 	}
 	w.bufs = w.bufs[:len(w.bufs)-1]
 	w.resumeFailed[id] = err != nil
