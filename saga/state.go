@@ -90,7 +90,9 @@ type State struct {
 	// comes again sends this version's outbox again only if it caused it
 	// (as rule 3), so that repeats never multiply messages.
 	Joined uint64
-	Undid  int
+	// Undid is one more than the index of the child whose undo's end
+	// wrote this version; zero otherwise (see Joined).
+	Undid int
 	// Undoing marks a child run that compensates because its parent does
 	// (a KindUndo): its end is reported to the parent's compensation.
 	Undoing bool
