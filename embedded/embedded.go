@@ -77,6 +77,12 @@ type Runtime struct {
 	wg      sync.WaitGroup
 	plans   *engine.Plans
 	waiters atomic.Int64 // calls in Wait: virtual time may pass awaits' and callbacks' timeouts
+	// moving is held (for writing) while virtual time decides to move and
+	// moves, and (for reading) by every delivery through the runtime, so
+	// that a signal cannot land between the reads that decide and the
+	// move: virtual time never passes a timer a delivery has just replaced
+	// with work.
+	moving sync.RWMutex
 }
 
 // Start builds the runtime and starts its workers. Call Close when done.
@@ -165,36 +171,43 @@ func (r *Runtime) runVirtualTime(ctx context.Context, clock *durable.ManualClock
 			return
 		case <-t.C:
 		}
-		// What waits on a sender, read before the timers and again after
-		// them: a delivery or a new await between the reads must not let
-		// time pass a receiving saga's timeout.
-		hold, holding := r.receivingWake(ctx)
-		inFlight, next := q.Pending()
-		now := clock.Now()
-		if inFlight > 0 || (!next.IsZero() && !next.After(now)) {
-			continue // work in hand, or visible: the workers take it
+		r.moving.Lock()
+		r.moveOn(ctx, clock, q)
+		r.moving.Unlock()
+	}
+}
+
+// moveOn is one look of runVirtualTime, with deliveries held off.
+func (r *Runtime) moveOn(ctx context.Context, clock *durable.ManualClock, q *memqueue.Queue) {
+	// What waits on a sender, read before the timers and again after
+	// them: a delivery or a new await between the reads must not let
+	// time pass a receiving saga's timeout.
+	hold, holding := r.receivingWake(ctx)
+	inFlight, next := q.Pending()
+	now := clock.Now()
+	if inFlight > 0 || (!next.IsZero() && !next.After(now)) {
+		return // work in hand, or visible: the workers take it
+	}
+	due, err := r.Store.SagaListDue(ctx, &durable.SagaListDueParams{Before: now.Add(farAhead), Limit: 1})
+	if err == nil && len(due.Sagas) > 0 && (next.IsZero() || due.Sagas[0].WakeAt.Before(next)) {
+		next = due.Sagas[0].WakeAt
+	}
+	if next.IsZero() {
+		return // nothing waits
+	}
+	// A saga that waits on a sender holds time at its own timeout,
+	// unless someone waits for a saga to end: timers before it fire;
+	// what is due (the test moved the clock) fires.
+	if next.After(now) {
+		if h, ok := r.receivingWake(ctx); ok && (!holding || h.Before(hold)) {
+			hold, holding = h, true
 		}
-		due, err := r.Store.SagaListDue(ctx, &durable.SagaListDueParams{Before: now.Add(farAhead), Limit: 1})
-		if err == nil && len(due.Sagas) > 0 && (next.IsZero() || due.Sagas[0].WakeAt.Before(next)) {
-			next = due.Sagas[0].WakeAt
+		if r.waiters.Load() > 0 || !holding || next.Before(hold) {
+			clock.Advance(next.Sub(now))
 		}
-		if next.IsZero() {
-			continue // nothing waits
-		}
-		// A saga that waits on a sender holds time at its own timeout,
-		// unless someone waits for a saga to end: timers before it fire;
-		// what is due (the test moved the clock) fires.
-		if next.After(now) {
-			if h, ok := r.receivingWake(ctx); ok && (!holding || h.Before(hold)) {
-				hold, holding = h, true
-			}
-			if r.waiters.Load() > 0 || !holding || next.Before(hold) {
-				clock.Advance(next.Sub(now))
-			}
-		}
-		if _, err := r.Coordinator.Tick(ctx, &engine.TickParams{}); err != nil && ctx.Err() == nil {
-			r.cfg.Logger.LogAttrs(ctx, slog.LevelError, "tick failed", slog.String("error", err.Error()))
-		}
+	}
+	if _, err := r.Coordinator.Tick(ctx, &engine.TickParams{}); err != nil && ctx.Err() == nil {
+		r.cfg.Logger.LogAttrs(ctx, slog.LevelError, "tick failed", slog.String("error", err.Error()))
 	}
 }
 
@@ -297,6 +310,8 @@ func (r *Runtime) Signal(ctx context.Context, sagaID, name string, payload any, 
 	if r.closed.Load() {
 		return nil, ErrClosed
 	}
+	r.moving.RLock()
+	defer r.moving.RUnlock()
 	return r.Coordinator.Signal(ctx, p)
 }
 
@@ -308,6 +323,8 @@ func (r *Runtime) CompleteCallback(ctx context.Context, token string, output any
 	if r.closed.Load() {
 		return nil, ErrClosed
 	}
+	r.moving.RLock()
+	defer r.moving.RUnlock()
 	return r.Coordinator.CompleteCallback(ctx, token, output)
 }
 
@@ -318,6 +335,8 @@ func (r *Runtime) FailCallback(ctx context.Context, token, errorType, message st
 	if r.closed.Load() {
 		return nil, ErrClosed
 	}
+	r.moving.RLock()
+	defer r.moving.RUnlock()
 	return r.Coordinator.FailCallback(ctx, token, errorType, message)
 }
 
