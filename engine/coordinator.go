@@ -164,12 +164,12 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*saga.State, e
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
-	done := c.writing(id)
+	c.writing(id)
 	err = c.cfg.Store.SagaCreate(ctx, &durable.SagaCreateParams{Record: rec})
 	if mayBeWritten(err) {
 		h.report()
 	}
-	done()
+	c.heardAll(id)
 	if errors.Is(err, durable.ErrExists) {
 		return c.existing(ctx, id, plan, input)
 	}

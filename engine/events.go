@@ -71,11 +71,13 @@ func (h *heard) report() {
 }
 
 // writing notes that a write of the saga begins, before the store is
-// asked, and returns what notes that its events have been handed to
-// OnStep (or will never be). Without OnStep it notes nothing.
-func (c *Coordinator) writing(sagaID string) (done func()) {
+// asked; heardAll, called after, that its events have been handed to
+// OnStep (or never will be). Without OnStep neither notes anything, and
+// neither allocates: every write of a function that emits metrics passes
+// here.
+func (c *Coordinator) writing(sagaID string) {
 	if c.cfg.OnStep == nil {
-		return func() {}
+		return
 	}
 	c.unheardMu.Lock()
 	if c.unheard == nil {
@@ -83,13 +85,17 @@ func (c *Coordinator) writing(sagaID string) (done func()) {
 	}
 	c.unheard[sagaID]++
 	c.unheardMu.Unlock()
-	return func() {
-		c.unheardMu.Lock()
-		if c.unheard[sagaID]--; c.unheard[sagaID] == 0 {
-			delete(c.unheard, sagaID)
-		}
-		c.unheardMu.Unlock()
+}
+
+func (c *Coordinator) heardAll(sagaID string) {
+	if c.cfg.OnStep == nil {
+		return
 	}
+	c.unheardMu.Lock()
+	if c.unheard[sagaID]--; c.unheard[sagaID] <= 0 {
+		delete(c.unheard, sagaID)
+	}
+	c.unheardMu.Unlock()
 }
 
 // Unreported reports whether this coordinator is writing a transition of

@@ -116,12 +116,12 @@ func (c *Coordinator) launch(ctx context.Context, parent *saga.State, plan *saga
 	if err != nil {
 		return fmt.Errorf("child %s: %w", id, err)
 	}
-	done := c.writing(id)
+	c.writing(id)
 	err = c.cfg.Store.SagaCreate(ctx, &durable.SagaCreateParams{Record: rec})
 	if mayBeWritten(err) {
 		h.report()
 	}
-	done()
+	c.heardAll(id)
 	if errors.Is(err, durable.ErrExists) {
 		_, have, havePlan, err := c.load(ctx, id)
 		if err != nil {

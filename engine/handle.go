@@ -418,12 +418,12 @@ func (c *Coordinator) write(ctx context.Context, st *saga.State, expected uint64
 	bp := stateBuffers.Get().(*[]byte)
 	rec, err := st.Record((*bp)[:0])
 	if err == nil {
-		done := c.writing(st.SagaID)
+		c.writing(st.SagaID)
 		err = c.cfg.Store.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: rec, ExpectedVersion: expected, ExpectedReceived: st.Received})
 		if mayBeWritten(err) {
 			h.report()
 		}
-		done()
+		c.heardAll(st.SagaID)
 		if cap(rec.State) <= 1<<20 {
 			*bp = rec.State[:0]
 		}

@@ -205,11 +205,11 @@ func (c *Coordinator) writeKept(ctx context.Context, st *saga.State, version uin
 	if err != nil {
 		return err
 	}
-	done := c.writing(st.SagaID)
+	c.writing(st.SagaID)
 	err = c.cfg.Store.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: rec, ExpectedVersion: version, ExpectedReceived: st.Received - 1})
 	if mayBeWritten(err) {
 		h.report()
 	}
-	done()
+	c.heardAll(st.SagaID)
 	return err
 }
