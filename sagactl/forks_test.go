@@ -54,11 +54,13 @@ func TestStatusOfAForkOnEmulators(t *testing.T) {
 		}
 	}
 	r = runSagactl(t, nil, append([]string{"cancel", "trip-1"}, where...)...)
-	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "its children are stopped") {
+	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "a stop message is on its way to its running children") {
 		t.Errorf("cancel: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// The stop is a message on the advance queue, which nothing handles
+	// here: the child runs on until a worker takes it.
 	r = runSagactl(t, nil, append([]string{"status", "trip-1.book.1.1"}, where...)...)
-	if !strings.Contains(r.stdout, "cancel requested") {
-		t.Errorf("the child was not cancelled:\n%s%s", r.stdout, r.stderr)
+	if strings.Contains(r.stdout, "cancel requested") {
+		t.Errorf("the child was cancelled with no worker running:\n%s%s", r.stdout, r.stderr)
 	}
 }

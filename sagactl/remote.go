@@ -305,7 +305,7 @@ func (c *Config) printState(ctx context.Context, cl *client.Client, st *saga.Sta
 	}
 	switch {
 	case r.CancelRequested && r.Fork != nil:
-		fmt.Fprintf(c.Stdout, "  cancel requested: its children are stopped; it compensates once they have ended\n")
+		fmt.Fprintf(c.Stdout, "  cancel requested: a stop message is on its way to its running children; it compensates once they have ended\n")
 	case r.CancelRequested:
 		fmt.Fprintf(c.Stdout, "  cancel requested: compensates once %s has an outcome\n", r.Pending)
 	}
