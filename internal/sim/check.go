@@ -257,14 +257,57 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 	// The dead-letter queue holds exactly the poison messages, byte for byte.
 	r.Checks["dead_letters_only_poison"]++
 	if !sameBodies(w.queue.dlq, w.queue.poison) {
-		var why []string
-		for _, id := range sorted(mapKeys(dead)) {
-			if e := w.lastErr[id]; e != "" {
-				why = append(why, id+": "+e)
-			}
-		}
-		w.violate("dead_letters_only_poison", "dead-letter queue holds %d messages, %d poison injected (sagas: %v; last errors: %s)", len(w.queue.dlq), len(w.queue.poison), sorted(mapKeys(dead)), strings.Join(why, "; "))
+		w.violate("dead_letters_only_poison", "dead-letter queue holds %d messages, %d poison injected (sagas: %v; why: %s)", len(w.queue.dlq), len(w.queue.poison), sorted(mapKeys(dead)), w.deadLetterReasons())
 	}
+}
+
+// deadLetterReasons says, for each message in the dead-letter queue that
+// is not an injected poison message, what it was (saga, kind, version)
+// and what its receipts ended with, in order, repeats counted.
+func (w *world) deadLetterReasons() string {
+	poison := map[string]bool{}
+	for _, b := range w.queue.poison {
+		poison[string(b)] = true
+	}
+	var out []string
+	for _, d := range w.queue.dead {
+		if poison[string(d.body)] {
+			continue
+		}
+		msg, err := durable.DecodeMessage(d.body)
+		if err != nil {
+			out = append(out, fmt.Sprintf("undecodable %q: %s", d.body, compactErrors(d.errs)))
+			continue
+		}
+		kind := string(msg.Kind)
+		if kind == "" {
+			kind = "step " + msg.Step
+		}
+		if msg.Kind == durable.KindLaunch || msg.Child != 0 {
+			kind += fmt.Sprintf(" child %d", msg.Child)
+		}
+		out = append(out, fmt.Sprintf("%s v%d %s (%s, attempt %d): %s", msg.SagaID, msg.Version, kind, msg.Queue, msg.Attempt, compactErrors(d.errs)))
+	}
+	return strings.Join(out, "; ")
+}
+
+// compactErrors lists what receipts ended with, runs of one error as
+// "N x error".
+func compactErrors(errs []string) string {
+	var parts []string
+	for i := 0; i < len(errs); {
+		j := i
+		for j < len(errs) && errs[j] == errs[i] {
+			j++
+		}
+		if j-i > 1 {
+			parts = append(parts, fmt.Sprintf("%d x %s", j-i, errs[i]))
+		} else {
+			parts = append(parts, errs[i])
+		}
+		i = j
+	}
+	return "[" + strings.Join(parts, " | ") + "]"
 }
 
 // compensationKey is the idempotency key of the compensation of the

@@ -188,6 +188,10 @@ type delivery struct {
 	kind    durable.MessageKind
 	sagaID  string
 	version uint64
+	// errs is what each of its receipts ended with, in order ("ok" for a
+	// receipt handled but not deleted): why a message reached the
+	// dead-letter queue.
+	errs []string
 }
 
 // simQueue is an SQS-like queue on the virtual clock: delays, visibility
@@ -201,6 +205,9 @@ type simQueue struct {
 	nextID  int
 	dlq     [][]byte
 	poison  [][]byte
+	// dead are the messages moved to the dead-letter queue, with what
+	// their receipts ended with (the bodies are in dlq too).
+	dead []*delivery
 }
 
 type hiddenHeap []*delivery
@@ -291,6 +298,7 @@ func (q *simQueue) next() (*delivery, bool) {
 		d.receives++
 		if d.receives > q.w.cfg.MaxReceives {
 			q.dlq = append(q.dlq, d.body)
+			q.dead = append(q.dead, d)
 			continue
 		}
 		q.w.clock.Advance(time.Millisecond) // handling takes a moment

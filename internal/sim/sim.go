@@ -537,10 +537,13 @@ func (w *world) handle(ctx context.Context, d *delivery) {
 		err = errCrash
 	}
 	if err == nil && w.fault("duplicate_delivery") {
+		d.errs = append(d.errs, "ok")
 		w.queue.release(d, w.clock.Now()) // not deleted: delivered again
 		return
 	}
 	if err != nil {
+		// errors.Join puts one error a line: keep the report's line whole.
+		d.errs = append(d.errs, strings.ReplaceAll(err.Error(), "\n", " + "))
 		if !errors.Is(err, errCrash) && !errors.Is(err, durable.ErrThrottled) {
 			w.lastErr[d.sagaID] = fmt.Sprintf("%s: %v", d.kind, err)
 		}
