@@ -57,9 +57,11 @@ const (
 	// KindUndo: the saga, a child run that succeeded at Version, is to be
 	// compensated as a whole, because its parent compensates.
 	KindUndo MessageKind = "undo"
-	// KindStop: the fork at Step that the saga waits on fails from outside
-	// (a cancel, the saga's deadline, written at Version): record it in
-	// the fork's record and cancel its running children.
+	// KindStop: the fork at Step of the saga at Version fails from outside
+	// (a cancel, the saga's deadline): record it in the fork's record and
+	// cancel its running children. Queued, unlike KindLaunch, so that the
+	// sender of the outbox that holds it does one send, not the stop of
+	// the fork, and of every fork below it, itself.
 	KindStop MessageKind = "stop"
 )
 

@@ -193,7 +193,7 @@ func (c *Coordinator) existing(ctx context.Context, id string, plan *saga.Plan, 
 	}
 	if st.Version == 1 {
 		// A crash may have come between the create and the send.
-		if err := c.sendOutbox(ctx, st, plan); err != nil {
+		if err := c.resendOutbox(ctx, st, plan); err != nil {
 			return nil, fmt.Errorf("start %s: re-send first message: %w", id, err)
 		}
 	}
@@ -262,7 +262,7 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind saga.EventK
 			// A retry of a cancel or resume whose write landed but whose
 			// send may not have: send the stored outbox again (duplicates
 			// are dropped by the protocol) and report success.
-			if err := c.sendOutbox(ctx, st, plan); err != nil {
+			if err := c.resendOutbox(ctx, st, plan); err != nil {
 				return st, fmt.Errorf("%s %s: re-send: %w", kind, sagaID, err)
 			}
 			return st, nil

@@ -18,19 +18,34 @@ import (
 // children are sagas of their own; the parent's outbox launches them
 // (KindLaunch, done here, never queued); a child's end is counted in the
 // fork's record (KindEnded); the count that closes the fork sends the
-// parent its join (KindJoin); a parent that compensates undoes its
-// children one by one (KindUndo, and KindEnded of an undone child).
+// parent its join (KindJoin); a parent stopped from outside (a cancel, its
+// deadline) stops its fork by a message of its own (KindStop); a parent
+// that compensates undoes its children one by one (KindUndo, and
+// KindEnded of an undone child).
 
-// sendOutbox sends st's outbox: its queue messages, and the launches
-// only whoever holds st can do.
+// sendOutbox sends st's outbox, just written: its queue messages, and the
+// launches only whoever holds st can do.
 func (c *Coordinator) sendOutbox(ctx context.Context, st *saga.State, plan *saga.Plan) error {
+	return c.sendLaunching(ctx, st, plan, c.launch)
+}
+
+// resendOutbox sends st's outbox again (rule 3, a repeated cancel or
+// resume, the sweep): its children were most likely launched the first
+// time, and each launch starts by looking for its child (relaunch).
+func (c *Coordinator) resendOutbox(ctx context.Context, st *saga.State, plan *saga.Plan) error {
+	return c.sendLaunching(ctx, st, plan, func(ctx context.Context, st *saga.State, plan *saga.Plan, k int, _ bool) error {
+		return c.relaunch(ctx, st, plan, k)
+	})
+}
+
+func (c *Coordinator) sendLaunching(ctx context.Context, st *saga.State, plan *saga.Plan, launch func(context.Context, *saga.State, *saga.Plan, int, bool) error) error {
 	if err := c.send(ctx, st.Outbox); err != nil {
 		return err
 	}
 	var errs []error // one child's trouble does not keep the others from starting
 	for _, m := range st.Outbox {
 		if m.Kind == durable.KindLaunch {
-			if err := c.launch(ctx, st, plan, m.Child, false); err != nil {
+			if err := launch(ctx, st, plan, m.Child, false); err != nil {
 				errs = append(errs, fmt.Errorf("launch child %d of %s: %w", m.Child, m.Step, err))
 			}
 		}
@@ -48,9 +63,11 @@ func (c *Coordinator) resend(ctx context.Context, st *saga.State) error {
 	if err != nil {
 		return err
 	}
-	return c.sendOutbox(ctx, st, plan)
+	return c.resendOutbox(ctx, st, plan)
 }
 
+// hasForkWork reports whether an outbox holds launches, which its sender
+// does itself rather than queue.
 func hasForkWork(msgs []durable.Message) bool {
 	for _, m := range msgs {
 		if m.Kind == durable.KindLaunch {
@@ -127,29 +144,72 @@ func (c *Coordinator) launch(ctx context.Context, parent *saga.State, plan *saga
 		if err != nil {
 			return err
 		}
-		if l := have.Parent; l == nil || l.ID != cs.Link.ID || l.Step != cs.Link.Step || l.Seq != cs.Link.Seq || l.Index != k {
-			return fmt.Errorf("%w: child %d of %s's %s: its id %s is taken by another saga", ErrDamagedState, k, parent.SagaID, cs.Link.Step, id)
+		if err := checkChild(have, &cs.Link, id); err != nil {
+			return err
 		}
-		switch {
-		case stopped && !have.Status.Final():
+		if stopped && !have.Status.Final() {
 			_, err := c.Cancel(ctx, id)
 			if errors.Is(err, saga.ErrInvalidEvent) {
 				return nil // it ended meanwhile
 			}
 			return err
-		case have.Version == 1 && !have.UpdatedAt.After(c.cfg.Clock.Now().Add(-launchResendAfter)):
-			// Created, and idle since: its first send may have been lost
-			// (its launcher died). A launch repeated sooner is a
-			// duplicate, and sends nothing: repeats never multiply
-			// messages.
-			return c.sendOutbox(ctx, have, havePlan)
 		}
-		return nil
+		return c.launchedBefore(ctx, have, havePlan)
 	}
 	if err != nil {
 		return fmt.Errorf("child %s: %w", id, err)
 	}
 	return c.sendOutbox(ctx, st, childPlan)
+}
+
+// relaunch is launch for an outbox sent again: it reads child k first,
+// and most often finds it, where launch reads the fork record and tries
+// a create (two requests more, the create billed though it fails). A
+// child found is left to go on (launchedBefore), also when the fork has
+// failed since: cancelling it is the failure's work (the count of the
+// failed child, or the stop, cancels every lane's child until its
+// message is handled), not every re-send's, so that a re-send after a
+// failure does not cancel every child again, each cancel sending its
+// outbox again too.
+func (c *Coordinator) relaunch(ctx context.Context, parent *saga.State, plan *saga.Plan, k int) error {
+	_, cs, err := plan.Launch(parent, k)
+	if err != nil {
+		return err
+	}
+	id := durable.ChildID(parent.SagaID, cs.Link.Step, cs.Link.Seq, k)
+	_, have, havePlan, err := c.load(ctx, id)
+	switch {
+	case errors.Is(err, errSagaMissing):
+		return c.launch(ctx, parent, plan, k, false)
+	case err != nil:
+		return fmt.Errorf("child %s: %w", id, err)
+	}
+	if err := checkChild(have, &cs.Link, id); err != nil {
+		return err
+	}
+	return c.launchedBefore(ctx, have, havePlan)
+}
+
+// checkChild makes sure that the saga found under a child's id is that
+// child.
+func checkChild(have *saga.State, link *saga.ParentLink, id string) error {
+	if l := have.Parent; l == nil || l.ID != link.ID || l.Step != link.Step || l.Seq != link.Seq || l.Index != link.Index {
+		return fmt.Errorf("%w: child %d of %s's %s: its id %s is taken by another saga", ErrDamagedState, link.Index, link.ID, link.Step, id)
+	}
+	return nil
+}
+
+// launchedBefore is a launch that finds its child: if the child is still
+// at its first version, its outbox is sent again (its launcher may have
+// died between the create and the send).
+func (c *Coordinator) launchedBefore(ctx context.Context, have *saga.State, plan *saga.Plan) error {
+	if have.Version == 1 && !have.UpdatedAt.After(c.cfg.Clock.Now().Add(-launchResendAfter)) {
+		// Created, and idle since: its first send may have been lost
+		// (its launcher died). A launch repeated sooner is a duplicate,
+		// and sends nothing: repeats never multiply messages.
+		return c.resendOutbox(ctx, have, plan)
+	}
+	return nil
 }
 
 // launchResendAfter is how long a child must have been idle at its first
@@ -288,7 +348,7 @@ func (c *Coordinator) cancelLanes(ctx context.Context, l *saga.ParentLink, rec *
 			// It has ended, yet its lane was not counted: its end's
 			// message may have been lost with its launcher. Send it again.
 			if _, child, childPlan, err := c.load(ctx, id); err == nil && child.Status.Final() {
-				if err := c.sendOutbox(ctx, child, childPlan); err != nil {
+				if err := c.resendOutbox(ctx, child, childPlan); err != nil {
 					return err
 				}
 			}
@@ -311,14 +371,14 @@ func (c *Coordinator) cancelLanes(ctx context.Context, l *saga.ParentLink, rec *
 	return nil
 }
 
-// stop handles KindStop: the fork the saga waits on fails from outside (a
-// cancel, its deadline). A queued message, not work done by whoever
-// writes the cancel: stopping a fork cancels its running children, and
-// each of those that waits on a fork of its own sends its own stop, so a
-// tree of forks stops level by level, each level retried as any message
-// is, and a caller's Cancel is one write and one send however deep the
-// tree. A stop for a fork the saga no longer waits on (it joined, or a
-// later visit of the step waits now) is stale.
+// stop handles KindStop: the saga, waiting on the fork at msg.Step, was
+// cancelled or passed its deadline, and its fork stops. A message of its
+// own, not work done by whoever sends the outbox that holds it: a cancel
+// of a saga waiting on a fork is then one write and one send, and a
+// failed fork's cancels of its children (each one of those, when it waits
+// on a fork too) do not stop the forks below them inline, level after
+// level, on every delivery of the message that cancelled them. One
+// message reaches one fork's lanes, however deep the forks nest.
 func (c *Coordinator) stop(ctx context.Context, msg durable.Message) (Outcome, error) {
 	_, st, plan, err := c.load(ctx, msg.SagaID)
 	if errors.Is(err, errSagaMissing) {
@@ -327,9 +387,15 @@ func (c *Coordinator) stop(ctx context.Context, msg durable.Message) (Outcome, e
 	if err != nil {
 		return "", err
 	}
+	if st.Version < msg.Version {
+		return "", fmt.Errorf("%w: saga %s is at version %d, behind stop version %d: did the store lose a write?", ErrDamagedState, msg.SagaID, st.Version, msg.Version)
+	}
+	// A saga stopped from outside never forks forward again (no catch
+	// takes a cancel or the deadline): while it waits on the fork the
+	// message names, the stop is still to be done, idempotently.
 	cur, ok := st.Pending()
-	if !ok || !cur.Fork || cur.Compensating || cur.Version >= msg.Version || plan.StepID(cur.Step) != msg.Step {
-		return HandledStale, nil
+	if !ok || !cur.Fork || cur.Compensating || plan.StepID(cur.Step) != msg.Step || !(st.CancelRequested || st.Failure != nil) {
+		return HandledStale, nil // joined since, or stopped by nothing
 	}
 	if err := c.stopFork(ctx, st, plan); err != nil {
 		return "", fmt.Errorf("saga %s: stop fork %s: %w", st.SagaID, msg.Step, err)
@@ -454,7 +520,7 @@ func (c *Coordinator) sweepFork(ctx context.Context, parent *saga.State, idleSin
 		} else if err != nil {
 			return sent, err
 		}
-		if err := c.sendOutbox(ctx, child, childPlan); err != nil {
+		if err := c.resendOutbox(ctx, child, childPlan); err != nil {
 			return sent, err
 		}
 		sent++
@@ -482,7 +548,7 @@ func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, e
 		// not have been sent (a repeat of this message is how it is sent
 		// again, as rule 3).
 		if st.Joined == msg.Version {
-			if err := c.sendOutbox(ctx, st, plan); err != nil {
+			if err := c.resendOutbox(ctx, st, plan); err != nil {
 				return "", fmt.Errorf("saga %s: re-send outbox of version %d: %w", st.SagaID, st.Version, err)
 			}
 		}
@@ -615,7 +681,7 @@ func (c *Coordinator) undo(ctx context.Context, msg durable.Message) (Outcome, e
 		// Being undone, or not yet ended: its own messages move it on;
 		// send them again, in case the one in flight was lost (the
 		// protocol drops what was handled).
-		if err := c.sendOutbox(ctx, st, plan); err != nil {
+		if err := c.resendOutbox(ctx, st, plan); err != nil {
 			return "", err
 		}
 		return HandledStale, nil
@@ -649,7 +715,7 @@ func (c *Coordinator) undone(ctx context.Context, child *saga.State) (Outcome, e
 		// Gone on already: if this child's end wrote this version, its
 		// outbox (the undo of the next child, say) may not have been sent.
 		if st.Undid == l.Index+1 && st.Status != durable.StatusCompensationFailed {
-			if err := c.sendOutbox(ctx, st, plan); err != nil {
+			if err := c.resendOutbox(ctx, st, plan); err != nil {
 				return "", fmt.Errorf("saga %s: re-send outbox of version %d: %w", st.SagaID, st.Version, err)
 			}
 		}

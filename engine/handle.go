@@ -98,7 +98,7 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 		c.logHandled(ctx, msg, st, HandledStale, 0)
 		return HandledStale, nil
 	case st.Version == msg.Version+1:
-		if err := c.sendOutbox(ctx, st, plan); err != nil {
+		if err := c.resendOutbox(ctx, st, plan); err != nil {
 			return "", fmt.Errorf("saga %s: re-send outbox of version %d: %w", msg.SagaID, st.Version, err)
 		}
 		c.logHandled(ctx, msg, st, HandledResent, 0)

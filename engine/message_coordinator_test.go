@@ -40,7 +40,7 @@ func TestHandleRefusesForkMessagesThatAreNotOurs(t *testing.T) {
 		}
 	}
 	for _, kind := range []durable.MessageKind{durable.KindJoin, durable.KindStop} {
-		body := durable.AppendMessage(nil, durable.Message{SagaID: "o-1", Version: 2, Queue: durable.QueueAdvance, Step: "reserve", Attempt: 1, Kind: kind})
+		body := durable.AppendMessage(nil, durable.Message{SagaID: "o-1", Version: 1, Queue: durable.QueueAdvance, Step: "reserve", Attempt: 1, Kind: kind})
 		if outcome, err := r.coord.Handle(context.Background(), body); err != nil || outcome != engine.HandledStale {
 			t.Fatalf("%s: outcome %q, err %v: want stale", kind, outcome, err)
 		}

@@ -114,11 +114,11 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 				return nil, fmt.Errorf("%s to saga %s: re-send: %w", what, sagaID, err)
 			}
 			if hasForkWork(st.Outbox) {
-				// Launches are idempotent, and nothing runs them if they
-				// were lost: do them now.
+				// Launches are idempotent, and nothing runs them if
+				// they were lost: do them now.
 				work := *st // a shallow copy, read only
 				work.Outbox = forkWork(st.Outbox)
-				if err := c.sendOutbox(ctx, &work, plan); err != nil {
+				if err := c.resendOutbox(ctx, &work, plan); err != nil {
 					return nil, fmt.Errorf("%s to saga %s: re-send: %w", what, sagaID, err)
 				}
 			}
@@ -167,11 +167,12 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 	return nil, fmt.Errorf("%s to saga %s: %w after %d tries", what, sagaID, durable.ErrConflict, c.cfg.MaxConflictRetries)
 }
 
-// delayed copies msgs, each delayed by durable.MaxDelay at least.
+// delayed copies msgs, each delayed by durable.MaxDelay at least but a
+// fork's stop (idempotent, it runs no action beside anyone).
 func delayed(msgs []durable.Message) []durable.Message {
 	out := make([]durable.Message, len(msgs))
 	for i, m := range msgs {
-		if m.Kind != durable.KindStop { // idempotent, and nothing runs beside it
+		if m.Kind != durable.KindStop { // runs no action: at once
 			m.Delay = max(m.Delay, durable.MaxDelay)
 		}
 		out[i] = m

@@ -136,10 +136,11 @@ steps:
   - {id: after, action: after.run, with: {arg: after}}
 `
 
-// A cancel of a parent waiting on a fork is written, and its stop (the
-// ForkFail and the cancel of the running children) fails until it is
-// dead-lettered. PROTOCOL: the sweep sends again what a dead-lettered
-// message would have. Found: the sweep,
+// A cancel of a parent waiting on a fork is written, and the send of its
+// stop (the message that does the ForkFail and the cancel of the running
+// children) fails; the caller never calls Cancel again. PROTOCOL: the
+// sweep closes "a start, cancel or resume whose write landed and whose
+// send did not, when the caller never tries again". Found: the sweep,
 // seeing a parent waiting on a fork, only re-sends children's outboxes and
 // never the parent's own (its stop): the branch that awaits a signal keeps
 // waiting, and the cancelled saga only compensates when the await times
@@ -152,20 +153,16 @@ func TestReview14SweepRedoesTheStopOfACancelWhoseSendFailed(t *testing.T) {
 	if st := r.get("p"); st.Status != durable.StatusWaiting {
 		t.Fatalf("setup: parent %s", st.Status)
 	}
-	r.store.setHook(func(op, key string) error {
-		if op == "forkfail" {
-			return errInjected
+	r.queue.setHook(func(m durable.Message) (bool, error) {
+		if m.Kind == durable.KindStop {
+			return false, errInjected
 		}
-		return nil
+		return false, nil
 	})
-	if _, err := r.coord.Cancel(ctx, "p"); err != nil {
-		t.Fatal(err)
+	if _, err := r.coord.Cancel(ctx, "p"); err == nil {
+		t.Fatal("setup: the stop's send did not fail")
 	}
-	r.drain() // the stop fails on every receive: dead-lettered
-	if r.dead() == 0 {
-		t.Fatal("setup: the stop was not dead-lettered")
-	}
-	r.store.setHook(nil)
+	r.queue.setHook(nil)
 	for range 3 {
 		r.sweep()
 		r.drain()

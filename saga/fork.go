@@ -334,9 +334,9 @@ func (r *runner) forkFailed(s *planStep) {
 }
 
 // stopFork fails, from outside, the fork the saga waits on (a cancel,
-// its deadline): the sender of the outbox records it in the fork's
-// record and cancels its running children; the join follows when they
-// have ended.
+// its deadline): a message of the saga's, whose handler records it in
+// the fork's record and cancels the fork's running children; the join
+// follows when they have ended.
 func (r *runner) stopFork(cur Cursor) {
 	st := r.st
 	s := r.p.steps[cur.Step]
