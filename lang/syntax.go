@@ -22,18 +22,14 @@ const (
 	KindSaga     StepKind = "saga"     // runs a child saga, a definition in a file next to this one
 )
 
-// StepKinds lists the step kinds that run, in documentation order.
-// ForkKinds lists the others, which parse and validate but whose runtime
-// is being built; the runtime moves them here (and the generators of
-// internal/sim and internal/proptest, which cover every kind StepKinds
-// lists, learn them then).
+// StepKinds lists the step kinds that run in one saga item, in
+// documentation order; ForkKinds lists those that fork child runs.
 func StepKinds() []StepKind {
 	return []StepKind{KindAction, KindSet, KindSwitch, KindAssert, KindFail, KindSucceed, KindWait, KindAwait}
 }
 
-// ForkKinds lists the kinds that fork (IsFork): parallel, foreach, saga.
-// Validation refuses them until their runtime lands (docs/DEFINITIONS.md,
-// "Forks").
+// ForkKinds lists the kinds that fork (IsFork): parallel, foreach, saga
+// (docs/DEFINITIONS.md, "Forks").
 func ForkKinds() []StepKind {
 	return []StepKind{KindParallel, KindForeach, KindSaga}
 }
