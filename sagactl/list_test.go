@@ -6,9 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -307,5 +310,48 @@ func TestListReadCost(t *testing.T) {
 	}
 	if all.listed != 32 || all.read != sagas || all.units <= named.units {
 		t.Errorf("every saga of one name: %+v, want 32 listed of all 3,200 read, and billed", all)
+	}
+}
+
+// --local reaches the table and queues the local loop's state file names
+// while the loop holds its lock: here a test holds it, on the emulators.
+func TestListAndActOnTheLocalLoop(t *testing.T) {
+	b := awstest.New(t)
+	order, err := filepath.Abs(orderFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	if err := os.MkdirAll(filepath.Dir(sagactl.LocalStateFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.OpenFile(filepath.Join(filepath.Dir(sagactl.LocalStateFile), "local.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	state, _ := json.Marshal(map[string]any{"pid": os.Getpid(), "dynamodb_endpoint": b.DynamoDBEndpoint, "sqs_endpoint": b.SQSEndpoint, "table": b.Table,
+		"advance_queue_url": b.URLs[durable.QueueAdvance], "compensate_queue_url": b.URLs[durable.QueueCompensate]})
+	if err := os.WriteFile(sagactl.LocalStateFile, state, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing handles the messages: the saga stays running, at reserve.
+	if r := runSagactl(t, nil, "start", order, "--input", "@"+filepath.Join(filepath.Dir(order), "testdata/ok.json"), "--id", "o-1", "--local"); r.code != sagactl.ExitOK {
+		t.Fatalf("start --local: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	l := decodeList(t, runSagactl(t, nil, "list", "--local", "--json"))
+	if got := l.ids(); !slices.Equal(got, []string{"o-1"}) || l.Sagas[0].Status != "running" || l.Sagas[0].Saga != "order" {
+		t.Fatalf("list --local: %+v", l)
+	}
+	r := runSagactl(t, nil, "cancel", "o-1", "--local")
+	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "cancel requested: compensates once reserve has an outcome") {
+		t.Fatalf("cancel --local: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runSagactl(t, nil, "sweep", "--idle-for", "0s", "--local")
+	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "sweep: 1 sagas in their status for 0s or more checked, 1 idle had their messages sent again") {
+		t.Fatalf("sweep --local: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
