@@ -5,14 +5,28 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
+	"slices"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/embedded"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
+)
+
+// Defaults of run's table and queue prefix on the emulators, which the
+// commands on sagas take too, so that they find what run made.
+const (
+	defaultTable       = "lambdasaga"
+	defaultQueuePrefix = "lambdasaga-"
 )
 
 // backendFlags choose where run keeps state and messages: in memory (the
@@ -27,8 +41,8 @@ type backendFlags struct {
 func (b *backendFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.dynamoEndpoint, "dynamodb-endpoint", "", "keep saga state in DynamoDB at this endpoint (an emulator, e.g. dynalite) instead of memory")
 	fs.StringVar(&b.sqsEndpoint, "sqs-endpoint", "", "send messages through SQS at this endpoint (an emulator, e.g. fauxqs) instead of memory")
-	fs.StringVar(&b.table, "table", "lambdasaga", "DynamoDB table, created if missing")
-	fs.StringVar(&b.queuePrefix, "queue-prefix", "lambdasaga-", "SQS queue name prefix; queues are created if missing")
+	fs.StringVar(&b.table, "table", defaultTable, "DynamoDB table, created if missing")
+	fs.StringVar(&b.queuePrefix, "queue-prefix", defaultQueuePrefix, "SQS queue name prefix; queues are created if missing")
 }
 
 // apply points cfg at the emulators when their endpoints are given.
@@ -39,20 +53,8 @@ func (b *backendFlags) apply(ctx context.Context, cfg *embedded.Config, apiOptio
 	if b.dynamoEndpoint == "" || b.sqsEndpoint == "" {
 		return errors.New("--dynamodb-endpoint and --sqs-endpoint go together")
 	}
-	ddb := awslocal.DynamoDB(b.dynamoEndpoint, apiOptions...)
-	if err := dynamo.CreateTable(ctx, ddb, b.table); err != nil {
-		return fmt.Errorf("--dynamodb-endpoint %s: %w", b.dynamoEndpoint, err)
-	}
-	store, err := dynamo.New(dynamo.Config{Client: ddb, Table: b.table})
-	if err != nil {
-		return err
-	}
-	sq := awslocal.SQS(b.sqsEndpoint, apiOptions...)
-	urls, err := sqsqueue.CreateQueues(ctx, sq, sqsqueue.QueueSpec{Prefix: b.queuePrefix, MaxReceiveCount: 5, Visibility: 30 * time.Second})
-	if err != nil {
-		return fmt.Errorf("--sqs-endpoint %s: %w", b.sqsEndpoint, err)
-	}
-	queue, err := sqsqueue.New(sqsqueue.Config{Client: sq, URLs: urls})
+	em := emulatorStack{dynamoEndpoint: b.dynamoEndpoint, sqsEndpoint: b.sqsEndpoint, table: b.table, queuePrefix: b.queuePrefix}
+	store, queue, err := em.open(ctx, true, apiOptions)
 	if err != nil {
 		return err
 	}
@@ -60,4 +62,112 @@ func (b *backendFlags) apply(ctx context.Context, cfg *embedded.Config, apiOptio
 	cfg.Visibility = 30 * time.Second
 	cfg.PollInterval = 20 * time.Millisecond
 	return nil
+}
+
+// where is the flags that name the same table and queues to the commands
+// on sagas, its defaults left out.
+func (b *backendFlags) where() string {
+	w := "--dynamodb-endpoint " + b.dynamoEndpoint + " --sqs-endpoint " + b.sqsEndpoint
+	if b.table != defaultTable {
+		w += " --table " + b.table
+	}
+	if b.queuePrefix != defaultQueuePrefix {
+		w += " --queue-prefix " + b.queuePrefix
+	}
+	return w
+}
+
+// emulatorStack names a table and queues on DynamoDB and SQS emulators: those
+// `sagactl run --dynamodb-endpoint URL --sqs-endpoint URL` keeps its sagas
+// in, which the commands on sagas then read and act on.
+type emulatorStack struct {
+	dynamoEndpoint, sqsEndpoint string
+	table                       string
+	queuePrefix                 string // the queues are queuePrefix+"advance" and queuePrefix+"compensate"...
+	// urls, when set, name the advance and compensate queues instead of
+	// queuePrefix.
+	urls map[durable.QueueName]string
+}
+
+// open returns the store and queue on the emulators. With create, it
+// creates the table and queues that are missing (run); without, a missing
+// table or queue is an error that says which, and where.
+func (e emulatorStack) open(ctx context.Context, create bool, apiOptions []func(*middleware.Stack) error) (*dynamo.Store, *sqsqueue.Queue, error) {
+	ddb := awslocal.DynamoDB(e.dynamoEndpoint, apiOptions...)
+	if create {
+		if err := dynamo.CreateTable(ctx, ddb, e.table); err != nil {
+			return nil, nil, endpointError("--dynamodb-endpoint", e.dynamoEndpoint, err)
+		}
+	} else if err := e.checkTable(ctx, ddb); err != nil {
+		return nil, nil, err
+	}
+	store, err := dynamo.New(dynamo.Config{Client: ddb, Table: e.table})
+	if err != nil {
+		return nil, nil, err
+	}
+	sq := awslocal.SQS(e.sqsEndpoint, apiOptions...)
+	urls := e.urls
+	switch {
+	case create:
+		urls, err = sqsqueue.CreateQueues(ctx, sq, sqsqueue.QueueSpec{Prefix: e.queuePrefix, MaxReceiveCount: 5, Visibility: 30 * time.Second})
+		if err != nil {
+			return nil, nil, endpointError("--sqs-endpoint", e.sqsEndpoint, err)
+		}
+	case urls == nil:
+		if urls, err = e.queueURLs(ctx, sq); err != nil {
+			return nil, nil, err
+		}
+	}
+	queue, err := sqsqueue.New(sqsqueue.Config{Client: sq, URLs: urls})
+	if err != nil {
+		return nil, nil, err
+	}
+	return store, queue, nil
+}
+
+// checkTable makes sure the table is there and is a saga table, before a
+// command reads it: DescribeTable is free (no capacity is billed).
+func (e emulatorStack) checkTable(ctx context.Context, ddb *dynamodb.Client) error {
+	out, err := ddb.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &e.table})
+	var missing *types.ResourceNotFoundException
+	if errors.As(err, &missing) {
+		return fmt.Errorf("--dynamodb-endpoint %s: no table %s there (sagactl run --dynamodb-endpoint makes one, %s unless its --table said otherwise: pass the same --table)", e.dynamoEndpoint, e.table, defaultTable)
+	}
+	if err != nil {
+		return endpointError("--dynamodb-endpoint", e.dynamoEndpoint, err)
+	}
+	if !slices.ContainsFunc(out.Table.GlobalSecondaryIndexes, func(ix types.GlobalSecondaryIndexDescription) bool {
+		return ix.IndexName != nil && *ix.IndexName == dynamo.IndexByStatus
+	}) {
+		return fmt.Errorf("--dynamodb-endpoint %s: table %s is not a saga table (it has no %s index)", e.dynamoEndpoint, e.table, dynamo.IndexByStatus)
+	}
+	return nil
+}
+
+// queueURLs looks up the queues by name, queuePrefix first.
+func (e emulatorStack) queueURLs(ctx context.Context, sq *sqs.Client) (map[durable.QueueName]string, error) {
+	urls := map[durable.QueueName]string{}
+	for _, q := range durable.QueueNames() {
+		name := e.queuePrefix + string(q)
+		out, err := sq.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: &name})
+		var missing *sqstypes.QueueDoesNotExist
+		if errors.As(err, &missing) {
+			return nil, fmt.Errorf("--sqs-endpoint %s: no queue %s there (sagactl run --sqs-endpoint makes the queues, named %s... unless its --queue-prefix said otherwise: pass the same --queue-prefix)", e.sqsEndpoint, name, defaultQueuePrefix)
+		}
+		if err != nil {
+			return nil, endpointError("--sqs-endpoint", e.sqsEndpoint, err)
+		}
+		urls[q] = *out.QueueUrl
+	}
+	return urls, nil
+}
+
+// endpointError names the flag and the endpoint of an error, and says so
+// plainly when nothing answers there.
+func endpointError(flagName, endpoint string, err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return fmt.Errorf("%s %s: nothing answers there (%v); are the emulators running (make emulators, then go run ./tools/withemulators, or sagactl local)?", flagName, endpoint, op)
+	}
+	return fmt.Errorf("%s %s: %w", flagName, endpoint, err)
 }

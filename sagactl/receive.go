@@ -52,7 +52,7 @@ func runSignal(c *Config, args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := stack.client(ctx)
+	cl, err := stack.client(ctx, c.APIOptions...)
 	if err != nil {
 		c.errorf("%v", err)
 		return ExitUsage
@@ -121,7 +121,7 @@ func runCallback(c *Config, args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := stack.client(ctx)
+	cl, err := stack.client(ctx, c.APIOptions...)
 	if err != nil {
 		c.errorf("%v", err)
 		return ExitUsage

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/lambdasaga/lambdasaga/client"
 	"github.com/lambdasaga/lambdasaga/durable"
@@ -35,27 +37,51 @@ type localState struct {
 	CompensateQueueURL string            `json:"compensate_queue_url"`
 }
 
-// stackFlags say which deployment a command talks to.
+// stackFlags say where the sagas a command reads or acts on are: on a
+// deployed stack (--table and the queue URLs, on AWS), on the local loop
+// (--local), or on emulators (--dynamodb-endpoint and --sqs-endpoint: the
+// table and queues `sagactl run` keeps its sagas in there). Every command
+// on sagas registers them on its flag set and opens its client with
+// client: start, status, list, cancel, resume, signal, callback, sweep,
+// and those to come.
 type stackFlags struct {
-	local                   bool
-	table                   string
-	advanceURL, compURL     string
-	dynamoEndpoint, sqsEndp string
+	fs                          *flag.FlagSet // to tell the flags given from their defaults
+	local                       bool
+	table                       string
+	advanceURL, compURL         string
+	dynamoEndpoint, sqsEndpoint string
+	queuePrefix                 string
 }
 
 func (s *stackFlags) register(fs *flag.FlagSet) {
-	fs.BoolVar(&s.local, "local", false, "talk to the environment `sagactl local` runs ("+LocalStateFile+")")
-	fs.StringVar(&s.table, "table", os.Getenv("LAMBDASAGA_TABLE"), "the saga table (stack output TableName; default $LAMBDASAGA_TABLE)")
-	fs.StringVar(&s.advanceURL, "advance-queue-url", os.Getenv("LAMBDASAGA_ADVANCE_QUEUE_URL"), "the advance queue (stack output AdvanceQueueUrl; default $LAMBDASAGA_ADVANCE_QUEUE_URL)")
-	fs.StringVar(&s.compURL, "compensate-queue-url", os.Getenv("LAMBDASAGA_COMPENSATE_QUEUE_URL"), "the compensate queue (stack output CompensateQueueUrl; default $LAMBDASAGA_COMPENSATE_QUEUE_URL)")
-	fs.StringVar(&s.dynamoEndpoint, "dynamodb-endpoint", "", "DynamoDB endpoint (an emulator); default: AWS")
-	fs.StringVar(&s.sqsEndp, "sqs-endpoint", "", "SQS endpoint (an emulator); default: AWS")
+	s.fs = fs
+	fs.BoolVar(&s.local, "local", false, "talk to the loop sagactl local runs in this directory ("+LocalStateFile+")")
+	fs.StringVar(&s.table, "table", os.Getenv("LAMBDASAGA_TABLE"), "the saga table (stack output TableName; default $LAMBDASAGA_TABLE; on the emulators, "+defaultTable+" as sagactl run)")
+	fs.StringVar(&s.advanceURL, "advance-queue-url", os.Getenv("LAMBDASAGA_ADVANCE_QUEUE_URL"), "the advance queue (stack output AdvanceQueueUrl; default $LAMBDASAGA_ADVANCE_QUEUE_URL; on the emulators, found by --queue-prefix)")
+	fs.StringVar(&s.compURL, "compensate-queue-url", os.Getenv("LAMBDASAGA_COMPENSATE_QUEUE_URL"), "the compensate queue (stack output CompensateQueueUrl; default $LAMBDASAGA_COMPENSATE_QUEUE_URL; on the emulators, found by --queue-prefix)")
+	fs.StringVar(&s.dynamoEndpoint, "dynamodb-endpoint", "", "DynamoDB at this endpoint (an emulator), with --sqs-endpoint: the sagas sagactl run --dynamodb-endpoint kept there")
+	fs.StringVar(&s.sqsEndpoint, "sqs-endpoint", "", "SQS at this endpoint (an emulator), with --dynamodb-endpoint")
+	fs.StringVar(&s.queuePrefix, "queue-prefix", defaultQueuePrefix, "on the emulators, the queues' name prefix, as sagactl run's --queue-prefix")
 }
 
-// client builds the client the flags describe.
-func (s *stackFlags) client(ctx context.Context) (*client.Client, error) {
-	cfg := client.AWSConfig{Table: s.table, AdvanceQueueURL: s.advanceURL, CompensateQueueURL: s.compURL, DynamoDBEndpoint: s.dynamoEndpoint, SQSEndpoint: s.sqsEndp}
+// given lists the flags among names that the command line set.
+func (s *stackFlags) given(names ...string) []string {
+	var out []string
+	s.fs.Visit(func(f *flag.Flag) {
+		if slices.Contains(names, f.Name) {
+			out = append(out, "--"+f.Name)
+		}
+	})
+	return out
+}
+
+// client builds the client the flags describe. apiOptions are added to its
+// AWS clients (Config.APIOptions: an accounting.Counter's Register).
+func (s *stackFlags) client(ctx context.Context, apiOptions ...func(*middleware.Stack) error) (*client.Client, error) {
 	if s.local {
+		if other := s.given("table", "advance-queue-url", "compensate-queue-url", "dynamodb-endpoint", "sqs-endpoint", "queue-prefix"); len(other) > 0 {
+			return nil, fmt.Errorf("--local talks to the loop `sagactl local` runs, whose table and queues %s names: drop %s (or drop --local)", LocalStateFile, strings.Join(other, " and "))
+		}
 		if lock, held, err := lockLocal(); err == nil && held {
 			// Nobody holds the lock: no local loop runs here, whatever
 			// the state file says (a crashed one left it behind).
@@ -70,23 +96,51 @@ func (s *stackFlags) client(ctx context.Context) (*client.Client, error) {
 		if err := json.Unmarshal(b, &ls); err != nil {
 			return nil, fmt.Errorf("--local: %s: %v", LocalStateFile, err)
 		}
-		cfg = client.AWSConfig{AWS: awslocal.Config(), Table: ls.Table, AdvanceQueueURL: ls.AdvanceQueueURL, CompensateQueueURL: ls.CompensateQueueURL,
-			DynamoDBEndpoint: ls.DynamoDBEndpoint, SQSEndpoint: ls.SQSEndpoint}
-		return client.NewAWS(cfg)
+		return client.NewAWS(client.AWSConfig{AWS: awslocal.Config(apiOptions...), Table: ls.Table, AdvanceQueueURL: ls.AdvanceQueueURL, CompensateQueueURL: ls.CompensateQueueURL,
+			DynamoDBEndpoint: ls.DynamoDBEndpoint, SQSEndpoint: ls.SQSEndpoint})
+	}
+	if s.dynamoEndpoint != "" || s.sqsEndpoint != "" {
+		return s.emulatorClient(ctx, apiOptions)
 	}
 	if s.table == "" || s.advanceURL == "" || s.compURL == "" {
-		return nil, errors.New("say where the sagas are: --local, or --table, --advance-queue-url and --compensate-queue-url (the stack's outputs; or set LAMBDASAGA_TABLE, LAMBDASAGA_ADVANCE_QUEUE_URL, LAMBDASAGA_COMPENSATE_QUEUE_URL)")
+		return nil, errors.New("say where the sagas are: --local, or --table, --advance-queue-url and --compensate-queue-url (the stack's outputs; or set LAMBDASAGA_TABLE, LAMBDASAGA_ADVANCE_QUEUE_URL, LAMBDASAGA_COMPENSATE_QUEUE_URL), or --dynamodb-endpoint and --sqs-endpoint (the emulators sagactl run used)")
 	}
-	if s.dynamoEndpoint != "" || s.sqsEndp != "" {
-		cfg.AWS = awslocal.Config()
-	} else {
-		awsCfg, err := config.LoadDefaultConfig(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("aws config: %w", err)
-		}
-		cfg.AWS = awsCfg
+	if other := s.given("queue-prefix"); len(other) > 0 {
+		return nil, errors.New("--queue-prefix names the queues on the emulators, with --dynamodb-endpoint and --sqs-endpoint; a deployed stack's are --advance-queue-url and --compensate-queue-url")
 	}
-	return client.NewAWS(cfg)
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("aws config: %w", err)
+	}
+	awsCfg.APIOptions = append(awsCfg.APIOptions, apiOptions...)
+	return client.NewAWS(client.AWSConfig{AWS: awsCfg, Table: s.table, AdvanceQueueURL: s.advanceURL, CompensateQueueURL: s.compURL})
+}
+
+// emulatorClient is client on the emulators: the table (run's default
+// unless --table says otherwise) and queues must be there (a deployed
+// stack's $LAMBDASAGA_TABLE and queue URLs do not count here), and each
+// missing one, or an endpoint that does not answer, is named.
+func (s *stackFlags) emulatorClient(ctx context.Context, apiOptions []func(*middleware.Stack) error) (*client.Client, error) {
+	if s.dynamoEndpoint == "" || s.sqsEndpoint == "" {
+		return nil, errors.New("--dynamodb-endpoint and --sqs-endpoint go together (the emulators sagactl run --dynamodb-endpoint URL --sqs-endpoint URL used)")
+	}
+	// The environment's table and queues are a deployed stack's: on the
+	// emulators, only what the command line names counts.
+	em := emulatorStack{dynamoEndpoint: s.dynamoEndpoint, sqsEndpoint: s.sqsEndpoint, table: defaultTable, queuePrefix: s.queuePrefix}
+	if len(s.given("table")) > 0 {
+		em.table = s.table
+	}
+	switch urls := s.given("advance-queue-url", "compensate-queue-url"); {
+	case len(urls) == 2 && len(s.given("queue-prefix")) == 0:
+		em.urls = map[durable.QueueName]string{durable.QueueAdvance: s.advanceURL, durable.QueueCompensate: s.compURL}
+	case len(urls) > 0:
+		return nil, errors.New("on the emulators, name the queues by --queue-prefix, or by both --advance-queue-url and --compensate-queue-url")
+	}
+	store, queue, err := em.open(ctx, false, apiOptions)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(client.Config{Store: store, Queue: queue})
 }
 
 func runStart(c *Config, args []string) int {
@@ -117,7 +171,7 @@ func runStart(c *Config, args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := stack.client(ctx)
+	cl, err := stack.client(ctx, c.APIOptions...)
 	if err != nil {
 		c.errorf("%v", err)
 		return ExitUsage
@@ -177,7 +231,7 @@ func (c *Config) sagaCommand(name string, args []string, act func(context.Contex
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := stack.client(ctx)
+	cl, err := stack.client(ctx, c.APIOptions...)
 	if err != nil {
 		c.errorf("%v", err)
 		return ExitUsage
@@ -351,7 +405,7 @@ func runSweep(c *Config, args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cl, err := stack.client(ctx)
+	cl, err := stack.client(ctx, c.APIOptions...)
 	if err != nil {
 		c.errorf("%v", err)
 		return ExitUsage

@@ -374,6 +374,13 @@ func runRun(c *Config, args []string) int {
 		mu.Unlock()
 	}
 	st, err := rt.Wait(ctx, sagaID)
+	if errors.Is(err, context.DeadlineExceeded) && be.dynamoEndpoint != "" {
+		// On the emulators the saga stays, where the commands on sagas
+		// find it (a memory store ends with this process).
+		c.errorf("saga %s did not end within --timeout %s; it stays in table %s at --dynamodb-endpoint %s: %s status %s %s",
+			sagaID, *timeout, be.table, be.dynamoEndpoint, c.Name, sagaID, be.where())
+		return ExitUsage
+	}
 	if err != nil {
 		c.errorf("%v", err)
 		return ExitUsage

@@ -49,12 +49,16 @@ type Config struct {
 	Stderr  io.Writer // errors, problems and logs; default os.Stderr
 	// Name is the program name in messages; default "sagactl".
 	Name string
-	// APIOptions are added to the DynamoDB and SQS clients that run
-	// builds for --dynamodb-endpoint and --sqs-endpoint: an
-	// accounting.Counter's Register counts their requests, as the meter's
-	// tests do.
+	// APIOptions are added to the DynamoDB and SQS clients that every
+	// command builds (run for --dynamodb-endpoint and --sqs-endpoint, the
+	// commands on sagas for any stack): an accounting.Counter's Register
+	// counts their requests, as the meter's tests do.
 	APIOptions []func(*middleware.Stack) error
 }
+
+// stackArgs stands for where the commands on sagas find them (stackFlags),
+// which the usage explains once.
+const stackArgs = "STACK"
 
 type command struct {
 	name, args, summary string
@@ -64,17 +68,18 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"validate", "FILE... [--function-timeout D | --template FILE]", "check definitions, and their step timeouts against the functions' timeout; print every problem, exit 1 on any", runValidate},
-		{"run", "FILE --input JSON|@FILE [--fail STEP]... [--json] [--id ID] [--timeout D]", "run a saga in this process and watch it", runRun},
+		{"run", "FILE --input JSON|@FILE [--fail STEP]... [--json] [--id ID] [--timeout D] [--dynamodb-endpoint URL --sqs-endpoint URL]", "run a saga in this process and watch it", runRun},
 		{"graph", "FILE", "print the definition as a Mermaid flowchart", runGraph},
 		{"plan", "FILE --fail STEP [--input JSON|@FILE]", "show what a failure at STEP would compensate, running nothing", runPlan},
 		{"cost", "FILE [--steps-per-month N] [--memory MB] [--duration D] [--state-bytes N] [--fail STEP]... [--json]", "estimate the AWS cost of a saga as AWS bills it, next to Step Functions Standard and Express and Lambda durable functions", runCost},
-		{"start", "FILE --input JSON|@FILE [--id ID] (--local | --table T --advance-queue-url U --compensate-queue-url U)", "start a saga on a deployed stack or the local loop", runStart},
-		{"status", "ID (--local | --table ...)", "show a saga", runStatus},
-		{"cancel", "ID (--local | --table ...)", "stop a running saga; it compensates", runCancel},
-		{"resume", "ID (--local | --table ...)", "continue a saga parked in compensation_failed", runResume},
-		{"signal", "ID NAME [--payload JSON|@FILE] [--id ID] (--local | --table ...)", "send a saga a signal: an await of NAME takes it, its payload in the await's out", runSignal},
-		{"callback", "TOKEN (--output JSON|@FILE | --error TYPE [--message M]) (--local | --table ...)", "complete a callback step's token with its output, or fail its attempt", runCallback},
-		{"sweep", "[--idle-for D] (--local | --table ...)", "re-send the messages of unfinished sagas idle too long (a start or cancel cut off before its send)", runSweep},
+		{"start", "FILE --input JSON|@FILE [--id ID] " + stackArgs, "start a saga on a deployed stack, the local loop or the emulators", runStart},
+		{"status", "ID [--json] " + stackArgs, "show a saga", runStatus},
+		{"list", "[--status S] [--name N] [--since D] [--limit N] [--cursor C] [--json] " + stackArgs, "list sagas, the one that entered its status last first; child sagas (saga: FILE) are listed, a parallel's branches and a foreach's iterations are not (status of their parent shows them)", runList},
+		{"cancel", "ID " + stackArgs, "stop a running saga; it compensates", runCancel},
+		{"resume", "ID [--skip] " + stackArgs, "continue a saga parked in compensation_failed", runResume},
+		{"signal", "ID NAME [--payload JSON|@FILE] [--id ID] " + stackArgs, "send a saga a signal: an await of NAME takes it, its payload in the await's out", runSignal},
+		{"callback", "TOKEN (--output JSON|@FILE | --error TYPE [--message M]) " + stackArgs, "complete a callback step's token with its output, or fail its attempt", runCallback},
+		{"sweep", "[--idle-for D] [--max-resends N] " + stackArgs, "re-send the messages of unfinished sagas idle too long (a start or cancel cut off before its send)", runSweep},
 		{"local", "[up|down] [--main FUNCTION=PACKAGE]... [--workers N] [--visibility D]", "run the deployed shape here: emulators, the real bootstraps under aws-lambda-rie, queue pollers", runLocal},
 		{"help", "", "show this help", nil},
 	}
@@ -106,7 +111,11 @@ func Main(args []string, cfg Config) int {
 			return cmd.run(&cfg, args[1:])
 		}
 	}
-	cfg.errorf("unknown command %q (commands: validate, run, graph, plan, cost, start, status, cancel, resume, signal, callback, sweep, local, help)", args[0])
+	var names []string
+	for _, cmd := range commands() {
+		names = append(names, cmd.name)
+	}
+	cfg.errorf("unknown command %q (commands: %s)", args[0], strings.Join(names, ", "))
 	return ExitUsage
 }
 
@@ -115,6 +124,14 @@ func usage(c *Config, w io.Writer) {
 	for _, cmd := range commands() {
 		fmt.Fprintf(w, "  %s %s %s\n      %s\n", c.Name, cmd.name, cmd.args, cmd.summary)
 	}
+	fmt.Fprintf(w, "\nSTACK says where the sagas are:\n"+
+		"  --local                         the loop `%s local` runs in this directory\n"+
+		"  --table T --advance-queue-url U --compensate-queue-url U\n"+
+		"                                  a deployed stack's outputs (or $LAMBDASAGA_TABLE, $LAMBDASAGA_ADVANCE_QUEUE_URL,\n"+
+		"                                  $LAMBDASAGA_COMPENSATE_QUEUE_URL)\n"+
+		"  --dynamodb-endpoint URL --sqs-endpoint URL\n"+
+		"                                  the emulators `%s run --dynamodb-endpoint URL --sqs-endpoint URL` kept them in\n"+
+		"                                  (with run's --table and --queue-prefix, if it was given them)\n", c.Name, c.Name)
 	fmt.Fprintf(w, "\nExit codes: 0 succeeded, 1 usage or input error, 2 saga compensated, 3 compensation failed.\n")
 }
 
