@@ -196,3 +196,16 @@ steps:
 		t.Fatalf("branch input %v holds an unread field that is not secret", cs.Input)
 	}
 }
+
+// A plan without secrets pays nothing for redaction: no allocation.
+func TestRedactorWithoutSecretsAllocatesNothing(t *testing.T) {
+	p := sagatest.MustCompile(t, "saga: x\ninput: {card: string}\nsteps: [{id: a, action: w}]\n")
+	st := &saga.State{Input: map[string]any{"card": card}, Failure: &saga.StepError{Message: card}}
+	err := errors.New(card)
+	if n := testing.AllocsPerRun(100, func() {
+		r := p.Redactor(st)
+		_, _, _, _ = r.Text(card), r.Error(err), r.State(st), r.StepError(st.Failure)
+	}); n != 0 {
+		t.Fatalf("%v allocations", n)
+	}
+}
