@@ -76,10 +76,9 @@ func (c *Coordinator) Handle(ctx context.Context, body []byte) (Outcome, error) 
 
 func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (outcome Outcome, err error) {
 	_, st, plan, err := c.load(ctx, msg.SagaID)
-	if err == nil && plan.Redactor(st) != nil {
+	if red := plan.Redactor(st); err == nil && red != nil {
 		// An error may quote what an action or a service said: it is
 		// logged, so it shows no secret input (its input never changes).
-		red := plan.Redactor(st)
 		defer func() { err = red.Error(err) }()
 	}
 	if errors.Is(err, errSagaMissing) {
