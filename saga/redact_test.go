@@ -209,3 +209,26 @@ func TestRedactorWithoutSecretsAllocatesNothing(t *testing.T) {
 		t.Fatalf("%v allocations", n)
 	}
 }
+
+// BenchmarkRedactorText masks a 1 KiB error message (the most a step
+// error keeps) holding a card number, with a plan of three secrets.
+func BenchmarkRedactorText(b *testing.B) {
+	p := sagatest.MustCompile(b, cardYAML)
+	r := p.RedactorFor(cardInput())
+	msg := strings.Repeat("x", 500) + " card " + card + " " + strings.Repeat("y", 500)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = r.Text(msg)
+	}
+}
+
+// BenchmarkRedactorBuild builds the redactor of a run, as each handled
+// message of a plan with secrets does.
+func BenchmarkRedactorBuild(b *testing.B) {
+	p := sagatest.MustCompile(b, cardYAML)
+	st := &saga.State{Input: cardInput()}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = p.Redactor(st)
+	}
+}
