@@ -149,7 +149,7 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*saga.State, e
 	var h heard
 	first := func(limit int) (*saga.State, durable.SagaRecord, error) {
 		st := &saga.State{}
-		if err := plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: now, Rand: rnd, SagaID: id, Input: input, Secret: secret, OnStep: c.observer(&h, id, st, nil), StoreLimit: limit}); err != nil {
+		if err := plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: now, Rand: rnd, SagaID: id, Input: input, Secret: secret, OnStep: c.observer(plan, &h, id, st, nil), StoreLimit: limit}); err != nil {
 			return nil, durable.SagaRecord{}, err
 		}
 		rec, err := st.Record(nil)
@@ -268,7 +268,7 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind saga.EventK
 			return st, nil
 		}
 		var h heard
-		if err := plan.Advance(st, saga.Event{Kind: kind, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Skip: skip, OnStep: c.observer(&h, sagaID, st, nil)}); err != nil {
+		if err := plan.Advance(st, saga.Event{Kind: kind, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Skip: skip, OnStep: c.observer(plan, &h, sagaID, st, nil)}); err != nil {
 			return nil, err
 		}
 		err = c.write(ctx, st, rec.Version, &h)

@@ -16,6 +16,8 @@ type StepEvent struct {
 	// same for every event of one transition (metrics count how sagas end
 	// by it).
 	Status durable.Status
+	// StepRecord's Error is shown as the plan's saga.Redactor shows it:
+	// no secret input in it.
 	saga.StepRecord
 	// Duration is how long the action ran, for the step whose action this
 	// transition ran; zero for pure steps.
@@ -36,9 +38,10 @@ type heard struct {
 	events []StepEvent
 }
 
-// observer returns the OnStep of a transition of st, reporting to h; nil
-// when nobody listens.
-func (c *Coordinator) observer(h *heard, sagaID string, st *saga.State, timing *stepTiming) func(saga.StepRecord) {
+// observer returns the OnStep of a transition of st, a run of plan,
+// reporting to h; nil when nobody listens. An event's error is shown as
+// plan's Redactor shows it: observers print and keep what they hear.
+func (c *Coordinator) observer(plan *saga.Plan, h *heard, sagaID string, st *saga.State, timing *stepTiming) func(saga.StepRecord) {
 	if c.cfg.OnStep == nil {
 		return nil
 	}
@@ -50,6 +53,9 @@ func (c *Coordinator) observer(h *heard, sagaID string, st *saga.State, timing *
 		h.events = make([]StepEvent, 0, 4)
 	}
 	return func(rec saga.StepRecord) {
+		if rec.Error != nil {
+			rec.Error = plan.Redactor(st).StepError(rec.Error) // st has its input by now: Advance sets it first
+		}
 		ev := StepEvent{SagaID: sagaID, SagaName: st.Name, Version: st.Version, StepRecord: rec}
 		if timing != nil && rec.Step == timing.step && rec.Compensation == timing.comp && rec.Outcome != saga.OutcomeStarted {
 			ev.Duration = timing.took

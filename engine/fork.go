@@ -118,14 +118,14 @@ func (c *Coordinator) launch(ctx context.Context, parent *saga.State, plan *saga
 	}
 	var h heard
 	st := &saga.State{}
-	ev := saga.Event{Kind: saga.EventStart, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), SagaID: id, Input: cs.Input, Secret: secret, Child: cs, OnStep: c.observer(&h, id, st, nil)}
+	ev := saga.Event{Kind: saga.EventStart, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), SagaID: id, Input: cs.Input, Secret: secret, Child: cs, OnStep: c.observer(childPlan, &h, id, st, nil)}
 	if err := childPlan.Advance(st, ev); err != nil {
 		return fmt.Errorf("child %s: %w", id, err)
 	}
 	rec, err := st.Record(nil)
 	if unstorable(err) {
 		st = &saga.State{}
-		ev.StoreLimit, ev.OnStep = saga.MaxStateBytes, c.observer(&h, id, st, nil)
+		ev.StoreLimit, ev.OnStep = saga.MaxStateBytes, c.observer(childPlan, &h, id, st, nil)
 		if err = childPlan.Advance(st, ev); err == nil {
 			rec, err = st.Record(nil)
 		}
@@ -635,7 +635,7 @@ func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, e
 	}
 	var h heard
 	apply := func(st *saga.State, base uint64, limit int) error {
-		if err := plan.Advance(st, saga.Event{Kind: saga.EventJoin, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Join: j, StoreLimit: limit, OnStep: c.observer(&h, st.SagaID, st, nil)}); err != nil {
+		if err := plan.Advance(st, saga.Event{Kind: saga.EventJoin, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Join: j, StoreLimit: limit, OnStep: c.observer(plan, &h, st.SagaID, st, nil)}); err != nil {
 			return err
 		}
 		return c.write(ctx, st, base, &h)
@@ -689,7 +689,7 @@ func (c *Coordinator) undo(ctx context.Context, msg durable.Message) (Outcome, e
 		return c.undone(ctx, st) // it compensated itself: nothing of it to undo
 	}
 	var h heard
-	if err := plan.Advance(st, saga.Event{Kind: saga.EventUndo, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), OnStep: c.observer(&h, st.SagaID, st, nil)}); err != nil {
+	if err := plan.Advance(st, saga.Event{Kind: saga.EventUndo, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), OnStep: c.observer(plan, &h, st.SagaID, st, nil)}); err != nil {
 		return "", err
 	}
 	if err := c.write(ctx, st, rec.Version, &h); err != nil {
@@ -729,7 +729,7 @@ func (c *Coordinator) undone(ctx context.Context, child *saga.State) (Outcome, e
 		u.Parked = child.CompensationError
 	}
 	var h heard
-	if err := plan.Advance(st, saga.Event{Kind: saga.EventUndone, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Undone: u, OnStep: c.observer(&h, st.SagaID, st, nil)}); err != nil {
+	if err := plan.Advance(st, saga.Event{Kind: saga.EventUndone, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Undone: u, OnStep: c.observer(plan, &h, st.SagaID, st, nil)}); err != nil {
 		return "", err
 	}
 	if err := c.write(ctx, st, rec.Version, &h); err != nil {

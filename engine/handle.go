@@ -74,8 +74,13 @@ func (c *Coordinator) Handle(ctx context.Context, body []byte) (Outcome, error) 
 	return "", fmt.Errorf("saga %s: %w after %d tries", msg.SagaID, durable.ErrConflict, c.cfg.MaxConflictRetries)
 }
 
-func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome, error) {
+func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (outcome Outcome, err error) {
 	_, st, plan, err := c.load(ctx, msg.SagaID)
+	if red := plan.Redactor(st); err == nil && red != nil {
+		// An error may quote what an action or a service said: it is
+		// logged, so it shows no secret input (its input never changes).
+		defer func() { err = red.Error(err) }()
+	}
 	if errors.Is(err, errSagaMissing) {
 		// Sagas are written before their first message is sent: a message
 		// for a saga that does not exist was never ours.
@@ -146,7 +151,7 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 	apply := func(st *saga.State, limit int) error {
 		ev.StoreLimit = limit
 		if h != nil {
-			ev.OnStep = c.observer(h, msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating, took: took})
+			ev.OnStep = c.observer(plan, h, msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating, took: took})
 		}
 		base := st.Version
 		if err := plan.Advance(st, ev); err != nil {
@@ -194,9 +199,10 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (Outcome,
 			return "", fmt.Errorf("saga %s: %w", msg.SagaID, durable.ErrConflict)
 		}
 		if err = apply(st, saga.MaxStateBytes); err != nil && !errors.Is(err, durable.ErrConflict) {
+			red := plan.Redactor(st)
 			c.log.LogAttrs(ctx, slog.LevelError, "transition cannot be stored even after failing its step",
 				slog.String("saga_id", msg.SagaID), slog.String("step", msg.Step), slog.Uint64("version", base),
-				slog.String("cause", cause.Error()), slog.String("error", err.Error()))
+				slog.String("cause", red.Text(cause.Error())), slog.String("error", red.Text(err.Error())))
 		}
 	}
 	if err != nil {
@@ -230,7 +236,7 @@ func (c *Coordinator) fire(ctx context.Context, msg durable.Message, st *saga.St
 	apply := func(st *saga.State, limit int) error {
 		ev := saga.Event{Kind: saga.EventTimer, Now: now, Rand: c.cfg.Rand(), StoreLimit: limit}
 		if h != nil {
-			ev.OnStep = c.observer(h, msg.SagaID, st, nil)
+			ev.OnStep = c.observer(plan, h, msg.SagaID, st, nil)
 		}
 		if err := plan.Advance(st, ev); err != nil {
 			return err

@@ -97,7 +97,7 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 			return nil, err
 		}
 		var h heard
-		ev := saga.Event{Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Delivery: d, OnStep: c.observer(&h, sagaID, st, nil)}
+		ev := saga.Event{Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Delivery: d, OnStep: c.observer(plan, &h, sagaID, st, nil)}
 		receipt, err := plan.Receive(st, &ev)
 		if err != nil {
 			return nil, err
@@ -134,7 +134,7 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 				if rec, st, plan, err = c.load(ctx, sagaID); err != nil {
 					return nil, err
 				}
-				ev = saga.Event{Now: ev.Now, Rand: ev.Rand, Delivery: d, StoreLimit: saga.MaxStateBytes, OnStep: c.observer(&h, sagaID, st, nil)}
+				ev = saga.Event{Now: ev.Now, Rand: ev.Rand, Delivery: d, StoreLimit: saga.MaxStateBytes, OnStep: c.observer(plan, &h, sagaID, st, nil)}
 				if receipt, err = plan.Receive(st, &ev); err != nil {
 					return nil, err
 				}

@@ -278,11 +278,23 @@ func (p *parser) input(n *yaml.Node) []InputField {
 		if v.Kind == yaml.ScalarNode {
 			t = v.Value
 		}
+		words := strings.Fields(t)
+		secret := len(words) == 2 && words[0] == SecretWord
+		switch {
+		case secret:
+			t = words[1]
+		case len(words) > 1:
+			p.errorf(v, "input."+key, "unknown type %q (expected one of %s, or %s before one of them)", t, strings.Join(InputTypes(), ", "), SecretWord)
+			return
+		case len(words) == 1 && words[0] == SecretWord:
+			p.errorf(v, "input."+key, "%s what? write %s before the type: %s string", SecretWord, SecretWord, SecretWord)
+			return
+		}
 		if !slices.Contains(InputTypes(), t) {
 			p.errorf(v, "input."+key, "unknown type %q (expected one of %s)", t, strings.Join(InputTypes(), ", "))
 			return
 		}
-		fields = append(fields, InputField{Name: key, Type: t, Pos: Pos{k.Line, k.Column}})
+		fields = append(fields, InputField{Name: key, Type: t, Secret: secret, Pos: Pos{k.Line, k.Column}})
 	})
 	return fields
 }

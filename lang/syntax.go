@@ -73,8 +73,16 @@ type Definition struct {
 type InputField struct {
 	Name string // the field of input it declares
 	Type string // one of InputTypes
-	Pos  Pos    // of the field's name
+	// Secret: the field was declared "secret TYPE" (a card number). Its
+	// value reaches actions as any other, and is hidden wherever a value or
+	// a message leaves the system for a human (saga.Redactor).
+	Secret bool
+	Pos    Pos // of the field's name
 }
+
+// SecretWord, before an input field's type, marks the field secret:
+// input: {card_number: secret string}.
+const SecretWord = "secret"
 
 // Step is one step of a definition. Exactly one of the kind-specific groups
 // of fields is set, according to Kind.

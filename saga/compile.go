@@ -121,6 +121,7 @@ func (c *compiler) errorf(pos lang.Pos, step, field, format string, args ...any)
 func (c *compiler) compile() *Plan {
 	def := c.def
 	p := &Plan{def: def, opts: c.opts, index: map[string]int{}}
+	p.secrets = slices.ContainsFunc(def.Input, func(f lang.InputField) bool { return f.Secret })
 	c.plan = p
 	c.layout(def.Steps, -1, 0, 0, nil)
 	for i, s := range p.steps {

@@ -254,6 +254,7 @@ func (c *compiler) child(ps *planStep) {
 	}
 	ps.child = u.plan
 	c.checkChildInput(ps)
+	c.checkChildSecrets(ps)
 }
 
 // checkChildInput checks a saga step's with against the input its child

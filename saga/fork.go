@@ -88,6 +88,7 @@ func (p *Plan) Launch(parent *State, k int) (*Plan, *ChildStart, error) {
 		return s.child, cs, nil
 	case lang.KindForeach:
 		cs.Input, cs.Vars = s.copies.pick(parent.Input, parent.Vars)
+		p.copySecrets(cs.Input, parent.Input)
 		cs.First = s.body
 		cs.Scope = maps.Clone(parent.Scope)
 		if cs.Scope == nil {
@@ -100,6 +101,7 @@ func (p *Plan) Launch(parent *State, k int) (*Plan, *ChildStart, error) {
 		cs.Scope[s.as], cs.Scope["index"] = item, int64(k)
 	default:
 		cs.Input, cs.Vars = s.copies.pick(parent.Input, parent.Vars)
+		p.copySecrets(cs.Input, parent.Input)
 		cs.First, cs.Scope = s.branches[k], maps.Clone(parent.Scope)
 	}
 	return p, cs, nil

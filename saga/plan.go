@@ -35,6 +35,8 @@ type Plan struct {
 	callbacks bool
 	// forks: some step is a parallel, foreach or saga step.
 	forks bool
+	// secrets: some input field is secret (Redactor).
+	secrets bool
 }
 
 // stepList is one list of steps: the saga's own, a branch of a parallel

@@ -387,6 +387,7 @@ func runRun(c *Config, args []string) int {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	st = plan.Redactor(st).State(st) // what is printed shows no secret input
 	report.SagaID, report.Status, report.Output = st.SagaID, st.Status, jsonable(st.Output)
 	report.Failure, report.CompensationError = st.Failure, st.CompensationError
 	if *asJSON {

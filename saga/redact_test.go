@@ -1,0 +1,234 @@
+package saga_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lambdasaga/lambdasaga/internal/sagatest"
+	"github.com/lambdasaga/lambdasaga/saga"
+)
+
+const card = "4111111111111111"
+
+const cardYAML = `saga: pay
+input: {order_id: string, card_number: secret string, cvv: secret string, pin: secret int}
+steps:
+  - id: charge
+    action: payments.charge
+    with: {order_id: "${input.order_id}", card: "${input.card_number}", cvv: "${input.cvv}"}
+    out: payment
+`
+
+func cardInput() map[string]any {
+	return map[string]any{"order_id": "o-1", "card_number": card, "cvv": "737", "pin": int64(12)}
+}
+
+func TestPlanWithoutSecretsHasNilRedactor(t *testing.T) {
+	p := sagatest.MustCompile(t, "saga: x\ninput: {card: string}\nsteps: [{id: a, action: w}]\n")
+	if r := p.RedactorFor(map[string]any{"card": card}); r != nil {
+		t.Fatalf("redactor %v for a plan without secrets", r)
+	}
+	var r *saga.Redactor
+	err := errors.New("card " + card)
+	if r.Text(card) != card || r.Error(err) != err || r.Value("x "+card) != "x "+card || r.Input(nil) != nil {
+		t.Fatal("a nil redactor changed what it was given")
+	}
+	if got := p.Secrets(); got != nil {
+		t.Fatalf("Secrets() = %v", got)
+	}
+}
+
+func TestRedactorText(t *testing.T) {
+	p := sagatest.MustCompile(t, cardYAML)
+	if got := strings.Join(p.Secrets(), ","); got != "card_number,cvv,pin" {
+		t.Fatalf("Secrets() = %s", got)
+	}
+	r := p.RedactorFor(cardInput())
+	for in, want := range map[string]string{
+		"card " + card + " declined":          "card [secret] declined",
+		`{"card":"` + card + `","cvv":"737"}`: `{"card":"[secret]","cvv":"[secret]"}`,
+		card + card:                           "[secret]",
+		"cvv 737, pin 12, order o-1":          "cvv [secret], pin 12, order o-1", // 12 is under MinSecretText
+		"declined: 411111111111…(cut)":        "declined: [secret]…(cut)",        // the start of a cut-off card
+		"declined: 4111111111":                "declined: [secret]",
+		"amount 41":                           "amount 41", // too short a start to mask
+		"nothing secret here":                 "nothing secret here",
+		fmt.Sprintf("%q", "card "+card):       `"card [secret]"`,
+	} {
+		if got := r.Text(in); got != want {
+			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A secret holding what JSON escapes is masked in its JSON form too.
+func TestRedactorTextJSONForm(t *testing.T) {
+	p := sagatest.MustCompile(t, "saga: x\ninput: {s: secret string}\nsteps: [{id: a, action: w}]\n")
+	secret := `pa"ss<wo>rd\`
+	r := p.RedactorFor(map[string]any{"s": secret})
+	b, _ := json.Marshal(map[string]any{"password": secret})
+	if got := r.Text(string(b)); got != `{"password":"[secret]"}` {
+		t.Fatalf("Text(%s) = %s", b, got)
+	}
+}
+
+func TestRedactorValueAndState(t *testing.T) {
+	p := sagatest.MustCompile(t, cardYAML)
+	in, err := p.CheckInput(cardInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &saga.State{
+		SagaID:  "s-1",
+		Input:   in,
+		Vars:    map[string]any{"payment": map[string]any{"echo": "card " + card, "last": int64(4111111111111111), "ok": true, card: "key"}},
+		Failure: &saga.StepError{Step: "charge", Type: "CardDeclined", Message: "card " + card + " declined"},
+		Secret:  []byte("k"),
+	}
+	r := p.Redactor(st)
+	shown := r.State(st)
+	b, err := json.Marshal(map[string]any{"input": shown.Input, "vars": shown.Vars, "failure": shown.Failure})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{card, "737", "4111"} {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("shown state holds %q: %s", secret, b)
+		}
+	}
+	if shown.Input["pin"] != saga.Mask || shown.Input["order_id"] != "o-1" || shown.Secret != nil {
+		t.Errorf("input shown %v, secret %v", shown.Input, shown.Secret)
+	}
+	if st.Input["card_number"] != card || st.Failure.Message != "card "+card+" declined" || st.Vars["payment"].(map[string]any)["echo"] != "card "+card {
+		t.Error("State changed the state it was given")
+	}
+	err = r.Error(fmt.Errorf("wrapped: %w", saga.NewError("CardDeclined", card)))
+	var ae *saga.ActionError
+	if strings.Contains(err.Error(), card) || !errors.As(err, &ae) {
+		t.Errorf("Error: %q (still an ActionError: %v)", err, ae != nil)
+	}
+}
+
+// A secret that could be found again in the mask (part of it, or a
+// bracket beside it) gets a mask of a byte it does not hold.
+func TestRedactorMaskNeverHoldsASecret(t *testing.T) {
+	p := sagatest.MustCompile(t, "saga: x\ninput: {a: secret string, b: secret string}\nsteps: [{id: a, action: w}]\n")
+	for _, in := range []map[string]any{
+		{"a": "secr", "b": "t]xy"},
+		{"a": "ret]", "b": "[sec"},
+		{"a": "***", "b": "*]*"},
+	} {
+		r := p.RedactorFor(in)
+		text := fmt.Sprintf("%s%sxy %s [secret] %s", in["a"], in["b"], in["b"], in["a"])
+		got := r.Text(text)
+		for _, s := range in {
+			if strings.Contains(got, s.(string)) {
+				t.Errorf("Text(%q) = %q holds %q", text, got, s)
+			}
+		}
+	}
+}
+
+// Whatever surrounds them, no secret of MinSecretText bytes or more is
+// left in what Text returns.
+func FuzzRedactorText(f *testing.F) {
+	p := sagatest.MustCompile(f, "saga: x\ninput: {a: secret string, b: secret any}\nsteps: [{id: a, action: w}]\n")
+	f.Add("card 4111111111111111 declined", "4111111111111111", "737")
+	f.Add("secret]]x[secret", "ret]", "[se")
+	f.Add("aaaaaaaaab", "aaab", "aab")
+	f.Add(`"a\"b"`, `a"b`, "x")
+	f.Fuzz(func(t *testing.T, text, a, b string) {
+		r := p.RedactorFor(map[string]any{"a": a, "b": []any{b}})
+		got := r.Text(text)
+		for _, s := range []string{a, b} {
+			if len(s) >= saga.MinSecretText && strings.Contains(got, s) {
+				t.Fatalf("Text(%q) with secrets %q, %q = %q: holds %q", text, a, b, got, s)
+			}
+		}
+	})
+}
+
+// A child saga's run knows only the secrets its own definition declares:
+// giving it a secret through a field it does not declare secret is refused.
+func TestChildSagaMustDeclareSecretsItIsGiven(t *testing.T) {
+	main := "saga: m\ninput: {card: secret string, id: string}\nsteps:\n  - id: a\n    saga: pay.yaml\n    with: {card: \"${input.card}\", id: \"${input.id}\"}\n"
+	filesRefused(t, map[string]string{"main.yaml": main, "pay.yaml": "saga: p\ninput: {card: string, id: string}\nsteps: [{id: b, action: w}]\n"},
+		"main.yaml:6:", "step a: with.card: reads secret input.card, but saga p declares input card without secret: declare it secret string there")
+	filesRefused(t, map[string]string{"main.yaml": "saga: m\ninput: {card: secret string}\nsteps:\n  - {id: a, saga: pay.yaml, with: \"${{'c': input.card}}\"}\n", "pay.yaml": "saga: p\nsteps: [{id: b, action: w}]\n"},
+		"main.yaml:4:", "step a: with: reads secret input.card")
+	if _, err := compileFiles(map[string]string{"main.yaml": main, "pay.yaml": "saga: p\ninput: {card: secret string, id: string}\nsteps: [{id: b, action: w}]\n"}, forks); err != nil {
+		t.Fatalf("a child declaring the field secret is refused: %v", err)
+	}
+}
+
+// A branch copies its saga's secret input fields, even unread, so that its
+// own redactor hides what its vars hold of them.
+func TestBranchCarriesSecrets(t *testing.T) {
+	p, err := compileFiles(map[string]string{"main.yaml": `saga: m
+input: {card: secret string, id: string, other: string}
+steps:
+  - id: fan
+    parallel:
+      - steps: [{id: ship, action: ship, with: {p: "${input.id}"}}]
+`}, forks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &saga.State{}
+	in, err := p.CheckInput(map[string]any{"card": card, "id": "o-1", "other": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Advance(st, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "s-1", Input: in}); err != nil {
+		t.Fatal(err)
+	}
+	_, cs, err := p.Launch(st, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Input["card"] != card {
+		t.Fatalf("branch input %v lacks the secret", cs.Input)
+	}
+	if _, ok := cs.Input["other"]; ok {
+		t.Fatalf("branch input %v holds an unread field that is not secret", cs.Input)
+	}
+}
+
+// A plan without secrets pays nothing for redaction: no allocation.
+func TestRedactorWithoutSecretsAllocatesNothing(t *testing.T) {
+	p := sagatest.MustCompile(t, "saga: x\ninput: {card: string}\nsteps: [{id: a, action: w}]\n")
+	st := &saga.State{Input: map[string]any{"card": card}, Failure: &saga.StepError{Message: card}}
+	err := errors.New(card)
+	if n := testing.AllocsPerRun(100, func() {
+		r := p.Redactor(st)
+		_, _, _, _ = r.Text(card), r.Error(err), r.State(st), r.StepError(st.Failure)
+	}); n != 0 {
+		t.Fatalf("%v allocations", n)
+	}
+}
+
+// BenchmarkRedactorText masks a 1 KiB error message (the most a step
+// error keeps) holding a card number, with a plan of three secrets.
+func BenchmarkRedactorText(b *testing.B) {
+	p := sagatest.MustCompile(b, cardYAML)
+	r := p.RedactorFor(cardInput())
+	msg := strings.Repeat("x", 500) + " card " + card + " " + strings.Repeat("y", 500)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = r.Text(msg)
+	}
+}
+
+// BenchmarkRedactorBuild builds the redactor of a run, as each handled
+// message of a plan with secrets does.
+func BenchmarkRedactorBuild(b *testing.B) {
+	p := sagatest.MustCompile(b, cardYAML)
+	st := &saga.State{Input: cardInput()}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = p.Redactor(st)
+	}
+}
