@@ -290,6 +290,7 @@ type parentReport struct {
 // reportOf builds what start, status, cancel, resume, signal and
 // callback print of a saga.
 func (c *Config) reportOf(ctx context.Context, cl *client.Client, st *saga.State) stateReport {
+	st = shown(ctx, cl, st)
 	r := stateReport{SagaID: st.SagaID, Saga: st.Name, Status: st.Status, CancelRequested: st.CancelRequested, Version: st.Version, Failure: st.Failure,
 		CompensationError: st.CompensationError, Output: jsonable(st.Output), DefinitionHash: st.DefinitionHash,
 		CreatedAt: st.CreatedAt, StatusSince: st.StatusSince, UpdatedAt: st.UpdatedAt, Resends: st.Resends, KeptSignals: keptSignals(st)}
@@ -441,4 +442,28 @@ func timesText(n int) string {
 		return "twice"
 	}
 	return fmt.Sprintf("%d times", n)
+}
+
+// shown is st as a human may see it: its secret inputs masked wherever
+// they appear (output, failure messages). When the definition that says
+// which inputs are secret cannot be read, the output and the messages
+// are hidden whole rather than shown unmasked.
+func shown(ctx context.Context, cl *client.Client, st *saga.State) *saga.State {
+	plan, err := cl.Plan(ctx, st)
+	if err == nil {
+		return plan.Redactor(st).State(st)
+	}
+	const hidden = "[hidden: the saga's definition, which says what is secret, could not be read]"
+	cp := *st
+	if cp.Output != nil {
+		cp.Output = hidden
+	}
+	for _, e := range []**saga.StepError{&cp.Failure, &cp.CompensationError} {
+		if *e != nil {
+			masked := **e
+			masked.Message = hidden
+			*e = &masked
+		}
+	}
+	return &cp
 }

@@ -2,6 +2,8 @@ package sagactl_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/saga"
 	"github.com/lambdasaga/lambdasaga/sagactl"
 )
@@ -89,5 +92,48 @@ func TestValidateRefusesSecretMisuse(t *testing.T) {
 	r = runSagactl(t, nil, "validate", secretFile)
 	if r.code != sagactl.ExitOK {
 		t.Fatalf("exit %d:\n%s", r.code, r.stderr)
+	}
+}
+
+// status of a saga run on the emulators, whose output holds what its
+// actions echoed of the card and whose failure message names it, shows
+// neither: only the masked text.
+func TestStatusHidesSecretsOnEmulators(t *testing.T) {
+	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
+	sq := awslocal.Endpoint(t, awslocal.EnvSQS)
+	var r8 [6]byte
+	_, _ = rand.Read(r8[:])
+	table := "t-" + hex.EncodeToString(r8[:])
+	where := []string{"--dynamodb-endpoint", dyn, "--sqs-endpoint", sq, "--table", table, "--queue-prefix", table + "-"}
+	echo := engine.NewRegistry()
+	echo.SetFallback(func(ctx context.Context, c saga.Call) (any, error) { return c.Input, nil })
+	declined := engine.NewRegistry()
+	declined.SetFallback(func(ctx context.Context, c saga.Call) (any, error) { return c.Input, nil })
+	declined.MustRegister("payments.charge", func(ctx context.Context, c saga.Call) (any, error) {
+		card, _ := c.Input.(map[string]any)["card"].(string)
+		return nil, saga.Permanent(saga.NewError("CardDeclined", "card "+card+" declined"))
+	})
+	for _, run := range []struct {
+		reg  *engine.Registry
+		id   string
+		code int
+		want string
+	}{
+		{echo, "ok-1", sagactl.ExitOK, `"card": "[secret]"`},
+		{declined, "no-1", sagactl.ExitCompensated, "card [secret] declined"},
+	} {
+		r := runSagactl(t, run.reg, append([]string{"run", secretFile, "--input", cardInput, "--id", run.id}, where...)...)
+		if r.code != run.code {
+			t.Fatalf("run %s: exit %d\n%s%s", run.id, r.code, r.stdout, r.stderr)
+		}
+		for _, args := range [][]string{{"status", run.id}, {"status", run.id, "--json"}, {"list", "--json"}} {
+			r := runSagactl(t, nil, append(args, where...)...)
+			if r.code != sagactl.ExitOK || strings.Contains(r.stdout+r.stderr, secretCard) {
+				t.Errorf("%v: exit %d, shows the card or failed:\n%s%s", args, r.code, r.stdout, r.stderr)
+			}
+			if args[0] == "status" && len(args) == 3 && !strings.Contains(r.stdout, run.want) {
+				t.Errorf("%v lacks %q:\n%s", args, run.want, r.stdout)
+			}
+		}
 	}
 }
