@@ -6,9 +6,9 @@ package saga
 // identifiers (traceparent), opaque to the core: the engine's Tracer makes
 // and reads it. The zero value is none (the saga was started untraced).
 type TraceContext struct {
-	TraceID [16]byte
-	SpanID  [8]byte
-	Flags   byte // W3C trace flags: bit 0 is "sampled"
+	TraceID [16]byte // the trace's id
+	SpanID  [8]byte  // the id of the span the saga's spans are children of
+	Flags   byte     // W3C trace flags: bit 0 is "sampled"
 }
 
 // IsZero reports whether tc holds no trace: an all-zero trace id is
