@@ -38,6 +38,10 @@ type CoordinatorConfig struct {
 	Logger *slog.Logger
 	// OnStep, when set, hears of every step of every transition.
 	OnStep func(StepEvent)
+	// Tracer, when set, opens a span for each saga started, each message
+	// handled and each action called, all of one saga in one trace (see
+	// Tracer); nil: no spans, at no cost.
+	Tracer Tracer
 	// MaxConflictRetries bounds reloads after lost conditional writes in one
 	// Handle; default 8.
 	MaxConflictRetries int
@@ -115,7 +119,7 @@ type StartParams struct {
 // and sends its first message. It is idempotent by saga id: starting an
 // existing saga with the same input returns it (and re-sends its first
 // message if it has not moved on), with a different input it is durable.ErrExists.
-func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*saga.State, error) {
+func (c *Coordinator) Start(ctx context.Context, p *StartParams) (st *saga.State, err error) {
 	plan := p.Plan
 	if plan == nil {
 		return nil, errors.New("start: a Plan is required")
@@ -146,9 +150,23 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (*saga.State, e
 			return nil, fmt.Errorf("start %s: callback secret: %w", id, err)
 		}
 	}
+	var trace saga.TraceContext
+	if c.cfg.Tracer != nil {
+		var span Span
+		ctx, span = c.cfg.Tracer.StartSpan(ctx, saga.TraceContext{}, SpanParams{Kind: SpanSaga, SagaID: id, SagaName: plan.Name(), Version: 1, Start: now})
+		trace = span.TraceContext()
+		defer func() {
+			var end SpanEnd
+			if st != nil {
+				end.Outcome, end.Version, end.Status = string(st.Status), st.Version, st.Status
+			}
+			end.Err, end.End = err, c.cfg.Clock.Now()
+			span.End(end)
+		}()
+	}
 	var h heard
 	first := func(limit int) (*saga.State, durable.SagaRecord, error) {
-		st := &saga.State{}
+		st := &saga.State{Trace: trace}
 		if err := plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: now, Rand: rnd, SagaID: id, Input: input, Secret: secret, OnStep: c.observer(plan, &h, id, st, nil), StoreLimit: limit}); err != nil {
 			return nil, durable.SagaRecord{}, err
 		}

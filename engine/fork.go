@@ -117,14 +117,14 @@ func (c *Coordinator) launch(ctx context.Context, parent *saga.State, plan *saga
 		}
 	}
 	var h heard
-	st := &saga.State{}
+	st := &saga.State{Trace: parent.Trace} // one trace for the whole tree
 	ev := saga.Event{Kind: saga.EventStart, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), SagaID: id, Input: cs.Input, Secret: secret, Child: cs, OnStep: c.observer(childPlan, &h, id, st, nil)}
 	if err := childPlan.Advance(st, ev); err != nil {
 		return fmt.Errorf("child %s: %w", id, err)
 	}
 	rec, err := st.Record(nil)
 	if unstorable(err) {
-		st = &saga.State{}
+		st = &saga.State{Trace: parent.Trace}
 		ev.StoreLimit, ev.OnStep = saga.MaxStateBytes, c.observer(childPlan, &h, id, st, nil)
 		if err = childPlan.Advance(st, ev); err == nil {
 			rec, err = st.Record(nil)
@@ -225,6 +225,7 @@ func forkKey(l *saga.ParentLink) string { return durable.ForkKey(l.ID, l.Step, l
 // undoing, its parent goes on to the next child.
 func (c *Coordinator) ended(ctx context.Context, msg durable.Message) (Outcome, error) {
 	_, st, _, err := c.load(ctx, msg.SagaID)
+	ctx = c.traceMessage(ctx, st)
 	if errors.Is(err, errSagaMissing) {
 		return "", fmt.Errorf("%w: %w", durable.ErrMalformedMessage, err)
 	}
@@ -381,6 +382,7 @@ func (c *Coordinator) cancelLanes(ctx context.Context, l *saga.ParentLink, rec *
 // message reaches one fork's lanes, however deep the forks nest.
 func (c *Coordinator) stop(ctx context.Context, msg durable.Message) (Outcome, error) {
 	_, st, plan, err := c.load(ctx, msg.SagaID)
+	ctx = c.traceMessage(ctx, st)
 	if errors.Is(err, errSagaMissing) {
 		return "", fmt.Errorf("%w: %w", durable.ErrMalformedMessage, err)
 	}
@@ -539,6 +541,7 @@ const maxJoinReads = 16
 // the parent waits on.
 func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, error) {
 	rec, st, plan, err := c.load(ctx, msg.SagaID)
+	ctx = c.traceMessage(ctx, st)
 	if err != nil {
 		return "", err
 	}
@@ -666,6 +669,7 @@ func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, e
 // undo handles KindUndo: a child that succeeded compensates as a whole.
 func (c *Coordinator) undo(ctx context.Context, msg durable.Message) (Outcome, error) {
 	rec, st, plan, err := c.load(ctx, msg.SagaID)
+	ctx = c.traceMessage(ctx, st)
 	if errors.Is(err, errSagaMissing) {
 		return "", fmt.Errorf("%w: %w", durable.ErrMalformedMessage, err)
 	}

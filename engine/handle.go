@@ -64,6 +64,15 @@ func (c *Coordinator) Handle(ctx context.Context, body []byte) (Outcome, error) 
 		c.log.LogAttrs(ctx, slog.LevelError, "malformed message", slog.Int("bytes", len(body)), slog.String("error", err.Error()))
 		return "", err
 	}
+	if c.cfg.Tracer != nil {
+		return c.traced(ctx, msg, handle)
+	}
+	return c.retrying(ctx, msg, handle)
+}
+
+// retrying runs handle until it does not lose a conditional write, at
+// most MaxConflictRetries times.
+func (c *Coordinator) retrying(ctx context.Context, msg durable.Message, handle func(context.Context, durable.Message) (Outcome, error)) (Outcome, error) {
 	for range c.cfg.MaxConflictRetries {
 		outcome, err := handle(ctx, msg)
 		if errors.Is(err, durable.ErrConflict) {
@@ -76,10 +85,13 @@ func (c *Coordinator) Handle(ctx context.Context, body []byte) (Outcome, error) 
 
 func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (outcome Outcome, err error) {
 	_, st, plan, err := c.load(ctx, msg.SagaID)
-	if red := plan.Redactor(st); err == nil && red != nil {
-		// An error may quote what an action or a service said: it is
-		// logged, so it shows no secret input (its input never changes).
-		defer func() { err = red.Error(err) }()
+	if err == nil {
+		if red := plan.Redactor(st); red != nil {
+			// An error may quote what an action or a service said: it is
+			// logged, so it shows no secret input (its input never changes).
+			defer func() { err = red.Error(err) }()
+		}
+		ctx = c.traceMessage(ctx, st)
 	}
 	if errors.Is(err, errSagaMissing) {
 		// Sagas are written before their first message is sent: a message
@@ -359,7 +371,7 @@ func mayBeWritten(err error) bool {
 
 // invoke runs the pending action with its step timeout. Its error is the
 // step's: an expression error building the input is permanent.
-func (c *Coordinator) invoke(ctx context.Context, plan *saga.Plan, st *saga.State, now time.Time) (any, time.Duration, error) {
+func (c *Coordinator) invoke(ctx context.Context, plan *saga.Plan, st *saga.State, now time.Time) (_ any, _ time.Duration, err error) {
 	call, err := plan.Call(st, now)
 	if err != nil {
 		return nil, 0, saga.Permanent(err)
@@ -384,6 +396,11 @@ func (c *Coordinator) invoke(ctx context.Context, plan *saga.Plan, st *saga.Stat
 		var cancel context.CancelFunc
 		actx, cancel = context.WithDeadline(base, stop)
 		defer cancel()
+	}
+	if c.cfg.Tracer != nil {
+		var span Span
+		actx, span = c.traceCall(actx, st, &call)
+		defer func() { c.endCall(span, st, err) }()
 	}
 	start := c.cfg.Clock.Now()
 	out, err := c.safeInvoke(actx, call)
@@ -452,6 +469,7 @@ func (c *Coordinator) send(ctx context.Context, msgs []durable.Message) error {
 }
 
 func (c *Coordinator) logHandled(ctx context.Context, msg durable.Message, st *saga.State, outcome Outcome, took time.Duration) {
+	c.noteHandled(ctx, st)
 	if !c.log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}

@@ -63,6 +63,7 @@ const (
 	tagUndoNext          = 31
 	tagJoined            = 32
 	tagUndid             = 33
+	tagTrace             = 36 // 34 and 35 are the history's
 )
 
 // Value type bytes.
@@ -202,6 +203,13 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 	}
 	e.uint(tagJoined, st.Joined)
 	e.uint(tagUndid, uint64(st.Undid))
+	if !st.Trace.IsZero() {
+		e.key(tagTrace, wireBytes)
+		e.b = append(e.b, traceContextBytes)
+		e.b = append(e.b, st.Trace.TraceID[:]...)
+		e.b = append(e.b, st.Trace.SpanID[:]...)
+		e.b = append(e.b, st.Trace.Flags)
+	}
 	for _, k := range st.UndoNext {
 		e.key(tagUndoNext, wireVarint) // even when 0: every entry comes back
 		e.b = binary.AppendUvarint(e.b, uint64(k))
@@ -482,6 +490,12 @@ func (st *State) UnmarshalBinary(data []byte) error {
 			st.Joined = d.uint()
 		case tag == tagUndid && wire == wireVarint:
 			st.Undid = d.int()
+		case tag == tagTrace && wire == wireBytes:
+			if b := d.bytes(); len(b) == traceContextBytes {
+				copy(st.Trace.TraceID[:], b[:16])
+				copy(st.Trace.SpanID[:], b[16:24])
+				st.Trace.Flags = b[24]
+			} // another length: a later format of it, read as none
 		case tag == tagUndoNext && wire == wireVarint:
 			st.UndoNext = append(st.UndoNext, d.int())
 		case tag == tagCursor && wire == wireBytes:

@@ -96,6 +96,10 @@ type State struct {
 	// Undoing marks a child run that compensates because its parent does
 	// (a KindUndo): its end is reported to the parent's compensation.
 	Undoing bool
+	// Trace is the span the saga's spans descend from (tracing on); zero
+	// when it was started and handled untraced. A child run takes its
+	// parent's.
+	Trace TraceContext
 	// Resends is how many times the sweep has sent the outbox of this
 	// version again (durable.SagaRecord.Resends): kept by the store
 	// beside the state, not encoded in it, and filled by the reads that

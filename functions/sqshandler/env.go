@@ -15,12 +15,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/functions/emf"
 	"github.com/lambdasaga/lambdasaga/lambdaaction"
 	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/otelsaga"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 	"github.com/lambdasaga/lambdasaga/saga"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
@@ -49,23 +51,32 @@ func FromEnvironment(ctx context.Context, reg *engine.Registry) (*Handler, error
 		return nil, errors.New("sqshandler: FromEnvironment needs a registry (engine.NewRegistry(), with your actions)")
 	}
 	metrics := emf.New(emf.Config{})
-	coord, log, margin, err := coordinatorFromEnvironment(ctx, reg, metrics)
+	traces, err := tracingFromEnvironment(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return New(Config{Coordinator: coord, Logger: log, Margin: margin, Metrics: metrics})
+	coord, log, margin, err := coordinatorFromEnvironment(ctx, reg, metrics, traces)
+	if err != nil {
+		return nil, err
+	}
+	cfg := Config{Coordinator: coord, Logger: log, Margin: margin, Metrics: metrics}
+	if traces != nil {
+		cfg.Traces = traces
+	}
+	return New(cfg)
 }
 
 // CoordinatorFromEnvironment builds the coordinator FromEnvironment uses,
 // with its logger and the deadline margin, for functions that are not SQS
 // batch handlers (the sweep). A nil reg builds one that runs no actions.
 func CoordinatorFromEnvironment(ctx context.Context, reg *engine.Registry) (*engine.Coordinator, *slog.Logger, time.Duration, error) {
-	return coordinatorFromEnvironment(ctx, reg, nil)
+	return coordinatorFromEnvironment(ctx, reg, nil, nil)
 }
 
 // coordinatorFromEnvironment builds the coordinator; with metrics, it
-// hears its step events and counts its lost conditional writes.
-func coordinatorFromEnvironment(ctx context.Context, reg *engine.Registry, metrics *emf.Recorder) (*engine.Coordinator, *slog.Logger, time.Duration, error) {
+// hears its step events and counts its lost conditional writes; with
+// traces, it opens spans (otelsaga) and its log lines carry their ids.
+func coordinatorFromEnvironment(ctx context.Context, reg *engine.Registry, metrics *emf.Recorder, traces *sdktrace.TracerProvider) (*engine.Coordinator, *slog.Logger, time.Duration, error) {
 	var missing []string
 	get := func(name string) string {
 		v := os.Getenv(name)
@@ -120,8 +131,15 @@ func coordinatorFromEnvironment(ctx context.Context, reg *engine.Registry, metri
 		})
 		actions = reg
 	}
-	log := slog.New(lambdacontext.NewLogHandler())
+	var lh slog.Handler = lambdacontext.NewLogHandler()
+	if traces != nil {
+		lh = otelsaga.LogHandler(lh)
+	}
+	log := slog.New(lh)
 	cfg := engine.CoordinatorConfig{Store: store, Queue: queue, Actions: actions, Logger: log}
+	if traces != nil {
+		cfg.Tracer = otelsaga.New(traces)
+	}
 	if metrics != nil {
 		cfg.Store, cfg.OnStep = metrics.Store(store), metrics.OnStep
 	}

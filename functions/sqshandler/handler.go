@@ -40,6 +40,9 @@ type Config struct {
 	// and saga metrics and the conflicts, the coordinator must have been
 	// built with its OnStep and its Store (FromEnvironment does that).
 	Metrics *emf.Recorder
+	// Traces, when set, exports the spans of each batch before Handle
+	// returns (the coordinator opens them: engine.CoordinatorConfig.Tracer).
+	Traces SpanFlusher
 }
 
 // Handler handles SQS batches.
@@ -48,6 +51,7 @@ type Handler struct {
 	log     *slog.Logger
 	margin  time.Duration
 	metrics *emf.Recorder
+	traces  SpanFlusher
 }
 
 // New returns a handler.
@@ -61,7 +65,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Margin == 0 {
 		cfg.Margin = DefaultMargin
 	}
-	return &Handler{coord: cfg.Coordinator, log: cfg.Logger, margin: cfg.Margin, metrics: cfg.Metrics}, nil
+	return &Handler{coord: cfg.Coordinator, log: cfg.Logger, margin: cfg.Margin, metrics: cfg.Metrics, traces: cfg.Traces}, nil
 }
 
 // Handle processes the batch in order. Records that failed, that are
@@ -131,6 +135,11 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	if h.metrics != nil {
 		if err := h.metrics.Flush(); err != nil {
 			h.log.LogAttrs(ctx, slog.LevelWarn, "metrics not written", slog.String("error", err.Error()))
+		}
+	}
+	if h.traces != nil {
+		if err := h.traces.ForceFlush(ctx); err != nil {
+			h.log.LogAttrs(ctx, slog.LevelWarn, "spans not exported", slog.String("error", err.Error()))
 		}
 	}
 	return sqsqueue.BatchResponse(failed), nil
