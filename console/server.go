@@ -128,7 +128,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'none'; frame-ancestors 'none'; form-action 'self'")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Referrer-Policy", "no-referrer")
+	// Not no-referrer: under it a browser sends the console's own forms
+	// with "Origin: null", which the CSRF guard must refuse.
+	w.Header().Set("Referrer-Policy", "same-origin")
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -582,10 +584,14 @@ func formatTime(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05Z")
 }
 
-// formatDuration shows a duration rounded to the millisecond; "" for zero.
+// formatDuration shows a duration rounded to the millisecond; "" for
+// zero (not known).
 func formatDuration(d time.Duration) string {
 	if d == 0 {
 		return ""
+	}
+	if d < time.Millisecond {
+		return "<1ms"
 	}
 	return d.Round(time.Millisecond).String()
 }

@@ -340,6 +340,7 @@ func TestRefusesForeignRequests(t *testing.T) {
 		{"a wrong token", yes(strings.Repeat("0", 64)), nil},
 		{"another origin", yes(tok), map[string]string{"Origin": "http://evil.example"}},
 		{"another site", yes(tok), map[string]string{"Sec-Fetch-Site": "cross-site"}},
+		{"an opaque origin", yes(tok), map[string]string{"Origin": "null"}},
 	} {
 		code, body := post(t, r.srv.URL, "/sagas/o-1/cancel", tc.form, tc.header)
 		if code != http.StatusForbidden || !strings.Contains(body, "refused") {
@@ -389,6 +390,11 @@ func TestAssetsAndHeaders(t *testing.T) {
 	}
 	if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'none'") {
 		t.Errorf("Content-Security-Policy: %q", csp)
+	}
+	// Under no-referrer a browser posts the console's own forms with
+	// "Origin: null", which the CSRF guard refuses.
+	if rp := res.Header.Get("Referrer-Policy"); rp != "same-origin" {
+		t.Errorf("Referrer-Policy: %q, want same-origin", rp)
 	}
 }
 
