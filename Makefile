@@ -21,7 +21,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 FUNCTIONS := AdvanceFunction=./functions/advance CompensateFunction=./functions/compensate SweepFunction=./functions/sweep
 ORDER_FN := ./examples/order/cmd/orderfn
 
-.PHONY: help demo test unit race bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long
+.PHONY: help demo test unit race browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -39,13 +39,29 @@ demo: ## run the order saga in process: one that succeeds, one whose payment is 
 
 test: lint unit race e2e chaos bench-once sam-check ## everything CI runs: lint, tests with the emulators (allocation pins, the simulation), race detector, e2e and kill tests through the real binaries, each benchmark once, the SAM checks
 
-unit: emulators ## go test ./... with the emulators started (fuzz seed corpora included)
+unit: emulators browser ## go test ./... with the emulators started (fuzz seed corpora included) and Chromium for the console's browser test
 	@mkdir -p $(BIN)
 	$(WITH_EMULATORS) $(GO) test -count=1 ./...
 
-race: emulators ## the tests again under the race detector
+race: emulators browser ## the tests again under the race detector
 	@mkdir -p $(BIN)
 	$(WITH_EMULATORS) $(GO) test -race -count=1 ./...
+
+# The console's browser test drives Debian's chromium (console/browser_test.go).
+# As root (CI) a missing one is installed, and a failed install fails; a developer
+# without root is told, and the test skips saying so (in CI, CI=true, it fails).
+browser: ## install Debian's chromium for the console's browser test when it is missing (apt-get, as root)
+	@if command -v chromium >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+		echo "browser: chromium is missing and this is not root: the console's browser test will be skipped (sudo make browser installs it)"; exit 0; \
+	fi; \
+	echo "browser: apt-get install chromium"; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	command -v chromium
+
+console-screenshot: browser ## the console's screenshot for the README (docs/console.png), taken by its browser test
+	LAMBDASAGA_CONSOLE_SCREENSHOT=$(CURDIR)/docs/console.png $(GO) test -count=1 -run 'TestBrowser$$' ./console
 
 emulators: $(EMU)/node_modules/.installed ## install the DynamoDB and SQS emulators (npm dynalite, fauxqs)
 

@@ -290,6 +290,7 @@ type parentReport struct {
 // reportOf builds what start, status, cancel, resume, signal and
 // callback print of a saga.
 func (c *Config) reportOf(ctx context.Context, cl *client.Client, st *saga.State) stateReport {
+	raw := st // the callback token is made from its key, which shown drops
 	st = shown(ctx, cl, st)
 	r := stateReport{SagaID: st.SagaID, Saga: st.Name, Status: st.Status, CancelRequested: st.CancelRequested, Version: st.Version, Failure: st.Failure,
 		CompensationError: st.CompensationError, Output: jsonable(st.Output), DefinitionHash: st.DefinitionHash,
@@ -304,7 +305,7 @@ func (c *Config) reportOf(ctx context.Context, cl *client.Client, st *saga.State
 		}
 	}
 	if plan, err := cl.Plan(ctx, st); err == nil {
-		r.Pause = pauseOf(plan, st)
+		r.Pause = pauseOf(plan, raw)
 	}
 	if l := st.Parent; l != nil {
 		r.Parent = &parentReport{SagaID: l.ID, Step: l.Step, Index: l.Index}
