@@ -21,6 +21,7 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		return err
 	}
 	r := runner{p: p, st: st, ev: ev, was: st.Status, since: st.StatusSince}
+	r.hist.begin(st, p.opts.HistoryBytes)
 	var retryDue time.Time
 	retryWaits := false
 	if ev.Kind == EventCancel {
@@ -184,6 +185,11 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		r.compensate(r.tooLarge(step, "starting it"))
 		r.markStatusSince()
 	}
+	status := st.Status
+	if status == r.was {
+		status = "" // kept
+	}
+	r.hist.end(st.Version, ev.Now, ev.Kind, status)
 	return nil
 }
 
@@ -292,6 +298,7 @@ type runner struct {
 	// was and since are the status and StatusSince before the transition.
 	was   durable.Status
 	since time.Time
+	hist  historyWriter // the transition's entries in the saga's history
 }
 
 // fits reports whether the state, encoded, is within ev.StoreLimit (always
@@ -313,7 +320,7 @@ func (r *runner) fitsWithin(limit int) bool {
 		return false
 	}
 	r.scratch = b[:0]
-	return len(b) <= limit
+	return len(b)+r.hist.headerRoom() <= limit
 }
 
 func (r *runner) tooLarge(step, what string) *StepError {
@@ -337,10 +344,13 @@ func (r *runner) restore(saved []savedVar) {
 	}
 }
 
+// record tells the observer about a step, and keeps it in the saga's
+// history.
 func (r *runner) record(rec StepRecord) {
 	if r.ev.OnStep != nil {
 		r.ev.OnStep(rec)
 	}
+	r.remember(rec)
 }
 
 func (r *runner) activation(vars map[string]any, attempt int) *activation {

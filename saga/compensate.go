@@ -26,7 +26,11 @@ func (r *runner) nextCompensation() {
 		return
 	}
 	st.Cursors = append(st.Cursors[:0], Cursor{Step: top.Step, Attempt: 1, Seq: top.Seq, Compensating: true})
-	r.send(durable.QueueCompensate, r.p.steps[top.Step].ID, 1, 0)
+	s := r.p.steps[top.Step]
+	r.send(durable.QueueCompensate, s.ID, 1, 0)
+	// The history shows the compensation start, as it shows an action's;
+	// observers hear of compensations when they end.
+	r.remember(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeStarted, Attempt: 1, Compensation: true})
 }
 
 func (r *runner) compensationResult() {
