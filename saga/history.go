@@ -21,13 +21,14 @@ import (
 // transition, the transition's version, its time as milliseconds after
 // the saga's CreatedAt, and its cause (the event kind, and the status the
 // transition moved the saga to, or 0 when it kept the status); then the
-// step's index plus one (0: no step), the attempt, and the optional fields
-// the head announces, in the order of its bits. A transition's header goes
-// on its first entry; it is written when the transition ends, once its
-// status is known.
+// step's index plus one (0: no step), and the optional fields the head
+// announces, in the order of its bits. A transition's header goes on its
+// first entry; it is written when the transition ends, once its status is
+// known. The bits most entries need fit the head's first byte; the rest
+// (an error, a retry) make it two bytes.
 const (
-	histOutcome  = 0x0f   // the outcome's code (outcomeCodes)
-	histComp     = 1 << 4 // the entry is of the step's compensation
+	histWhat     = 0x0f   // the outcome, of the step or its compensation (entryWhats)
+	histAttempt  = 1 << 4 // an attempt other than 1
 	histOpens    = 1 << 5 // the first entry of a transition: its header follows the head
 	histTook     = 1 << 6 // the action call's duration, in milliseconds
 	histError    = 1 << 7 // the error's type and message
@@ -57,32 +58,28 @@ const MaxHistoryMessageBytes = 128
 // await (or action) to come; Advance never reports it to Event.OnStep.
 const OutcomeKept StepOutcome = "kept"
 
-// outcomeCodes are the outcomes as the history codes them: never reorder.
-var outcomeCodes = []StepOutcome{"", OutcomeStarted, OutcomeWaiting, OutcomeCompleted, OutcomeRetrying, OutcomeFailed, OutcomeCaught,
-	OutcomeCompensated, OutcomeCompensationFailed, OutcomeSkipped, OutcomeKept}
+// entryWhat is an outcome, of a step or of its compensation.
+type entryWhat struct {
+	outcome StepOutcome
+	comp    bool
+}
 
-func outcomeCode(o StepOutcome) uint64 {
-	switch o {
-	case OutcomeStarted:
-		return 1
-	case OutcomeWaiting:
-		return 2
-	case OutcomeCompleted:
-		return 3
-	case OutcomeRetrying:
-		return 4
-	case OutcomeFailed:
-		return 5
-	case OutcomeCaught:
-		return 6
-	case OutcomeCompensated:
-		return 7
-	case OutcomeCompensationFailed:
-		return 8
-	case OutcomeSkipped:
-		return 9
-	case OutcomeKept:
-		return 10
+// entryWhats are what entries record, as the history codes them (the
+// index): never reorder. 0 is an entry of no step.
+var entryWhats = []entryWhat{{}, {OutcomeStarted, false}, {OutcomeWaiting, false}, {OutcomeCompleted, false}, {OutcomeRetrying, false},
+	{OutcomeFailed, false}, {OutcomeCaught, false}, {OutcomeKept, false},
+	{OutcomeStarted, true}, {OutcomeRetrying, true}, {OutcomeCompensated, true}, {OutcomeCompensationFailed, true}, {OutcomeSkipped, true}}
+
+// whatCode is the code of an outcome; a pair no step records is coded
+// without its compensation.
+func whatCode(o StepOutcome, comp bool) uint8 {
+	for i, w := range entryWhats {
+		if w.outcome == o && w.comp == comp {
+			return uint8(i)
+		}
+	}
+	if comp {
+		return whatCode(o, false)
 	}
 	return 0
 }
@@ -171,8 +168,9 @@ func (st *State) HistoryEntries(p *Plan) ([]HistoryEntry, error) {
 		} else if len(out) == 0 {
 			return out, errors.New("history entry 1: no transition header")
 		}
+		w := entryWhats[e.what]
 		he := HistoryEntry{Version: hdr.version, At: st.CreatedAt.Add(time.Duration(hdr.ms) * time.Millisecond), Cause: EventKind(hdr.cause & 0x0f),
-			Opens: e.opens, StepIndex: e.step, Outcome: outcomeCodes[e.outcome], Attempt: e.attempt, Compensation: e.comp,
+			Opens: e.opens, StepIndex: e.step, Outcome: w.outcome, Attempt: e.attempt, Compensation: w.comp,
 			Took: e.took, Timed: e.timed, Delay: e.delay, Signal: e.signal}
 		if s := int(hdr.cause >> 4); s > 0 {
 			he.Status = statusCodes[s]
@@ -201,9 +199,8 @@ type histEntry struct {
 	ms      uint64
 	cause   uint8 // event kind | status code << 4
 
-	outcome  uint8
-	comp     bool
-	step     int // -1: none
+	what     uint8 // entryWhats
+	step     int   // -1: none
 	attempt  int
 	timed    bool
 	took     time.Duration
@@ -219,13 +216,13 @@ type histEntry struct {
 }
 
 func (e *histEntry) head() uint64 {
-	h := uint64(e.outcome)
+	h := uint64(e.what)
 	set := func(bit uint64, on bool) {
 		if on {
 			h |= bit
 		}
 	}
-	set(histComp, e.comp)
+	set(histAttempt, e.attempt != 1)
 	set(histOpens, e.opens)
 	set(histTook, e.timed)
 	set(histError, e.hasErr)
@@ -245,7 +242,9 @@ func appendHeader(b []byte, version, ms uint64, cause uint8) []byte {
 // appendBody appends an entry without its head and header.
 func (e *histEntry) appendBody(b []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(e.step+1))
-	b = binary.AppendUvarint(b, uint64(e.attempt))
+	if e.attempt != 1 {
+		b = binary.AppendUvarint(b, uint64(e.attempt))
+	}
 	if e.timed {
 		b = binary.AppendUvarint(b, millis(e.took))
 	}
@@ -280,10 +279,10 @@ func appendString(b []byte, s string) []byte {
 func (e *histEntry) parse(b []byte, strs bool) (int, error) {
 	d := decoder{b: b}
 	h := d.uint()
-	if h&^histHeadBits != 0 || h&histOutcome >= uint64(len(outcomeCodes)) {
+	if h&^histHeadBits != 0 || h&histWhat >= uint64(len(entryWhats)) {
 		d.fail("unknown entry head %#x", h)
 	}
-	e.outcome, e.comp, e.opens = uint8(h&histOutcome), h&histComp != 0, h&histOpens != 0
+	e.what, e.opens = uint8(h&histWhat), h&histOpens != 0
 	if e.opens {
 		e.version, e.ms = d.uint(), d.uint()
 		c := d.uint()
@@ -293,7 +292,10 @@ func (e *histEntry) parse(b []byte, strs bool) (int, error) {
 		e.cause = uint8(c)
 	}
 	e.step = d.int() - 1
-	e.attempt = d.int()
+	e.attempt = 1
+	if h&histAttempt != 0 {
+		e.attempt = d.int()
+	}
 	if e.timed = h&histTook != 0; e.timed {
 		e.took = time.Duration(d.int()) * time.Millisecond
 	}
@@ -485,7 +487,7 @@ func (r *runner) remember(rec StepRecord) {
 	if r.hist.bound <= 0 {
 		return
 	}
-	e := histEntry{outcome: uint8(outcomeCode(rec.Outcome)), comp: rec.Compensation, step: -1, attempt: rec.Attempt, delay: rec.Delay}
+	e := histEntry{what: whatCode(rec.Outcome, rec.Compensation), step: -1, attempt: rec.Attempt, delay: rec.Delay}
 	if i, ok := r.p.index[rec.Step]; ok {
 		e.step = i
 	}
@@ -510,7 +512,7 @@ func (p *Plan) historyKept(st *State, ev *Event) {
 	var w historyWriter
 	w.begin(st, p.opts.HistoryBytes)
 	d := ev.Delivery
-	e := histEntry{outcome: uint8(outcomeCode(OutcomeKept)), step: -1, signal: d.Signal}
+	e := histEntry{what: whatCode(OutcomeKept, false), step: -1, signal: d.Signal}
 	cause := EventSignal
 	if d.Signal == "" {
 		cause, e.step, e.attempt = EventCallback, d.Step, d.Attempt
