@@ -70,6 +70,7 @@ func commands() []command {
 		{"cost", "FILE [--steps-per-month N] [--memory MB] [--duration D] [--state-bytes N] [--fail STEP]... [--json]", "estimate the AWS cost of a saga as AWS bills it, next to Step Functions Standard and Express and Lambda durable functions", runCost},
 		{"start", "FILE --input JSON|@FILE [--id ID] (--local | --table T --advance-queue-url U --compensate-queue-url U)", "start a saga on a deployed stack or the local loop", runStart},
 		{"status", "ID (--local | --table ...)", "show a saga", runStatus},
+		{"history", "ID [--json] (--local | --table ...)", "show what happened to a saga (or a fork's child run), step by step, compensations included", runHistory},
 		{"cancel", "ID (--local | --table ...)", "stop a running saga; it compensates", runCancel},
 		{"resume", "ID (--local | --table ...)", "continue a saga parked in compensation_failed", runResume},
 		{"signal", "ID NAME [--payload JSON|@FILE] [--id ID] (--local | --table ...)", "send a saga a signal: an await of NAME takes it, its payload in the await's out", runSignal},
