@@ -30,7 +30,7 @@ func (r *runner) nextCompensation() {
 	r.send(durable.QueueCompensate, s.ID, 1, 0)
 	// The history shows the compensation start, as it shows an action's;
 	// observers hear of compensations when they end.
-	r.remember(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeStarted, Attempt: 1, Compensation: true})
+	r.remember(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeStarted, Attempt: 1, Compensation: true})
 }
 
 func (r *runner) compensationResult() {
@@ -39,7 +39,7 @@ func (r *runner) compensationResult() {
 	s := r.p.steps[cur.Step]
 	if ev.Err == nil {
 		st.Stack = st.Stack[:len(st.Stack)-1]
-		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensated, Attempt: cur.Attempt, Compensation: true})
+		r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensated, Attempt: cur.Attempt, Compensation: true})
 		r.nextCompensation()
 		return
 	}
@@ -52,5 +52,5 @@ func (r *runner) compensationResult() {
 	st.Status = durable.StatusCompensationFailed
 	st.CompensationError = se
 	st.Cursors = st.Cursors[:0]
-	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensationFailed, Attempt: cur.Attempt, Compensation: true, Error: se})
+	r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensationFailed, Attempt: cur.Attempt, Compensation: true, Error: se})
 }

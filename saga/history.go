@@ -70,16 +70,38 @@ var entryWhats = []entryWhat{{}, {OutcomeStarted, false}, {OutcomeWaiting, false
 	{OutcomeFailed, false}, {OutcomeCaught, false}, {OutcomeKept, false},
 	{OutcomeStarted, true}, {OutcomeRetrying, true}, {OutcomeCompensated, true}, {OutcomeCompensationFailed, true}, {OutcomeSkipped, true}}
 
-// whatCode is the code of an outcome; a pair no step records is coded
-// without its compensation.
+// whatCode is the code of an outcome (its index in entryWhats); a pair no
+// step records is coded without its compensation.
 func whatCode(o StepOutcome, comp bool) uint8 {
-	for i, w := range entryWhats {
-		if w.outcome == o && w.comp == comp {
-			return uint8(i)
+	if comp {
+		switch o {
+		case OutcomeStarted:
+			return 8
+		case OutcomeRetrying:
+			return 9
+		case OutcomeCompensated:
+			return 10
+		case OutcomeCompensationFailed:
+			return 11
+		case OutcomeSkipped:
+			return 12
 		}
 	}
-	if comp {
-		return whatCode(o, false)
+	switch o {
+	case OutcomeStarted:
+		return 1
+	case OutcomeWaiting:
+		return 2
+	case OutcomeCompleted:
+		return 3
+	case OutcomeRetrying:
+		return 4
+	case OutcomeFailed:
+		return 5
+	case OutcomeCaught:
+		return 6
+	case OutcomeKept:
+		return 7
 	}
 	return 0
 }
@@ -482,15 +504,12 @@ func grow(b []byte, n int) []byte {
 	return append(make([]byte, 0, max(2*cap(b), len(b)+n+64, 128)), b...)
 }
 
-// remember adds a step record to the transition's history.
-func (r *runner) remember(rec StepRecord) {
+// remember adds a step record of step s to the transition's history.
+func (r *runner) remember(s *planStep, rec StepRecord) {
 	if r.hist.bound <= 0 {
 		return
 	}
-	e := histEntry{what: whatCode(rec.Outcome, rec.Compensation), step: -1, attempt: rec.Attempt, delay: rec.Delay}
-	if i, ok := r.p.index[rec.Step]; ok {
-		e.step = i
-	}
+	e := histEntry{what: whatCode(rec.Outcome, rec.Compensation), step: s.idx, attempt: rec.Attempt, delay: rec.Delay}
 	if rec.Error != nil {
 		e.hasErr, e.errType, e.errMsg = true, rec.Error.Type, rec.Error.Message
 	}
