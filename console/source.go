@@ -63,8 +63,10 @@ type Entry struct {
 type Coordinator struct {
 	Coord *engine.Coordinator // required
 	Plans *engine.Plans       // required: engine.NewPlans on the coordinator's store
-	// Recorder, when set, is the history: the step events it heard from
-	// the coordinator's OnStep. Nil: StateHistory.
+	// Recorder, when set, is the history of a saga whose state keeps
+	// none (written before histories were kept): the step events it
+	// heard from the coordinator's OnStep. The history is StateHistory
+	// otherwise.
 	Recorder *Recorder
 }
 
@@ -84,12 +86,12 @@ func (c *Coordinator) Get(ctx context.Context, sagaID string) (*saga.State, erro
 // saga's state alone tells (StateHistory). The store keeps no history of
 // its own yet.
 func (c *Coordinator) History(ctx context.Context, sagaID string) ([]Entry, error) {
-	if c.Recorder != nil {
-		return c.Recorder.History(sagaID), nil
-	}
 	st, err := c.Coord.Get(ctx, sagaID)
 	if err != nil {
 		return nil, err
+	}
+	if c.Recorder != nil && len(st.History) == 0 {
+		return c.Recorder.History(sagaID), nil
 	}
 	plan, err := c.Plans.Get(ctx, st.DefinitionHash)
 	if err != nil {
@@ -128,13 +130,45 @@ func (c *Coordinator) FailCallback(ctx context.Context, token, errorType, messag
 	return c.Coord.FailCallback(ctx, token, errorType, message)
 }
 
-// StateHistory is the history a saga's state alone tells, for a Source
+// StateHistory is the saga's history, as its state keeps it
+// (saga.State.HistoryEntries): every transition's steps, the newest
+// within the history's bound. A saga written before histories were kept
+// has none: then it is what the state alone tells (derivedHistory).
+func StateHistory(plan *saga.Plan, st *saga.State) []Entry {
+	hs, _ := st.HistoryEntries(plan) // a damaged tail: what was read before it
+	if len(hs) == 0 && st.HistoryDropped == 0 {
+		return derivedHistory(plan, st)
+	}
+	out := make([]Entry, 0, len(hs))
+	for _, h := range hs {
+		e := Entry{Time: h.At, Step: h.Step, Kind: string(h.Kind), Attempt: h.Attempt, Outcome: string(h.Outcome), Compensation: h.Compensation, Version: h.Version}
+		if h.StepIndex < 0 {
+			e.Kind, e.Outcome = "saga", string(h.Status)
+			if h.Signal != "" {
+				e.Outcome = "kept signal " + h.Signal
+			}
+		}
+		if h.Error != nil {
+			e.ErrorType, e.ErrorMessage = h.Error.Type, h.Error.Message
+		}
+		if h.Timed {
+			e.Duration = h.Took
+		}
+		if h.FromOutside() {
+			e.Actor = h.Cause.String()
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// derivedHistory is the history a saga's state alone tells, for a saga
 // that keeps none: the start, the completed steps still on the
 // compensation stack, the failure, the pending work, the parked
 // compensation and the current status. Only the start and the status
 // carry a time; the steps that kept no compensation and the compensations
 // already done leave no trace in the state, so they are missing.
-func StateHistory(plan *saga.Plan, st *saga.State) []Entry {
+func derivedHistory(plan *saga.Plan, st *saga.State) []Entry {
 	out := []Entry{{Time: st.CreatedAt, Kind: "saga", Outcome: "started"}}
 	stepKind := func(idx int) (string, string) {
 		steps := plan.Steps()

@@ -153,7 +153,7 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (outcome 
 	}
 	now := c.cfg.Clock.Now()
 	out, took, actErr := c.invoke(ctx, plan, st, now)
-	ev := saga.Event{Kind: saga.EventResult, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Output: out, Err: actErr}
+	ev := saga.Event{Kind: saga.EventResult, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Output: out, Err: actErr, Took: took}
 	var h *heard // only when someone listens: no allocation otherwise
 	if c.cfg.OnStep != nil {
 		h = &heard{}

@@ -21,6 +21,7 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		return err
 	}
 	r := runner{p: p, st: st, ev: ev, was: st.Status, since: st.StatusSince}
+	r.hist.begin(st, p.opts.HistoryBytes)
 	var retryDue time.Time
 	retryWaits := false
 	if ev.Kind == EventCancel {
@@ -104,7 +105,7 @@ func (p *Plan) Advance(st *State, ev Event) error {
 				what = fmt.Sprintf("before attempt %d of %s", cur.Attempt, s.ID)
 			}
 			err := &StepError{Step: s.ID, Type: lang.ErrorTypeDeadline, Message: fmt.Sprintf("saga deadline %s passed %s", st.Deadline.UTC().Format(time.RFC3339), what)}
-			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: cur.Attempt, Error: err})
+			r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: cur.Attempt, Error: err})
 			r.compensate(err)
 			break
 		}
@@ -115,7 +116,7 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		case s.Callback != nil:
 			r.callbackResult(s, cur, Delivery{Err: &StepError{Type: lang.ErrorTypeTimeout, Message: fmt.Sprintf("callback token of attempt %d not completed within %s", cur.Attempt, lang.FormatDuration(callbackTimeout(s)))}})
 		default:
-			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
+			r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
 			r.run(s.nextIndex)
 		}
 	case EventSignal:
@@ -152,7 +153,7 @@ func (p *Plan) Advance(st *State, ev Event) error {
 				st.Status = durable.StatusRunning // a failed fork's undo whose failure a catch takes
 			}
 			if ev.Skip {
-				r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeSkipped, Compensation: true})
+				r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeSkipped, Compensation: true})
 				r.childUndone(&Undone{Child: cur.Child})
 				break
 			}
@@ -164,7 +165,7 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		if n := len(st.Stack); ev.Skip && n > 0 {
 			s := p.steps[st.Stack[n-1].Step]
 			st.Stack = st.Stack[:n-1]
-			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeSkipped, Compensation: true})
+			r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeSkipped, Compensation: true})
 		}
 		r.nextCompensation()
 	}
@@ -184,6 +185,11 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		r.compensate(r.tooLarge(step, "starting it"))
 		r.markStatusSince()
 	}
+	status := st.Status
+	if status == r.was {
+		status = "" // kept
+	}
+	r.hist.end(st.Version, ev.Now, ev.Kind, status)
 	return nil
 }
 
@@ -292,6 +298,7 @@ type runner struct {
 	// was and since are the status and StatusSince before the transition.
 	was   durable.Status
 	since time.Time
+	hist  historyWriter // the transition's entries in the saga's history
 }
 
 // fits reports whether the state, encoded, is within ev.StoreLimit (always
@@ -313,7 +320,7 @@ func (r *runner) fitsWithin(limit int) bool {
 		return false
 	}
 	r.scratch = b[:0]
-	return len(b) <= limit
+	return len(b)+r.hist.headerRoom() <= limit
 }
 
 func (r *runner) tooLarge(step, what string) *StepError {
@@ -337,10 +344,13 @@ func (r *runner) restore(saved []savedVar) {
 	}
 }
 
-func (r *runner) record(rec StepRecord) {
+// record tells the observer about a step (s, as rec names it), and keeps
+// it in the saga's history.
+func (r *runner) record(s *planStep, rec StepRecord) {
 	if r.ev.OnStep != nil {
 		r.ev.OnStep(rec)
 	}
+	r.remember(s, rec)
 }
 
 func (r *runner) activation(vars map[string]any, attempt int) *activation {
@@ -389,7 +399,7 @@ func (r *runner) run(idx int) {
 			st.Cursors = append(st.Cursors[:0], Cursor{Step: idx, Attempt: 1, Seq: st.Seq})
 			st.Status = durable.StatusRunning
 			r.send(durable.QueueAdvance, s.ID, 1, 0)
-			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeStarted, Attempt: 1})
+			r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeStarted, Attempt: 1})
 			return
 		case lang.KindSet:
 			var buf [4]savedVar // most sets assign a few vars: no allocation for them
@@ -455,7 +465,7 @@ func (r *runner) run(idx int) {
 				msg = "the saga reached fail step " + s.ID
 			}
 			err := &StepError{Step: s.ID, Type: s.Fail.Error, Message: msg}
-			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: 1, Error: err})
+			r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: 1, Error: err})
 			r.compensate(err)
 			return
 		case lang.KindWait:
@@ -501,10 +511,10 @@ func (r *runner) run(idx int) {
 				r.caught(s, 1, r.tooLarge(s.ID, "the output of step "+s.ID))
 				return
 			}
-			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
+			r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
 			return
 		}
-		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
+		r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
 	}
 }
 
@@ -534,7 +544,7 @@ func (r *runner) pause(s *planStep, cur Cursor, due time.Time) {
 		// (durable.SagaRecord.WakeAt).
 		r.send(durable.QueueAdvance, s.ID, cur.Attempt, wake.Sub(r.ev.Now))
 	}
-	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeWaiting, Attempt: cur.Attempt})
+	r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeWaiting, Attempt: cur.Attempt})
 }
 
 // takeOut writes a received payload to the step's out, and reports false
@@ -560,7 +570,7 @@ func (r *runner) received(s *planStep, payload any) {
 	if !r.takeOut(s, payload) {
 		return
 	}
-	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
+	r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
 	r.run(s.nextIndex)
 }
 
@@ -612,7 +622,7 @@ func (r *runner) callbackResult(s *planStep, cur Cursor, d Delivery) {
 		return
 	}
 	r.wroteOut(s.Out)
-	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: cur.Attempt})
+	r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: cur.Attempt})
 	r.run(s.nextIndex)
 }
 
@@ -710,7 +720,7 @@ func (r *runner) stepFailed(s *planStep, attempt int, err *StepError) {
 // any failure of a saga whose cancel is pending, go past every catch.
 func (r *runner) caught(s *planStep, attempt int, err *StepError) (int, bool) {
 	if r.st.CancelRequested {
-		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: attempt, Error: err})
+		r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: attempt, Error: err})
 		r.compensate(cancelled())
 		return 0, false
 	}
@@ -719,11 +729,11 @@ func (r *runner) caught(s *planStep, attempt int, err *StepError) (int, bool) {
 			break
 		}
 		if slices.Contains(c.errors, err.Type) || slices.Contains(c.errors, "*") {
-			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCaught, Attempt: attempt, Error: err})
+			r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCaught, Attempt: attempt, Error: err})
 			return c.nextIndex, true
 		}
 	}
-	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: attempt, Error: err})
+	r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: attempt, Error: err})
 	r.compensate(err)
 	return 0, false
 }
@@ -783,7 +793,7 @@ func (r *runner) actionResult() {
 			// before it): nothing waits on its token; the saga compensates.
 			takeCallback(st, cur)
 			err := &StepError{Step: s.ID, Type: lang.ErrorTypeDeadline, Message: fmt.Sprintf("saga deadline %s passed before the callback of %s", dl.UTC().Format(time.RFC3339), s.ID)}
-			r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: cur.Attempt, Error: err})
+			r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: cur.Attempt, Error: err})
 			r.compensate(err)
 			return
 		}
@@ -793,7 +803,7 @@ func (r *runner) actionResult() {
 	if s.Callback != nil {
 		takeCallback(st, cur)
 	}
-	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: cur.Attempt})
+	r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: cur.Attempt})
 	if st.CancelRequested {
 		r.compensate(cancelled())
 		return

@@ -27,7 +27,7 @@ func TestAllocs(t *testing.T) {
 	for _, tc := range []struct {
 		steps        int
 		want, budget float64
-	}{{1, 3, 0}, {10, 6, 0}, {100, 12, 200}} {
+	}{{1, 4, 0}, {10, 7, 0}, {100, 14, 200}} { // one of each the history (its first entries, and its growth to 100 steps)
 		p := mustPlan(t, linearSetSaga(tc.steps))
 		st := &State{}
 		check(fmt.Sprintf("Advance/set_steps_%d", tc.steps), tc.want, tc.budget, func() { advanceWhole(p, st) })

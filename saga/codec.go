@@ -63,7 +63,9 @@ const (
 	tagUndoNext          = 31
 	tagJoined            = 32
 	tagUndid             = 33
-	tagTrace             = 36 // 34 and 35 are the history's
+	tagHistory           = 34 // State.History, as history.go encodes it
+	tagHistoryDropped    = 35
+	tagTrace             = 36
 )
 
 // Value type bytes.
@@ -214,6 +216,12 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 		e.key(tagUndoNext, wireVarint) // even when 0: every entry comes back
 		e.b = binary.AppendUvarint(e.b, uint64(k))
 	}
+	if len(st.History) > 0 {
+		e.key(tagHistory, wireBytes)
+		e.b = binary.AppendUvarint(e.b, uint64(len(st.History)))
+		e.b = append(e.b, st.History...)
+	}
+	e.uint(tagHistoryDropped, st.HistoryDropped)
 	switch {
 	case st.Output != nil && sameMap(st.Output, st.Vars):
 		e.uint(tagOutputIsVars, 1)
@@ -498,6 +506,13 @@ func (st *State) UnmarshalBinary(data []byte) error {
 			} // another length: a later format of it, read as none
 		case tag == tagUndoNext && wire == wireVarint:
 			st.UndoNext = append(st.UndoNext, d.int())
+		case tag == tagHistory && wire == wireBytes:
+			if b := d.bytes(); len(b) > 0 {
+				// Copied with room for the next transition's entries.
+				st.History = append(make([]byte, 0, len(b)+historyRoom), b...)
+			}
+		case tag == tagHistoryDropped && wire == wireVarint:
+			st.HistoryDropped = d.uint()
 		case tag == tagCursor && wire == wireBytes:
 			var c Cursor
 			d.nested(func(tag, wire int) bool {

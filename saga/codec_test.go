@@ -61,9 +61,18 @@ func forkStates() []*saga.State {
 	return []*saga.State{waiting, undoing, child}
 }
 
+// historyState is richState with the history of a saga that compensated,
+// some of it dropped.
+func historyState(t testing.TB) *saga.State {
+	st := richState()
+	r := drive(t, mustCompileFile(t, "testdata/valid/order.yaml"), orderIn(1), failing("charge"))
+	st.History, st.HistoryDropped = r.st.History, 3
+	return st
+}
+
 func TestStateRoundTrip(t *testing.T) {
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
-	states := append(forkStates(), richState(), &saga.State{}, drive(t, p, orderIn(1), failing("charge")).st, drive(t, p, orderIn(1), failing()).st)
+	states := append(forkStates(), richState(), &saga.State{}, drive(t, p, orderIn(1), failing("charge")).st, drive(t, p, orderIn(1), failing()).st, historyState(t))
 	for i, st := range states {
 		b, err := st.MarshalBinary()
 		if err != nil {
@@ -150,8 +159,27 @@ func TestStateRejectsValuesItCannotStore(t *testing.T) {
 	}
 }
 
+// A state written before histories were kept decodes with none.
+func TestStateWithoutHistory(t *testing.T) {
+	b, _ := richState().MarshalBinary()
+	var st saga.State
+	if err := st.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := st.HistoryEntries(nil)
+	if st.History != nil || st.HistoryDropped != 0 || entries != nil || err != nil {
+		t.Fatalf("history %v, dropped %d, entries %v, %v", st.History, st.HistoryDropped, entries, err)
+	}
+	with, _ := historyState(t).MarshalBinary()
+	if err := st.UnmarshalBinary(with); err != nil || len(st.History) == 0 || st.HistoryDropped != 3 {
+		t.Fatalf("with a history: %v, %d bytes, %d dropped", err, len(st.History), st.HistoryDropped)
+	}
+}
+
 func FuzzStateDecode(f *testing.F) {
 	b, _ := richState().MarshalBinary()
+	f.Add(b)
+	b, _ = historyState(f).MarshalBinary()
 	f.Add(b)
 	f.Add([]byte("LS\x01"))
 	f.Add([]byte("LS\x01\x3a\x05\x09\xff\xff\xff\x0f"))
@@ -160,6 +188,7 @@ func FuzzStateDecode(f *testing.F) {
 		if err := st.UnmarshalBinary(data); err != nil {
 			return
 		}
+		_, _ = st.HistoryEntries(nil) // damaged or not, it reads without a panic
 		// Whatever decodes must encode and decode to the same state.
 		out, err := st.MarshalBinary()
 		if err != nil {

@@ -26,7 +26,11 @@ func (r *runner) nextCompensation() {
 		return
 	}
 	st.Cursors = append(st.Cursors[:0], Cursor{Step: top.Step, Attempt: 1, Seq: top.Seq, Compensating: true})
-	r.send(durable.QueueCompensate, r.p.steps[top.Step].ID, 1, 0)
+	s := r.p.steps[top.Step]
+	r.send(durable.QueueCompensate, s.ID, 1, 0)
+	// The history shows the compensation start, as it shows an action's;
+	// observers hear of compensations when they end.
+	r.remember(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeStarted, Attempt: 1, Compensation: true})
 }
 
 func (r *runner) compensationResult() {
@@ -35,7 +39,7 @@ func (r *runner) compensationResult() {
 	s := r.p.steps[cur.Step]
 	if ev.Err == nil {
 		st.Stack = st.Stack[:len(st.Stack)-1]
-		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensated, Attempt: cur.Attempt, Compensation: true})
+		r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensated, Attempt: cur.Attempt, Compensation: true})
 		r.nextCompensation()
 		return
 	}
@@ -48,5 +52,5 @@ func (r *runner) compensationResult() {
 	st.Status = durable.StatusCompensationFailed
 	st.CompensationError = se
 	st.Cursors = st.Cursors[:0]
-	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensationFailed, Attempt: cur.Attempt, Compensation: true, Error: se})
+	r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensationFailed, Attempt: cur.Attempt, Compensation: true, Error: se})
 }

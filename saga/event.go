@@ -99,6 +99,10 @@ type Event struct {
 
 	Output any   // EventResult: the action's output, made of plain values (CheckValue)
 	Err    error // EventResult: the action's error, nil on success
+	// Took, on EventResult, is how long the action (or compensation)
+	// call took, as the caller measured it: the saga's history keeps it.
+	// Zero: not measured.
+	Took time.Duration
 
 	// OnStep, when set, hears of every step the transition goes through.
 	OnStep func(StepRecord)

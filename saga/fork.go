@@ -159,7 +159,7 @@ func (r *runner) fork(s *planStep, idx int) (int, bool) {
 		if !r.takeOut(s, []any{}) {
 			return 0, false
 		}
-		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
+		r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
 		return s.nextIndex, true
 	}
 	if st.Seq >= uint64(p.opts.MaxVisits) {
@@ -190,7 +190,7 @@ func (r *runner) fork(s *planStep, idx int) (int, bool) {
 		// pause's.
 		r.send(durable.QueueAdvance, s.ID, 1, wake.Sub(r.ev.Now))
 	}
-	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeWaiting, Attempt: 1})
+	r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeWaiting, Attempt: 1})
 	return 0, false
 }
 
@@ -270,7 +270,7 @@ func (r *runner) joined(j *Join) {
 		if s.undoable {
 			st.Stack = append(st.Stack, Completion{Step: cur.Step, Seq: cur.Seq, Children: cur.Children})
 		}
-		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
+		r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
 		r.run(s.nextIndex)
 		return
 	}
@@ -328,7 +328,7 @@ func (r *runner) forkFailed(s *planStep) {
 	st.Status = durable.StatusRunning
 	if err.Type == lang.ErrorTypeCancelled || err.Type == lang.ErrorTypeDeadline {
 		// From outside the fork: no catch takes them.
-		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: 1, Error: err})
+		r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: 1, Error: err})
 		r.compensate(err)
 		return
 	}
@@ -356,7 +356,7 @@ func (r *runner) undoChild(s *planStep, cur Cursor) {
 		st.Status = durable.StatusCompensating
 	}
 	st.Outbox = append(st.Outbox, durable.Message{SagaID: durable.ChildID(st.SagaID, s.ID, cur.Seq, cur.Child), Version: st.Version, Queue: durable.QueueCompensate, Kind: durable.KindUndo, Step: s.ID, Attempt: 1})
-	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeStarted, Attempt: 1, Compensation: true})
+	r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeStarted, Attempt: 1, Compensation: true})
 }
 
 // childUndone goes on after a child was undone: to the next child, or,
@@ -372,7 +372,7 @@ func (r *runner) childUndone(u *Undone) {
 		// goes on to the next.
 		st.Status = durable.StatusCompensationFailed
 		st.CompensationError = newStepError(s.ID, u.Parked.Type, fmt.Sprintf("child %d parked: %s", u.Child, u.Parked.Message))
-		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensationFailed, Attempt: 1, Compensation: true, Error: st.CompensationError})
+		r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensationFailed, Attempt: 1, Compensation: true, Error: st.CompensationError})
 		return
 	}
 	if st.Status == durable.StatusCompensationFailed {
@@ -403,7 +403,7 @@ func (r *runner) childUndone(u *Undone) {
 		r.undoChild(s, cur)
 	default:
 		st.Stack = st.Stack[:len(st.Stack)-1]
-		r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensated, Attempt: 1, Compensation: true})
+		r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensated, Attempt: 1, Compensation: true})
 		r.nextCompensation()
 	}
 }

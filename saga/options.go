@@ -20,6 +20,11 @@ type Options struct {
 	// actions can give one, its timeout less StartReserve and ResultReserve
 	// (StepTimeoutLimit). Zero: only the 15-minute cap applies.
 	MaxStepTimeout time.Duration
+	// HistoryBytes bounds the history each saga keeps in its state
+	// (State.History): past it the oldest transitions are dropped and
+	// counted. Zero: DefaultHistoryBytes; negative: keep no history. At
+	// least 256 and at most MaxHistoryBytes.
+	HistoryBytes int
 }
 
 func (o Options) withDefaults() Options {
@@ -34,6 +39,14 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxVisits == 0 {
 		o.MaxVisits = DefaultMaxVisits
+	}
+	switch {
+	case o.HistoryBytes == 0:
+		o.HistoryBytes = DefaultHistoryBytes
+	case o.HistoryBytes < 0:
+		o.HistoryBytes = -1
+	default:
+		o.HistoryBytes = min(max(o.HistoryBytes, 256), MaxHistoryBytes)
 	}
 	return o
 }

@@ -226,7 +226,7 @@ func (p *Plan) Receive(st *State, ev *Event) (Receipt, error) {
 		if st.CancelRequested {
 			return "", fmt.Errorf("%w: saga %s is cancelled: %s not taken (the step is compensated once its action returns)", ErrNotReceiving, st.SagaID, what)
 		}
-		return ReceiptKept, keep(st, *d)
+		return p.keep(st, ev)
 	}
 	if pending && cur.Wait && st.Status == durable.StatusWaiting && p.steps[cur.Step].Kind == lang.KindAwait && p.steps[cur.Step].Await.Signal == d.Signal {
 		ev.Kind = EventSignal
@@ -240,7 +240,7 @@ func (p *Plan) Receive(st *State, ev *Event) (Receipt, error) {
 		return "", fmt.Errorf("%w: signal %s is awaited in %s, by a child run of saga %s, not by the saga itself: send it to that child (sagactl status %s lists them)",
 			ErrNotReceiving, d.Signal, inFork, st.SagaID, st.SagaID)
 	}
-	return ReceiptKept, keep(st, *d)
+	return p.keep(st, ev)
 }
 
 // awaitedBy reports whether an await of the list st runs (its saga's own
@@ -306,6 +306,15 @@ func keep(st *State, d Delivery) error {
 	st.Received++
 	remember(st, d.ID)
 	return nil
+}
+
+// keep keeps ev's delivery, and says so in the saga's history.
+func (p *Plan) keep(st *State, ev *Event) (Receipt, error) {
+	if err := keep(st, ev.Delivery); err != nil {
+		return "", err
+	}
+	p.historyKept(st, ev)
+	return ReceiptKept, nil
 }
 
 // keptBytes is what d takes in the encoded state.

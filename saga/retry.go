@@ -44,7 +44,7 @@ func (r *runner) retry(s *planStep, pol lang.RetryPolicy, cur Cursor, q durable.
 	}
 	r.st.Cursors[0] = cur
 	r.send(q, s.ID, cur.Attempt, d)
-	r.record(StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeRetrying, Attempt: cur.Attempt - 1, Compensation: comp, Delay: d, Error: se})
+	r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeRetrying, Attempt: cur.Attempt - 1, Compensation: comp, Delay: d, Error: se})
 }
 
 // backoff is the delay before attempt (2 or more) under pol: backoff

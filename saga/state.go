@@ -96,6 +96,14 @@ type State struct {
 	// Undoing marks a child run that compensates because its parent does
 	// (a KindUndo): its end is reported to the parent's compensation.
 	Undoing bool
+	// History is what happened to the saga, oldest first, encoded
+	// compactly (docs/PROTOCOL.md, "History"): read it with
+	// HistoryEntries. Every transition appends its steps; the oldest
+	// transitions are dropped past the plan's bound (Options.HistoryBytes).
+	History []byte
+	// HistoryDropped counts the entries dropped to keep History within
+	// its bound.
+	HistoryDropped uint64
 	// Trace is the span the saga's spans descend from (tracing on); zero
 	// when it was started and handled untraced. A child run takes its
 	// parent's.

@@ -75,6 +75,7 @@ func commands() []command {
 		{"start", "FILE --input JSON|@FILE [--id ID] " + stackArgs, "start a saga on a deployed stack, the local loop or the emulators", runStart},
 		{"status", "ID [--json] " + stackArgs, "show a saga", runStatus},
 		{"list", "[--status S] [--name N] [--since D] [--limit N] [--cursor C] [--json] " + stackArgs, "list sagas, the one that entered its status last first; child sagas (saga: FILE) are listed, a parallel's branches and a foreach's iterations are not (status of their parent shows them)", runList},
+		{"history", "ID [--json] " + stackArgs, "show what happened to a saga (or a fork's child run), step by step, compensations included", runHistory},
 		{"cancel", "ID " + stackArgs, "stop a running saga; it compensates", runCancel},
 		{"resume", "ID [--skip] " + stackArgs, "continue a saga parked in compensation_failed", runResume},
 		{"signal", "ID NAME [--payload JSON|@FILE] [--id ID] " + stackArgs, "send a saga a signal: an await of NAME takes it, its payload in the await's out", runSignal},

@@ -95,9 +95,9 @@ func TestValidateRefusesSecretMisuse(t *testing.T) {
 	}
 }
 
-// status of a saga run on the emulators, whose output holds what its
-// actions echoed of the card and whose failure message names it, shows
-// neither: only the masked text.
+// status and history of a saga run on the emulators, whose output holds
+// what its actions echoed of the card and whose failure message names
+// it, show neither: only the masked text.
 func TestStatusHidesSecretsOnEmulators(t *testing.T) {
 	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
 	sq := awslocal.Endpoint(t, awslocal.EnvSQS)
@@ -119,20 +119,23 @@ func TestStatusHidesSecretsOnEmulators(t *testing.T) {
 		code int
 		want string
 	}{
-		{echo, "ok-1", sagactl.ExitOK, `"card": "[secret]"`},
+		{echo, "ok-1", sagactl.ExitOK, `"card":"[secret]"`},
 		{declined, "no-1", sagactl.ExitCompensated, "card [secret] declined"},
 	} {
 		r := runSagactl(t, run.reg, append([]string{"run", secretFile, "--input", cardInput, "--id", run.id}, where...)...)
 		if r.code != run.code {
 			t.Fatalf("run %s: exit %d\n%s%s", run.id, r.code, r.stdout, r.stderr)
 		}
-		for _, args := range [][]string{{"status", run.id}, {"status", run.id, "--json"}, {"list", "--json"}} {
+		for _, args := range [][]string{{"status", run.id}, {"status", run.id, "--json"}, {"history", run.id}, {"history", run.id, "--json"}, {"list", "--json"}} {
 			r := runSagactl(t, nil, append(args, where...)...)
 			if r.code != sagactl.ExitOK || strings.Contains(r.stdout+r.stderr, secretCard) {
 				t.Errorf("%v: exit %d, shows the card or failed:\n%s%s", args, r.code, r.stdout, r.stderr)
 			}
-			if args[0] == "status" && len(args) == 3 && !strings.Contains(r.stdout, run.want) {
+			if args[0] == "status" && len(args) == 2 && !strings.Contains(r.stdout, run.want) {
 				t.Errorf("%v lacks %q:\n%s", args, run.want, r.stdout)
+			}
+			if args[0] == "history" && len(args) == 2 && run.id == "no-1" && !strings.Contains(r.stdout, "CardDeclined: card [secret] declined") {
+				t.Errorf("%v lacks the masked failure:\n%s", args, r.stdout)
 			}
 		}
 	}

@@ -18,6 +18,7 @@ func TestSubcommandHelp(t *testing.T) {
 		{[]string{"plan", "-h"}, []string{"Usage: sagactl plan FILE --fail STEP", "-fail"}},
 		{[]string{"validate", "--help"}, []string{"Usage: sagactl validate FILE..."}},
 		{[]string{"status", "--help"}, []string{"Usage: sagactl status ID", "-table"}},
+		{[]string{"history", "--help"}, []string{"Usage: sagactl history ID", "-json", "-table"}},
 		{[]string{"cost", orderFile, "--help"}, []string{"Usage: sagactl cost FILE", "-memory"}},
 	} {
 		r := runSagactl(t, nil, tt.args...)
