@@ -242,10 +242,19 @@ func (c *Coordinator) Cancel(ctx context.Context, sagaID string) (*saga.State, e
 
 // Resume continues the compensation of a saga parked in compensation_failed.
 func (c *Coordinator) Resume(ctx context.Context, sagaID string) (*saga.State, error) {
-	if err := c.resumeParkedChild(ctx, sagaID); err != nil {
+	resumedChild, err := c.resumeParkedChild(ctx, sagaID)
+	if err != nil {
 		return nil, err
 	}
-	return c.apply(ctx, sagaID, saga.EventResume, false)
+	st, err := c.apply(ctx, sagaID, saga.EventResume, false)
+	if resumedChild && errors.Is(err, saga.ErrInvalidEvent) {
+		// The child it parked on, resumed first, ended at once, and its
+		// end moved the saga on by itself: the resume has done its work.
+		if now, gerr := c.Get(ctx, sagaID); gerr == nil && now.Status != durable.StatusCompensationFailed {
+			return now, nil
+		}
+	}
+	return st, err
 }
 
 // SkipCompensation continues a saga parked in compensation_failed without

@@ -821,27 +821,28 @@ func forkWork(msgs []durable.Message) []durable.Message {
 
 // resumeParkedChild resumes the child a saga parked on, when it parked
 // undoing a fork's child that parked: the child's compensation goes on
-// first, and the saga's undo of it waits for its end.
-func (c *Coordinator) resumeParkedChild(ctx context.Context, sagaID string) error {
+// first, and the saga's undo of it waits for its end. It reports whether
+// it resumed one.
+func (c *Coordinator) resumeParkedChild(ctx context.Context, sagaID string) (bool, error) {
 	if err := checkSagaID(sagaID); err != nil {
-		return err
+		return false, err
 	}
 	_, st, plan, err := c.load(ctx, sagaID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	cur, ok := st.Pending()
 	if !ok || !cur.Fork || !cur.Compensating || st.Status != durable.StatusCompensationFailed {
-		return nil
+		return false, nil
 	}
 	id := durable.ChildID(st.SagaID, plan.StepID(cur.Step), cur.Seq, cur.Child)
 	child, err := c.Get(ctx, id)
 	if err != nil || child.Status != durable.StatusCompensationFailed {
-		return nil // nothing of it to resume: the saga's resume undoes it again
+		return false, nil // nothing of it to resume: the saga's resume undoes it again
 	}
-	if err := c.resumeParkedChild(ctx, id); err != nil { // its own parked child first
-		return err
+	if _, err := c.resumeParkedChild(ctx, id); err != nil { // its own parked child first
+		return false, err
 	}
 	_, err = c.apply(ctx, id, saga.EventResume, false)
-	return err
+	return err == nil, err
 }
