@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/awstest"
 )
 
 // browserPath finds a Chromium to drive. Without one the test fails where
@@ -42,7 +43,21 @@ func browserPath(t *testing.T) string {
 // console-screenshot writes docs/console.png).
 func TestBrowser(t *testing.T) {
 	exe := browserPath(t)
-	r := newRig(t)
+	browse(t, exe, newRig(t))
+}
+
+// The same, with the sagas on the DynamoDB and SQS emulators (skipped
+// without them; make test starts them): sagas run on the emulators are
+// found, explained and acted on from the console in a real browser.
+func TestBrowserOnEmulators(t *testing.T) {
+	b := awstest.New(t)
+	exe := browserPath(t)
+	browse(t, exe, newRig(t, b))
+}
+
+// browse drives the console of r's runtime in the browser at exe.
+func browse(t *testing.T, exe string, r *rig) {
+	t.Helper()
 	r.start(t, "order", "o-1001")
 	r.start(t, "refund", "r-2002")
 	r.start(t, "webhook", "w-3003")

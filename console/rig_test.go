@@ -11,6 +11,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/embedded"
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/internal/awstest"
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
@@ -83,7 +84,9 @@ type rig struct {
 	plans map[string]*saga.Plan
 }
 
-func newRig(t *testing.T) *rig {
+// newRig runs the runtime on memory, or, given a backend, on its table
+// and queues on the emulators.
+func newRig(t *testing.T, on ...*awstest.Backend) *rig {
 	t.Helper()
 	r := &rig{plans: map[string]*saga.Plan{}}
 	actions := engine.NewRegistry()
@@ -104,7 +107,12 @@ func newRig(t *testing.T) *rig {
 		return map[string]any{"ok": true}, nil
 	})
 	rec := &console.Recorder{}
-	rt, err := embedded.Start(embedded.Config{Actions: actions, Workers: 1, OnStep: rec.OnStep, TickInterval: 20 * time.Millisecond})
+	cfg := embedded.Config{Actions: actions, Workers: 1, OnStep: rec.OnStep, TickInterval: 20 * time.Millisecond}
+	for _, b := range on {
+		cfg.Store, cfg.Queue, cfg.Receiver = b.Store, b.Queue, b.Queue
+		cfg.Visibility, cfg.PollInterval = 5*time.Second, 20*time.Millisecond
+	}
+	rt, err := embedded.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
