@@ -27,10 +27,11 @@ type effects struct {
 	slow    map[string]time.Duration
 	running map[string]int
 	peak    map[string]int
+	applied map[string]bool // idempotency keys whose effect is in log
 }
 
 func newEffects() *effects {
-	return &effects{fail: map[string]bool{}, slow: map[string]time.Duration{}, running: map[string]int{}, peak: map[string]int{}}
+	return &effects{fail: map[string]bool{}, slow: map[string]time.Duration{}, running: map[string]int{}, peak: map[string]int{}, applied: map[string]bool{}}
 }
 
 func (e *effects) registry() *engine.Registry {
@@ -52,6 +53,12 @@ func (e *effects) registry() *engine.Registry {
 		if e.fail[name] {
 			return nil, saga.Permanent(errors.New(name + " refused"))
 		}
+		if e.applied[c.IdempotencyKey] {
+			// A service that honours the key applies the effect once: a
+			// message delivered twice (at least once) may call it twice.
+			return c.Input, nil
+		}
+		e.applied[c.IdempotencyKey] = true
 		e.log = append(e.log, name)
 		return c.Input, nil
 	})
@@ -241,7 +248,10 @@ steps:
 func TestParallelFailureIsCaughtAfterTheBranchesAreUndone(t *testing.T) {
 	e := newEffects()
 	e.fail["hotels.book(hotel)"] = true
-	e.slow["flight"] = 20 * time.Millisecond
+	// The flight runs long past the hotel's failure, its count and the
+	// branches' cancel (the race detector slows those tenfold): its
+	// result finds its branch cancelled, and the seat never starts.
+	e.slow["flight"] = time.Second
 	st := runFork(t, e, map[string]string{"main.yaml": parallelYAML}, nil, nil)
 	if st.Status != durable.StatusSucceeded || st.Output != "sorry" {
 		t.Fatalf("%s %v %+v", st.Status, st.Output, st.Failure)
