@@ -400,7 +400,9 @@ func (c *Coordinator) invoke(ctx context.Context, plan *saga.Plan, st *saga.Stat
 	if c.cfg.Tracer != nil {
 		var span Span
 		actx, span = c.traceCall(actx, st, &call)
-		defer func() { c.endCall(span, st, err) }()
+		// The span goes to the traces an operator reads: its error shows
+		// no secret input, as the logs' do.
+		defer func() { c.endCall(span, st, plan.Redactor(st).Error(err)) }()
 	}
 	start := c.cfg.Clock.Now()
 	out, err := c.safeInvoke(actx, call)
