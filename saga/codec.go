@@ -66,6 +66,7 @@ const (
 	tagHistory           = 34 // State.History, as history.go encodes it
 	tagHistoryDropped    = 35
 	tagTrace             = 36
+	tagInherited         = 37 // one per State.Inherited entry, in order
 )
 
 // Value type bytes.
@@ -211,6 +212,9 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 		e.b = append(e.b, st.Trace.TraceID[:]...)
 		e.b = append(e.b, st.Trace.SpanID[:]...)
 		e.b = append(e.b, st.Trace.Flags)
+	}
+	for _, n := range st.Inherited {
+		e.str(tagInherited, n) // never empty: MinSecretText bytes or more
 	}
 	for _, k := range st.UndoNext {
 		e.key(tagUndoNext, wireVarint) // even when 0: every entry comes back
@@ -504,6 +508,8 @@ func (st *State) UnmarshalBinary(data []byte) error {
 				copy(st.Trace.SpanID[:], b[16:24])
 				st.Trace.Flags = b[24]
 			} // another length: a later format of it, read as none
+		case tag == tagInherited && wire == wireBytes:
+			st.Inherited = append(st.Inherited, d.str())
 		case tag == tagUndoNext && wire == wireVarint:
 			st.UndoNext = append(st.UndoNext, d.int())
 		case tag == tagHistory && wire == wireBytes:

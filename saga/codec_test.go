@@ -57,6 +57,7 @@ func forkStates() []*saga.State {
 	child.Status = durable.StatusSucceeded
 	child.Parent = &saga.ParentLink{ID: "s-1", Step: "ship_all", Seq: 6, Version: 7, Index: 0, Children: 3, Lanes: 2, Saga: true}
 	child.Scope, child.LastOut, child.Undoing = map[string]any{"item": map[string]any{"sku": "a"}, "index": int64(0)}, "parcel", true
+	child.Inherited = []string{"4111111111111111", "secret \"quoted\""}
 	child.Outbox = []durable.Message{{SagaID: child.SagaID, Version: 7, Queue: durable.QueueAdvance, Kind: durable.KindEnded, Step: "ship_one", Attempt: 1}}
 	return []*saga.State{waiting, undoing, child}
 }

@@ -28,6 +28,12 @@ type ChildStart struct {
 	// Stopped starts the child already cancelled: a child its fork's
 	// failure stopped before it was created. Nothing of it runs.
 	Stopped bool
+	// Secrets are the texts of the parent's secrets that a child saga's
+	// input holds (State.Inherited): a secret the parent copied into a var
+	// or gave as a foreach item, given on to a field the child saga does
+	// not declare secret, stays masked in the child. A branch or
+	// iteration takes its parent's inherited ones.
+	Secrets []string
 }
 
 // Join is what EventJoin brings: how a fork's children ended.
@@ -80,6 +86,7 @@ func (p *Plan) Launch(parent *State, k int) (*Plan, *ChildStart, error) {
 	case lang.KindSaga:
 		in, _ := parent.ForkItems[0].(map[string]any)
 		cs.Input, cs.Link.Saga = in, true
+		cs.Secrets = p.Redactor(parent).within(in)
 		if t := s.child.def.Timeout; t > 0 {
 			if own := parent.UpdatedAt.Add(t); cs.Deadline.IsZero() || own.Before(cs.Deadline) {
 				cs.Deadline = own
@@ -89,6 +96,7 @@ func (p *Plan) Launch(parent *State, k int) (*Plan, *ChildStart, error) {
 	case lang.KindForeach:
 		cs.Input, cs.Vars = s.copies.pick(parent.Input, parent.Vars)
 		p.copySecrets(cs.Input, parent.Input)
+		cs.Secrets = slices.Clone(parent.Inherited)
 		cs.First = s.body
 		cs.Scope = maps.Clone(parent.Scope)
 		if cs.Scope == nil {
@@ -102,6 +110,7 @@ func (p *Plan) Launch(parent *State, k int) (*Plan, *ChildStart, error) {
 	default:
 		cs.Input, cs.Vars = s.copies.pick(parent.Input, parent.Vars)
 		p.copySecrets(cs.Input, parent.Input)
+		cs.Secrets = slices.Clone(parent.Inherited)
 		cs.First, cs.Scope = s.branches[k], maps.Clone(parent.Scope)
 	}
 	return p, cs, nil
@@ -205,6 +214,7 @@ func (r *runner) startChild(cs *ChildStart) {
 	}
 	st.Scope = cs.Scope
 	st.Deadline = cs.Deadline
+	st.Inherited = cs.Secrets
 	if cs.Stopped {
 		st.Failure = &StepError{Type: lang.ErrorTypeCancelled, Message: "its fork failed before it started"}
 		st.Status = durable.StatusCompensated

@@ -49,14 +49,19 @@ func (p *Plan) Secrets() []string {
 }
 
 // Redactor returns the redactor of a run of the plan: it hides the values
-// of st's secret input fields. A child run's state holds its own secrets
-// (a branch or iteration copies its saga's, a child saga declares its
-// own). Nil when the plan declares no secret, or st is nil.
+// of st's secret input fields, and the secrets of its ancestors its input
+// holds (State.Inherited). A child run's state holds its own secrets (a
+// branch or iteration copies its saga's, a child saga declares its own).
+// Nil when neither the plan nor st has a secret, or st is nil.
 func (p *Plan) Redactor(st *State) *Redactor {
 	if p == nil || st == nil {
 		return nil
 	}
-	return p.RedactorFor(st.Input)
+	if len(st.Inherited) == 0 {
+		return p.RedactorFor(st.Input)
+	}
+	fields, values := p.secretValues(st.Input)
+	return newRedactor(fields, values, st.Inherited)
 }
 
 // RedactorFor returns the redactor of a run of the plan with input (as
@@ -66,6 +71,13 @@ func (p *Plan) RedactorFor(input map[string]any) *Redactor {
 	if p == nil || !p.secrets {
 		return nil
 	}
+	fields, values := p.secretValues(input)
+	return newRedactor(fields, values, nil)
+}
+
+// secretValues returns the plan's secret input fields and their values in
+// input.
+func (p *Plan) secretValues(input map[string]any) (map[string]bool, []any) {
 	fields := map[string]bool{}
 	var values []any
 	for _, f := range p.def.Input {
@@ -76,19 +88,27 @@ func (p *Plan) RedactorFor(input map[string]any) *Redactor {
 			}
 		}
 	}
-	return newRedactor(fields, values)
+	return fields, values
 }
 
-func newRedactor(fields map[string]bool, values []any) *Redactor {
+// newRedactor returns the redactor of the secret fields, hiding the text
+// forms of values and the texts inherited (State.Inherited).
+func newRedactor(fields map[string]bool, values []any, inherited []string) *Redactor {
 	seen := map[string]bool{}
 	var needles []string
+	add := func(n string) {
+		if len(n) >= MinSecretText && !seen[n] {
+			seen[n] = true
+			needles = append(needles, n)
+		}
+	}
 	for _, v := range values {
 		for _, n := range textForms(v) {
-			if len(n) >= MinSecretText && !seen[n] {
-				seen[n] = true
-				needles = append(needles, n)
-			}
+			add(n)
 		}
+	}
+	for _, n := range inherited {
+		add(n)
 	}
 	slices.Sort(needles)
 	return &Redactor{fields: fields, needles: needles, mask: safeMask(needles)}
@@ -417,6 +437,40 @@ func (r *Redactor) State(st *State) *State {
 	}
 	c.Secret = nil
 	return &c
+}
+
+// within returns the texts of r's secrets found in v (its strings, map
+// keys and the text forms of its other values), sorted: what a child saga
+// given v as its input inherits (State.Inherited). Nil when none is.
+func (r *Redactor) within(v any) []string {
+	if r == nil || len(r.needles) == 0 {
+		return nil
+	}
+	var texts []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case []any:
+			for _, e := range t {
+				walk(e)
+			}
+		case map[string]any:
+			for k, e := range t {
+				texts = append(texts, k)
+				walk(e)
+			}
+		default:
+			texts = append(texts, textForms(v)...)
+		}
+	}
+	walk(v)
+	var found []string
+	for _, n := range r.needles { // sorted
+		if slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, n) }) {
+			found = append(found, n)
+		}
+	}
+	return found
 }
 
 // copySecrets copies the secret fields of a parent's input into a branch's

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -230,5 +231,85 @@ func BenchmarkRedactorBuild(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = p.Redactor(st)
+	}
+}
+
+// A child saga inherits the texts of its parent's secrets that its input
+// holds, and only those: they survive its item's encoding, and pass on to
+// its own branches and child sagas.
+func TestChildSagaInheritsTheSecretsItsInputHolds(t *testing.T) {
+	files := map[string]string{
+		"main.yaml": `saga: m
+input: {card: secret string, cvc: secret string, note: string}
+steps:
+  - id: keep
+    set: {c: "card ${input.card}"}
+  - id: pay
+    saga: pay.yaml
+    with: {ref: "${vars.c}", note: "${input.note}"}
+`,
+		"pay.yaml": `saga: p
+input: {ref: string, note: string}
+steps:
+  - id: both
+    parallel:
+      - steps: [{id: a, action: w}]
+      - steps: [{id: again, saga: leaf.yaml, with: {r: "${input.ref}"}}]
+`,
+		"leaf.yaml": "saga: l\ninput: {r: string}\nsteps: [{id: z, action: w}]\n",
+	}
+	p, err := compileFiles(files, forks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := p.CheckInput(map[string]any{"card": card, "cvc": "737", "note": "gift"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &saga.State{}
+	if err := p.Advance(st, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "s-1", Input: in}); err != nil {
+		t.Fatal(err)
+	}
+	// launch starts child k of st's fork, its item encoded and read back.
+	launch := func(p *saga.Plan, st *saga.State, k int, id string) (*saga.Plan, *saga.State) {
+		t.Helper()
+		cp, cs, err := p.Launch(st, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		child := &saga.State{}
+		if err := cp.Advance(child, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: id, Input: cs.Input, Child: cs}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := child.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var read saga.State
+		if err := read.UnmarshalBinary(b); err != nil {
+			t.Fatal(err)
+		}
+		return cp, &read
+	}
+	pp, pay := launch(p, st, 0, "s-1.pay")
+	if want := []string{card}; !slices.Equal(pay.Inherited, want) {
+		t.Fatalf("the child saga inherits %q, want %q (the cvc is not in its input)", pay.Inherited, want)
+	}
+	shown := pp.Redactor(pay).State(pay)
+	if got := shown.Input["ref"]; got != "card "+saga.Mask {
+		t.Errorf("the child saga's ref shows as %q", got)
+	}
+	if got := shown.Input["note"]; got != "gift" {
+		t.Errorf("the child saga's note shows as %q, want it as it is", got)
+	}
+	bp, branch := launch(pp, pay, 1, "s-1.pay.b1")
+	lp, leaf := launch(bp, branch, 0, "s-1.pay.b1.leaf")
+	for name, r := range map[string]*saga.Redactor{"branch": bp.Redactor(branch), "grandchild": lp.Redactor(leaf)} {
+		if got := r.Text("declined: card " + card); strings.Contains(got, card) {
+			t.Errorf("the %s's redactor shows %q", name, got)
+		}
+	}
+	if got := lp.Redactor(leaf).State(leaf).Input["r"]; got != "card "+saga.Mask {
+		t.Errorf("the grandchild's input shows as %q", got)
 	}
 }

@@ -108,6 +108,10 @@ type State struct {
 	// when it was started and handled untraced. A child run takes its
 	// parent's.
 	Trace TraceContext
+	// Inherited are the texts of its ancestors' secrets that a child
+	// run's input holds (ChildStart.Secrets): its Redactor hides them as
+	// it hides its own secrets. Nil for a saga started from outside.
+	Inherited []string
 	// Resends is how many times the sweep has sent the outbox of this
 	// version again (durable.SagaRecord.Resends): kept by the store
 	// beside the state, not encoded in it, and filled by the reads that
