@@ -51,8 +51,8 @@ steps:
 		}
 		for _, e := range s.Events() {
 			for _, kv := range e.Attributes {
-				if strings.Contains(kv.Value.Emit(), card) {
-					t.Errorf("span %q's event %s shows the secret card in %s: %q", s.Name(), e.Name, kv.Key, kv.Value.Emit())
+				if strings.Contains(kv.Value.String(), card) {
+					t.Errorf("span %q's event %s shows the secret card in %s: %q", s.Name(), e.Name, kv.Key, kv.Value.String())
 				}
 			}
 		}
