@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -316,17 +318,58 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// listenPort returns a port of 127.0.0.1 that nothing listens on, below
+// the kernel's ephemeral range (from 10,000) when there is room: a
+// worker's RIE is started again on its port after a kill, and a port of
+// that range may meanwhile become the source port of one of the many
+// connections to the emulators, which the kernel picks there (the RIE
+// then cannot listen: address in use). Outside it, only a listener can
+// take the port, and none of ours is started meanwhile.
+func listenPort() (int, error) {
+	const from = 10_000
+	if low := ephemeralLow(); low > from+1000 {
+		for range 100 {
+			p := from + rand.IntN(low-from)
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+			if err != nil {
+				continue // taken: another
+			}
+			l.Close()
+			return p, nil
+		}
+	}
+	return freePort()
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range, where
+// it picks the source ports of outgoing connections: Linux's setting, or
+// its default (32768) where it cannot be read (and BSD's and macOS's
+// 49152 is above that).
+func ephemeralLow() int {
+	b, _ := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	return parseEphemeralLow(string(b))
+}
+
+func parseEphemeralLow(text string) int {
+	if f := strings.Fields(text); len(f) == 2 {
+		if n, err := strconv.Atoi(f[0]); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 32768
+}
+
 // startRIE runs one worker's RIE on 127.0.0.1 (on addr, when restarting
 // it, so its poller finds it again) and waits for it to listen.
 func (e *Env) startRIE(ctx context.Context, wk *worker, addr string) (string, error) {
 	if addr == "" {
-		port, err := freePort()
+		port, err := listenPort()
 		if err != nil {
 			return "", err
 		}
 		addr = fmt.Sprintf("127.0.0.1:%d", port)
 	}
-	apiPort, err := freePort()
+	apiPort, err := listenPort()
 	if err != nil {
 		return "", err
 	}
