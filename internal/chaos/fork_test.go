@@ -563,7 +563,7 @@ func cancelDuringChild(ctx context.Context, cl *client.Client, id string, sc for
 			child = durable.ChildID(id, f.step, f.visit, n)
 		}
 	}
-	for end := time.Now().Add(2 * time.Minute); time.Now().Before(end) && ctx.Err() == nil; time.Sleep(50 * time.Millisecond) {
+	for end := time.Now().Add(settleFor); time.Now().Before(end) && ctx.Err() == nil; time.Sleep(50 * time.Millisecond) {
 		if p, err := cl.Status(ctx, id); err == nil && p.Status.Final() {
 			return false
 		}
