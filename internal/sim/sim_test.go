@@ -71,6 +71,9 @@ func TestSimulationIsDeterministic(t *testing.T) {
 
 // The checks catch a broken guarantee: sabotage one and look for its invariant.
 func TestSimulationCatchesSabotage(t *testing.T) {
+	if raceEnabled {
+		t.Skip("tests the checker, on one goroutine: the race detector adds nothing but minutes; the normal build runs it")
+	}
 	for _, tt := range []struct {
 		sabotage, invariant string
 		edgeRate            float64
@@ -112,6 +115,9 @@ func TestSimulationCatchesSabotage(t *testing.T) {
 // often than the honest run of the same seed does (once they are fixed,
 // the honest run breaks none, and this is the usual test).
 func TestSimulationCatchesForkSabotage(t *testing.T) {
+	if raceEnabled {
+		t.Skip("tests the checker, on one goroutine: the race detector adds nothing but minutes; the normal build runs it")
+	}
 	const seed, sagas = 3, 300
 	honest, err := sim.Run(sim.Config{Seed: seed, Sagas: sagas})
 	if err != nil {
