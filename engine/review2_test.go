@@ -1,0 +1,123 @@
+package engine_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/store/memstore"
+)
+
+// review2Actions answers each call with out's value.
+type review2Actions struct{ out func(saga.Call) any }
+
+func (a review2Actions) Invoke(_ context.Context, c saga.Call) (any, error) { return a.out(c), nil }
+
+// review2Run starts plan as saga p on a memory store, with the
+// hand-delivered queue of fork_bugs_test.go, and delivers every message
+// (a message whose handling fails goes back to the end, as SQS
+// redelivers it) until none is left or 500 deliveries were made.
+func review2Run(t *testing.T, plan *saga.Plan, out func(saga.Call) any) (*handRig, []error) {
+	t.Helper()
+	r := &handRig{t: t, q: &handQueue{}, store: &handStore{Store: memstore.New()}, clock: durable.NewManualClock(t0)}
+	c, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: r.q, Actions: review2Actions{out}, Clock: r.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.coord = c
+	if _, err := c.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	var errs []error
+	for range 500 {
+		ok, err := r.deliver(func(durable.Message) bool { return true })
+		if !ok {
+			break
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return r, errs
+}
+
+// A parallel branch whose last step writes a 160 KiB out (its state
+// holds it once: well within saga.MaxStateBytes) never ends: the branch's
+// end makes that value its output too, the state holds it twice (320
+// KiB), and nothing measured it (saga/fork.go, branchEnded: no fits
+// check; Advance's last check skips a succeeded saga). Every delivery of
+// the action's result fails with ErrTooLarge, also after the
+// coordinator's replay with StoreLimit; the message would go to the
+// dead-letter queue and the parent waits on its fork forever, with the
+// other branch's effect never compensated. DESIGN 2.1: what validation
+// accepts "never gets stuck, and ends in a final status or a wait";
+// docs/PROTOCOL.md, "Limits": the step that grows the state past 300 KiB
+// fails with StateTooLarge, and the saga compensates.
+func TestReview2BranchWithLargeOutNeverEnds(t *testing.T) {
+	plan := mustCompile(t, `
+saga: large
+steps:
+  - id: both
+    parallel:
+      - steps: [{id: big, action: svc.big, out: blob}]
+      - steps: [{id: small, action: svc.small, compensate: {action: svc.small_undo}}]
+    out: outs
+`)
+	blob := strings.Repeat("x", 160<<10)
+	r, errs := review2Run(t, plan, func(c saga.Call) any {
+		if c.Step == "big" {
+			return blob
+		}
+		return map[string]any{"ok": true}
+	})
+	st := r.get("p")
+	if !st.Status.Final() {
+		var first error
+		if len(errs) > 0 {
+			first = errs[0]
+		}
+		t.Fatalf("the parent is %s after every message was delivered (%d handlings failed, the first: %v), want it final", st.Status, len(errs), first)
+	}
+}
+
+// An iteration of a foreach over a list in vars, whose body also reads
+// the list, holds the list (its copy of the vars it reads) and its item
+// (State.Scope): 280 KiB of list in the parent, which fits, make an
+// iteration of 420 KiB, past even the 380 KiB of a failed saga. Its
+// launch fails on every delivery (saga/fork.go, startChild measures
+// nothing; the launch's replay with StoreLimit cannot shrink it), and
+// the parent waits on its fork forever. DESIGN 2.1: what validation
+// accepts "never gets stuck".
+func TestReview2ForeachIterationTooLargeNeverLaunches(t *testing.T) {
+	plan := mustCompile(t, `
+saga: items
+steps:
+  - id: load
+    action: svc.load
+    out: list
+    compensate: {action: svc.unload}
+  - id: each
+    foreach: "${vars.list}"
+    concurrency: 1
+    steps:
+      - {id: one, action: svc.one, with: {item: "${item}", of: "${size(vars.list)}"}}
+`)
+	list := []any{strings.Repeat("a", 140<<10), strings.Repeat("b", 140<<10)}
+	r, errs := review2Run(t, plan, func(c saga.Call) any {
+		if c.Step == "load" {
+			return list
+		}
+		return map[string]any{"ok": true}
+	})
+	st := r.get("p")
+	if !st.Status.Final() {
+		var first error
+		if len(errs) > 0 {
+			first = errs[0]
+		}
+		t.Fatalf("the parent is %s after every message was delivered (%d handlings failed, the first: %v), want it final", st.Status, len(errs), first)
+	}
+}
