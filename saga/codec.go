@@ -67,6 +67,7 @@ const (
 	tagHistoryDropped    = 35
 	tagTrace             = 36
 	tagInherited         = 37 // one per State.Inherited entry, in order
+	tagOutputIsLastOut   = 38 // the output is the var LastOut names (a branch's or iteration's end)
 )
 
 // Value type bytes.
@@ -229,6 +230,9 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 	switch {
 	case st.Output != nil && sameMap(st.Output, st.Vars):
 		e.uint(tagOutputIsVars, 1)
+	case st.Output != nil && st.LastOut != "" && sameValue(st.Output, st.Vars[st.LastOut]):
+		// A branch's or iteration's output is its last out: held once.
+		e.uint(tagOutputIsLastOut, 1)
 	case st.Output != nil:
 		e.value(tagOutput, st.Output)
 	}
@@ -403,7 +407,7 @@ func (st *State) UnmarshalBinary(data []byte) error {
 		return fmt.Errorf("%w: version %d (this build reads version %d)", ErrUnknownFormat, data[2], formatVersion)
 	}
 	d := decoder{b: data[3:]}
-	outputIsVars := false
+	outputIsVars, outputIsLastOut := false, false
 	for d.more() {
 		tag, wire := d.key()
 		switch {
@@ -622,6 +626,8 @@ func (st *State) UnmarshalBinary(data []byte) error {
 			if d.uint() == 1 {
 				outputIsVars = true
 			}
+		case tag == tagOutputIsLastOut && wire == wireVarint:
+			outputIsLastOut = d.uint() == 1
 		default:
 			d.skip(wire)
 		}
@@ -633,6 +639,9 @@ func (st *State) UnmarshalBinary(data []byte) error {
 	}
 	if outputIsVars {
 		st.Output = st.Vars
+	}
+	if outputIsLastOut {
+		st.Output = st.Vars[st.LastOut]
 	}
 	if d.err != nil {
 		return fmt.Errorf("decode state: %w", d.err)
@@ -873,6 +882,26 @@ func intern(b []byte) string {
 }
 
 // sameMap reports whether out is the very map vars (not merely equal).
+// sameValue reports whether out is v itself: the same map or list (not a
+// copy), or an equal string, number or bool.
+func sameValue(out, v any) bool {
+	switch o := out.(type) {
+	case map[string]any:
+		m, ok := v.(map[string]any)
+		return ok && m != nil && reflect.ValueOf(o).UnsafePointer() == reflect.ValueOf(m).UnsafePointer()
+	case []any:
+		l, ok := v.([]any)
+		return ok && len(o) == len(l) && len(o) > 0 && &o[0] == &l[0]
+	case []byte:
+		return false // rare as an output: written out
+	}
+	switch v.(type) {
+	case map[string]any, []any, []byte:
+		return false
+	}
+	return out == v
+}
+
 func sameMap(out any, vars map[string]any) bool {
 	m, ok := out.(map[string]any)
 	return ok && vars != nil && reflect.ValueOf(m).UnsafePointer() == reflect.ValueOf(vars).UnsafePointer()

@@ -59,7 +59,39 @@ func forkStates() []*saga.State {
 	child.Scope, child.LastOut, child.Undoing = map[string]any{"item": map[string]any{"sku": "a"}, "index": int64(0)}, "parcel", true
 	child.Inherited = []string{"4111111111111111", "secret \"quoted\""}
 	child.Outbox = []durable.Message{{SagaID: child.SagaID, Version: 7, Queue: durable.QueueAdvance, Kind: durable.KindEnded, Step: "ship_one", Attempt: 1}}
-	return []*saga.State{waiting, undoing, child}
+	ended := richState() // a branch that ended: its output is its last out
+	ended.SagaID, ended.Status, ended.Parent = durable.ChildID("s-1", "fan", 2, 1), durable.StatusSucceeded, &saga.ParentLink{ID: "s-1", Step: "fan", Seq: 2, Version: 3, Index: 1, Children: 2}
+	ended.LastOut = "reservation"
+	ended.Output = ended.Vars["reservation"]
+	return []*saga.State{waiting, undoing, child, ended}
+}
+
+// A branch's output is its last out: the state holds it once, so that a
+// branch whose out fits also fits once it ends.
+func TestBranchOutputIsEncodedOnce(t *testing.T) {
+	ended := forkStates()[3]
+	big := strings.Repeat("x", 100<<10)
+	ended.Vars["reservation"] = map[string]any{"id": big}
+	ended.Output = ended.Vars["reservation"]
+	once, err := ended.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(once) > 110<<10 {
+		t.Fatalf("%d bytes: the output is written beside its var", len(once))
+	}
+	var got saga.State
+	if err := got.UnmarshalBinary(once); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Output, ended.Output) {
+		t.Fatalf("output %v, want the var reservation", got.Output)
+	}
+	ended.Output = map[string]any{"id": big} // equal, not the var itself: written out
+	twice, _ := ended.MarshalBinary()
+	if len(twice) < 200<<10 {
+		t.Fatalf("%d bytes for an output that is a copy", len(twice))
+	}
 }
 
 // historyState is richState with the history of a saga that compensated,
