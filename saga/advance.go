@@ -169,11 +169,6 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		}
 		r.nextCompensation()
 	}
-	if st.Parent != nil && st.Status.Final() && st.Status != r.was {
-		// A child run ended: its fork counts it, or its parent's undo goes on.
-		r.send(durable.QueueAdvance, st.Parent.Step, 1, 0)
-		st.Outbox[len(st.Outbox)-1].Kind = durable.KindEnded
-	}
 	r.markStatusSince() // before the last measure: it is part of the state
 	if ev.StoreLimit > 0 && (st.Status == durable.StatusRunning || st.Status == durable.StatusWaiting) && !r.fits() {
 		// Only starting the next action (or wait) is left to blame: undo it.
@@ -184,6 +179,20 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		st.Outbox = st.Outbox[:0]
 		r.compensate(r.tooLarge(step, "starting it"))
 		r.markStatusSince()
+	}
+	if ev.StoreLimit > 0 && ev.Kind == EventStart && ev.Child != nil && !r.fits() {
+		// A child run too large to store as it starts (an iteration's
+		// copied vars and its item): nothing of it has run, so it ends
+		// compensated without what made it large, and its fork fails.
+		st.Input, st.Vars, st.Scope, st.Stack, st.Outbox, st.Cursors = nil, nil, nil, nil, st.Outbox[:0], nil
+		st.Failure = newStepError(p.steps[ev.Child.First].ID, lang.ErrorTypeStateTooLarge, fmt.Sprintf("its input, vars and item would take its state past its limit of %d bytes as it starts", ev.StoreLimit))
+		st.Status = durable.StatusCompensated
+		r.markStatusSince()
+	}
+	if st.Parent != nil && st.Status.Final() && st.Status != r.was {
+		// A child run ended: its fork counts it, or its parent's undo goes on.
+		r.send(durable.QueueAdvance, st.Parent.Step, 1, 0)
+		st.Outbox[len(st.Outbox)-1].Kind = durable.KindEnded
 	}
 	status := st.Status
 	if status == r.was {
