@@ -193,6 +193,7 @@ func textForms(v any) []string {
 	case map[string]any:
 		var forms []string
 		for _, k := range slices.Sorted(maps.Keys(t)) {
+			forms = append(forms, textForms(k)...) // a key is as secret as its value
 			forms = append(forms, textForms(t[k])...)
 		}
 		return forms
@@ -349,18 +350,20 @@ func (r *Redactor) value(v any) any {
 }
 
 // Input returns a copy of a saga's input with each secret field's value
-// replaced by the mask, however short, and the rest as Value shows it.
+// replaced by the mask, however short, and the rest, field names
+// included, as Value shows it.
 func (r *Redactor) Input(input map[string]any) map[string]any {
 	if r == nil || input == nil {
 		return input
 	}
 	out := make(map[string]any, len(input))
-	for k, v := range input {
+	for _, k := range slices.Sorted(maps.Keys(input)) { // a defined winner when two names mask alike
+		v := input[k]
 		if r.fields[k] {
 			out[k] = Mask
 			continue
 		}
-		out[k] = r.Value(v)
+		out[r.Text(k)] = r.Value(v) // a field's name may hold a secret too (a child saga's input)
 	}
 	return out
 }
