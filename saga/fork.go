@@ -258,6 +258,7 @@ func (r *runner) joined(j *Join) {
 	switch {
 	case st.CancelRequested:
 		failure = cancelled()
+		failure.Step = s.ID // the saga's own: no catch takes it (stoppedFromOutside)
 	case st.Failure != nil: // the deadline passed while the saga waited
 		failure = st.Failure
 	}
@@ -318,7 +319,7 @@ func (r *runner) undoFailedFork(s *planStep, cur Cursor, succeeded []int) {
 // children are undone (a cancel and the deadline go past every catch: a
 // saga past its deadline compensates, whatever failed).
 func (r *runner) routed(s *planStep, err *StepError) bool {
-	if err == nil || r.st.CancelRequested || r.pastDeadline() || err.Type == lang.ErrorTypeCancelled || err.Type == lang.ErrorTypeDeadline || lang.Uncatchable(err.Type) {
+	if err == nil || r.st.CancelRequested || r.pastDeadline() || stoppedFromOutside(s, err) || lang.Uncatchable(err.Type) {
 		return false
 	}
 	for _, c := range s.routes {
@@ -329,6 +330,15 @@ func (r *runner) routed(s *planStep, err *StepError) bool {
 	return false
 }
 
+// stoppedFromOutside reports whether err, the failure of fork step s, is
+// the saga's own cancel or deadline (the join names the fork step in
+// them) rather than a child's failure of the same type: an action's error
+// type Cancelled, a child saga's own timeout, an operator's cancel of one
+// child. A catch takes those like any failure of the step.
+func stoppedFromOutside(s *planStep, err *StepError) bool {
+	return (err.Type == lang.ErrorTypeCancelled || err.Type == lang.ErrorTypeDeadline) && err.Step == s.ID
+}
+
 // forkFailed handles the failure of a fork whose children are all
 // undone: a catch routes it, or the saga compensates.
 func (r *runner) forkFailed(s *planStep) {
@@ -336,8 +346,9 @@ func (r *runner) forkFailed(s *planStep) {
 	err := st.Failure
 	st.Failure = nil
 	st.Status = durable.StatusRunning
-	if err.Type == lang.ErrorTypeCancelled || err.Type == lang.ErrorTypeDeadline {
-		// From outside the fork: no catch takes them.
+	if !st.CancelRequested && (stoppedFromOutside(s, err) || r.pastDeadline()) {
+		// The saga's own cancel or deadline: no catch takes them (a
+		// cancel that came during the undo compensates in stepFailed).
 		r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: 1, Error: err})
 		r.compensate(err)
 		return
