@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lambdasaga/lambdasaga/durable"
@@ -11,19 +12,29 @@ import (
 	"github.com/lambdasaga/lambdasaga/store/memstore"
 )
 
-// review2Actions answers each call with out's value.
-type review2Actions struct{ out func(saga.Call) any }
+// review2Actions answers each call with out's value, and notes the
+// steps it was called for.
+type review2Actions struct {
+	out   func(saga.Call) any
+	mu    *sync.Mutex
+	steps *[]string
+}
 
-func (a review2Actions) Invoke(_ context.Context, c saga.Call) (any, error) { return a.out(c), nil }
+func (a review2Actions) Invoke(_ context.Context, c saga.Call) (any, error) {
+	a.mu.Lock()
+	*a.steps = append(*a.steps, c.Action)
+	a.mu.Unlock()
+	return a.out(c), nil
+}
 
 // review2Run starts plan as saga p on a memory store, with the
 // hand-delivered queue of fork_bugs_test.go, and delivers every message
 // (a message whose handling fails goes back to the end, as SQS
 // redelivers it) until none is left or 500 deliveries were made.
-func review2Run(t *testing.T, plan *saga.Plan, out func(saga.Call) any) (*handRig, []error) {
+func review2Run(t *testing.T, plan *saga.Plan, out func(saga.Call) any) (*review2Rig, []error) {
 	t.Helper()
-	r := &handRig{t: t, q: &handQueue{}, store: &handStore{Store: memstore.New()}, clock: durable.NewManualClock(t0)}
-	c, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: r.q, Actions: review2Actions{out}, Clock: r.clock})
+	r := &review2Rig{handRig: &handRig{t: t, q: &handQueue{}, store: &handStore{Store: memstore.New()}, clock: durable.NewManualClock(t0)}}
+	c, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: r.q, Actions: review2Actions{out, &r.mu, &r.actions}, Clock: r.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +53,33 @@ func review2Run(t *testing.T, plan *saga.Plan, out func(saga.Call) any) (*handRi
 		}
 	}
 	return r, errs
+}
+
+type review2Rig struct {
+	*handRig
+	mu      sync.Mutex
+	actions []string
+}
+
+// calls lists the actions called, in order.
+func (r *review2Rig) calls() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.actions, " ")
+}
+
+// review2Final returns saga p, failing the test unless it is final.
+func review2Final(t *testing.T, r *review2Rig, errs []error) *saga.State {
+	t.Helper()
+	st := r.get("p")
+	if !st.Status.Final() {
+		var first error
+		if len(errs) > 0 {
+			first = errs[0]
+		}
+		t.Fatalf("the parent is %s after every message was delivered (%d handlings failed, the first: %v), want it final", st.Status, len(errs), first)
+	}
+	return st
 }
 
 // A parallel branch whose last step writes a 160 KiB out (its state
@@ -73,13 +111,10 @@ steps:
 		}
 		return map[string]any{"ok": true}
 	})
-	st := r.get("p")
-	if !st.Status.Final() {
-		var first error
-		if len(errs) > 0 {
-			first = errs[0]
-		}
-		t.Fatalf("the parent is %s after every message was delivered (%d handlings failed, the first: %v), want it final", st.Status, len(errs), first)
+	st := review2Final(t, r, errs)
+	outs, _ := st.Vars["outs"].([]any)
+	if st.Status != durable.StatusSucceeded || len(outs) != 2 || outs[0] != blob {
+		t.Fatalf("the parent %s (%v) with %d outputs, want succeeded with the big branch's output first", st.Status, st.Failure, len(outs))
 	}
 }
 
@@ -112,12 +147,11 @@ steps:
 		}
 		return map[string]any{"ok": true}
 	})
-	st := r.get("p")
-	if !st.Status.Final() {
-		var first error
-		if len(errs) > 0 {
-			first = errs[0]
-		}
-		t.Fatalf("the parent is %s after every message was delivered (%d handlings failed, the first: %v), want it final", st.Status, len(errs), first)
+	st := review2Final(t, r, errs)
+	if st.Status != durable.StatusCompensated || st.Failure == nil || st.Failure.Type != "StateTooLarge" {
+		t.Fatalf("the parent %s (%v), want compensated with StateTooLarge", st.Status, st.Failure)
+	}
+	if calls := r.calls(); !strings.Contains(calls, "unload") || strings.Contains(calls, "one") {
+		t.Fatalf("calls %s: want load undone and no iteration run", calls)
 	}
 }

@@ -10,6 +10,21 @@ import (
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
+// review2Start compiles files (main.yaml the saga) and starts saga s-1
+// with no input.
+func review2Start(t *testing.T, files map[string]string) (*saga.Plan, *saga.State) {
+	t.Helper()
+	p, err := compileFiles(files, forks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &saga.State{}
+	if err := p.Advance(st, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "s-1", Input: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	return p, st
+}
+
 // review2Child starts child k of the fork st waits on, as the coordinator's
 // launch does.
 func review2Child(t *testing.T, p *saga.Plan, st *saga.State, k int) (*saga.Plan, *saga.State) {
@@ -249,14 +264,7 @@ steps:
 		}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p, err := compileFiles(tc.files, forks)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st := &saga.State{}
-			if err := p.Advance(st, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "s-1", Input: map[string]any{}}); err != nil {
-				t.Fatal(err)
-			}
+			p, st := review2Start(t, tc.files)
 			cur, _ := st.Pending()
 			cp, child := review2Child(t, p, st, 0)
 			if err := tc.fail(cp, child); err != nil {
@@ -300,14 +308,7 @@ steps:
 		"deadline": {saga.Event{Kind: saga.EventTimer, Now: t0.Add(time.Hour)}, "SagaDeadlineExceeded"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p, err := compileFiles(map[string]string{"main.yaml": main}, forks)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st := &saga.State{}
-			if err := p.Advance(st, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "s-1", Input: map[string]any{}}); err != nil {
-				t.Fatal(err)
-			}
+			p, st := review2Start(t, map[string]string{"main.yaml": main})
 			cur, _ := st.Pending()
 			if err := p.Advance(st, tc.stop); err != nil {
 				t.Fatal(err)
