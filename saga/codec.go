@@ -228,7 +228,7 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 	}
 	e.uint(tagHistoryDropped, st.HistoryDropped)
 	switch {
-	case st.Output != nil && sameMap(st.Output, st.Vars):
+	case st.Output != nil && sameValue(st.Output, st.Vars):
 		e.uint(tagOutputIsVars, 1)
 	case st.Output != nil && st.LastOut != "" && sameValue(st.Output, st.Vars[st.LastOut]):
 		// A branch's or iteration's output is its last out: held once.
@@ -881,9 +881,9 @@ func intern(b []byte) string {
 	return s
 }
 
-// sameMap reports whether out is the very map vars (not merely equal).
-// sameValue reports whether out is v itself: the same map or list (not a
-// copy), or an equal string, number or bool.
+// sameValue reports whether out is v itself: the same map or list (not
+// a copy: the vars map, a var's value), or an equal string, number or
+// bool.
 func sameValue(out, v any) bool {
 	switch o := out.(type) {
 	case map[string]any:
@@ -900,9 +900,4 @@ func sameValue(out, v any) bool {
 		return false
 	}
 	return out == v
-}
-
-func sameMap(out any, vars map[string]any) bool {
-	m, ok := out.(map[string]any)
-	return ok && vars != nil && reflect.ValueOf(m).UnsafePointer() == reflect.ValueOf(vars).UnsafePointer()
 }
