@@ -86,7 +86,7 @@ func (p *Plan) Launch(parent *State, k int) (*Plan, *ChildStart, error) {
 	case lang.KindSaga:
 		in, _ := parent.ForkItems[0].(map[string]any)
 		cs.Input, cs.Link.Saga = in, true
-		cs.Secrets = p.Redactor(parent).within(in)
+		cs.Secrets = inheritedSecrets(p.Redactor(parent).within(in), s.child.RedactorFor(in))
 		if t := s.child.def.Timeout; t > 0 {
 			if own := parent.UpdatedAt.Add(t); cs.Deadline.IsZero() || own.Before(cs.Deadline) {
 				cs.Deadline = own

@@ -443,30 +443,14 @@ func (r *Redactor) State(st *State) *State {
 }
 
 // within returns the texts of r's secrets found in v (its strings, map
-// keys and the text forms of its other values), sorted: what a child saga
-// given v as its input inherits (State.Inherited). Nil when none is.
+// keys and the text forms of its other values, as textForms lists them),
+// sorted: what a child saga given v as its input inherits
+// (State.Inherited). Nil when none is.
 func (r *Redactor) within(v any) []string {
 	if r == nil || len(r.needles) == 0 {
 		return nil
 	}
-	var texts []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch t := v.(type) {
-		case []any:
-			for _, e := range t {
-				walk(e)
-			}
-		case map[string]any:
-			for k, e := range t {
-				texts = append(texts, k)
-				walk(e)
-			}
-		default:
-			texts = append(texts, textForms(v)...)
-		}
-	}
-	walk(v)
+	texts := textForms(v)
 	var found []string
 	for _, n := range r.needles { // sorted
 		if slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, n) }) {
@@ -474,6 +458,22 @@ func (r *Redactor) within(v any) []string {
 		}
 	}
 	return found
+}
+
+// inheritedSecrets returns the texts of found that own, the child
+// saga's redactor of its own secrets, does not hide already: a secret the
+// child declares secret is not stored twice in its item.
+func inheritedSecrets(found []string, own *Redactor) []string {
+	if own == nil {
+		return found
+	}
+	var out []string
+	for _, n := range found {
+		if _, ok := slices.BinarySearch(own.needles, n); !ok {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // copySecrets copies the secret fields of a parent's input into a branch's

@@ -313,3 +313,33 @@ steps:
 		t.Errorf("the grandchild's input shows as %q", got)
 	}
 }
+
+// A child saga that declares secret the field its parent's secret goes to
+// hides it by its own redactor: its item does not hold the text twice.
+func TestChildSagaDeclaringTheSecretInheritsNothing(t *testing.T) {
+	p, err := compileFiles(map[string]string{
+		"main.yaml": "saga: m\ninput: {card: secret string}\nsteps:\n  - id: pay\n    saga: pay.yaml\n    with: {card: \"${input.card}\"}\n",
+		"pay.yaml":  "saga: p\ninput: {card: secret string}\nsteps: [{id: a, action: w}]\n",
+	}, forks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &saga.State{}
+	if err := p.Advance(st, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "s-1", Input: map[string]any{"card": card}}); err != nil {
+		t.Fatal(err)
+	}
+	cp, cs, err := p.Launch(st, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Secrets != nil {
+		t.Fatalf("the child inherits %q, which it declares secret itself", cs.Secrets)
+	}
+	child := &saga.State{}
+	if err := cp.Advance(child, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "s-1.pay", Input: cs.Input, Child: cs}); err != nil {
+		t.Fatal(err)
+	}
+	if got := cp.Redactor(child).Text("declined " + card); strings.Contains(got, card) {
+		t.Fatalf("the child shows %q", got)
+	}
+}
