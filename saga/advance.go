@@ -180,12 +180,17 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		r.compensate(r.tooLarge(step, "starting it"))
 		r.markStatusSince()
 	}
-	if ev.StoreLimit > 0 && ev.Kind == EventStart && ev.Child != nil && !r.fits() {
+	if ev.StoreLimit > 0 && ev.Kind == EventStart && ev.Child != nil && len(st.Stack) == 0 && !r.fits() {
 		// A child run too large to store as it starts (an iteration's
-		// copied vars and its item): nothing of it has run, so it ends
-		// compensated without what made it large, and its fork fails.
-		st.Input, st.Vars, st.Scope, st.Stack, st.Outbox, st.Cursors = nil, nil, nil, nil, st.Outbox[:0], nil
-		st.Failure = newStepError(p.steps[ev.Child.First].ID, lang.ErrorTypeStateTooLarge, fmt.Sprintf("its input, vars and item would take its state past its limit of %d bytes as it starts", ev.StoreLimit))
+		// copied vars and its item): no action of it has run (its stack
+		// is empty), so it ends compensated without what made it large,
+		// and its fork fails. A failure it already has (the check above,
+		// a stopped child's) stays.
+		st.Input, st.Vars, st.Scope, st.Cursors = nil, nil, nil, nil
+		st.Outbox = st.Outbox[:0]
+		if st.Failure == nil {
+			st.Failure = newStepError(p.steps[ev.Child.First].ID, lang.ErrorTypeStateTooLarge, fmt.Sprintf("its input, vars and item would take its state past its limit of %d bytes as it starts", ev.StoreLimit))
+		}
 		st.Status = durable.StatusCompensated
 		r.markStatusSince()
 	}
