@@ -402,7 +402,13 @@ func (c *Coordinator) invoke(ctx context.Context, plan *saga.Plan, st *saga.Stat
 		actx, span = c.traceCall(actx, st, &call)
 		// The span goes to the traces an operator reads: its error shows
 		// no secret input, as the logs' do.
-		defer func() { c.endCall(span, st, plan.Redactor(st).Error(err)) }()
+		defer func() {
+			spanErr := err
+			if spanErr != nil {
+				spanErr = plan.Redactor(st).Error(spanErr)
+			}
+			c.endCall(span, st, spanErr)
+		}()
 	}
 	start := c.cfg.Clock.Now()
 	out, err := c.safeInvoke(actx, call)
