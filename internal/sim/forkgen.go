@@ -41,7 +41,7 @@ func (g *forkGen) action(indent int) {
 	g.line(indent+1, "out: o%s", id)
 	g.line(indent+1, "retry: {attempts: %d, backoff: 1s, max_backoff: 4s}", 1+r.IntN(3))
 	if r.IntN(10) < 7 {
-		g.line(indent+1, "compensate: {action: svc.%s_undo, with: {ref: \"${vars.o%s.id}\"}, retry: {attempts: %d, backoff: 1s, max_backoff: 8s}}", id, id, 2+r.IntN(3))
+		g.line(indent+1, "compensate: {action: svc.%s_undo, with: {ref: \"${vars.o%s}\"}, retry: {attempts: %d, backoff: 1s, max_backoff: 8s}}", id, id, 2+r.IntN(3))
 	}
 }
 

@@ -78,7 +78,7 @@ type sagaSpec struct {
 	id        string
 	plan      *saga.Plan
 	input     map[string]any
-	generated bool // a generated definition (gen.go)
+	generated bool // a generated definition (gen.go, forkgen.go): its actions' outputs reach the limits
 	maxVisits int  // the plan's visit bound
 	child     bool // a child run: a branch, an iteration or a child saga (forkgen.go)
 }
@@ -93,7 +93,7 @@ func (w *world) newSaga(i int, plans plansByName, gen, forks []*saga.Plan) *saga
 	}
 	switch r := w.rng.IntN(n); {
 	case r == 3:
-		s.plan, s.maxVisits = forks[w.rng.IntN(len(forks))], genMaxVisits
+		s.plan, s.generated, s.maxVisits = forks[w.rng.IntN(len(forks))], true, genMaxVisits
 		s.input = map[string]any{"n": int64(w.rng.IntN(1000)), "items": w.forkItems()}
 		w.report.ForkSagas++
 		if w.rng.IntN(6) == 0 {
@@ -313,7 +313,9 @@ func (w *world) newChild(r *durable.SagaRecord) {
 	if plan == nil || !strings.Contains(r.SagaID, ".") {
 		return
 	}
-	s := &sagaSpec{id: r.SagaID, plan: plan, maxVisits: genMaxVisits, child: true}
+	// Generated (forkgen.go): its actions' outputs reach and pass the
+	// limits as a generated saga's do (a branch's last out past them).
+	s := &sagaSpec{id: r.SagaID, plan: plan, generated: true, maxVisits: genMaxVisits, child: true}
 	sc := &script{spec: s, calls: map[string]*callScript{}, stubborn: map[string]bool{}, comp: map[string][]behaviour{}}
 	var actions []string
 	for _, st := range plan.Steps() {
