@@ -142,11 +142,21 @@ func FuzzRedactorText(f *testing.F) {
 	f.Add("aaaaaaaaab", "aaab", "aab")
 	f.Add(`"a\"b"`, `a"b`, "x")
 	f.Fuzz(func(t *testing.T, text, a, b string) {
-		r := p.RedactorFor(map[string]any{"a": a, "b": []any{b}})
+		key := b + "k" // a secret any's map key is as secret as its values
+		r := p.RedactorFor(map[string]any{"a": a, "b": []any{b, map[string]any{key: int64(1)}}})
 		got := r.Text(text)
-		for _, s := range []string{a, b} {
-			if len(s) >= saga.MinSecretText && strings.Contains(got, s) {
+		shown := r.Input(map[string]any{text: "v"}) // an input's field name (a child saga's)
+		for _, s := range []string{a, b, key} {
+			if len(s) < saga.MinSecretText {
+				continue
+			}
+			if strings.Contains(got, s) {
 				t.Fatalf("Text(%q) with secrets %q, %q = %q: holds %q", text, a, b, got, s)
+			}
+			for name := range shown {
+				if strings.Contains(name, s) {
+					t.Fatalf("Input with a field named %q shows it as %q: holds %q", text, name, s)
+				}
 			}
 		}
 	})
