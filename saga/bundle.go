@@ -129,3 +129,86 @@ func readSource(fsys fs.FS, name string) ([]byte, error) {
 // path joined to the directory of key. Keys are relative to the directory
 // of the definition being compiled.
 func childKey(key, child string) string { return path.Join(path.Dir(key), child) }
+
+// readChild reads the child saga at key, a clean relative path, below dir,
+// the directory of the definition being compiled. A child stays in that
+// directory, and a symbolic link does not take it out: when fsys can read
+// links (fs.ReadLinkFS; os.DirFS can), key is resolved through them, and
+// a key that ends outside dir is refused rather than read and bundled.
+func readChild(fsys fs.FS, dir, key string) ([]byte, error) {
+	name := path.Join(dir, key)
+	if lfs, ok := fsys.(fs.ReadLinkFS); ok {
+		if err := stayIn(lfs, dir, key); err != nil {
+			return nil, err
+		}
+	}
+	return readSource(fsys, name)
+}
+
+// maxLinks bounds the symbolic links followed to resolve one name, as an
+// operating system does (40 on Linux).
+const maxLinks = 40
+
+// stayIn resolves key below dir through the symbolic links of lfs, one name
+// at a time as the operating system does (a link's target is read from the
+// directory it is in, and ".." leaves the directory a link led to), and
+// refuses a key that ends outside dir. A name that cannot be looked up ends
+// the walk: reading the file reports why.
+func stayIn(lfs fs.ReadLinkFS, dir, key string) error {
+	cur, rest := dir, strings.Split(key, "/")
+	first := "" // the first link followed, as "name -> target"
+	for links := 0; len(rest) > 0; {
+		elem := rest[0]
+		rest = rest[1:]
+		switch elem {
+		case "", ".":
+			continue
+		case "..":
+			if cur == "." || cur == ".." || strings.HasSuffix(cur, "/..") {
+				cur = path.Join(cur, "..") // above the root of fsys: out of every dir
+			} else {
+				cur = path.Dir(cur)
+			}
+			continue
+		}
+		next := path.Join(cur, elem)
+		info, err := lfs.Lstat(next)
+		if err != nil {
+			cur = path.Join(append([]string{next}, rest...)...)
+			break
+		}
+		if info.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links++; links > maxLinks {
+			return fmt.Errorf("%s: more than %d symbolic links", path.Join(dir, key), maxLinks)
+		}
+		target, err := lfs.ReadLink(next)
+		if err != nil {
+			return err
+		}
+		if first == "" {
+			first = next + " -> " + target
+		}
+		if path.IsAbs(target) {
+			cur = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	if !within(dir, cur) {
+		return fmt.Errorf("%s leads out of the definition's directory (%s) through the symbolic link %s: a child saga is in the same directory or below it, links included", path.Join(dir, key), dir, first)
+	}
+	return nil
+}
+
+// within reports whether the clean path name is dir or below it.
+func within(dir, name string) bool {
+	switch {
+	case dir == ".":
+		return !path.IsAbs(name) && name != ".." && !strings.HasPrefix(name, "../")
+	case dir == "/":
+		return path.IsAbs(name)
+	}
+	return name == dir || strings.HasPrefix(name, dir+"/")
+}

@@ -72,7 +72,7 @@ func CompileFile(fsys fs.FS, name string, opts Options) (*Plan, error) {
 	}
 	dir := path.Dir(name)
 	srcs := &sources{
-		read:    func(key string) ([]byte, error) { return readSource(fsys, path.Join(dir, key)) },
+		read:    func(key string) ([]byte, error) { return readChild(fsys, dir, key) },
 		display: func(key string) string { return path.Join(dir, key) },
 	}
 	return compileRoot(name, src, path.Base(name), srcs, opts)

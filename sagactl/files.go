@@ -3,6 +3,7 @@ package sagactl
 import (
 	"bytes"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"time"
@@ -16,10 +17,25 @@ import (
 // system, each through readFile too. Its names are not those of a strict
 // fs.FS (they may be absolute or start with ..): the definition's own, and
 // its children's paths joined to its directory, so that problems name the
-// files as the user would.
+// files as the user would. It reads symbolic links (fs.ReadLinkFS), so
+// that saga.CompileFile refuses a child whose link leads out of the
+// definition's directory.
 type definitionFiles struct {
 	name string
 	src  []byte
+}
+
+var _ fs.ReadLinkFS = definitionFiles{}
+
+// Lstat describes the file name, a link itself rather than its target.
+func (d definitionFiles) Lstat(name string) (fs.FileInfo, error) {
+	return os.Lstat(filepath.FromSlash(name))
+}
+
+// ReadLink returns the target of the link name, with '/' between names.
+func (d definitionFiles) ReadLink(name string) (string, error) {
+	target, err := os.Readlink(filepath.FromSlash(name))
+	return filepath.ToSlash(target), err
 }
 
 // Open returns the definition, or reads another file whole.
