@@ -24,6 +24,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -245,9 +246,15 @@ func parseSince(v string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, v); err == nil {
 		return t, nil
 	}
+	const day = 24 * time.Hour
 	if days, ok := strings.CutSuffix(v, "d"); ok {
-		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
-			return now.Add(-time.Duration(n) * 24 * time.Hour), nil
+		if n, err := strconv.ParseInt(days, 10, 64); err == nil && n >= 0 {
+			// Past the range of a duration (about 292 years), n days
+			// would wrap round, as ParseDuration refuses hours that do.
+			if n > int64(math.MaxInt64/day) {
+				return time.Time{}, fmt.Errorf("since %q: at most %dd (the range of a duration), or an RFC 3339 time", v, math.MaxInt64/day)
+			}
+			return now.Add(-time.Duration(n) * day), nil
 		}
 	}
 	d, err := time.ParseDuration(v)
