@@ -202,9 +202,10 @@ func textForms(v any) []string {
 }
 
 // Text returns s with every secret value in it replaced by the mask: as
-// it is, as JSON or Go would quote it, and, at the end of s or before the
-// mark of a cut message ("…(cut)"), the start of one that was cut off
-// there (MinSecretText bytes or more). Overlapping secrets are masked as
+// it is, as JSON or Go would quote it, and, before the mark of a cut
+// message ("…(cut)", or JSON's "\u2026(cut)"), the start of one that was
+// cut off there (MinSecretText bytes or more): a text that only ends as a
+// secret begins is whole, not a secret. Overlapping secrets are masked as
 // one. The result holds no secret of MinSecretText bytes or more, whatever
 // surrounds it.
 func (r *Redactor) Text(s string) string {
@@ -220,9 +221,6 @@ func (r *Redactor) Text(s string) string {
 	}
 }
 
-// cutMark ends a message truncate cut.
-const cutMark = "…(cut)"
-
 func (r *Redactor) mask1(s string) (string, bool) {
 	var cover []bool
 	mark := func(from, to int) {
@@ -232,10 +230,6 @@ func (r *Redactor) mask1(s string) (string, bool) {
 		for i := from; i < to; i++ {
 			cover[i] = true
 		}
-	}
-	ends := []int{len(s)}
-	if strings.HasSuffix(s, cutMark) {
-		ends = append(ends, len(s)-len(cutMark))
 	}
 	for _, n := range r.needles {
 		done := 0 // marked up to here for n: overlapping finds mark only what is new
@@ -248,11 +242,18 @@ func (r *Redactor) mask1(s string) (string, bool) {
 			done = i + j + len(n)
 			i += j + 1
 		}
-		for _, end := range ends {
+	}
+	for i := 0; ; {
+		end, next := cutAt(s, i)
+		if next < 0 {
+			break
+		}
+		for _, n := range r.needles {
 			if k := secretCutAtEnd(s[:end], n); k >= MinSecretText {
 				mark(end-k, end)
 			}
 		}
+		i = next
 	}
 	if cover == nil {
 		return s, false
@@ -274,6 +275,31 @@ func (r *Redactor) mask1(s string) (string, bool) {
 		b.WriteString(r.mask)
 	}
 	return b.String(), true
+}
+
+// cutAt finds the first mark of a cut message in s from from on: "…(cut)"
+// as truncate writes it, or "\u2026(cut)" as JSON's ASCII escapes do (and
+// quoted again: "\\u2026(cut)"). It returns where the text cut ends and
+// where to look for the next mark; next is -1 when there is none.
+func cutAt(s string, from int) (end, next int) {
+	for {
+		i := strings.Index(s[from:], "(cut)")
+		if i < 0 {
+			return 0, -1
+		}
+		i += from
+		from = i + len("(cut)")
+		switch {
+		case strings.HasSuffix(s[:i], "…"):
+			return i - len("…"), from
+		case strings.HasSuffix(s[:i], `\u2026`):
+			end = i - len(`\u2026`)
+			for end > 0 && s[end-1] == '\\' {
+				end--
+			}
+			return end, from
+		}
+	}
 }
 
 // secretCutAtEnd returns the length of the longest end of s, shorter than n,
@@ -334,9 +360,15 @@ func (r *Redactor) value(v any) any {
 		return out
 	case map[string]any:
 		out := make(map[string]any, len(t))
-		for _, k := range slices.Sorted(maps.Keys(t)) { // a defined winner when two keys mask alike
-			out[r.Text(k)] = r.value(t[k])
+		var masked []string // keys holding a secret, named once the others are in
+		for k, e := range t {
+			if r.Text(k) != k {
+				masked = append(masked, k)
+				continue
+			}
+			out[k] = r.value(e)
 		}
+		r.nameMasked(out, masked, func(k string) any { return r.value(t[k]) })
 		return out
 	case nil, bool:
 		return v
@@ -357,15 +389,40 @@ func (r *Redactor) Input(input map[string]any) map[string]any {
 		return input
 	}
 	out := make(map[string]any, len(input))
-	for _, k := range slices.Sorted(maps.Keys(input)) { // a defined winner when two names mask alike
-		v := input[k]
-		if r.fields[k] {
+	var masked []string // a field's name may hold a secret too (a child saga's input)
+	for k, v := range input {
+		switch {
+		case r.fields[k]:
 			out[k] = Mask
-			continue
+		case r.Text(k) != k:
+			masked = append(masked, k)
+		default:
+			out[k] = r.Value(v)
 		}
-		out[r.Text(k)] = r.Value(v) // a field's name may hold a secret too (a child saga's input)
 	}
+	r.nameMasked(out, masked, func(k string) any { return r.Value(input[k]) })
 	return out
+}
+
+// nameMasked puts into out the value of each key masked (keys whose text
+// holds a secret), under the key as Text masks it. Two keys may mask
+// alike, or like a key out holds already: each then gets the first free
+// name of "KEY#2", "KEY#3", ... that shows no secret either, in the order
+// of the keys, so that no key is lost or merged with another and the same
+// map shows the same way every time.
+func (r *Redactor) nameMasked(out map[string]any, masked []string, value func(k string) any) {
+	slices.Sort(masked)
+	for _, k := range masked {
+		base := r.Text(k)
+		name := base
+		for i := 2; ; i++ {
+			if _, taken := out[name]; !taken && r.Text(name) == name {
+				break
+			}
+			name = base + "#" + strconv.Itoa(i)
+		}
+		out[name] = value(k)
+	}
 }
 
 // StepError returns e with its message masked; e itself when nothing in

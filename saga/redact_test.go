@@ -54,8 +54,8 @@ func TestRedactorText(t *testing.T) {
 		card + card:                           "[secret]",
 		"cvv 737, pin 12, order o-1":          "cvv [secret], pin 12, order o-1", // 12 is under MinSecretText
 		"declined: 411111111111…(cut)":        "declined: [secret]…(cut)",        // the start of a cut-off card
-		"declined: 4111111111":                "declined: [secret]",
-		"amount 41":                           "amount 41", // too short a start to mask
+		"declined: 4111111111":                "declined: 4111111111",            // not cut: not a card
+		"amount 41…(cut)":                     "amount 41…(cut)",                 // too short a start to mask
 		"nothing secret here":                 "nothing secret here",
 		fmt.Sprintf("%q", "card "+card):       `"card [secret]"`,
 	} {
@@ -351,5 +351,73 @@ func TestChildSagaDeclaringTheSecretInheritsNothing(t *testing.T) {
 	}
 	if got := cp.Redactor(child).Text("declined " + card); strings.Contains(got, card) {
 		t.Fatalf("the child shows %q", got)
+	}
+}
+
+// redactorOf compiles a saga with the one input field decl ("d: secret
+// duration") and returns the redactor of a run given value, as CheckInput
+// converts it.
+func redactorOf(t *testing.T, decl string, value any) *saga.Redactor {
+	t.Helper()
+	p := sagatest.MustCompile(t, "saga: x\ninput: {"+decl+"}\nsteps: [{id: a, action: w}]\n")
+	name, _, _ := strings.Cut(decl, ":")
+	in, err := p.CheckInput(map[string]any{name: value})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.RedactorFor(in)
+}
+
+// The start of a secret is masked only where a message was cut: a text
+// that merely ends as a secret begins is whole.
+func TestRedactorMasksACutSecretOnlyWhereMarked(t *testing.T) {
+	t.Parallel()
+	r := redactorOf(t, "card: secret string", card)
+	for in, want := range map[string]string{
+		"declined: 41111111…(cut)":                 "declined: " + saga.Mask + "…(cut)",
+		"step a: T: declined: 411111…(cut): retry": "step a: T: declined: " + saga.Mask + "…(cut): retry",
+		`{"error":"declined: 411111\u2026(cut)"}`:  `{"error":"declined: ` + saga.Mask + `\u2026(cut)"}`,
+		"amount 411":           "amount 411",
+		"declined: 4111111111": "declined: 4111111111",
+	} {
+		if got := r.Text(in); got != want {
+			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := r.Value(int64(411)); got != int64(411) {
+		t.Errorf("Value(411) = %v, want it shown", got)
+	}
+}
+
+// Keys that mask alike all stay, each under its own name, and a key that
+// holds no secret keeps its name.
+func TestRedactorKeepsKeysThatMaskAlike(t *testing.T) {
+	t.Parallel()
+	p := sagatest.MustCompile(t, "saga: x\ninput: {a: secret string, b: secret string, note: string}\nsteps: [{id: s, action: w}]\n")
+	r := p.RedactorFor(map[string]any{"a": "alpha", "b": "bravo", "note": "n"})
+	m := map[string]any{"alpha": 1, "bravo": 2, saga.Mask: 3, saga.Mask + "#2": 4, "x alpha": 5, "x bravo": 6}
+	shown := r.Value(m).(map[string]any)
+	if len(shown) != len(m) {
+		t.Fatalf("Value(%v) = %v: lost a key", m, shown)
+	}
+	if shown[saga.Mask] != 3 || shown[saga.Mask+"#2"] != 4 {
+		t.Errorf("Value(%v) = %v: renamed a key that holds no secret", m, shown)
+	}
+	seen := map[any]bool{}
+	for k, v := range shown {
+		if strings.Contains(k, "alpha") || strings.Contains(k, "bravo") {
+			t.Errorf("key %q shows a secret", k)
+		}
+		seen[v] = true
+	}
+	if len(seen) != len(m) {
+		t.Errorf("Value(%v) = %v: merged values", m, shown)
+	}
+	if again := r.Value(m); fmt.Sprint(again) != fmt.Sprint(shown) {
+		t.Errorf("Value is not deterministic: %v, then %v", shown, again)
+	}
+	in := map[string]any{"a": "alpha", "b": "bravo", "note": "n", "alpha": "x", "bravo": "y"}
+	if got := r.Input(in); len(got) != len(in) {
+		t.Errorf("Input(%v) = %v: lost a field", in, got)
 	}
 }
