@@ -2,6 +2,7 @@ package saga
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -33,6 +34,7 @@ const MinSecretText = 3
 type Redactor struct {
 	fields  map[string]bool // the secret input fields
 	needles []string        // text forms of the secret values, each at least MinSecretText bytes
+	times   []time.Time     // the secret timestamps, found in text at any offset (maskTimes)
 	mask    string          // Mask, or a mask no secret can be found in (see newRedactor)
 }
 
@@ -96,22 +98,34 @@ func (p *Plan) secretValues(input map[string]any) (map[string]bool, []any) {
 func newRedactor(fields map[string]bool, values []any, inherited []string) *Redactor {
 	seen := map[string]bool{}
 	var needles []string
-	add := func(n string) {
-		if len(n) >= MinSecretText && !seen[n] {
-			seen[n] = true
-			needles = append(needles, n)
+	add := func(text string) {
+		for _, n := range quotedForms(text) {
+			if len(n) >= MinSecretText && !seen[n] {
+				seen[n] = true
+				needles = append(needles, n)
+			}
 		}
 	}
+	var times []time.Time
 	for _, v := range values {
-		for _, n := range textForms(v) {
-			add(n)
-		}
+		eachLeaf(v, func(leaf any) {
+			forms := leafForms(leaf)
+			if len(forms) == 0 || len(forms[0]) < MinSecretText {
+				return // too short to look for: masked only as its field's value
+			}
+			if t, ok := leaf.(time.Time); ok {
+				times = append(times, t)
+			}
+			for _, f := range forms {
+				add(f)
+			}
+		})
 	}
 	for _, n := range inherited {
 		add(n)
 	}
 	slices.Sort(needles)
-	return &Redactor{fields: fields, needles: needles, mask: safeMask(needles)}
+	return &Redactor{fields: fields, needles: needles, times: times, mask: safeMask(needles)}
 }
 
 // safeMask returns Mask unless a secret could be found in text masked with
@@ -147,77 +161,187 @@ func safeMask(needles []string) string {
 	return ""
 }
 
-// textForms lists how v may appear in text: as itself, as JSON writes it
-// (escaped, with or without HTML escaping), as Go quotes it (%q); every
-// string and number inside a list or map.
+// eachLeaf calls fn with every value inside v that is not a list or a
+// map, and with every map key.
+func eachLeaf(v any, fn func(any)) {
+	switch t := v.(type) {
+	case []any:
+		for _, e := range t {
+			eachLeaf(e, fn)
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			fn(k) // a key is as secret as its value
+			eachLeaf(t[k], fn)
+		}
+	default:
+		fn(v)
+	}
+}
+
+// textForms lists how v may appear in text: every form leafForms lists of
+// every string, number, timestamp, duration and bytes inside it (map keys
+// included), each as quotedForms writes it.
 func textForms(v any) []string {
+	var forms []string
+	eachLeaf(v, func(leaf any) {
+		for _, f := range leafForms(leaf) {
+			forms = append(forms, quotedForms(f)...)
+		}
+	})
+	return forms
+}
+
+// leafForms lists the texts a plain value prints as, first its own (what
+// MinSecretText is measured on): a string as itself; a number as Go,
+// CEL, encoding/json and Python print it as an int or a double (42, 42u,
+// 42.0, 4.2e+01); a duration as Go (26h3m4s), CEL and protobuf JSON
+// (93784s, 1.5s, 1.500s) and encoding/json (nanoseconds) print it; a
+// timestamp in RFC 3339 in UTC and as Go prints it (Text finds it at any
+// offset and precision too: maskTimes); bytes as themselves, base64 (std and
+// URL-safe, padded or not), hex and CEL's octal escapes (b"\303\244"). Nil
+// for nil and bools.
+func leafForms(v any) []string {
 	switch t := v.(type) {
 	case string:
-		forms := []string{t}
-		if b, err := json.Marshal(t); err == nil {
-			forms = append(forms, string(b[1:len(b)-1]))
-		}
-		var sb strings.Builder
-		enc := json.NewEncoder(&sb)
-		enc.SetEscapeHTML(false)
-		if enc.Encode(t) == nil {
-			s := strings.TrimSuffix(sb.String(), "\n")
-			forms = append(forms, s[1:len(s)-1])
-		}
-		q := strconv.Quote(t)
-		return append(forms, q[1:len(q)-1])
+		return []string{t}
 	case []byte:
-		return []string{string(t), base64.StdEncoding.EncodeToString(t), base64.RawStdEncoding.EncodeToString(t), base64.URLEncoding.EncodeToString(t)}
+		forms := []string{string(t), base64.StdEncoding.EncodeToString(t), base64.RawStdEncoding.EncodeToString(t),
+			base64.URLEncoding.EncodeToString(t), base64.RawURLEncoding.EncodeToString(t), hex.EncodeToString(t)}
+		if len(t) > 0 {
+			var b strings.Builder
+			for _, c := range t {
+				b.WriteByte('\\')
+				b.WriteString(strconv.FormatUint(uint64(c)|0o1000, 8)[1:]) // three octal digits
+			}
+			forms = append(forms, b.String())
+		}
+		return forms
 	case int64:
-		return []string{strconv.FormatInt(t, 10)}
+		return numberForms(strconv.FormatInt(t, 10), float64(t))
 	case int:
-		return []string{strconv.Itoa(t)}
+		return numberForms(strconv.Itoa(t), float64(t))
 	case uint64:
-		return []string{strconv.FormatUint(t, 10)}
+		u := strconv.FormatUint(t, 10)
+		return append(numberForms(u, float64(t)), u+"u") // CEL's uint literal
 	case float64:
-		forms := []string{strconv.FormatFloat(t, 'g', -1, 64)}
-		if b, err := json.Marshal(t); err == nil {
-			forms = append(forms, string(b))
-		}
-		return forms
+		return numberForms(strconv.FormatFloat(t, 'g', -1, 64), t)
 	case time.Time:
-		return []string{t.Format(time.RFC3339Nano), t.Format(time.RFC3339), t.String()}
+		u := t.UTC()
+		return []string{u.Format(time.RFC3339Nano), u.Format(time.RFC3339), u.String()}
 	case time.Duration:
-		return []string{t.String()}
-	case []any:
-		var forms []string
-		for _, e := range t {
-			forms = append(forms, textForms(e)...)
-		}
-		return forms
-	case map[string]any:
-		var forms []string
-		for _, k := range slices.Sorted(maps.Keys(t)) {
-			forms = append(forms, textForms(k)...) // a key is as secret as its value
-			forms = append(forms, textForms(t[k])...)
-		}
-		return forms
+		return durationForms(t)
 	}
 	return nil
 }
 
-// Text returns s with every secret value in it replaced by the mask: as
-// it is, as JSON or Go would quote it, and, before the mark of a cut
-// message ("…(cut)", or JSON's "\u2026(cut)"), the start of one that was
-// cut off there (MinSecretText bytes or more): a text that only ends as a
-// secret begins is whole, not a secret. Overlapping secrets are masked as
-// one. The result holds no secret of MinSecretText bytes or more, whatever
-// surrounds it.
+// numberForms lists the forms of a number whose shortest text is text, f
+// as a double: as Go's %v and CEL's string() print it (shortest, exponent
+// from 1e21: 4.111111111111111e+15), in plain digits and with ".0" (CEL's
+// format, Python's float), in exponent form (Go's %e, Python's large
+// floats: 4.2e+01), and as encoding/json writes it.
+func numberForms(text string, f float64) []string {
+	plain := strconv.FormatFloat(f, 'f', -1, 64)
+	forms := []string{text, strconv.FormatFloat(f, 'g', -1, 64), plain, strconv.FormatFloat(f, 'e', -1, 64)}
+	if !strings.Contains(plain, ".") {
+		forms = append(forms, plain+".0")
+	}
+	if b, err := json.Marshal(f); err == nil {
+		forms = append(forms, string(b))
+	}
+	return forms
+}
+
+// durationForms lists d as Go prints it (26h3m4s), as CEL's string() and
+// protobuf JSON do (seconds: 93784s, 1.5s, and 1.500s with 3, 6 or 9
+// digits), and as encoding/json writes a time.Duration (nanoseconds).
+func durationForms(d time.Duration) []string {
+	forms := []string{d.String(), strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s", strconv.FormatInt(int64(d), 10)}
+	sec, ns := int64(d/time.Second), int64(d%time.Second)
+	sign := ""
+	if d < 0 {
+		sign, sec, ns = "-", -sec, -ns
+	}
+	whole := sign + strconv.FormatInt(sec, 10)
+	forms = append(forms, whole+"s")
+	if ns != 0 {
+		frac := strconv.FormatInt(ns+1e9, 10)[1:] // nine digits
+		for _, n := range []int{3, 6, 9} {
+			if strings.TrimRight(frac[n:], "0") == "" {
+				forms = append(forms, whole+"."+frac[:n]+"s")
+			}
+		}
+	}
+	return forms
+}
+
+// quotedForms lists how s may appear inside a quoted string: as itself,
+// as encoding/json quotes it (with and without HTML escapes) and as Go's
+// %q does. Just s when nothing in it is escaped by any of them, as for
+// most secrets.
+func quotedForms(s string) []string {
+	if !needsQuoting(s) {
+		return []string{s}
+	}
+	forms := []string{s}
+	for _, q := range quoters {
+		if g := q(s); !slices.Contains(forms, g) {
+			forms = append(forms, g)
+		}
+	}
+	return forms
+}
+
+// needsQuoting reports whether any of quoters changes s.
+func needsQuoting(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || strings.IndexByte(`"\<>&`, c) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// quoters write a string's body as encoders quote it (see quotedForms).
+var quoters = []func(string) string{
+	func(s string) string { return jsonQuote(s, true) },
+	func(s string) string { return jsonQuote(s, false) },
+	func(s string) string { q := strconv.Quote(s); return q[1 : len(q)-1] },
+}
+
+// jsonQuote returns s as encoding/json quotes it, without the quotes.
+func jsonQuote(s string, html bool) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(html)
+	if enc.Encode(s) != nil {
+		return s
+	}
+	q := strings.TrimSuffix(b.String(), "\n")
+	return q[1 : len(q)-1]
+}
+
+// Text returns s with every secret value in it replaced by the mask: in
+// each of its text forms (leafForms, quotedForms), a secret timestamp at
+// any offset and to any coarser precision (maskTimes), and, before the mark
+// of a cut message ("…(cut)", or JSON's "\u2026(cut)"), the start of one
+// that was cut off there (MinSecretText bytes or more): a text that only
+// ends as a secret begins is whole, not a secret. Overlapping secrets are
+// masked as one. The result holds no secret of MinSecretText bytes or
+// more, whatever surrounds it.
 func (r *Redactor) Text(s string) string {
 	if r == nil || len(r.needles) == 0 || s == "" {
 		return s
 	}
 	for {
 		out, changed := r.mask1(s)
-		if !changed || r.mask != "" {
+		if !changed || r.mask != "" && len(r.times) == 0 {
 			return out
 		}
-		s = out // deleting may join two halves into a secret: again
+		// Deleting may join two halves into a secret, and masking what
+		// followed a timestamp may leave one without its offset, read then
+		// as UTC: again, until nothing changes (each pass masks more).
+		s = out
 	}
 }
 
@@ -254,6 +378,9 @@ func (r *Redactor) mask1(s string) (string, bool) {
 			}
 		}
 		i = next
+	}
+	if len(r.times) > 0 {
+		r.maskTimes(s, mark)
 	}
 	if cover == nil {
 		return s, false
@@ -335,6 +462,109 @@ func secretCutAtEnd(s, n string) int {
 		return 0 // a whole one: masked as such
 	}
 	return k
+}
+
+// maskTimes marks each timestamp in s that is a secret one: written as
+// RFC 3339 or ISO 8601 (T, t or a space between date and time) or as Go
+// prints a time.Time, at any offset (Z, +02:00, +0200, " +0200"; none is
+// UTC), with any number of fraction digits; one with fewer digits than the
+// secret matches it cut to them (Go's RFC3339 drops the fraction,
+// JavaScript keeps milliseconds, Python microseconds).
+func (r *Redactor) maskTimes(s string, mark func(from, to int)) {
+	for i := 4; i < len(s); {
+		j := strings.IndexByte(s[i:], '-')
+		if j < 0 {
+			return
+		}
+		start := i + j - 4
+		i += j + 1
+		t, digits, n, ok := parseTimestamp(s[start:])
+		if !ok {
+			continue
+		}
+		for _, secret := range r.times {
+			if secret.Equal(t) || digits < 9 && secret.Truncate(time.Duration(pow10[9-digits])).Equal(t) {
+				mark(start, start+n)
+				i = start + n
+				break
+			}
+		}
+	}
+}
+
+var pow10 = [10]int64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}
+
+// parseTimestamp reads the timestamp s starts with (see maskTimes): the
+// instant, how many fraction digits it has (at most 9 count) and how many
+// bytes it takes.
+func parseTimestamp(s string) (t time.Time, digits, n int, ok bool) {
+	num := func(from, to int) int {
+		v := 0
+		for i := from; i < to; i++ {
+			c := s[i]
+			if c < '0' || c > '9' {
+				return -1
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	if len(s) < 19 || s[4] != '-' || s[7] != '-' || s[13] != ':' || s[16] != ':' || strings.IndexByte("Tt ", s[10]) < 0 {
+		return t, 0, 0, false
+	}
+	year, month, day, hour, minute, sec := num(0, 4), num(5, 7), num(8, 10), num(11, 13), num(14, 16), num(17, 19)
+	if year < 0 || month < 1 || month > 12 || day < 1 || day > 31 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || sec < 0 || sec > 59 {
+		return t, 0, 0, false
+	}
+	n = 19
+	ns := 0
+	if n < len(s) && s[n] == '.' {
+		k := n + 1
+		for k < len(s) && s[k] >= '0' && s[k] <= '9' {
+			if digits < 9 {
+				ns = ns*10 + int(s[k]-'0')
+				digits++
+			}
+			k++
+		}
+		if k == n+1 {
+			return t, 0, 0, false
+		}
+		ns *= int(pow10[9-digits])
+		n = k
+	}
+	offset := 0
+	zone := func(at int) int { // "+02:00" or "+0200" at s[at:]: its length, or 0
+		if at+5 > len(s) || (s[at] != '+' && s[at] != '-') {
+			return 0
+		}
+		h, m, l := num(at+1, at+3), -1, 0
+		if at+6 <= len(s) && s[at+3] == ':' {
+			m, l = num(at+4, at+6), 6
+		} else {
+			m, l = num(at+3, at+5), 5
+		}
+		if h < 0 || h > 23 || m < 0 || m > 59 {
+			return 0
+		}
+		offset = (h*60 + m) * 60
+		if s[at] == '-' {
+			offset = -offset
+		}
+		return l
+	}
+	switch {
+	case n < len(s) && (s[n] == 'Z' || s[n] == 'z'):
+		n++
+	case n < len(s) && s[n] == ' ':
+		if l := zone(n + 1); l > 0 { // Go's " +0200"; else a time without an offset
+			n += 1 + l
+		}
+	default:
+		n += zone(n)
+	}
+	t = time.Date(year, time.Month(month), day, hour, minute, sec, ns, time.UTC).Add(-time.Duration(offset) * time.Second)
+	return t, digits, n, true
 }
 
 // Value returns a deep copy of v (an input, vars, an output, a payload)
