@@ -671,7 +671,7 @@ func (r *runner) due(s *planStep) (time.Time, error) {
 	}
 	t, ok := v.Value().(time.Time)
 	if !ok {
-		return time.Time{}, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("wait until ${%s} is a %s, not a timestamp", s.until.src, v.Type().TypeName())}
+		return time.Time{}, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("wait until ${%s} is %s, not a timestamp", s.until.src, typeName(v.Type().TypeName()))}
 	}
 	if limit := r.ev.Now.Add(lang.MaxWait); t.After(limit) {
 		return time.Time{}, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("wait until %s is more than %s ahead, the longest wait", t.UTC().Format(time.RFC3339), lang.FormatDuration(lang.MaxWait))}
@@ -702,7 +702,7 @@ func (r *runner) holds(prg *program) (bool, error) {
 	}
 	b, ok := v.Value().(bool)
 	if !ok {
-		return false, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("${%s} is a %s, not a bool", prg.src, v.Type().TypeName())}
+		return false, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("${%s} is %s, not a bool", prg.src, typeName(v.Type().TypeName()))}
 	}
 	return b, nil
 }

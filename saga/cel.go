@@ -294,7 +294,7 @@ func toNativeAt(v ref.Val, depth int, budget *int) (any, error) {
 			k := it.Next()
 			ks, ok := k.(types.String)
 			if !ok {
-				return nil, fmt.Errorf("a map key is a %s: only string keys can be stored", k.Type().TypeName())
+				return nil, fmt.Errorf("a map key is %s: only string keys can be stored", typeName(k.Type().TypeName()))
 			}
 			if *budget -= len(ks); *budget < 0 {
 				return nil, errResultTooLarge
@@ -322,5 +322,5 @@ func toNativeAt(v ref.Val, depth int, budget *int) (any, error) {
 	if native, err := v.ConvertToNative(reflect.TypeFor[any]()); err == nil {
 		return CheckValue(native)
 	}
-	return nil, fmt.Errorf("result of type %s cannot be stored", v.Type().TypeName())
+	return nil, fmt.Errorf("the result is %s, which cannot be stored", typeName(v.Type().TypeName()))
 }

@@ -375,7 +375,7 @@ func (c *compiler) compileStep(ps *planStep) {
 		if s.Wait.Until != "" {
 			prg := c.expr(s, "wait.until", s.Wait.Until, s.Wait.Pos.Line, s.Wait.Pos.Column)
 			if prg != nil && !prg.outType.IsExactType(cel.TimestampType) && !prg.outType.IsExactType(cel.DynType) {
-				c.errorf(s.Wait.Pos, s.ID, "wait.until", "until must be a timestamp, but ${%s} is a %s (timestamp('2026-12-24T09:00:00Z') makes one from text)", s.Wait.Until, prg.outType)
+				c.errorf(s.Wait.Pos, s.ID, "wait.until", "until must be a timestamp, but ${%s} is %s (timestamp('2026-12-24T09:00:00Z') makes one from text)", s.Wait.Until, typeName(prg.outType.TypeName()))
 				prg = nil
 			}
 			ps.until = prg
@@ -414,7 +414,7 @@ func (c *compiler) condition(s *lang.Step, field, src string, pos lang.Pos) *pro
 	}
 	prg := c.expr(s, field, src, pos.Line, pos.Column)
 	if prg != nil && !prg.outType.IsExactType(cel.BoolType) && !prg.outType.IsExactType(cel.DynType) {
-		c.errorf(pos, s.ID, field, "condition must be a bool, but ${%s} is a %s", src, prg.outType)
+		c.errorf(pos, s.ID, field, "condition must be a bool, but ${%s} is %s", src, typeName(prg.outType.TypeName()))
 		return nil
 	}
 	return prg

@@ -191,7 +191,7 @@ func (c *compiler) compileFork(ps *planStep) {
 		}
 		prg := c.expr(s, "foreach", fe.Items, fe.Pos.Line, fe.Pos.Column)
 		if prg != nil && prg.outType.Kind() != types.ListKind && !prg.outType.IsExactType(cel.DynType) {
-			c.errorf(fe.Pos, s.ID, "foreach", "foreach needs a list, but ${%s} is a %s", fe.Items, prg.outType)
+			c.errorf(fe.Pos, s.ID, "foreach", "foreach needs a list, but ${%s} is %s", fe.Items, typeName(prg.outType.TypeName()))
 			prg = nil
 		}
 		ps.items = prg
@@ -305,24 +305,25 @@ func (c *compiler) checkChildInput(ps *planStep) {
 			continue
 		}
 		if got, fits := c.fitsInput(typ, v, tmpl[k]); !fits {
-			c.errorf(v.Pos, s.ID, "with."+k, "saga %s declares input %s a %s, but this is a %s", name, k, typ, got)
+			c.errorf(v.Pos, s.ID, "with."+k, "saga %s declares input %s %s, but this is %s", name, k, typeName(typ), got)
 		}
 	}
 }
 
 // fitsInput reports whether a with value can be the child's input of
-// declared type typ, as far as compiling shows, and what it is when not.
+// declared type typ, as far as compiling shows, and what it is when not,
+// in the language's words ("a string", "an int").
 func (c *compiler) fitsInput(typ string, v *lang.Value, t *template) (string, bool) {
 	if typ == "any" {
 		return "", true
 	}
 	switch v.Kind {
 	case lang.ValueInterp:
-		return "string", typ == "string" || typ == "timestamp" || typ == "duration" || typ == "bytes"
+		return "a string", typ == "string" || typ == "timestamp" || typ == "duration" || typ == "bytes"
 	case lang.ValueMap:
-		return "map", typ == "map"
+		return "a map", typ == "map"
 	case lang.ValueList:
-		return "list", typ == "list"
+		return "a list", typ == "list"
 	case lang.ValueLiteral:
 		if v.Literal == nil {
 			return "null", false
@@ -349,7 +350,7 @@ func (c *compiler) fitsInput(typ string, v *lang.Value, t *template) (string, bo
 		return "", true
 	case typ == "timestamp" || typ == "duration" || typ == "bytes":
 		// JSON carries them as text, and the child converts it.
-		return out.String(), out.IsExactType(want) || out.IsExactType(cel.StringType)
+		return typeName(out.TypeName()), out.IsExactType(want) || out.IsExactType(cel.StringType)
 	}
-	return out.String(), out.Kind() == want.Kind()
+	return typeName(out.TypeName()), out.Kind() == want.Kind()
 }

@@ -135,7 +135,7 @@ func (r *runner) fork(s *planStep, idx int) (int, bool) {
 		}
 		list, ok := native.([]any)
 		if !ok {
-			return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("foreach of step %s is a %T, not a list", s.ID, native)))
+			return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("foreach of step %s is %s, not a list", s.ID, describe(native))))
 		}
 		if len(list) > durable.MaxForkChildren {
 			return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("foreach of step %s has %d elements, over the limit of %d", s.ID, len(list), durable.MaxForkChildren)))

@@ -104,7 +104,7 @@ func TestForkFields(t *testing.T) {
 			[]string{"step f: compensate: a foreach step has no compensate (its fields: id, foreach, as, concurrency, steps, out, next, catch)"}},
 		{"foreach without steps", "  - {id: f, foreach: '${[1]}'}\n", []string{"step f: steps: missing: a foreach step needs its body"}},
 		{"foreach empty expression", "  - {id: f, foreach: '${}', steps: [{id: a, action: w}]}\n", []string{"step f: foreach: empty expression"}},
-		{"foreach not a list", "  - {id: f, foreach: '${1 + 2}', steps: [{id: a, action: w}]}\n", []string{"step f: foreach: foreach needs a list, but ${1 + 2} is a int"}},
+		{"foreach not a list", "  - {id: f, foreach: '${1 + 2}', steps: [{id: a, action: w}]}\n", []string{"step f: foreach: foreach needs a list, but ${1 + 2} is an int"}},
 		{"saga with timeout", "  - {id: s, saga: c.yaml, timeout: 1m}\n", []string{"step s: timeout: a saga step has no timeout (its fields: id, saga, with, out, next, catch)"}},
 		{"as on an action", "  - {id: a, action: w, as: x}\n", []string{"step a: as: only foreach steps have as"}},
 		{"concurrency on a set", "  - {id: a, set: {x: 1}, concurrency: 2}\n", []string{"step a: concurrency: only foreach steps have concurrency"}},
@@ -452,7 +452,7 @@ steps:
 			"step a: with.amount: saga b declares input amount a double, but this is a string",
 			"step a: with.note: saga b declares input note a string, but this is a",
 			"step a: with.extra: saga b declares no input extra (it declares amount, at, note)",
-			"step a: with.at: saga b declares input at a timestamp, but this is a int")
+			"step a: with.at: saga b declares input at a timestamp, but this is an int")
 		filesRefused(t, map[string]string{"main.yaml": "saga: m\nsteps:\n  - {id: a, saga: b.yaml}\n", "b.yaml": child},
 			"step a: with.amount: missing: saga b declares input amount (double)", "step a: with.note: missing")
 		if _, err := compileFiles(map[string]string{"main.yaml": `saga: m

@@ -204,7 +204,7 @@ func NormalizeJSON(v any) (any, error) {
 // describe names v's type in the definition language's words ("a string",
 // "an int", "a map"), never its value.
 func describe(v any) string {
-	switch t := v.(type) {
+	switch v.(type) {
 	case nil:
 		return "null"
 	case string:
@@ -228,7 +228,7 @@ func describe(v any) string {
 	case map[string]any:
 		return "a map"
 	default:
-		return fmt.Sprintf("a Go %T", t)
+		return "a value of none of the language's types"
 	}
 }
 

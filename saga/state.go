@@ -1,6 +1,7 @@
 package saga
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -317,5 +318,5 @@ func checkValue(v any, depth int) (any, bool, error) {
 		}
 		return v, false, nil
 	}
-	return nil, false, fmt.Errorf("a %T cannot be stored (use JSON-like values: maps with string keys, lists, strings, numbers, bools)", v)
+	return nil, false, errors.New("a value of none of the language's types cannot be stored (use JSON-like values: maps with string keys, lists, strings, numbers, bools)")
 }

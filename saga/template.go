@@ -41,7 +41,7 @@ func (c *compiler) template(s *lang.Step, field string, v *lang.Value) *template
 			}
 			prg := c.expr(s, field, pt.Expr, v.Pos.Line, col+2)
 			if prg != nil && !interpolatable(prg.outType) {
-				c.errorf(lang.Pos{Line: v.Pos.Line, Column: col}, s.ID, field, "${%s} is a %s, which cannot be put into text (use it as the whole value instead)", pt.Expr, prg.outType)
+				c.errorf(lang.Pos{Line: v.Pos.Line, Column: col}, s.ID, field, "${%s} is %s, which cannot be put into text (use it as the whole value instead)", pt.Expr, typeName(prg.outType.TypeName()))
 			}
 			t.parts = append(t.parts, templatePart{prog: prg})
 			col += len(pt.Expr) + 3
