@@ -443,11 +443,13 @@ func printSummary(c *Config, st *saga.State, r runReport, took time.Duration) {
 	}
 	fmt.Fprintln(c.Stdout)
 	if len(r.Compensations) > 0 {
+		// As they ran, which is not newest first for every saga: a fork's
+		// children undo in their own runs, beside the parent's undo.
 		var undone []string
 		for _, comp := range r.Compensations {
 			undone = append(undone, comp.ID+" ("+comp.Status+")")
 		}
-		fmt.Fprintf(c.Stdout, "compensations, newest first: %s\n", strings.Join(undone, ", "))
+		fmt.Fprintf(c.Stdout, "compensations, in the order they ran: %s\n", strings.Join(undone, ", "))
 	}
 	if st.CompensationError != nil {
 		fmt.Fprintf(c.Stdout, "parked: %s\n", st.CompensationError.Error())
