@@ -28,9 +28,11 @@ const deadlineSlack = 15 * time.Minute
 //     attempt (never an earlier visit's or attempt's);
 //   - deadline_kept: no write past the deadline and deadlineSlack leaves
 //     the saga running or waiting (unless a cancel waits on its pending
-//     action), nor does the run end so. (A write may come late when the
-//     queue is backlogged, as at 10,000 sagas on one virtual clock; when it
-//     comes, the deadline must be acted on.)
+//     action, or the deadline has stopped the fork the saga waits on: it
+//     compensates once the children have ended), nor does the run end so.
+//     (A write may come late when the queue is backlogged, as at 10,000
+//     sagas on one virtual clock; when it comes, the deadline must be
+//     acted on.)
 //   - nothing_lost: a signal that landed is consumed, or still kept at the
 //     end in a saga that ended; no await times out while a signal of its
 //     name is kept.
@@ -72,7 +74,7 @@ func (w *world) checkDeliveries(s *sagaSpec, st *saga.State, writes []committedW
 				}
 			}
 		}
-		if !wr.kept && !wr.sum.deadline.IsZero() && !wr.sum.cancel && (wr.status == durable.StatusRunning || wr.status == durable.StatusWaiting) &&
+		if !wr.kept && !wr.sum.deadline.IsZero() && !wr.sum.cancel && !wr.sum.forkStopped && (wr.status == durable.StatusRunning || wr.status == durable.StatusWaiting) &&
 			wr.at.After(wr.sum.deadline.Add(deadlineSlack)) {
 			w.violate("deadline_kept", "saga %s (%s): v%d, written at %s, leaves it %s past its deadline %s", s.id, s.plan.Name(), wr.version, wr.at, wr.status, wr.sum.deadline)
 		}

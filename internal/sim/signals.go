@@ -64,6 +64,10 @@ type summary struct {
 	// cancel: a cancel waits on the pending action (the deadline does
 	// not fire then: saga.State.DeadlinePassed).
 	cancel bool
+	// forkStopped: the deadline fired while the saga waited on a fork,
+	// and stopped it. The saga waits on until the children have ended, as
+	// after a cancel, then compensates (docs/STATES.md).
+	forkStopped bool
 }
 
 type keptSignal struct{ id, name string }
@@ -75,6 +79,8 @@ func (w *world) summarize(rec *durable.SagaRecord, plan *saga.Plan) *summary {
 	}
 	sm := &summary{deadline: st.Deadline, cancel: st.CancelRequested}
 	sm.pending, sm.has = st.Pending()
+	sm.forkStopped = sm.has && sm.pending.Fork && !sm.pending.Compensating &&
+		st.Failure != nil && st.Failure.Type == lang.ErrorTypeDeadline
 	for _, d := range st.Kept {
 		if d.Signal == "" {
 			continue
