@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Mask is what a Redactor shows in place of a secret.
@@ -275,19 +277,36 @@ func durationForms(d time.Duration) []string {
 	return forms
 }
 
-// quotedForms lists how s may appear inside a quoted string: as itself,
-// as encoding/json quotes it (with and without HTML escapes) and as Go's
-// %q does. Just s when nothing in it is escaped by any of them, as for
-// most secrets.
+// quotedForms lists how s may appear inside a quoted string: as itself;
+// as encoding/json quotes it, with and without HTML escapes and with
+// escaped slashes (\/); as Python's json.dumps does, with its default ASCII
+// escapes (\u00e4, surrogate pairs) and without; as Go's %q and
+// strconv.QuoteToASCII do; each of those quoted again by any of them
+// (JSON inside a JSON string), and that once more by encoding/json. Just
+// s when nothing in it is escaped by any of them, as for most secrets.
 func quotedForms(s string) []string {
 	if !needsQuoting(s) {
 		return []string{s}
 	}
+	seen := map[string]bool{s: true}
 	forms := []string{s}
-	for _, q := range quoters {
-		if g := q(s); !slices.Contains(forms, g) {
-			forms = append(forms, g)
+	level := forms
+	for depth := 0; depth < 3; depth++ {
+		qs := quoters
+		if depth == 2 {
+			qs = quoters[:2] // the third quoting as JSON only: dozens of forms, not hundreds
 		}
+		var next []string
+		for _, f := range level {
+			for _, q := range qs {
+				if g := q(f); !seen[g] {
+					seen[g] = true
+					next = append(next, g)
+				}
+			}
+		}
+		forms = append(forms, next...)
+		level = next
 	}
 	return forms
 }
@@ -295,7 +314,7 @@ func quotedForms(s string) []string {
 // needsQuoting reports whether any of quoters changes s.
 func needsQuoting(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || strings.IndexByte(`"\<>&`, c) >= 0 {
+		if c := s[i]; c < 0x20 || c >= 0x7f || strings.IndexByte(`"\/<>&`, c) >= 0 {
 			return true
 		}
 	}
@@ -306,19 +325,102 @@ func needsQuoting(s string) bool {
 var quoters = []func(string) string{
 	func(s string) string { return jsonQuote(s, true) },
 	func(s string) string { return jsonQuote(s, false) },
+	func(s string) string { return strings.ReplaceAll(jsonQuote(s, false), "/", `\/`) },
+	func(s string) string { return pythonQuote(s, true) },
+	func(s string) string { return strings.ReplaceAll(pythonQuote(s, true), "/", `\/`) },
+	func(s string) string { return pythonQuote(s, false) },
 	func(s string) string { q := strconv.Quote(s); return q[1 : len(q)-1] },
+	func(s string) string { q := strconv.QuoteToASCII(s); return q[1 : len(q)-1] },
 }
 
-// jsonQuote returns s as encoding/json quotes it, without the quotes.
+// jsonQuote returns s as encoding/json quotes it, without the quotes:
+// with html, <, > and & escaped too (json.Marshal), else not
+// (Encoder.SetEscapeHTML(false)). Written out rather than calling
+// encoding/json, as a hostile secret has dozens of forms to quote.
 func jsonQuote(s string, html bool) string {
+	const hexDigits = "0123456789abcdef"
 	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(html)
-	if enc.Encode(s) != nil {
-		return s
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			i++
+			switch {
+			case c == '"' || c == '\\':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c == '\b':
+				b.WriteString(`\b`)
+			case c == '\f':
+				b.WriteString(`\f`)
+			case c == '\n':
+				b.WriteString(`\n`)
+			case c == '\r':
+				b.WriteString(`\r`)
+			case c == '\t':
+				b.WriteString(`\t`)
+			case c < 0x20 || html && (c == '<' || c == '>' || c == '&'):
+				b.WriteString(`\u00`)
+				b.WriteByte(hexDigits[c>>4])
+				b.WriteByte(hexDigits[c&0xf])
+			default:
+				b.WriteByte(c)
+			}
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b.WriteString(`\ufffd`)
+		case r == '\u2028' || r == '\u2029':
+			b.WriteString(`\u202`)
+			b.WriteByte(hexDigits[r&0xf])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
 	}
-	q := strings.TrimSuffix(b.String(), "\n")
-	return q[1 : len(q)-1]
+	return b.String()
+}
+
+// pythonQuote returns s as Python's json.dumps quotes it, without the
+// quotes: with ascii (its default, ensure_ascii) every byte outside
+// printable ASCII as \u escapes, lower-case, above U+FFFF as a surrogate
+// pair; else only control characters.
+func pythonQuote(s string, ascii bool) string {
+	var b strings.Builder
+	u := func(r rune) {
+		b.WriteString(`\u`)
+		h := strconv.FormatInt(int64(r)|0x10000, 16)
+		b.WriteString(h[1:])
+	}
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r < 0x20 || ascii && r == 0x7f:
+			u(r)
+		case !ascii || r < 0x7f:
+			b.WriteRune(r)
+		case r > 0xffff:
+			hi, lo := utf16.EncodeRune(r)
+			u(hi)
+			u(lo)
+		default:
+			u(r)
+		}
+	}
+	return b.String()
 }
 
 // Text returns s with every secret value in it replaced by the mask: in

@@ -3,6 +3,7 @@ package saga_test
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -109,9 +110,33 @@ func TestRedactorMasksBytesInEveryForm(t *testing.T) {
 		"-_-_a2V5Lw==",            // URL-safe
 		"-_-_a2V5Lw",
 		"+/+/a2V5Lw",
+		`+\/+\/a2V5Lw==`, // JSON escaping its slashes
 		"fbffbf6b65792f", // hex
 	)
 	if got := r.Text("key " + types.Format(types.Bytes(key))); strings.Contains(got, `\373\377`) {
 		t.Errorf("CEL's b\"...\" form shows as %q", got)
 	}
+}
+
+// A secret quoted by another encoder than Go's JSON is masked as well:
+// Python's json.dumps (its default ASCII escapes, and without them), an
+// escaped slash, JSON quoted as a JSON string, Go's QuoteToASCII.
+func TestRedactorMasksEscapedSecrets(t *testing.T) {
+	t.Parallel()
+	secret := `pä"ss/wörd\😀`
+	r := redactorOf(t, "s: secret string", secret)
+	quote := func(s string) string { b, _ := json.Marshal(s); return string(b[1 : len(b)-1]) }
+	once := quote(secret)
+	assertMasked(t, r,
+		`p\u00e4\"ss/w\u00f6rd\\\ud83d\ude00`,  // Python's json.dumps
+		`pä\"ss/wörd\\😀`,                       // Python's json.dumps, ensure_ascii=False
+		`p\u00e4\"ss\/w\u00f6rd\\\ud83d\ude00`, // and an escaped slash
+		`pä\"ss\/wörd\\😀`,
+		quote(once), // JSON inside a JSON string
+		quote(quote(once)),
+		`p\\u00e4\\\"ss/w\\u00f6rd\\\\\\ud83d\\ude00`, // Python's, quoted as JSON
+		strings.Trim(strconv.QuoteToASCII(secret), `"`),
+		strings.Trim(strconv.Quote(once), `"`), // Go's %q of JSON
+	)
+	assertShown(t, r, `p\u00e4ss`, `pä\"ss`)
 }
