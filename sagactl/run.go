@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -229,6 +230,7 @@ type stepReport struct {
 	ID       string `json:"id"`
 	Status   string `json:"status"`
 	Attempts int    `json:"attempts"`
+	label    string // the id, with a fork child's iteration or branch (stepLabel)
 }
 
 func runRun(c *Config, args []string) int {
@@ -285,6 +287,14 @@ func runRun(c *Config, args []string) int {
 		}
 	}
 	var timedOut []string // awaits that got no signal
+	kinds := map[string]lang.StepKind{}
+	for _, s := range plan.StepsWithChildren() {
+		kinds[s.ID] = s.Kind
+	}
+	sagaID := *id
+	if sagaID == "" {
+		sagaID = randomID()
+	}
 
 	var (
 		mu     sync.Mutex
@@ -293,7 +303,8 @@ func runRun(c *Config, args []string) int {
 	onStep := func(ev engine.StepEvent) {
 		mu.Lock()
 		defer mu.Unlock()
-		rec := stepReport{ID: ev.Step, Status: string(ev.Outcome), Attempts: ev.Attempt}
+		label := stepLabel(sagaID, ev.SagaID, ev.Step, kinds)
+		rec := stepReport{ID: ev.Step, Status: string(ev.Outcome), Attempts: ev.Attempt, label: label}
 		if a, ok := awaits[ev.Step]; ok && !ev.Compensation && ev.Error != nil && ev.Error.Type == lang.ErrorTypeTimeout {
 			timedOut = append(timedOut, fmt.Sprintf("await %s got no signal %s: it timed out after %s", a.ID, a.Await.Signal, lang.FormatDuration(awaitTimeout(a))))
 		}
@@ -306,7 +317,7 @@ func runRun(c *Config, args []string) int {
 			report.Steps = append(report.Steps, rec)
 		}
 		if !*asJSON {
-			printStep(c, ev)
+			printStep(c, ev, label)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
@@ -335,10 +346,6 @@ func runRun(c *Config, args []string) int {
 	}
 	defer rt.Close()
 	coord.c = rt.Coordinator
-	sagaID := *id
-	if sagaID == "" {
-		sagaID = randomID()
-	}
 	if !*asJSON {
 		// Before Start: from then on, workers print steps concurrently.
 		fmt.Fprintf(c.Stdout, "saga %s (%s) started\n", sagaID, plan.Name())
@@ -418,10 +425,42 @@ func runRun(c *Config, args []string) int {
 	}
 }
 
-func printStep(c *Config, ev engine.StepEvent) {
-	name := ev.Step
+// stepLabel names a step as run shows it: its id, and for a step of a
+// fork's child run, the iteration's index (ship_one[0]) or the branch's
+// number (hotel (branch 1)), read from the child's id, which
+// durable.ChildID makes <parent>.<step>.<visit>.<index> for each fork
+// down from root. A child saga's one run adds nothing. An id too long for
+// that form is hashed, and only its last index is known.
+func stepLabel(root, sagaID, step string, kinds map[string]lang.StepKind) string {
+	if sagaID == root || sagaID == "" {
+		return step
+	}
+	rest, ok := strings.CutPrefix(sagaID, root+".")
+	parts := strings.Split(rest, ".")
+	if !ok || len(parts)%3 != 0 {
+		if i := strings.LastIndexByte(sagaID, '.'); i >= 0 {
+			return step + "[" + sagaID[i+1:] + "]"
+		}
+		return step
+	}
+	label := step
+	for i := 0; i < len(parts); i += 3 {
+		switch fork, index := parts[i], parts[i+2]; kinds[fork] {
+		case lang.KindForeach:
+			label += "[" + index + "]"
+		case lang.KindParallel:
+			n, _ := strconv.Atoi(index)
+			label += fmt.Sprintf(" (branch %d)", n+1)
+		}
+	}
+	return label
+}
+
+// printStep prints a step's event under label (stepLabel).
+func printStep(c *Config, ev engine.StepEvent, label string) {
+	name := label
 	if ev.Compensation {
-		name = "undo " + ev.Step
+		name = "undo " + label
 	}
 	line := fmt.Sprintf("  %-18s %-20s", name, ev.Outcome)
 	if ev.Kind == lang.KindAction || ev.Compensation {
@@ -447,7 +486,7 @@ func printSummary(c *Config, st *saga.State, r runReport, took time.Duration) {
 		// children undo in their own runs, beside the parent's undo.
 		var undone []string
 		for _, comp := range r.Compensations {
-			undone = append(undone, comp.ID+" ("+comp.Status+")")
+			undone = append(undone, comp.label+" ("+comp.Status+")")
 		}
 		fmt.Fprintf(c.Stdout, "compensations, in the order they ran: %s\n", strings.Join(undone, ", "))
 	}
