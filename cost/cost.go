@@ -92,6 +92,11 @@ type Params struct {
 	// taken by the transition that reaches the await, which then does not
 	// wait. False: the await waits, and the signal wakes it.
 	SignalsFirst bool
+	// Signals gives the payload each signal, by name, is delivered with
+	// (plain values, as saga.CheckValue takes them): a payload can choose
+	// the path (an assert or a switch on the await's out). A signal not
+	// named is delivered with none (null).
+	Signals map[string]any
 	// Transient names the calls that fail with an error the step may retry
 	// (nil: none); the step's retry policy decides whether another attempt
 	// follows. A call the walk's fail function names fails for good instead.
@@ -480,7 +485,7 @@ func (s *Saga) deliver(plan *saga.Plan, st *saga.State, now time.Time, onStep fu
 	ev := saga.Event{Now: now, OnStep: onStep}
 	if ls.Kind == lang.KindAwait {
 		s.Signals++
-		ev.Delivery = saga.Delivery{Signal: ls.Await.Signal, ID: fmt.Sprintf("cost-%d", s.Signals)}
+		ev.Delivery = saga.Delivery{Signal: ls.Await.Signal, ID: fmt.Sprintf("cost-%d", s.Signals), Payload: s.Params.Signals[ls.Await.Signal]}
 	} else {
 		s.Callbacks++
 		ev.Delivery = saga.Delivery{Token: plan.CallbackToken(st)}

@@ -166,11 +166,13 @@ func (s *Saga) Report(w io.Writer, name string, sagasPerMonth float64) {
 	}
 	fmt.Fprintf(w, "%-26s %14s %16s\n", "lambdasaga total", usd(s.CostLambdaSaga), usd(s.CostLambdaSaga*sagasPerMonth))
 	for _, ce := range e.Comparisons {
-		title := ce.Title
 		if !ce.Fits {
-			title += " (does not fit)"
+			// A price for what the service cannot run would read as an
+			// offer: say so instead (Counts says why).
+			fmt.Fprintf(w, "%-26s %14s\n", ce.Title, "does not fit")
+			continue
 		}
-		fmt.Fprintf(w, "%-26s %14s %16s %14.1fx\n", title, usd(ce.USDPerSaga), usd(ce.USDPerMonth), ce.TimesLambdasaga)
+		fmt.Fprintf(w, "%-26s %14s %16s %14.1fx\n", ce.Title, usd(ce.USDPerSaga), usd(ce.USDPerMonth), ce.TimesLambdasaga)
 	}
 	fmt.Fprintln(w)
 	for _, ce := range e.Comparisons {

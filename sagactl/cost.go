@@ -22,8 +22,9 @@ func runCost(c *Config, args []string) int {
 	input := fs.String("input", "", "the input whose path is costed: JSON or @FILE (default: zero values)")
 	signalsFirst := fs.Bool("signals-first", false, "cost the path where each await's signal comes before the saga reaches it (kept, then taken without waiting); default: the await waits and the signal wakes it")
 	asJSON := fs.Bool("json", false, "print the estimate as one JSON object: its fields are cost.Estimate's, described in bench/README.md (\"Cost model\")")
-	var fails stringList
+	var fails, signals stringList
 	fs.Var(&fails, "fail", "cost the path where STEP fails for good (compensations included); repeatable")
+	fs.Var(&signals, "signal", "NAME=JSON or NAME=@FILE: the payload the awaits of signal NAME get, which may choose the path costed (default: null); repeatable")
 	files, code, ok := c.flags(fs, args)
 	if !ok {
 		return code
@@ -66,7 +67,11 @@ func runCost(c *Config, args []string) int {
 	if !ok {
 		return ExitUsage
 	}
-	p := cost.Params{MemoryMB: *memory, Duration: *duration, StateBytes: *stateBytes, BatchSize: *batch, Input: in, SignalsFirst: *signalsFirst}
+	payloads, ok := c.signalPayloads(plan, signals)
+	if !ok {
+		return ExitUsage
+	}
+	p := cost.Params{MemoryMB: *memory, Duration: *duration, StateBytes: *stateBytes, BatchSize: *batch, Input: in, SignalsFirst: *signalsFirst, Signals: payloads}
 	s, err := cost.Walk(plan, p, failing.fails)
 	if err != nil {
 		c.errorf("cost: %v", err)

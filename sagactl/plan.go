@@ -44,18 +44,9 @@ func runPlan(c *Config, args []string) int {
 		c.errorf("%v", err)
 		return ExitUsage
 	}
-	sigs, ok := c.readSignals(plan, signals)
+	payloads, ok := c.signalPayloads(plan, signals)
 	if !ok {
 		return ExitUsage
-	}
-	payloads := map[string]any{}
-	for _, sg := range sigs {
-		v, err := plainPayload(sg.payload)
-		if err != nil {
-			c.errorf("--signal %s: %v", sg.name, err)
-			return ExitUsage
-		}
-		payloads[sg.name] = v
 	}
 	path, comps, st, err := simulate(plan, checked, failing, payloads)
 	if err != nil {
@@ -144,6 +135,25 @@ func pausesOn(plan *saga.Plan, path []string, signals map[string]any) []string {
 		}
 	}
 	return out
+}
+
+// signalPayloads reads the --signal flags of a dry run (plan, cost): each
+// signal's payload by name, as plain values.
+func (c *Config) signalPayloads(plan *saga.Plan, args []string) (map[string]any, bool) {
+	sigs, ok := c.readSignals(plan, args)
+	if !ok {
+		return nil, false
+	}
+	payloads := map[string]any{}
+	for _, sg := range sigs {
+		v, err := plainPayload(sg.payload)
+		if err != nil {
+			c.errorf("--signal %s: %v", sg.name, err)
+			return nil, false
+		}
+		payloads[sg.name] = v
+	}
+	return payloads, true
 }
 
 // plainPayload decodes a --signal payload into the plain values a saga holds.
