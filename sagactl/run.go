@@ -381,12 +381,18 @@ func runRun(c *Config, args []string) int {
 		mu.Unlock()
 	}
 	st, err := rt.Wait(ctx, sagaID)
-	if errors.Is(err, context.DeadlineExceeded) && be.dynamoEndpoint != "" {
-		// On the emulators the saga stays, where the commands on sagas
-		// find it (a memory store ends with this process).
-		c.errorf("saga %s did not end within --timeout %s; it stays in table %s at --dynamodb-endpoint %s: %s status %s %s",
-			sagaID, *timeout, be.table, be.dynamoEndpoint, c.Name, sagaID, be.where())
-		return ExitUsage
+	if errors.Is(err, context.DeadlineExceeded) {
+		// Not a usage error: the saga did not end in the time given.
+		if be.dynamoEndpoint != "" {
+			// On the emulators the saga stays, where the commands on
+			// sagas find it.
+			c.errorf("saga %s still running at --timeout %s; it stays in table %s at --dynamodb-endpoint %s: %s status %s %s",
+				sagaID, *timeout, be.table, be.dynamoEndpoint, c.Name, sagaID, be.where())
+		} else {
+			c.errorf("saga %s still running at --timeout %s; its state was in memory and ends with this process (give a longer --timeout, or run it on the emulators with --dynamodb-endpoint and --sqs-endpoint to keep it)",
+				sagaID, *timeout)
+		}
+		return ExitStillRunning
 	}
 	if err != nil {
 		c.errorf("%v", err)

@@ -33,7 +33,18 @@ const (
 	ExitUsage              = 1 // bad usage, bad input, invalid definition, or an error
 	ExitCompensated        = 2 // the saga failed and was compensated
 	ExitCompensationFailed = 3 // the saga failed and a compensation failed too
+	ExitStillRunning       = 4 // run: the saga was still running at --timeout
 )
+
+// runExitCodes is what run --help says of its exit codes.
+const runExitCodes = `
+Exit codes:
+  0  the saga succeeded
+  1  bad usage, bad input, an invalid definition, or an error
+  2  the saga failed and was compensated
+  3  the saga failed and a compensation failed too (parked)
+  4  the saga was still running at --timeout
+`
 
 // MaxInputFileBytes bounds what sagactl reads of an input, inline or
 // @FILE. saga.MaxInputBytes is measured on the input's compact JSON and
@@ -181,6 +192,9 @@ func (c *Config) commandUsage(fs *flag.FlagSet) {
 	fs.SetOutput(io.Discard)
 	if b.Len() > 0 {
 		fmt.Fprintf(c.Stdout, "\nFlags:\n%s", b.String())
+	}
+	if fs.Name() == "run" {
+		fmt.Fprint(c.Stdout, runExitCodes)
 	}
 }
 
