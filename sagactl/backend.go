@@ -87,12 +87,23 @@ type emulatorStack struct {
 	// urls, when set, name the advance and compensate queues instead of
 	// queuePrefix.
 	urls map[durable.QueueName]string
+	// principal signs the store's and queue's calls (awslocal.ConfigAs):
+	// the operator's, for the commands on sagas; "" for run, whose workers
+	// stand in for the functions.
+	principal string
 }
 
 // open returns the store and queue on the emulators. With create, it
 // creates the table and queues that are missing (run); without, a missing
 // table or queue is an error that says which, and where.
 func (e emulatorStack) open(ctx context.Context, create bool, apiOptions []func(*middleware.Stack) error) (*dynamo.Store, *sqsqueue.Queue, error) {
+	principal := e.principal
+	if principal == "" {
+		principal = "local"
+	}
+	// The checks and creates are the emulators' alone (with a deployed
+	// stack the table and queues are the template's): they sign as the
+	// harness, what the commands do as the principal.
 	ddb := awslocal.DynamoDB(e.dynamoEndpoint, apiOptions...)
 	if create {
 		if err := dynamo.CreateTable(ctx, ddb, e.table); err != nil {
@@ -101,7 +112,7 @@ func (e emulatorStack) open(ctx context.Context, create bool, apiOptions []func(
 	} else if err := e.checkTable(ctx, ddb); err != nil {
 		return nil, nil, err
 	}
-	store, err := dynamo.New(dynamo.Config{Client: ddb, Table: e.table})
+	store, err := dynamo.New(dynamo.Config{Client: awslocal.DynamoDBAs(principal, e.dynamoEndpoint, apiOptions...), Table: e.table})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -118,7 +129,7 @@ func (e emulatorStack) open(ctx context.Context, create bool, apiOptions []func(
 			return nil, nil, err
 		}
 	}
-	queue, err := sqsqueue.New(sqsqueue.Config{Client: sq, URLs: urls})
+	queue, err := sqsqueue.New(sqsqueue.Config{Client: awslocal.SQSAs(principal, e.sqsEndpoint, apiOptions...), URLs: urls})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -96,7 +96,7 @@ func (s *stackFlags) client(ctx context.Context, apiOptions ...func(*middleware.
 		if err := json.Unmarshal(b, &ls); err != nil {
 			return nil, fmt.Errorf("--local: %s: %v", LocalStateFile, err)
 		}
-		return client.NewAWS(client.AWSConfig{AWS: awslocal.Config(apiOptions...), Table: ls.Table, AdvanceQueueURL: ls.AdvanceQueueURL, CompensateQueueURL: ls.CompensateQueueURL,
+		return client.NewAWS(client.AWSConfig{AWS: awslocal.ConfigAs(awslocal.OperatorPrincipal, apiOptions...), Table: ls.Table, AdvanceQueueURL: ls.AdvanceQueueURL, CompensateQueueURL: ls.CompensateQueueURL,
 			DynamoDBEndpoint: ls.DynamoDBEndpoint, SQSEndpoint: ls.SQSEndpoint})
 	}
 	if s.dynamoEndpoint != "" || s.sqsEndpoint != "" {
@@ -126,7 +126,7 @@ func (s *stackFlags) emulatorClient(ctx context.Context, apiOptions []func(*midd
 	}
 	// The environment's table and queues are a deployed stack's: on the
 	// emulators, only what the command line names counts.
-	em := emulatorStack{dynamoEndpoint: s.dynamoEndpoint, sqsEndpoint: s.sqsEndpoint, table: defaultTable, queuePrefix: s.queuePrefix}
+	em := emulatorStack{dynamoEndpoint: s.dynamoEndpoint, sqsEndpoint: s.sqsEndpoint, table: defaultTable, queuePrefix: s.queuePrefix, principal: awslocal.OperatorPrincipal}
 	if len(s.given("table")) > 0 {
 		em.table = s.table
 	}

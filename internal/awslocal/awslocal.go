@@ -20,11 +20,31 @@ const (
 	EnvSQS      = "LAMBDASAGA_SQS_ENDPOINT"
 )
 
-// Config is an aws.Config for emulators.
+// The principals whose calls the IAM check evaluates, besides the
+// functions (whose access key id is their logical id): each is the managed
+// policy of infra/template.yaml that a deployment attaches to such a caller.
+const (
+	// ClientPrincipal is a service that starts, signals, cancels and
+	// completes callbacks with the client package.
+	ClientPrincipal = "SagaClientPolicy"
+	// OperatorPrincipal is sagactl's commands on sagas.
+	OperatorPrincipal = "SagaOperatorPolicy"
+)
+
+// Config is an aws.Config for emulators. Its access key id is "local":
+// the harness's own calls (creating tables and queues, a test's checks),
+// which the IAM check leaves out.
 func Config(apiOptions ...func(*middleware.Stack) error) aws.Config {
+	return ConfigAs("local", apiOptions...)
+}
+
+// ConfigAs is Config signing with the access key id principal, by which the
+// recording proxies in front of the emulators attribute each call
+// (internal/awscall): the emulators accept any key.
+func ConfigAs(principal string, apiOptions ...func(*middleware.Stack) error) aws.Config {
 	return aws.Config{
 		Region:           "us-east-1",
-		Credentials:      credentials.NewStaticCredentialsProvider("local", "local", ""),
+		Credentials:      credentials.NewStaticCredentialsProvider(principal, "local", ""),
 		APIOptions:       apiOptions,
 		RetryMaxAttempts: 3,
 	}
@@ -32,12 +52,22 @@ func Config(apiOptions ...func(*middleware.Stack) error) aws.Config {
 
 // DynamoDB returns a client for the emulator at endpoint.
 func DynamoDB(endpoint string, apiOptions ...func(*middleware.Stack) error) *dynamodb.Client {
-	return dynamodb.NewFromConfig(Config(apiOptions...), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	return DynamoDBAs("local", endpoint, apiOptions...)
 }
 
 // SQS returns a client for the emulator at endpoint.
 func SQS(endpoint string, apiOptions ...func(*middleware.Stack) error) *sqs.Client {
-	return sqs.NewFromConfig(Config(apiOptions...), func(o *sqs.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	return SQSAs("local", endpoint, apiOptions...)
+}
+
+// DynamoDBAs is DynamoDB signing as principal.
+func DynamoDBAs(principal, endpoint string, apiOptions ...func(*middleware.Stack) error) *dynamodb.Client {
+	return dynamodb.NewFromConfig(ConfigAs(principal, apiOptions...), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(endpoint) })
+}
+
+// SQSAs is SQS signing as principal.
+func SQSAs(principal, endpoint string, apiOptions ...func(*middleware.Stack) error) *sqs.Client {
+	return sqs.NewFromConfig(ConfigAs(principal, apiOptions...), func(o *sqs.Options) { o.BaseEndpoint = aws.String(endpoint) })
 }
 
 // Endpoint returns the endpoint in the environment variable, or skips the

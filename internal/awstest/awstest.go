@@ -61,3 +61,20 @@ func New(t testing.TB) *Backend {
 	b.Counter.Reset()
 	return b
 }
+
+// As returns a store and a queue on the same table and queues whose calls
+// sign as principal: the recording proxies attribute them to it, and the
+// IAM check evaluates them against its policy (internal/awscall,
+// internal/iamcheck).
+func (b *Backend) As(t testing.TB, principal string) (*dynamo.Store, *sqsqueue.Queue) {
+	t.Helper()
+	store, err := dynamo.New(dynamo.Config{Client: awslocal.DynamoDBAs(principal, b.DynamoDBEndpoint, b.Counter.Register), Table: b.Table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue, err := sqsqueue.New(sqsqueue.Config{Client: awslocal.SQSAs(principal, b.SQSEndpoint, b.Counter.Register), URLs: b.URLs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, queue
+}

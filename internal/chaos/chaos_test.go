@@ -151,7 +151,7 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.Down()
-	cl, err := client.NewAWS(client.AWSConfig{AWS: awslocal.Config(), Table: env.Table, AdvanceQueueURL: env.QueueURLs["AdvanceQueue"],
+	cl, err := client.NewAWS(client.AWSConfig{AWS: awslocal.ConfigAs(awslocal.ClientPrincipal), Table: env.Table, AdvanceQueueURL: env.QueueURLs["AdvanceQueue"],
 		CompensateQueueURL: env.QueueURLs["CompensateQueue"], DynamoDBEndpoint: dyn, SQSEndpoint: sq})
 	if err != nil {
 		t.Fatal(err)

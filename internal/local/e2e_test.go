@@ -25,6 +25,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
+	"github.com/lambdasaga/lambdasaga/internal/awscall"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/local"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
@@ -74,11 +75,11 @@ steps:
     succeed: {output: "${vars.reservation}"}
 `)
 	// A lambda: action with callback: the advance function invokes the
-	// function asynchronously (here a fake Lambda Invoke API).
+	// function's alias asynchronously (here a fake Lambda Invoke API).
 	lambdaCallbackSaga = []byte(`saga: provider
 steps:
   - id: pay
-    action: lambda:provider
+    action: lambda:provider:live
     with: {cents: 1200}
     callback: {timeout: 1h}
     out: payment
@@ -137,7 +138,7 @@ func TestE2E(t *testing.T) {
 	logs := &syncBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	lambdaAPI := newFakeLambda()
+	lambdaAPI := newFakeLambda(t)
 	defer lambdaAPI.Close()
 	fn := "../../examples/order/cmd/orderfn"
 	env, err := local.Up(ctx, local.Config{
@@ -158,7 +159,7 @@ func TestE2E(t *testing.T) {
 			t.Logf("function logs:\n%s", logs.String())
 		}
 	}()
-	c, err := client.NewAWS(client.AWSConfig{AWS: awslocal.Config(), Table: env.Table, AdvanceQueueURL: env.QueueURLs["AdvanceQueue"],
+	c, err := client.NewAWS(client.AWSConfig{AWS: awslocal.ConfigAs(awslocal.ClientPrincipal), Table: env.Table, AdvanceQueueURL: env.QueueURLs["AdvanceQueue"],
 		CompensateQueueURL: env.QueueURLs["CompensateQueue"], DynamoDBEndpoint: dyn, SQSEndpoint: sq})
 	if err != nil {
 		t.Fatal(err)
@@ -294,7 +295,7 @@ func checkDeliveries(t *testing.T, ctx context.Context, c *client.Client, env *l
 		t.Fatal("the advance function did not invoke lambda:provider")
 	}
 	lt, _ := inv.payload["callback_token"].(string)
-	if inv.function != "provider" || inv.invocationType != "Event" || inv.payload["saga_id"] != "e2e-lambda-callback" || lt == "" ||
+	if inv.function != "provider:live" || inv.invocationType != "Event" || inv.payload["saga_id"] != "e2e-lambda-callback" || lt == "" ||
 		inv.payload["callback_timeout_ms"] != float64(time.Hour/time.Millisecond) {
 		t.Fatalf("lambda:provider invoked %s as %q with %v; want an Event invoke with the token and its timeout", inv.function, inv.invocationType, inv.payload)
 	}
@@ -336,9 +337,16 @@ type invocation struct {
 	payload                  map[string]any
 }
 
-func newFakeLambda() *fakeLambda {
+// newFakeLambda serves the Invoke API; its calls are recorded for the IAM
+// check where the run records AWS calls (awscall.EnvFile).
+func newFakeLambda(t *testing.T) *fakeLambda {
+	rec, err := awscall.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rec.Close() })
 	f := &fakeLambda{invoked: make(chan invocation, 16)}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	f.Server = httptest.NewServer(rec.Handler(awscall.Lambda, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name, _ := strings.CutPrefix(r.URL.Path, "/2015-03-31/functions/")
 		name, ok := strings.CutSuffix(name, "/invocations")
 		var payload map[string]any
@@ -353,7 +361,7 @@ func newFakeLambda() *fakeLambda {
 			return
 		}
 		_, _ = io.WriteString(w, "null")
-	}))
+	})))
 	return f
 }
 

@@ -277,7 +277,10 @@ func (e *Env) environment(tpl *samtemplate.Template, fn samtemplate.Function) ([
 		"AWS_ENDPOINT_URL_DYNAMODB=" + e.cfg.DynamoDBEndpoint,
 		"AWS_ENDPOINT_URL_SQS=" + e.cfg.SQSEndpoint,
 		"AWS_REGION=us-east-1", "AWS_DEFAULT_REGION=us-east-1",
-		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		// The access key id names the function: the recording proxies
+		// attribute its calls by it (internal/awscall); the emulators
+		// accept any key.
+		"AWS_ACCESS_KEY_ID=" + fn.Name, "AWS_SECRET_ACCESS_KEY=local",
 		"AWS_LAMBDA_FUNCTION_NAME=" + fn.Name,
 		"AWS_LAMBDA_FUNCTION_TIMEOUT=" + strconv.Itoa(fn.Timeout),
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=" + strconv.Itoa(fn.MemorySize),
