@@ -13,6 +13,13 @@ TOOLS := -modfile=tools/mod/go.mod
 # Runs a command with dynalite and fauxqs started on free 127.0.0.1 ports
 # (LAMBDASAGA_DYNAMODB_ENDPOINT, LAMBDASAGA_SQS_ENDPOINT), stopped afterwards.
 WITH_EMULATORS := $(GO) run ./tools/withemulators -dir $(EMU) -log $(BIN)/emulators.log --
+# The same, with every AWS call a principal makes through the emulators
+# recorded to $(CALLS)/TARGET.jsonl for the IAM check (make iam).
+CALLS := $(BIN)/aws-calls
+# A target that records removes its last recording first ($(NEW_RECORDING)).
+RECORDING_EMULATORS = $(GO) run ./tools/withemulators -dir $(EMU) -log $(BIN)/emulators.log -calls $(CALLS)/$@.jsonl --
+NEW_RECORDING = mkdir -p $(CALLS) && rm -f $(CALLS)/$@.jsonl
+IAMSIM := tools/iamsim
 # The SAM CLI, from PyPI into a virtual environment of the project's own.
 SAM_VERSION := 1.170.0
 SAM_VENV := .tools/sam-$(SAM_VERSION)
@@ -21,7 +28,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 FUNCTIONS := AdvanceFunction=./functions/advance CompensateFunction=./functions/compensate SweepFunction=./functions/sweep
 ORDER_FN := ./examples/order/cmd/orderfn
 
-.PHONY: help demo test unit race browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long
+.PHONY: help demo test unit race iam iamsim browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -37,11 +44,11 @@ demo: ## run the order saga in process: one that succeeds, one whose payment is 
 	@echo "== what a shipping failure would undo (nothing runs)"
 	@$(BIN)/ordersaga plan examples/order/order.yaml --fail ship
 
-test: lint unit race e2e chaos bench-once sam-check ## everything CI runs: lint, tests with the emulators (allocation pins, the simulation), race detector, e2e and kill tests through the real binaries, each benchmark once, the SAM checks
+test: lint unit race e2e chaos iam bench-once sam-check ## everything CI runs: lint, tests with the emulators (allocation pins, the simulation), race detector, e2e and kill tests through the real binaries, the IAM check of their calls, each benchmark once, the SAM checks
 
-unit: emulators browser ## go test ./... with the emulators started (fuzz seed corpora included) and Chromium for the console's browser test
-	@mkdir -p $(BIN)
-	$(WITH_EMULATORS) $(GO) test -count=1 ./...
+unit: emulators iamsim browser ## go test ./... with the emulators started (fuzz seed corpora included) and Chromium for the console's browser test; AWS calls recorded for make iam
+	@$(NEW_RECORDING)
+	$(RECORDING_EMULATORS) $(GO) test -count=1 ./...
 
 race: emulators browser ## the tests again under the race detector
 	@mkdir -p $(BIN)
@@ -65,14 +72,23 @@ console-screenshot: browser ## the console's screenshot for the README (docs/con
 
 emulators: $(EMU)/node_modules/.installed ## install the DynamoDB and SQS emulators (npm dynalite, fauxqs)
 
+iamsim: $(IAMSIM)/node_modules/.installed ## install the IAM policy engine the IAM check runs offline (npm @cloud-copilot/iam-simulate)
+
+$(IAMSIM)/node_modules/.installed: $(IAMSIM)/package.json $(IAMSIM)/package-lock.json
+	cd $(IAMSIM) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+iam: iamsim ## the IAM check: every AWS call that make unit, e2e and chaos recorded, evaluated against infra/template.yaml's policies by a policy engine
+	LAMBDASAGA_AWS_CALLS_DIR=$(CALLS) $(GO) test -count=1 -v -run 'TestTemplateGrantsEveryRecordedCall' ./internal/iamcheck
+
 $(EMU)/node_modules/.installed: $(EMU)/package.json $(EMU)/package-lock.json
 	cd $(EMU) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 CHAOS_SAGAS ?= 300
 chaos: emulators ## kill test: the real binaries under aws-lambda-rie, workers SIGKILLed while CHAOS_SAGAS sagas run and a driver signals them and completes their callbacks, then the invariants
-	@mkdir -p $(BIN)
-	LAMBDASAGA_CHAOS=1 CHAOS_SAGAS=$(CHAOS_SAGAS) $(WITH_EMULATORS) $(GO) test -count=1 -timeout 20m -v -run TestChaos ./internal/chaos 2>&1 | grep -vE '^\s+(AdvanceFunction|CompensateFunction|SweepFunction)/' 
+	@$(NEW_RECORDING)
+	LAMBDASAGA_CHAOS=1 CHAOS_SAGAS=$(CHAOS_SAGAS) $(RECORDING_EMULATORS) $(GO) test -count=1 -timeout 20m -v -run TestChaos ./internal/chaos 2>&1 | grep -vE '^\s+(AdvanceFunction|CompensateFunction|SweepFunction)/' 
 
 SEED ?= 1
 sim: ## the fault-injection simulation for one seed, with its report (make sim SEED=n replays a failure)
@@ -109,8 +125,8 @@ build: ## the Lambda bootstraps for provided.al2023 arm64 (as sam build makes th
 	$(GO) build -o $(BIN)/ordersaga ./examples/order/cmd/ordersaga
 
 e2e: emulators ## the order saga, and the travel saga (parallel, a child saga, foreach), through the real Lambda binaries under aws-lambda-rie, on the emulators
-	@mkdir -p $(BIN)
-	LAMBDASAGA_E2E=1 $(WITH_EMULATORS) $(GO) test -count=1 -run TestE2E ./internal/local
+	@$(NEW_RECORDING)
+	LAMBDASAGA_E2E=1 $(RECORDING_EMULATORS) $(GO) test -count=1 -run TestE2E ./internal/local
 
 local: emulators ## run the deployed shape here (emulators, real bootstraps under aws-lambda-rie, pollers) with the order example's actions
 	$(GO) build -o $(BIN)/sagactl ./cmd/sagactl

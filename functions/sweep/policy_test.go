@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,71 +15,77 @@ import (
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
-	"github.com/lambdasaga/lambdasaga/internal/samtemplate"
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
-// Every DynamoDB and SQS operation a sweep makes must be allowed
-// by the SweepFunction's policy in infra/template.yaml, or the deployed
-// sweep fails with AccessDenied where the emulators (which check no IAM)
-// pass. The operations are taken from what a sweep that re-sends a
-// stranded saga really calls on the emulators, not from a list kept by hand.
-func TestSweepPolicyAllowsEveryCallASweepMakes(t *testing.T) {
+const forkDefinition = `saga: fan
+input: {items: list}
+steps:
+  - id: each
+    foreach: "${input.items}"
+    concurrency: 2
+    steps:
+      - {id: ship, action: shipping.send, with: {sku: "${item}"}, out: parcel}
+    out: parcels
+`
+
+// A sweep runs on the emulators signed as SweepFunction, so that the
+// recording proxies of make test attribute its calls to it and the IAM
+// check evaluates each against SweepFunction's policy in
+// infra/template.yaml with a policy engine (internal/iamcheck): a sweep
+// that re-sends a saga whose start message was lost, and one that repairs
+// a fork whose parent was cancelled while the stop of its children was
+// lost (it fails the fork record and stops the children again).
+func TestSweepOnTheEmulatorsSignsAsItsFunction(t *testing.T) {
 	b := awstest.New(t)
 	clock := durable.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	q := &failingQueue{Queue: b.Queue, fail: true}
+	q := &failingQueue{Queue: b.Queue}
 	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: b.Store, Queue: q, Actions: engine.NewRegistry(), Clock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx := context.Background()
 	plan, err := saga.Compile("order.yaml", order.Definition, saga.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := map[string]any{"order_id": "o", "customer": "c", "amount": 1.0, "currency": "EUR", "card": "4242", "items": []any{"a"}}
-	if _, err := coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "stranded", Input: in}); err == nil {
+	q.fail = true
+	if _, err := coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "stranded", Input: in}); err == nil {
 		t.Fatal("start sent its message despite the failing queue")
 	}
+	fork, err := saga.Compile("fan.yaml", []byte(forkDefinition), saga.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coord.Start(ctx, &engine.StartParams{Plan: fork, SagaID: "fan", Input: map[string]any{"items": []any{"a", "b", "c"}}}); err != nil {
+		t.Fatal(err)
+	}
+	q.fail = true
+	if _, err := coord.Cancel(ctx, "fan"); err == nil {
+		t.Fatal("the cancel sent its stop despite the failing queue")
+	}
 	clock.Advance(30 * time.Minute)
+
+	store, queue := b.As(t, "SweepFunction")
+	sweepCoord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: store, Queue: queue, Actions: engine.NewRegistry(), Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	b.Counter.Reset()
-	s := &sweeper{coord: coord, log: slog.New(slog.DiscardHandler), idleFor: 20 * time.Minute, maxResends: engine.DefaultMaxResends,
+	s := &sweeper{coord: sweepCoord, log: slog.New(slog.DiscardHandler), idleFor: 20 * time.Minute, maxResends: engine.DefaultMaxResends,
 		metrics: &strings.Builder{}, function: "sweep-fn"}
 	event, err := os.ReadFile("../../infra/events/schedule.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := lambda.NewHandler(s.handle).Invoke(context.Background(), event)
+	out, err := lambda.NewHandler(s.handle).Invoke(ctx, event)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var res result
-	if err := json.Unmarshal(out, &res); err != nil || res.Sweep == nil || res.Sweep.Resent != 1 {
+	if err := json.Unmarshal(out, &res); err != nil || res.Sweep == nil || res.Sweep.Resent < 2 {
 		t.Fatalf("sweep on the emulators: %s %v", out, err)
 	}
-
-	tmpl, err := samtemplate.Load("../../infra/template.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var allowed []string
-	for _, f := range tmpl.Functions {
-		if f.Name != "SweepFunction" {
-			continue
-		}
-		for _, st := range f.Policies {
-			if st.Effect == "Allow" || st.Effect == "" {
-				allowed = append(allowed, st.Actions...)
-			}
-		}
-	}
-	if len(allowed) == 0 {
-		t.Fatal("no SweepFunction policy found in the template")
-	}
-	for _, op := range b.Counter.Operations() {
-		service, name, _ := strings.Cut(op, ".")
-		action := strings.ToLower(service) + ":" + name
-		if !slices.Contains(allowed, action) {
-			t.Errorf("the sweep calls %s, which SweepFunction's policy does not allow (it allows %v): deployed, that call is AccessDenied", action, allowed)
-		}
-	}
+	t.Logf("the sweep's calls: %v", b.Counter.Operations())
 }

@@ -2,6 +2,7 @@ package samtemplate
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,17 +79,12 @@ func (t *Template) Check() []string {
 					add("function %s: policy statement %s: wildcard action %q", f.Name, st.Sid, a)
 				}
 			}
-			for _, r := range st.Resources {
-				if strings.Contains(r.Literal, "*") {
-					add("function %s: policy statement %s: wildcard resource %q", f.Name, st.Sid, r.Literal)
-				}
-				if r.Other == "!Sub" && strings.Contains(r.Literal, "*") {
-					add("function %s: policy statement %s: wildcard resource %q", f.Name, st.Sid, r.Literal)
-				}
-				if r.Other != "" && r.Other != "!Sub" {
-					add("function %s: policy statement %s: resource %s cannot be checked for wildcards", f.Name, st.Sid, r.Other)
-				}
-			}
+		}
+		for _, w := range t.wildcardResources(f.Name) {
+			add("function %s: %s", f.Name, w)
+		}
+		if f.Scheduled() && f.AsyncRetries > 0 {
+			add("function %s: a schedule invokes it asynchronously and Lambda retries a failed run %d times (EventInvokeConfig.MaximumRetryAttempts): a retried tick sends its timers again; set 0, the next run does the work", f.Name, f.AsyncRetries)
 		}
 		if len(f.Events) == 0 && !f.Scheduled() {
 			add("function %s: neither an SQS event source nor a schedule", f.Name)
@@ -104,8 +100,13 @@ func (t *Template) Check() []string {
 			}
 			if q.DeadLetterQueue == "" || q.MaxReceiveCount < 1 {
 				add("queue %s: no dead-letter queue (RedrivePolicy with deadLetterTargetArn and maxReceiveCount)", q.Name)
-			} else if _, ok := t.Queue(q.DeadLetterQueue); !ok {
+			} else if dlq, ok := t.Queue(q.DeadLetterQueue); !ok {
 				add("queue %s: dead-letter queue %q is not a queue of this template", q.Name, q.DeadLetterQueue)
+			} else if dlq.Retention <= q.Retention {
+				// A dead letter expires by its first enqueue time, in
+				// its queue (SQS Developer Guide, "Using dead-letter
+				// queues"): kept no longer, it may expire on arrival.
+				add("queue %s: its dead-letter queue %s keeps messages %ds, not longer than it does (%ds)", q.Name, dlq.Name, dlq.Retention, q.Retention)
 			}
 			if q.VisibilityTimeout < 6*f.Timeout {
 				add("queue %s: VisibilityTimeout %ds is under six times function %s's timeout of %ds", q.Name, q.VisibilityTimeout, f.Name, f.Timeout)
@@ -113,6 +114,46 @@ func (t *Template) Check() []string {
 		}
 	}
 	return problems
+}
+
+// qualifierOfAFunction is the one wildcard resource a function may be
+// granted: any version or alias of one named function (lambda:NAME:ALIAS
+// is authorized against the qualified ARN).
+var qualifierOfAFunction = regexp.MustCompile(`^arn:aws:lambda:[^*]+:function:[^:*]+:\*$`)
+
+// wildcardResources lists the wildcard resources the function's Allow
+// statements grant, resolved as deployed (with a lambda: action function
+// given, so that the statements it switches on are read too).
+func (t *Template) wildcardResources(fn string) []string {
+	stack := Stack{Region: "us-east-1", Account: "123456789012", Parameters: map[string]string{}}
+	if _, ok := t.Parameters["ActionFunctionArns"]; ok {
+		stack.Parameters["ActionFunctionArns"] = "arn:aws:lambda:us-east-1:123456789012:function:example"
+	}
+	pol, err := t.Policy(fn, stack)
+	if err != nil {
+		return []string{fmt.Sprintf("its policy cannot be resolved: %v", err)}
+	}
+	var out []string
+	for _, x := range pol {
+		st, _ := x.(map[string]any)
+		if st["Effect"] != "Allow" {
+			continue
+		}
+		var res []any
+		switch r := st["Resource"].(type) {
+		case string:
+			res = []any{r}
+		case []any:
+			res = r
+		}
+		for _, r := range res {
+			rs, _ := r.(string)
+			if strings.Contains(rs, "*") && !qualifierOfAFunction.MatchString(rs) {
+				out = append(out, fmt.Sprintf("policy statement %v: wildcard resource %q", st["Sid"], rs))
+			}
+		}
+	}
+	return out
 }
 
 // deniesLogGroupCreation reports whether st denies creating any log group.

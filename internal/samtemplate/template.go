@@ -28,6 +28,8 @@ type Template struct {
 	LogGroups  []LogGroup
 	allowed    map[string][]string   // parameter -> its AllowedValues, if it lists any
 	resources  map[string]*yaml.Node // logical id -> resource node
+	conditions map[string]*yaml.Node // condition name -> its expression
+	rootNode   *yaml.Node
 	order      []string
 	globals    *yaml.Node // Globals.Function
 }
@@ -65,6 +67,9 @@ type Queue struct {
 	DeadLetterQueue   string // logical id of its dead-letter queue, "" for none
 	MaxReceiveCount   int
 	Encrypted         bool
+	// Retention is MessageRetentionPeriod in seconds; 345600 (4 days)
+	// when unset, as in SQS.
+	Retention int
 }
 
 // LogGroup is an AWS::Logs::LogGroup.
@@ -90,6 +95,10 @@ type Function struct {
 	Events      []EventSource // SQS event sources
 	Schedules   []Schedule    // Schedule and ScheduleV2 events
 	Policies    []Statement
+	// AsyncRetries is EventInvokeConfig.MaximumRetryAttempts: how often
+	// Lambda retries a failed asynchronous invocation (a schedule's); 2
+	// when unset, as in Lambda.
+	AsyncRetries int
 	// LogGroup is LoggingConfig.LogGroup (the function's, else Globals'):
 	// a !Ref to a log group of the template, a literal name, or nothing,
 	// when Lambda writes to /aws/lambda/<function name>, creating it
@@ -177,7 +186,11 @@ func Parse(file string, src []byte) (*Template, error) {
 		return nil, fmt.Errorf("%s: not a template", file)
 	}
 	root := doc.Content[0]
-	t := &Template{File: file, Parameters: map[string]string{}, allowed: map[string][]string{}, resources: map[string]*yaml.Node{}}
+	t := &Template{File: file, Parameters: map[string]string{}, allowed: map[string][]string{}, resources: map[string]*yaml.Node{}, conditions: map[string]*yaml.Node{}}
+	t.rootNode = root
+	for name, c := range pairs(get(root, "Conditions")) {
+		t.conditions[name] = c
+	}
 	if g := get(get(root, "Globals"), "Function"); g != nil {
 		t.globals = g
 	}
@@ -367,6 +380,9 @@ func (t *Template) queue(name string, p *yaml.Node) (Queue, error) {
 	if q.VisibilityTimeout, err = t.number(get(p, "VisibilityTimeout"), 30); err != nil {
 		return q, fmt.Errorf("VisibilityTimeout: %w", err)
 	}
+	if q.Retention, err = t.number(get(p, "MessageRetentionPeriod"), 345600); err != nil {
+		return q, fmt.Errorf("MessageRetentionPeriod: %w", err)
+	}
 	q.Encrypted = scalar(get(p, "SqsManagedSseEnabled")) == "true" || get(p, "KmsMasterKeyId") != nil
 	if rp := get(p, "RedrivePolicy"); rp != nil {
 		target := value(get(rp, "deadLetterTargetArn"))
@@ -396,6 +412,9 @@ func (t *Template) function(name string, p *yaml.Node) (Function, error) {
 	if f.Timeout < 1 || f.Timeout > 900 {
 		//lint:ignore ST1005 the template's property, spelled as in the template
 		return f, fmt.Errorf("Timeout: %d seconds, outside Lambda's 1 to 900", f.Timeout)
+	}
+	if f.AsyncRetries, err = t.number(get(t.prop(p, "EventInvokeConfig"), "MaximumRetryAttempts"), 2); err != nil {
+		return f, fmt.Errorf("EventInvokeConfig.MaximumRetryAttempts: %w", err)
 	}
 	if f.MemorySize, err = t.number(t.prop(p, "MemorySize"), 128); err != nil {
 		return f, fmt.Errorf("MemorySize: %w", err)
