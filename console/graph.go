@@ -17,14 +17,25 @@ const (
 	StepDone         StepStatus = "done"         // it completed
 	StepRunning      StepStatus = "running"      // its action (or a retry) is pending
 	StepWaiting      StepStatus = "waiting"      // it waits on a timer, a signal or a callback
-	StepFailed       StepStatus = "failed"       // it failed, or its compensation failed
+	StepFailed       StepStatus = "failed"       // it failed
 	StepCompensating StepStatus = "compensating" // its compensation is pending
 	StepCompensated  StepStatus = "compensated"  // its compensation completed (or was skipped)
+	// StepCompensationFailed: its compensation failed for good; the saga
+	// is parked on it until an operator resumes it.
+	StepCompensationFailed StepStatus = "compensation_failed"
 )
 
 // StepStatuses lists every step status, in the order the legend shows them.
 func StepStatuses() []StepStatus {
-	return []StepStatus{StepDone, StepRunning, StepWaiting, StepFailed, StepCompensating, StepCompensated}
+	return []StepStatus{StepDone, StepRunning, StepWaiting, StepFailed, StepCompensating, StepCompensated, StepCompensationFailed}
+}
+
+// Label is the status as the graph and its legend write it.
+func (s StepStatus) Label() string {
+	if s == StepCompensationFailed {
+		return "compensation failed (parked)"
+	}
+	return string(s)
 }
 
 // stepStatuses colours the steps of a saga: the latest history entry of
@@ -33,7 +44,7 @@ func StepStatuses() []StepStatus {
 func stepStatuses(plan *saga.Plan, st *saga.State, history []Entry) map[string]StepStatus {
 	out := map[string]StepStatus{}
 	for _, e := range history {
-		if e.Step == "" || e.Kind == "saga" {
+		if e.Step == "" { // the saga's own entries (Kind "saga", as a saga step's)
 			continue
 		}
 		if s := entryStatus(e); s != "" {
@@ -44,7 +55,7 @@ func stepStatuses(plan *saga.Plan, st *saga.State, history []Entry) map[string]S
 		out[f.Step] = StepFailed
 	}
 	if ce := st.CompensationError; ce != nil && ce.Step != "" {
-		out[ce.Step] = StepFailed
+		out[ce.Step] = StepCompensationFailed
 	}
 	if cur, ok := st.Pending(); ok {
 		if id := plan.StepID(cur.Step); id != "" {
@@ -69,7 +80,7 @@ func entryStatus(e Entry) StepStatus {
 		case saga.OutcomeCompensated, saga.OutcomeSkipped, saga.OutcomeCompleted:
 			return StepCompensated
 		case saga.OutcomeCompensationFailed, saga.OutcomeFailed:
-			return StepFailed
+			return StepCompensationFailed
 		case saga.OutcomeStarted, saga.OutcomeRetrying:
 			return StepCompensating
 		}
@@ -87,7 +98,7 @@ func entryStatus(e Entry) StepStatus {
 	case saga.OutcomeCompensated, saga.OutcomeSkipped:
 		return StepCompensated
 	case saga.OutcomeCompensationFailed:
-		return StepFailed
+		return StepCompensationFailed
 	}
 	return ""
 }
@@ -101,7 +112,7 @@ type node struct {
 	Undo   string     // its compensation's action; empty when none
 	Edges  []string   // where it may go besides the next step: catches, switch cases, next
 	Groups []group    // a fork's branches, body or child saga, drawn inside it
-	Runs   []string   // a pending fork's child runs, by saga id
+	Runs   []string   // a fork's child runs, by saga id: pending, or as its history last names them
 }
 
 // group is a list of steps drawn in a box of its own inside a fork.
@@ -113,11 +124,29 @@ type group struct {
 // graphOf lays out the steps of a definition as nested boxes, each step
 // with its status. The steps inside a fork run in child runs of their own
 // (durable.ChildID), so they are drawn without colour and the fork links
-// to its runs while it waits on them.
-func graphOf(plan *saga.Plan, st *saga.State, statuses map[string]StepStatus) []node {
+// to its runs: while it waits on them, and once they ended, as the
+// history last names them (a child saga's one run, a foreach's first
+// iterations).
+func graphOf(plan *saga.Plan, st *saga.State, statuses map[string]StepStatus, history []Entry) []node {
 	runs := map[string][]string{}
+	forks := map[string]*saga.HistoryFork{}
+	for _, e := range history {
+		if e.Step != "" && e.Fork != nil {
+			forks[e.Step] = e.Fork
+		}
+	}
+	for id, f := range forks {
+		n := max(f.Children, f.Child+1)
+		if s, ok := plan.Step(id); ok && s.Kind == lang.KindSaga {
+			n = 1
+		}
+		for i := range min(n, maxRunLinks) {
+			runs[id] = append(runs[id], durable.ChildID(st.SagaID, id, f.Seq, i))
+		}
+	}
 	if cur, ok := st.Pending(); ok && cur.Fork {
 		if id := plan.StepID(cur.Step); id != "" {
+			runs[id] = nil // the pending visit's, not the history's
 			n := cur.Children
 			if cur.Compensating {
 				n = cur.Child + 1

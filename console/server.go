@@ -336,7 +336,7 @@ func (s *Server) sagaPage(ctx context.Context, id string) (*sagaPage, error) {
 	for i := range history {
 		history[i].ErrorMessage = red.Text(history[i].ErrorMessage)
 	}
-	page := &sagaPage{Title: "Saga " + id, CSRF: s.csrf, State: shown, Steps: graphOf(plan, st, statuses), History: history,
+	page := &sagaPage{Title: "Saga " + id, CSRF: s.csrf, State: shown, Steps: graphOf(plan, st, statuses, history), History: history,
 		Input: jsonText(shown.Input), Vars: jsonText(shown.Vars), Pause: pauseOf(plan, st), Statuses: StepStatuses()}
 	if st.Status == durable.StatusSucceeded {
 		page.Output = jsonText(shown.Output)

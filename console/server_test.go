@@ -70,7 +70,7 @@ func (r *rig) token(t *testing.T, id string) string {
 
 // stepStatus is the data-status the graph gives a step on a page.
 func stepStatus(body, step string) string {
-	m := regexp.MustCompile(`id="step-` + regexp.QuoteMeta(step) + `" data-status="([a-z]*)"`).FindStringSubmatch(body)
+	m := regexp.MustCompile(`id="step-` + regexp.QuoteMeta(step) + `" data-status="([a-z_]*)"`).FindStringSubmatch(body)
 	if m == nil {
 		return "(not drawn)"
 	}
@@ -184,7 +184,7 @@ func TestSagaPage(t *testing.T) {
 	}
 	r.start(t, "refund", "r-1")
 	_, body = get(t, r.srv.URL, "/sagas/r-1")
-	for step, want := range map[string]string{"book": "failed", "pay": "failed"} {
+	for step, want := range map[string]string{"book": "compensation_failed", "pay": "failed"} {
 		if got := stepStatus(body, step); got != want {
 			t.Errorf("refund step %s: %q, want %q", step, got, want)
 		}

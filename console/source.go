@@ -7,6 +7,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/lang"
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
@@ -55,6 +56,10 @@ type Entry struct {
 	Duration     time.Duration // how long the action ran; zero when not known
 	Version      uint64        // the saga's version the transition wrote; 0 when not known
 	Actor        string        // who acted from outside (an operator's cancel, a signal); empty for the workers
+	// Fork is, for an entry of a fork step (parallel, foreach, saga), its
+	// visit and children, which name its child runs (durable.ChildID);
+	// nil when not known.
+	Fork *saga.HistoryFork
 }
 
 // Coordinator is a Source over an engine.Coordinator and the plans of its
@@ -157,6 +162,7 @@ func StateHistory(plan *saga.Plan, st *saga.State) []Entry {
 		if h.FromOutside() {
 			e.Actor = h.Cause.String()
 		}
+		e.Fork = h.Fork
 		out = append(out, e)
 	}
 	return out
@@ -179,7 +185,11 @@ func derivedHistory(plan *saga.Plan, st *saga.State) []Entry {
 	}
 	for _, c := range st.Stack {
 		id, kind := stepKind(c.Step)
-		out = append(out, Entry{Step: id, Kind: kind, Attempt: 1, Outcome: string(saga.OutcomeCompleted)})
+		e := Entry{Step: id, Kind: kind, Attempt: 1, Outcome: string(saga.OutcomeCompleted)}
+		if lang.IsFork(lang.StepKind(kind)) {
+			e.Fork = &saga.HistoryFork{Seq: c.Seq, Children: c.Children}
+		}
+		out = append(out, e)
 	}
 	if f := st.Failure; f != nil {
 		e := Entry{Step: f.Step, Outcome: string(saga.OutcomeFailed), ErrorType: f.Type, ErrorMessage: f.Message}
