@@ -1,12 +1,22 @@
 package saga_test
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf16"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 
 	"github.com/lambdasaga/lambdasaga/internal/sagatest"
 	"github.com/lambdasaga/lambdasaga/saga"
@@ -134,33 +144,179 @@ func TestRedactorMaskNeverHoldsASecret(t *testing.T) {
 }
 
 // Whatever surrounds them, no secret of MinSecretText bytes or more is
-// left in what Text returns.
+// left in what Text returns, in any form a secret of each type prints as
+// (secretForms); a text holding none of them, no cut mark and no date is
+// left as it is; masking a map's keys or an input's field names never drops
+// or merges one.
 func FuzzRedactorText(f *testing.F) {
-	p := sagatest.MustCompile(f, "saga: x\ninput: {a: secret string, b: secret any}\nsteps: [{id: a, action: w}]\n")
-	f.Add("card 4111111111111111 declined", "4111111111111111", "737")
-	f.Add("secret]]x[secret", "ret]", "[se")
-	f.Add("aaaaaaaaab", "aaab", "aab")
-	f.Add(`"a\"b"`, `a"b`, "x")
-	f.Fuzz(func(t *testing.T, text, a, b string) {
+	p := sagatest.MustCompile(f, "saga: x\ninput: {a: secret string, b: secret any, d: secret duration, n: secret int, x: secret double, t: secret timestamp, y: secret bytes}\nsteps: [{id: a, action: w}]\n")
+	f.Add("card 4111111111111111 declined", "4111111111111111", "737", int64(93784e9), int64(4242), 0.125, int64(1796148463500000000), int16(120), []byte("key/+"))
+	f.Add("secret]]x[secret", "ret]", "[se", int64(1500e6), int64(-12), 1e21, int64(0), int16(-270), []byte{0xfb, 0xff})
+	f.Add("aaaaaaaaab", "aaab", "aab", int64(-1), int64(1<<62), -0.5, int64(-1), int16(0), []byte{})
+	f.Add(`"a\"b"`, `a"b`, "x", int64(0), int64(0), 0.0, int64(1), int16(1439), []byte("abc"))
+	f.Add("amount 411", "4111", `p\u00e4"/\`, int64(60e9), int64(411), 4.2e-7, int64(math.MinInt64), int16(-1439), []byte("ä"))
+	f.Add("x: 2026-12-01T20:07:43.5+02:00 …(cut)", "pä\"ss/wörd\\😀", "\u2028<&>", int64(1), int64(987654), 42.0, int64(1796148463500000000), int16(90), []byte{0})
+	f.Fuzz(func(t *testing.T, text, a, b string, d, n int64, x float64, ts int64, off int16, y []byte) {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			x = 0 // a double input is finite: CheckInput refuses the others
+		}
 		key := b + "k" // a secret any's map key is as secret as its values
-		r := p.RedactorFor(map[string]any{"a": a, "b": []any{b, map[string]any{key: int64(1)}}})
-		got := r.Text(text)
-		shown := r.Input(map[string]any{text: "v"}) // an input's field name (a child saga's)
-		for _, s := range []string{a, b, key} {
-			if len(s) < saga.MinSecretText {
-				continue
+		born := time.Unix(0, ts).UTC()
+		r := p.RedactorFor(map[string]any{"a": a, "b": []any{b, map[string]any{key: int64(1)}}, "d": time.Duration(d), "n": n, "x": x, "t": born, "y": y})
+		zone := time.FixedZone("", int(off)%(24*60)*60)
+		forms := slices.DeleteFunc(slices.Concat(stringForms(a), stringForms(b), stringForms(key), durationForms(time.Duration(d)),
+			numberForms(strconv.FormatInt(n, 10), float64(n)), numberForms(strconv.FormatFloat(x, 'g', -1, 64), x),
+			timestampForms(born, zone), bytesForms(y)),
+			func(form string) bool { return len(form) < saga.MinSecretText }) // -1 of a -1ns duration
+
+		for _, form := range forms {
+			in := text[:len(text)/2] + form + text[len(text)/2:]
+			if got := r.Text(in); strings.Contains(got, form) {
+				t.Fatalf("Text(%q) = %q: holds %q", in, got, form)
 			}
-			if strings.Contains(got, s) {
-				t.Fatalf("Text(%q) with secrets %q, %q = %q: holds %q", text, a, b, got, s)
+		}
+		if !slices.ContainsFunc(forms, func(form string) bool { return strings.Contains(text, form) }) &&
+			!strings.Contains(text, "(cut)") && !datePattern.MatchString(text) {
+			if got := r.Text(text); got != text {
+				t.Fatalf("Text(%q) = %q, holding no secret (needles %q)", text, got, r.Needles())
 			}
-			for name := range shown {
-				if strings.Contains(name, s) {
-					t.Fatalf("Input with a field named %q shows it as %q: holds %q", text, name, s)
+		}
+
+		m := map[string]any{}
+		for i, k := range []string{text, text + a, a + text, b, key, a, saga.Mask, saga.Mask + "#2", text + "#2", born.Format(time.RFC3339Nano)} {
+			m[k] = i
+		}
+		shown := r.Value(m).(map[string]any)
+		if len(shown) != len(m) {
+			t.Fatalf("Value(%q) = %q: lost a key", m, shown)
+		}
+		values := map[any]bool{}
+		for name, v := range shown {
+			values[v] = true
+			for _, form := range forms {
+				if strings.Contains(name, form) {
+					t.Fatalf("Value(%q) shows a key as %q: holds %q", m, name, form)
 				}
+			}
+		}
+		if len(values) != len(m) {
+			t.Fatalf("Value(%q) = %q: merged values", m, shown)
+		}
+		in := map[string]any{text: "v", a: "w", saga.Mask: "x"}
+		if got := r.Input(in); len(got) != len(in) {
+			t.Fatalf("Input(%q) = %q: lost a field", in, got)
+		}
+
+		for _, html := range []bool{true, false} {
+			if got, want := saga.JSONQuote(text, html), jsonBody(text, html); got != want {
+				t.Fatalf("jsonQuote(%q, %v) = %q, encoding/json writes %q", text, html, got, want)
 			}
 		}
 	})
 }
+
+var datePattern = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}`)
+
+// stringForms lists how the text of a secret string shows, as other
+// programs than the redactor write it: as itself, quoted by encoding/json
+// (with and without HTML escapes, with escaped slashes), by Python's
+// json.dumps, by Go's %q and QuoteToASCII, and JSON inside JSON. None when
+// it is shorter than MinSecretText.
+func stringForms(s string) []string {
+	if len(s) < saga.MinSecretText {
+		return nil
+	}
+	goQuote := func(q string) string { return q[1 : len(q)-1] }
+	j := jsonBody(s, false)
+	return []string{s, jsonBody(s, true), j, strings.ReplaceAll(j, "/", `\/`), pythonDumps(s),
+		goQuote(strconv.Quote(s)), goQuote(strconv.QuoteToASCII(s)), jsonBody(jsonBody(s, true), true),
+		jsonBody(jsonBody(j, false), false), jsonBody(pythonDumps(s), false), goQuote(strconv.Quote(j))}
+}
+
+// jsonBody is s as encoding/json quotes it, without the quotes.
+func jsonBody(s string, html bool) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(html)
+	if err := enc.Encode(s); err != nil {
+		panic(err)
+	}
+	q := strings.TrimSuffix(b.String(), "\n")
+	return q[1 : len(q)-1]
+}
+
+// pythonDumps is s as Python's json.dumps quotes it, without the quotes.
+func pythonDumps(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteString(`\` + string(r))
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r >= 0x20 && r < 0x7f:
+			b.WriteRune(r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
+}
+
+// durationForms lists how a secret duration shows: as Go, CEL (string()
+// and its format) and encoding/json write it.
+func durationForms(d time.Duration) []string {
+	if len(d.String()) < saga.MinSecretText {
+		return nil
+	}
+	j, _ := json.Marshal(d)
+	return []string{d.String(), celString(types.Duration{Duration: d}), types.Format(types.Duration{Duration: d}), string(j)}
+}
+
+// numberForms lists how a secret number whose own text is text shows: as
+// it is, and as a double as CEL (string() and its format), Go's %v and
+// encoding/json write it.
+func numberForms(text string, x float64) []string {
+	if len(text) < saga.MinSecretText {
+		return nil
+	}
+	j, _ := json.Marshal(x)
+	return []string{text, celString(types.Double(x)), types.Format(types.Double(x)), fmt.Sprint(x), string(j)}
+}
+
+// timestampForms lists how a secret timestamp shows: as CEL writes it (in
+// UTC), and in zone in RFC 3339 with all its digits, with milliseconds,
+// without its fraction, and as Go prints a time.Time.
+func timestampForms(t time.Time, zone *time.Location) []string {
+	in := t.In(zone)
+	return []string{celString(types.Timestamp{Time: t}), in.Format(time.RFC3339Nano), in.Format("2006-01-02T15:04:05.000Z07:00"),
+		in.Format(time.RFC3339), in.String()}
+}
+
+// bytesForms lists how secret bytes show: as JSON carries them (base64),
+// URL-safe, without padding, with JSON's escaped slashes, in hex, and as
+// CEL formats them (octal escapes).
+func bytesForms(y []byte) []string {
+	if len(y) < saga.MinSecretText {
+		return nil
+	}
+	std := base64.StdEncoding.EncodeToString(y)
+	return []string{std, base64.URLEncoding.EncodeToString(y), base64.RawStdEncoding.EncodeToString(y), base64.RawURLEncoding.EncodeToString(y),
+		strings.ReplaceAll(std, "/", `\/`), hex.EncodeToString(y), strings.TrimSuffix(strings.TrimPrefix(types.Format(types.Bytes(y)), `b"`), `"`)}
+}
+
+func celString(v ref.Val) string { return string(v.ConvertToType(types.StringType).(types.String)) }
 
 // A child saga's run knows only the secrets its own definition declares:
 // giving it a secret through a field it does not declare secret is refused.
