@@ -183,13 +183,13 @@ func eachLeaf(v any, fn func(any)) {
 
 // textForms lists how v may appear in text: every form leafForms lists of
 // every string, number, timestamp, duration and bytes inside it (map keys
-// included), each as quotedForms writes it.
+// included). Not quoted: a redactor's needles are its secrets' quoted
+// forms, so a secret quoted inside v is found in v's own text, and a long
+// string of v is not copied dozens of times over.
 func textForms(v any) []string {
 	var forms []string
 	eachLeaf(v, func(leaf any) {
-		for _, f := range leafForms(leaf) {
-			forms = append(forms, quotedForms(f)...)
-		}
+		forms = append(forms, leafForms(leaf)...)
 	})
 	return forms
 }
@@ -282,8 +282,9 @@ func durationForms(d time.Duration) []string {
 // escaped slashes (\/); as Python's json.dumps does, with its default ASCII
 // escapes (\u00e4, surrogate pairs) and without; as Go's %q and
 // strconv.QuoteToASCII do; each of those quoted again by any of them
-// (JSON inside a JSON string), and that once more by encoding/json. Just
-// s when nothing in it is escaped by any of them, as for most secrets.
+// (JSON inside a JSON string), and that once more by encoding/json, while
+// a form is at most maxNestedQuote bytes. Just s when nothing in it is
+// escaped by any of them, as for most secrets.
 func quotedForms(s string) []string {
 	if !needsQuoting(s) {
 		return []string{s}
@@ -298,6 +299,9 @@ func quotedForms(s string) []string {
 		}
 		var next []string
 		for _, f := range level {
+			if depth > 0 && len(f) > maxNestedQuote {
+				continue
+			}
 			for _, q := range qs {
 				if g := q(f); !seen[g] {
 					seen[g] = true
@@ -310,6 +314,13 @@ func quotedForms(s string) []string {
 	}
 	return forms
 }
+
+// maxNestedQuote bounds a form quoted again (quotedForms): a text every
+// encoder escapes doubles at each quoting, and a long secret quoted three
+// times over would take a hundred times its size in every redactor built,
+// on every message. 4 KiB holds a private key in PEM, and any secret that
+// fits in a step error's message (MaxErrorMessageBytes).
+const maxNestedQuote = 4 << 10
 
 // needsQuoting reports whether any of quoters changes s.
 func needsQuoting(s string) bool {

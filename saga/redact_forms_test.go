@@ -140,3 +140,21 @@ func TestRedactorMasksEscapedSecrets(t *testing.T) {
 	)
 	assertShown(t, r, `p\u00e4ss`, `pä\"ss`)
 }
+
+// A long secret that every encoder escapes is quoted nested only while
+// short: its needles stay a few times its size, not hundreds.
+func TestRedactorBoundsTheFormsOfALongSecret(t *testing.T) {
+	t.Parallel()
+	secret := strings.Repeat(`"/ä\`, 16<<10) // 80 KiB, under MaxInputBytes
+	r := redactorOf(t, "s: secret string", secret)
+	total := 0
+	for _, n := range r.Needles() {
+		total += len(n)
+	}
+	if total > 12*len(secret) {
+		t.Errorf("%d needles of %d bytes in all for a secret of %d", len(r.Needles()), total, len(secret))
+	}
+	if got := r.Text("x " + secret + " y"); got != "x "+saga.Mask+" y" {
+		t.Errorf("the secret shows: %.40q...", got)
+	}
+}

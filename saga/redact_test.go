@@ -228,9 +228,16 @@ func stringForms(s string) []string {
 	}
 	goQuote := func(q string) string { return q[1 : len(q)-1] }
 	j := jsonBody(s, false)
-	return []string{s, jsonBody(s, true), j, strings.ReplaceAll(j, "/", `\/`), pythonDumps(s),
-		goQuote(strconv.Quote(s)), goQuote(strconv.QuoteToASCII(s)), jsonBody(jsonBody(s, true), true),
-		jsonBody(jsonBody(j, false), false), jsonBody(pythonDumps(s), false), goQuote(strconv.Quote(j))}
+	forms := []string{s, jsonBody(s, true), j, strings.ReplaceAll(j, "/", `\/`), pythonDumps(s),
+		goQuote(strconv.Quote(s)), goQuote(strconv.QuoteToASCII(s))}
+	short := func(inner ...string) bool {
+		return !slices.ContainsFunc(inner, func(f string) bool { return len(f) > 4<<10 })
+	}
+	if short(jsonBody(s, true), j, jsonBody(j, false), pythonDumps(s)) { // quoted again only while short (maxNestedQuote)
+		forms = append(forms, jsonBody(jsonBody(s, true), true), jsonBody(jsonBody(j, false), false),
+			jsonBody(pythonDumps(s), false), goQuote(strconv.Quote(j)))
+	}
+	return forms
 }
 
 // jsonBody is s as encoding/json quotes it, without the quotes.
