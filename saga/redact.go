@@ -237,8 +237,8 @@ func leafForms(v any) []string {
 	return nil
 }
 
-// numberForms lists the forms of a number whose shortest text is text, f
-// as a double: as Go's %v and CEL's string() print it (shortest, exponent
+// numberForms lists the forms of a number whose own text is text, f as a
+// double: as Go's %v and CEL's string() print it (shortest, exponent
 // from 1e21: 4.111111111111111e+15), in plain digits and with ".0" (CEL's
 // format, Python's float), in exponent form (Go's %e, Python's large
 // floats: 4.2e+01), and as encoding/json writes it.
@@ -265,13 +265,13 @@ func durationForms(d time.Duration) []string {
 		sign, sec, ns = "-", -sec, -ns
 	}
 	whole := sign + strconv.FormatInt(sec, 10)
-	forms = append(forms, whole+"s")
-	if ns != 0 {
-		frac := strconv.FormatInt(ns+1e9, 10)[1:] // nine digits
-		for _, n := range []int{3, 6, 9} {
-			if strings.TrimRight(frac[n:], "0") == "" {
-				forms = append(forms, whole+"."+frac[:n]+"s")
-			}
+	if ns == 0 {
+		return append(forms, whole+"s") // exact where the double of CEL's form is not
+	}
+	frac := strconv.FormatInt(ns+1e9, 10)[1:] // nine digits
+	for _, n := range []int{3, 6, 9} {
+		if strings.TrimRight(frac[n:], "0") == "" {
+			forms = append(forms, whole+"."+frac[:n]+"s")
 		}
 	}
 	return forms

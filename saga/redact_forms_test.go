@@ -50,6 +50,10 @@ func TestRedactorMasksDurationInEveryForm(t *testing.T) {
 
 	r = redactorOf(t, "d: secret duration", "1.5s")
 	assertMasked(t, r, "1.5s", "1.500s", "1500000000")
+
+	r = redactorOf(t, "d: secret duration", "93784.5s")
+	assertMasked(t, r, "93784.5s", "93784.500s", "26h3m4.5s")
+	assertShown(t, r, "93784s", "took 93785s")
 }
 
 func TestRedactorMasksNumberInEveryForm(t *testing.T) {
