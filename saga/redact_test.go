@@ -311,15 +311,16 @@ func timestampForms(t time.Time, zone *time.Location) []string {
 		in.Format(time.RFC3339), in.String()}
 }
 
-// bytesForms lists how secret bytes show: as JSON carries them (base64),
-// URL-safe, without padding, with JSON's escaped slashes, in hex, and as
-// CEL formats them (octal escapes).
+// bytesForms lists how secret bytes show: as they are (CEL's string() of
+// UTF-8 bytes), as JSON carries them (base64), URL-safe, without padding,
+// with JSON's escaped slashes, in hex, and as CEL formats them (octal
+// escapes).
 func bytesForms(y []byte) []string {
 	if len(y) < saga.MinSecretText {
 		return nil
 	}
 	std := base64.StdEncoding.EncodeToString(y)
-	return []string{std, base64.URLEncoding.EncodeToString(y), base64.RawStdEncoding.EncodeToString(y), base64.RawURLEncoding.EncodeToString(y),
+	return []string{string(y), std, base64.URLEncoding.EncodeToString(y), base64.RawStdEncoding.EncodeToString(y), base64.RawURLEncoding.EncodeToString(y),
 		strings.ReplaceAll(std, "/", `\/`), hex.EncodeToString(y), strings.TrimSuffix(strings.TrimPrefix(types.Format(types.Bytes(y)), `b"`), `"`)}
 }
 
