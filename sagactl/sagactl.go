@@ -80,6 +80,7 @@ func commands() []command {
 	return []command{
 		{"validate", "FILE... [--function-timeout D | --template FILE]", "check definitions, and their step timeouts against the functions' timeout; print every problem, exit 1 on any", runValidate},
 		{"run", "FILE --input JSON|@FILE [--fail STEP]... [--json] [--id ID] [--timeout D] [--dynamodb-endpoint URL --sqs-endpoint URL]", "run a saga in this process and watch it", runRun},
+		{"work", "--dynamodb-endpoint URL --sqs-endpoint URL [--table T] [--queue-prefix P] [--for D] [--fail STEP]... [--verbose]", "run the workers on the emulators' table and queues, as run does, until SIGINT or SIGTERM (or for D): what run left there at --timeout moves on; --fail matches a step id in any saga, unchecked", runWork},
 		{"graph", "FILE", "print the definition as a Mermaid flowchart", runGraph},
 		{"plan", "FILE --fail STEP [--input JSON|@FILE] [--signal NAME=JSON|@FILE]...", "show what a failure at STEP would compensate, running nothing", runPlan},
 		{"cost", "FILE [--input JSON|@FILE] [--signal NAME=JSON|@FILE]... [--fail STEP]... [--signals-first] [--steps-per-month N | --sagas-per-month N] [--memory MB] [--duration D] [--state-bytes N] [--batch-size N] [--json]", "estimate the AWS cost of a saga as AWS bills it, next to Step Functions Standard and Express and Lambda durable functions", runCost},
