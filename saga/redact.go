@@ -748,23 +748,39 @@ func (r *Redactor) Input(input map[string]any) map[string]any {
 }
 
 // nameMasked puts into out the value of each key masked (keys whose text
-// holds a secret), under the key as Text masks it. Two keys may mask
-// alike, or like a key out holds already: each then gets the first free
-// name of "KEY#2", "KEY#3", ... that shows no secret either, in the order
-// of the keys, so that no key is lost or merged with another and the same
-// map shows the same way every time.
+// holds a secret), under the key as Text masks it, or, when out holds that
+// already (two keys mask alike, or one masks like a key that holds no
+// secret), under a free name (freeName), in the order of the keys: no key
+// is lost or merged with another, and the same map shows the same way
+// every time.
 func (r *Redactor) nameMasked(out map[string]any, masked []string, value func(k string) any) {
 	slices.Sort(masked)
 	for _, k := range masked {
-		base := r.Text(k)
-		name := base
-		for i := 2; ; i++ {
-			if _, taken := out[name]; !taken && r.Text(name) == name {
-				break
-			}
-			name = base + "#" + strconv.Itoa(i)
+		out[r.freeName(out, r.Text(k))] = value(k)
+	}
+}
+
+// maxNameTries bounds the names "KEY#2", "KEY#3", ... freeName tries.
+const maxNameTries = 100
+
+// freeName returns base if out does not hold it, else the first of
+// "base#2", "base#3", ... that out does not hold and that shows no secret:
+// a secret may end in "#" ("ly#" in "[secret] holy#2") or be digits.
+// Past maxNameTries of those, base followed by masks, as many as it takes:
+// no secret meets a mask (safeMask), so every such name is shown as it
+// is. A redactor that deletes secrets (no byte is left for a mask) takes
+// the first free "base#N" past the tries, whatever Text would make of it.
+func (r *Redactor) freeName(out map[string]any, base string) string {
+	name := base
+	for i := 2; ; i++ {
+		if _, taken := out[name]; !taken && (r.Text(name) == name || r.mask == "" && i > maxNameTries) {
+			return name
 		}
-		out[name] = value(k)
+		if i <= maxNameTries || r.mask == "" {
+			name = base + "#" + strconv.Itoa(i)
+		} else {
+			name = base + strings.Repeat(r.mask, i-maxNameTries)
+		}
 	}
 }
 

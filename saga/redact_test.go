@@ -156,6 +156,7 @@ func FuzzRedactorText(f *testing.F) {
 	f.Add(`"a\"b"`, `a"b`, "x", int64(0), int64(0), 0.0, int64(1), int16(1439), []byte("abc"))
 	f.Add("amount 411", "4111", `p\u00e4"/\`, int64(60e9), int64(411), 4.2e-7, int64(math.MinInt64), int16(-1439), []byte("ä"))
 	f.Add("x: 2026-12-01T20:07:43.5+02:00 …(cut)", "pä\"ss/wörd\\😀", "\u2028<&>", int64(1), int64(987654), 42.0, int64(1796148463500000000), int16(90), []byte{0})
+	f.Add("holy", "alpha", "ly#", int64(0), int64(0), 0.0, int64(0), int16(0), []byte{}) // "[secret] holy#2" holds "ly#"
 	f.Fuzz(func(t *testing.T, text, a, b string, d, n int64, x float64, ts int64, off int16, y []byte) {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			x = 0 // a double input is finite: CheckInput refuses the others
@@ -183,7 +184,7 @@ func FuzzRedactorText(f *testing.F) {
 		}
 
 		m := map[string]any{}
-		for i, k := range []string{text, text + a, a + text, b, key, a, saga.Mask, saga.Mask + "#2", text + "#2", born.Format(time.RFC3339Nano)} {
+		for i, k := range []string{text, text + a, a + text, a + " " + text, saga.Mask + " " + text, b, key, a, saga.Mask, saga.Mask + "#2", text + "#2", born.Format(time.RFC3339Nano)} {
 			m[k] = i
 		}
 		shown := r.Value(m).(map[string]any)
@@ -583,5 +584,30 @@ func TestRedactorKeepsKeysThatMaskAlike(t *testing.T) {
 	in := map[string]any{"a": "alpha", "b": "bravo", "note": "n", "alpha": "x", "bravo": "y"}
 	if got := r.Input(in); len(got) != len(in) {
 		t.Errorf("Input(%v) = %v: lost a field", in, got)
+	}
+}
+
+// A masked key's suffix can meet a secret: "KEY#2" holds "ly#" when a key
+// masks to "[secret] holy" and "ly#" is secret. It still gets a name, one
+// that shows no secret.
+func TestRedactorNamesAKeyWhoseSuffixMeetsASecret(t *testing.T) {
+	t.Parallel()
+	p := sagatest.MustCompile(t, "saga: x\ninput: {a: secret string, b: secret string}\nsteps: [{id: s, action: w}]\n")
+	r := p.RedactorFor(map[string]any{"a": "alpha", "b": "ly#"})
+	m := map[string]any{saga.Mask + " holy": 1, "alpha holy": 2, "beta": 3}
+	done := make(chan map[string]any, 1)
+	go func() { done <- r.Value(m).(map[string]any) }()
+	select {
+	case shown := <-done:
+		if len(shown) != len(m) {
+			t.Fatalf("Value(%v) = %v: lost a key", m, shown)
+		}
+		for k := range shown {
+			if r.Text(k) != k {
+				t.Errorf("key %q shows a secret", k)
+			}
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Value never named the key")
 	}
 }
