@@ -28,7 +28,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 FUNCTIONS := AdvanceFunction=./functions/advance CompensateFunction=./functions/compensate SweepFunction=./functions/sweep
 ORDER_FN := ./examples/order/cmd/orderfn
 
-.PHONY: help demo test unit race iam iamsim browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long
+.PHONY: help demo test unit race iam iamsim browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long soak
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -100,6 +100,8 @@ sim-long: ## the simulation at size: 100 seeds of 10,000 sagas
 DEFS ?= 100000
 proptest-long: ## "what validation accepts must run" at size: DEFS generated definitions (100,000); go test ./internal/proptest -run TestProperty -seed N -v replays one
 	$(GO) test -count=1 -timeout 3h ./internal/proptest -run 'TestProperty$$' -defs $(DEFS) -v
+
+soak: sim-long proptest-long ## the long proofs at full size: sim-long and proptest-long
 
 bench-once: ## every benchmark once, so none can rot
 	$(GO) test -run '^$$' -bench . -benchtime=1x ./...
