@@ -681,9 +681,11 @@ func parseTimestamp(s string) (t time.Time, digits, n int, ok bool) {
 }
 
 // Value returns a deep copy of v (an input, vars, an output, a payload)
-// with every string masked as Text masks it, map keys included, and every
-// other value whose text is a secret's (an int card number) replaced by
-// the mask.
+// with every string masked as Text masks it, map keys included (named as
+// nameMasked does), and every other value replaced by the mask when one of
+// its text forms (leafForms) holds a secret: an int card number, and, as
+// its forms are many, a number whose exponent form holds a secret "+00".
+// Bools and nulls are shown as they are.
 func (r *Redactor) Value(v any) any {
 	if r == nil || len(r.needles) == 0 {
 		return v

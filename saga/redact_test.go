@@ -185,15 +185,15 @@ func FuzzRedactorText(f *testing.F) {
 
 		m := map[string]any{}
 		for i, k := range []string{text, text + a, a + text, a + " " + text, saga.Mask + " " + text, b, key, a, saga.Mask, saga.Mask + "#2", text + "#2", born.Format(time.RFC3339Nano)} {
-			m[k] = i
+			m[k] = []any{i&1 == 1, i&2 == 2, i&4 == 4, i&8 == 8} // bools: a value no secret masks
 		}
 		shown := r.Value(m).(map[string]any)
 		if len(shown) != len(m) {
 			t.Fatalf("Value(%q) = %q: lost a key", m, shown)
 		}
-		values := map[any]bool{}
+		values := map[string]bool{}
 		for name, v := range shown {
-			values[v] = true
+			values[fmt.Sprint(v)] = true
 			for _, form := range forms {
 				if strings.Contains(name, form) {
 					t.Fatalf("Value(%q) shows a key as %q: holds %q", m, name, form)
