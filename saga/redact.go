@@ -480,7 +480,7 @@ func (r *Redactor) mask1(s string) (string, bool) {
 			i += j + 1
 		}
 	}
-	for i := 0; ; {
+	for i, marks := 0, 0; marks < maxCutMarks; marks++ {
 		end, next := cutAt(s, i)
 		if next < 0 {
 			break
@@ -517,6 +517,11 @@ func (r *Redactor) mask1(s string) (string, bool) {
 	return b.String(), true
 }
 
+// maxCutMarks bounds the marks of cut messages Text looks before: each
+// costs a pass over the text per needle. A message lambdasaga cuts has one;
+// a text joins a few at most (an error wrapping a step's).
+const maxCutMarks = 8
+
 // cutAt finds the first mark of a cut message in s from from on: "…(cut)"
 // as truncate writes it, or "\u2026(cut)" as JSON's ASCII escapes do (and
 // quoted again: "\\u2026(cut)"). It returns where the text cut ends and
@@ -543,36 +548,38 @@ func cutAt(s string, from int) (end, next int) {
 }
 
 // secretCutAtEnd returns the length of the longest end of s, shorter than n,
-// that is a start of n: what is left of n where s was cut. Linear in
-// len(n) (Knuth–Morris–Pratt), as secrets may be long.
+// that is a start of n: what is left of n where s was cut. Linear in the
+// shorter of s and n (Knuth–Morris–Pratt), as secrets and texts may be
+// long: only a start of n as long as s can be cut off in it.
 func secretCutAtEnd(s, n string) int {
-	if len(n) < 2 {
-		return 0
-	}
 	if len(s) > len(n)-1 {
+		if len(n) < 2 {
+			return 0
+		}
 		s = s[len(s)-(len(n)-1):]
 	}
-	fail := make([]int, len(n))
-	for i, k := 1, 0; i < len(n); i++ {
-		for k > 0 && n[i] != n[k] {
+	if len(s) == 0 {
+		return 0
+	}
+	p := n[:len(s)]
+	fail := make([]int, len(p))
+	for i, k := 1, 0; i < len(p); i++ {
+		for k > 0 && p[i] != p[k] {
 			k = fail[k-1]
 		}
-		if n[i] == n[k] {
+		if p[i] == p[k] {
 			k++
 		}
 		fail[i] = k
 	}
 	k := 0
 	for i := 0; i < len(s); i++ {
-		for k > 0 && (k == len(n) || s[i] != n[k]) {
+		for k > 0 && (k == len(p) || s[i] != p[k]) {
 			k = fail[k-1]
 		}
-		if s[i] == n[k] {
+		if s[i] == p[k] {
 			k++
 		}
-	}
-	if k == len(n) {
-		return 0 // a whole one: masked as such
 	}
 	return k
 }

@@ -398,6 +398,19 @@ func BenchmarkRedactorText(b *testing.B) {
 	}
 }
 
+// BenchmarkRedactorTextCutMarks masks a 1 KiB message made of cut
+// messages' marks beside a long secret that every encoder escapes: the
+// worst a message can make of the search for cut-off secrets.
+func BenchmarkRedactorTextCutMarks(b *testing.B) {
+	p := sagatest.MustCompile(b, "saga: x\ninput: {s: secret string}\nsteps: [{id: a, action: w}]\n")
+	r := p.RedactorFor(map[string]any{"s": strings.Repeat(`"/ä\`, 16<<10)})
+	msg := strings.Repeat(`"/…(cut)`, 1024/10)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = r.Text(msg)
+	}
+}
+
 // BenchmarkRedactorBuild builds the redactor of a run, as each handled
 // message of a plan with secrets does.
 func BenchmarkRedactorBuild(b *testing.B) {
