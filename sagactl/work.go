@@ -80,25 +80,30 @@ func runWork(c *Config, args []string) int {
 	w := &worked{c: c, ended: map[string]durable.Status{}}
 	receiver := &countingReceiver{Receiver: queue}
 	coord := &coordinatorRef{}
+	ready := make(chan struct{})
 	// As run's backendFlags.apply sets them on the emulators.
-	rtCfg := embedded.Config{Actions: invoker{reg: c.Actions, fail: failing, coord: coord}, OnStep: w.step,
+	rtCfg := embedded.Config{Actions: gatedInvoker{ready: ready, next: invoker{reg: c.Actions, fail: failing, coord: coord}}, OnStep: w.step,
 		Store: store, Queue: queue, Receiver: receiver, Visibility: 30 * time.Second, PollInterval: 20 * time.Millisecond}
 	if *verbose {
 		rtCfg.Logger = slog.New(slog.NewTextHandler(c.Stderr, nil))
 	}
+	until := "until SIGINT or SIGTERM"
+	if timed {
+		until = "for " + forD.String() + " (or until SIGINT or SIGTERM)"
+	}
+	// Said before the workers start: from then on they print steps.
+	fmt.Fprintf(c.Stdout, "work: handling the messages of table %s and queues %s... %s\n", be.table, be.queuePrefix, until)
 	rt, err := embedded.Start(rtCfg)
 	if err != nil {
 		c.errorf("%v", err)
 		return ExitUsage
 	}
 	coord.c = rt.Coordinator
-	until := "until SIGINT or SIGTERM"
+	close(ready)
 	var timer <-chan time.Time
 	if timed {
-		until = "for " + forD.String() + " (or until SIGINT or SIGTERM)"
 		timer = time.After(*forD)
 	}
-	fmt.Fprintf(c.Stdout, "work: handling the messages of table %s and queues %s... %s\n", be.table, be.queuePrefix, until)
 	started := time.Now()
 	stopped := "after " + forD.String()
 	select {
@@ -223,6 +228,23 @@ func plural(n int64, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// gatedInvoker holds the actions back until ready is closed: the queues
+// may hold work when the runtime starts, and a simulated callback needs
+// the coordinator the runtime made (invoker's coord) set first.
+type gatedInvoker struct {
+	ready <-chan struct{}
+	next  invoker
+}
+
+func (g gatedInvoker) Invoke(ctx context.Context, call saga.Call) (any, error) {
+	select {
+	case <-g.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return g.next.Invoke(ctx, call)
 }
 
 // countingReceiver counts the messages the workers receive and those they
