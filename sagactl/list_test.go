@@ -89,7 +89,7 @@ func TestCommandsOnWhatRunLeftOnEmulators(t *testing.T) {
 		want string
 	}{
 		{claims, []string{"run", expenseFile, "--input", `{"amount": 12}`, "--id", "e-1", "--timeout", "5s"}, sagactl.ExitStillRunning, "saga e-1 still running at --timeout 5s; it stays in table " + table},
-		{pending, []string{"run", chargeFile, "--input", `{"amount": 700}`, "--id", "c-1", "--timeout", "5s"}, sagactl.ExitUsage, "sagactl status c-1 --dynamodb-endpoint " + dyn},
+		{pending, []string{"run", chargeFile, "--input", `{"amount": 700}`, "--id", "c-1", "--timeout", "5s"}, sagactl.ExitStillRunning, "sagactl status c-1 --dynamodb-endpoint " + dyn},
 		{nil, []string{"run", chargeFile, "--input", `{"amount": 5}`, "--id", "p-1", "--fail", "ship", "--fail", "charge.compensate"}, sagactl.ExitCompensationFailed, ""},
 		{claims, []string{"run", expenseFile, "--input", `{"amount": 3}`, "--id", "s-1", "--signal", `approved={"by": "ann"}`}, sagactl.ExitOK, ""},
 	}
