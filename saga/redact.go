@@ -125,6 +125,9 @@ func newRedactor(fields map[string]bool, values []any, inherited []string) *Reda
 	}
 	for _, n := range inherited {
 		add(n)
+		if t, _, l, ok := parseTimestamp(n); ok && l == len(n) {
+			times = append(times, t) // an ancestor's secret timestamp, found at any offset here too
+		}
 	}
 	slices.Sort(needles)
 	return &Redactor{fields: fields, needles: needles, times: times, mask: safeMask(needles)}
@@ -591,6 +594,12 @@ func secretCutAtEnd(s, n string) int {
 // secret matches it cut to them (Go's RFC3339 drops the fraction,
 // JavaScript keeps milliseconds, Python microseconds).
 func (r *Redactor) maskTimes(s string, mark func(from, to int)) {
+	r.findTimes(s, func(from, to int, _ time.Time) { mark(from, to) })
+}
+
+// findTimes calls found with where each secret timestamp is in s (as
+// maskTimes finds them) and the secret it is.
+func (r *Redactor) findTimes(s string, found func(from, to int, secret time.Time)) {
 	for i := 4; i < len(s); {
 		j := strings.IndexByte(s[i:], '-')
 		if j < 0 {
@@ -604,7 +613,7 @@ func (r *Redactor) maskTimes(s string, mark func(from, to int)) {
 		}
 		for _, secret := range r.times {
 			if secret.Equal(t) || digits < 9 && secret.Truncate(time.Duration(pow10[9-digits])).Equal(t) {
-				mark(start, start+n)
+				found(start, start+n, secret)
 				i = start + n
 				break
 			}
@@ -868,7 +877,8 @@ func (r *Redactor) State(st *State) *State {
 }
 
 // within returns the texts of r's secrets found in v (its strings, map
-// keys and the text forms of its other values, as textForms lists them),
+// keys and the text forms of its other values, as textForms lists them;
+// a secret timestamp found at any offset as its RFC 3339 text in UTC),
 // sorted: what a child saga given v as its input inherits
 // (State.Inherited). Nil when none is.
 func (r *Redactor) within(v any) []string {
@@ -880,6 +890,18 @@ func (r *Redactor) within(v any) []string {
 	for _, n := range r.needles { // sorted
 		if slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, n) }) {
 			found = append(found, n)
+		}
+	}
+	if len(r.times) > 0 {
+		n := len(found)
+		for _, text := range texts {
+			r.findTimes(text, func(_, _ int, secret time.Time) {
+				found = append(found, secret.UTC().Format(time.RFC3339Nano)) // a needle, and parsed back as a time
+			})
+		}
+		if len(found) > n {
+			slices.Sort(found)
+			found = slices.Compact(found)
 		}
 	}
 	return found

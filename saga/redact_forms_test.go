@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/cel-go/common/types"
 
+	"github.com/lambdasaga/lambdasaga/internal/sagatest"
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
@@ -161,4 +162,15 @@ func TestRedactorBoundsTheFormsOfALongSecret(t *testing.T) {
 	if got := r.Text("x " + secret + " y"); got != "x "+saga.Mask+" y" {
 		t.Errorf("the secret shows: %.40q...", got)
 	}
+}
+
+// A child saga that inherited a secret timestamp's text finds the instant
+// at any offset, as its parent does.
+func TestRedactorMasksAnInheritedTimestampAtAnyOffset(t *testing.T) {
+	t.Parallel()
+	p := sagatest.MustCompile(t, "saga: c\ninput: {note: string}\nsteps: [{id: a, action: w}]\n")
+	st := &saga.State{Input: map[string]any{"note": "n"}, Inherited: []string{"2026-12-01 18:07:43.5 +0000 UTC", "2026-12-01T18:07:43.5Z", "2026-12-01T18:07:43Z"}}
+	r := p.Redactor(st)
+	assertMasked(t, r, "2026-12-01T18:07:43.5Z", "2026-12-01T20:07:43.5+02:00", "2026-12-01T20:07:43.500+02:00")
+	assertShown(t, r, "2026-12-01T20:07:44+02:00")
 }

@@ -624,3 +624,38 @@ func TestRedactorNamesAKeyWhoseSuffixMeetsASecret(t *testing.T) {
 		t.Fatal("Value never named the key")
 	}
 }
+
+// A child saga whose input holds its parent's secret timestamp at another
+// offset than UTC inherits it, and masks it at any offset.
+func TestChildSagaInheritsASecretTimestampAtAnyOffset(t *testing.T) {
+	p, err := compileFiles(map[string]string{
+		"main.yaml": "saga: m\ninput: {born: secret timestamp, note: string}\nsteps:\n  - id: pay\n    saga: pay.yaml\n    with: {ref: \"${input.note}\"}\n",
+		"pay.yaml":  "saga: p\ninput: {ref: string}\nsteps: [{id: a, action: w}]\n",
+	}, forks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := p.CheckInput(map[string]any{"born": "2026-12-01T18:07:43.5Z", "note": "born 2026-12-01T20:07:43.5+02:00"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &saga.State{}
+	if err := p.Advance(st, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "s-1", Input: in}); err != nil {
+		t.Fatal(err)
+	}
+	cp, cs, err := p.Launch(st, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := &saga.State{}
+	if err := cp.Advance(child, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "s-1.pay", Input: cs.Input, Child: cs}); err != nil {
+		t.Fatal(err)
+	}
+	r := cp.Redactor(child)
+	if got := r.State(child).Input["ref"]; got != "born "+saga.Mask {
+		t.Errorf("the child's input shows as %q (inherited %q)", got, child.Inherited)
+	}
+	if got := r.Text("born 2026-12-01T13:07:43.5-05:00"); got != "born "+saga.Mask {
+		t.Errorf("the child shows %q", got)
+	}
+}
