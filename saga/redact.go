@@ -440,11 +440,12 @@ func pythonQuote(s string, ascii bool) string {
 // Text returns s with every secret value in it replaced by the mask: in
 // each of its text forms (leafForms, quotedForms), a secret timestamp at
 // any offset and to any coarser precision (maskTimes), and, before the mark
-// of a cut message ("…(cut)", or JSON's "\u2026(cut)"), the start of one
-// that was cut off there (MinSecretText bytes or more): a text that only
-// ends as a secret begins is whole, not a secret. Overlapping secrets are
-// masked as one. The result holds no secret of MinSecretText bytes or
-// more, whatever surrounds it.
+// of a cut message ("…(cut)", or JSON's "\u2026(cut)"; the first
+// maxCutMarks of them), the start of one that was cut off there
+// (MinSecretText bytes or more): a text that only ends as a secret begins
+// is whole, not a secret. Overlapping secrets are masked as one. The
+// result holds no secret of MinSecretText bytes or more, whatever
+// surrounds it.
 func (r *Redactor) Text(s string) string {
 	if r == nil || len(r.needles) == 0 || s == "" {
 		return s
