@@ -91,7 +91,10 @@ func (st *State) DeadlinePassed(now time.Time) bool {
 // The cursor must fit the plan (CheckState).
 func (p *Plan) Awaits(cur Cursor) (step string, timeout time.Duration) {
 	s := p.steps[cur.Step]
-	if cur.Compensating {
+	switch {
+	case cur.Compensating && s.comp == nil:
+		return s.ID, 0 // a fork undoing a child: the child runs the compensations
+	case cur.Compensating:
 		return s.ID, s.comp.timeout
 	}
 	return s.ID, s.Timeout
