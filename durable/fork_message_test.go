@@ -16,6 +16,8 @@ func TestForkMessagesRoundTrip(t *testing.T) {
 		{SagaID: "o-1", Version: 3, Queue: durable.QueueAdvance, Kind: durable.KindJoin, Step: "ship_all", Attempt: 1},
 		{SagaID: "o-1.book.2.0", Version: 5, Queue: durable.QueueCompensate, Kind: durable.KindUndo, Step: "book", Attempt: 1},
 		{SagaID: "o-1", Version: 3, Queue: durable.QueueAdvance, Kind: durable.KindLaunch, Step: "ship_all", Attempt: 1, Child: 9999},
+		{SagaID: "o-1", Version: 9, Queue: durable.QueueAdvance, Kind: durable.KindExpire, Attempt: 1},
+		{SagaID: "o-1", Version: 9, Queue: durable.QueueAdvance, Kind: durable.KindExpire, Step: "ship_all", Attempt: 3, Child: 500},
 	} {
 		body := durable.AppendMessage(nil, m)
 		got, err := durable.DecodeMessage(body)

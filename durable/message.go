@@ -100,7 +100,7 @@ func DecodeMessage(body []byte) (Message, error) {
 		return Message{}, fmt.Errorf("%w: attempt %d", ErrMalformedMessage, mb.Attempt)
 	case !knownKind(mb.Kind):
 		return Message{}, fmt.Errorf("%w: unknown kind %q", ErrMalformedMessage, mb.Kind)
-	case mb.Child != 0 && mb.Kind != string(KindLaunch), mb.Child < 0, mb.Child >= MaxForkChildren:
+	case mb.Child != 0 && mb.Kind != string(KindLaunch) && mb.Kind != string(KindExpire), mb.Child < 0, mb.Child >= MaxForkChildren:
 		return Message{}, fmt.Errorf("%w: child %d with kind %q", ErrMalformedMessage, mb.Child, mb.Kind)
 	}
 	return Message{SagaID: mb.SagaID, Version: mb.Version, Queue: QueueName(mb.Queue), Step: mb.Step, Attempt: mb.Attempt, Kind: MessageKind(mb.Kind), Child: mb.Child}, nil
@@ -108,7 +108,7 @@ func DecodeMessage(body []byte) (Message, error) {
 
 func knownKind(k string) bool {
 	switch MessageKind(k) {
-	case KindStep, KindLaunch, KindEnded, KindJoin, KindUndo, KindStop:
+	case KindStep, KindLaunch, KindEnded, KindJoin, KindUndo, KindStop, KindExpire:
 		return true
 	}
 	return false

@@ -99,7 +99,7 @@ func decodeWithJSON(body []byte) (durable.Message, error) {
 	if mb.V != 1 || !durable.ValidSagaID(mb.SagaID) || mb.Version == 0 || mb.Version > durable.MaxVersion || (mb.Queue != "advance" && mb.Queue != "compensate") || mb.Attempt < 1 {
 		return durable.Message{}, errors.New("invalid")
 	}
-	if k := mb.Kind; k != "" && k != "launch" && k != "ended" && k != "join" && k != "undo" && k != "stop" || mb.Child < 0 || mb.Child >= durable.MaxForkChildren || mb.Child != 0 && k != "launch" {
+	if k := mb.Kind; k != "" && k != "launch" && k != "ended" && k != "join" && k != "undo" && k != "stop" && k != "expire" || mb.Child < 0 || mb.Child >= durable.MaxForkChildren || mb.Child != 0 && k != "launch" && k != "expire" {
 		return durable.Message{}, errors.New("invalid")
 	}
 	return durable.Message{SagaID: mb.SagaID, Version: mb.Version, Queue: durable.QueueName(mb.Queue), Step: mb.Step, Attempt: mb.Attempt, Kind: durable.MessageKind(mb.Kind), Child: mb.Child}, nil

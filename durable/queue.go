@@ -29,8 +29,9 @@ type Message struct {
 	// action or compensation. The others belong to forks (docs/PROTOCOL.md,
 	// "Forks"): Step names the fork step, and Attempt is 1.
 	Kind MessageKind
-	// Child is the index of the child a KindLaunch starts, 0 to
-	// MaxForkChildren-1; zero for every other kind.
+	// Child is the index of the child a KindLaunch starts, or the child a
+	// KindExpire walk goes on from, 0 to MaxForkChildren-1; zero for
+	// every other kind.
 	Child int
 	// Delay holds the message back before its first delivery (a retry's
 	// backoff), at most MaxDelay; zero: at once. It is not part of the body.
@@ -63,6 +64,14 @@ const (
 	// sender of the outbox that holds it does one send, not the stop of
 	// the fork, and of every fork below it, itself.
 	KindStop MessageKind = "stop"
+	// KindExpire: the saga, a root that ended succeeded or compensated at
+	// Version (or a child run of such a root's tree), is over for good:
+	// every item of its tree (its forks' children at any depth and their
+	// fork records) is to expire on the root's schedule. Attempt-1 is the
+	// fork visit (saga.State.Forks) the walk goes on from, and Child the
+	// child of that visit: a walk too long for one message continues in
+	// another. Queued on QueueAdvance.
+	KindExpire MessageKind = "expire"
 )
 
 // MaxForkChildren bounds the children of one fork: the elements of a

@@ -224,6 +224,39 @@ type Store interface {
 	// count and stop that returned before it was called. ErrNotFound
 	// when the fork has none (no child was counted, no lane stopped).
 	ForkGet(ctx context.Context, params *ForkGetParams) (*ForkRecord, error)
+	// SagaExpire marks a saga of a tree whose root ended for good (a
+	// branch, an iteration, a child saga, at any depth) to expire when a
+	// root saga that ended at EndedAt does (store/dynamo: its ttl set to
+	// EndedAt plus the retention). It changes nothing a read returns and
+	// creates nothing: ErrNotFound when there is no such saga (a child
+	// its fork never launched). It is idempotent and never conflicts. A
+	// later SagaUpdate replaces the saga whole, and with it the mark. A
+	// store that keeps every saga forever may do nothing.
+	SagaExpire(ctx context.Context, params *SagaExpireParams) error
+	// ForkExpire marks a fork record as SagaExpire marks a saga: it
+	// changes nothing ForkGet returns, creates nothing (ErrNotFound when
+	// the fork has no record), is idempotent and never conflicts. A later
+	// count or stop keeps the mark.
+	ForkExpire(ctx context.Context, params *ForkExpireParams) error
+}
+
+// SagaExpireParams marks one saga of a finished tree to expire
+// (Store.SagaExpire).
+type SagaExpireParams struct {
+	SagaID  string    // the saga: a child run of the tree
+	EndedAt time.Time // when the tree's root ended (its UpdatedAt): the schedule it expires on
+}
+
+// ForkExpireParams marks one fork record of a finished tree to expire
+// (Store.ForkExpire).
+type ForkExpireParams struct {
+	Key     string    // the fork (ForkKey)
+	EndedAt time.Time // when the tree's root ended, as in SagaExpireParams
+}
+
+// Check reports an empty key or one longer than MaxForkKeyBytes.
+func (p *ForkExpireParams) Check() error {
+	return checkFork(p.Key, 0)
 }
 
 // MaxRecordStateBytes is the longest encoded state a store must hold in

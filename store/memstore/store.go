@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 )
@@ -23,11 +24,15 @@ type Store struct {
 	sagas map[string]*durable.SagaRecord
 	defs  map[string]*durable.DefinitionRecord
 	forks map[string]*durable.ForkRecord
+	// expires holds what SagaExpire and ForkExpire marked: the end of the
+	// tree's root, by "saga "+id or "fork "+key. Nothing is deleted: the
+	// memory store keeps everything; Expiry shows the marks.
+	expires map[string]time.Time
 }
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{sagas: map[string]*durable.SagaRecord{}, defs: map[string]*durable.DefinitionRecord{}, forks: map[string]*durable.ForkRecord{}}
+	return &Store{sagas: map[string]*durable.SagaRecord{}, defs: map[string]*durable.DefinitionRecord{}, forks: map[string]*durable.ForkRecord{}, expires: map[string]time.Time{}}
 }
 
 func clone(r *durable.SagaRecord) *durable.SagaRecord {
@@ -76,6 +81,7 @@ func (s *Store) SagaUpdate(_ context.Context, p *durable.SagaUpdateParams) error
 	*r = p.Record
 	r.State = state
 	r.Resends = 0
+	delete(s.expires, "saga "+r.SagaID) // the write replaces the saga whole, as store/dynamo's does
 	return nil
 }
 
@@ -289,6 +295,52 @@ func (s *Store) ForkGet(_ context.Context, p *durable.ForkGetParams) (*durable.F
 		return nil, fmt.Errorf("fork %s: %w", p.Key, durable.ErrNotFound)
 	}
 	return cloneFork(r), nil
+}
+
+// SagaExpire implements durable.Store: it records the mark, which
+// SagaExpiry shows.
+func (s *Store) SagaExpire(_ context.Context, p *durable.SagaExpireParams) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.sagas[p.SagaID]; !ok {
+		return fmt.Errorf("saga %s: %w", p.SagaID, durable.ErrNotFound)
+	}
+	s.expires["saga "+p.SagaID] = p.EndedAt
+	return nil
+}
+
+// ForkExpire implements durable.Store: it records the mark, which
+// ForkExpiry shows.
+func (s *Store) ForkExpire(_ context.Context, p *durable.ForkExpireParams) error {
+	if err := p.Check(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.forks[p.Key]; !ok {
+		return fmt.Errorf("fork %s: %w", p.Key, durable.ErrNotFound)
+	}
+	s.expires["fork "+p.Key] = p.EndedAt
+	return nil
+}
+
+// SagaExpiry returns the EndedAt of the last SagaExpire of the saga since
+// its last update, and false when it has none: the schedule it would
+// expire on.
+func (s *Store) SagaExpiry(id string) (time.Time, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	at, ok := s.expires["saga "+id]
+	return at, ok
+}
+
+// ForkExpiry returns the EndedAt of the last ForkExpire of the fork
+// record, and false when it has none.
+func (s *Store) ForkExpiry(key string) (time.Time, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	at, ok := s.expires["fork "+key]
+	return at, ok
 }
 
 // stop adds lane to r's stopped lanes, kept ascending and unique.

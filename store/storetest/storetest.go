@@ -39,6 +39,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	exerciseEdges(t, newStore)
 	exerciseDue(t, newStore)
 	exerciseFork(t, newStore)
+	exerciseExpire(t, newStore)
 }
 
 var base = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
