@@ -45,6 +45,10 @@ type CoordinatorConfig struct {
 	// MaxConflictRetries bounds reloads after lost conditional writes in one
 	// Handle; default 8.
 	MaxConflictRetries int
+	// ExpireBatch bounds the items one KindExpire message marks (and the
+	// children it reads) before the walk of a finished tree goes on in
+	// another message; default 1,000, well within a Lambda's 30 s.
+	ExpireBatch int
 }
 
 // Coordinator runs the durable protocol: every message is handled by
@@ -98,6 +102,12 @@ func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	}
 	if cfg.MaxConflictRetries == 0 {
 		cfg.MaxConflictRetries = 8
+	}
+	if cfg.ExpireBatch < 0 {
+		return nil, fmt.Errorf("coordinator: ExpireBatch is %d; it must be 0 (the default, %d) or more", cfg.ExpireBatch, defaultExpireBatch)
+	}
+	if cfg.ExpireBatch == 0 {
+		cfg.ExpireBatch = defaultExpireBatch
 	}
 	return &Coordinator{cfg: cfg, log: cfg.Logger}, nil
 }

@@ -30,6 +30,7 @@ const (
 	HandledNothing Outcome = "finished" // the saga waits for nothing: dropped
 	HandledTimer   Outcome = "timer"    // fired the saga's timer and wrote the next version
 	HandledEarly   Outcome = "early"    // the saga's timer is not due yet: sent again for the rest, no write
+	HandledExpired Outcome = "expired"  // marked items of a finished tree to expire with its root
 )
 
 // Handle processes one message body, as docs/PROTOCOL.md describes. A nil
@@ -57,6 +58,8 @@ func (c *Coordinator) Handle(ctx context.Context, body []byte) (Outcome, error) 
 		handle = c.undo
 	case durable.KindStop:
 		handle = c.stop
+	case durable.KindExpire:
+		handle = c.expire
 	case durable.KindLaunch:
 		// Done by whoever sends the outbox that holds it: never queued,
 		// so one here was never ours.

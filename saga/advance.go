@@ -202,6 +202,10 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		r.send(durable.QueueAdvance, st.Parent.Step, 1, 0)
 		st.Outbox[len(st.Outbox)-1].Kind = durable.KindEnded
 	}
+	if st.Parent == nil && len(st.Forks) > 0 && st.Status != r.was && (st.Status == durable.StatusSucceeded || st.Status == durable.StatusCompensated) {
+		// A root that forked ended for good: its tree expires with it.
+		st.Outbox = append(st.Outbox, durable.Message{SagaID: st.SagaID, Version: st.Version, Queue: durable.QueueAdvance, Kind: durable.KindExpire, Attempt: 1})
+	}
 	status := st.Status
 	if status == r.was {
 		status = "" // kept

@@ -68,6 +68,7 @@ const (
 	tagTrace             = 36
 	tagInherited         = 37 // one per State.Inherited entry, in order
 	tagOutputIsLastOut   = 38 // the output is the var LastOut names (a branch's or iteration's end)
+	tagForkVisit         = 39 // one per State.Forks entry, in order
 )
 
 // Value type bytes.
@@ -219,6 +220,13 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 	}
 	for _, n := range st.Inherited {
 		e.str(tagInherited, n) // never empty: MinSecretText bytes or more
+	}
+	for _, f := range st.Forks {
+		at := e.begin(tagForkVisit)
+		e.uint(1, uint64(f.Step))
+		e.uint(2, f.Seq)
+		e.uint(3, uint64(f.Children))
+		e.end(at)
 	}
 	for _, k := range st.UndoNext {
 		e.key(tagUndoNext, wireVarint) // even when 0: every entry comes back
@@ -517,6 +525,22 @@ func (st *State) UnmarshalBinary(data []byte) error {
 			} // another length: a later format of it, read as none
 		case tag == tagInherited && wire == wireBytes:
 			st.Inherited = append(st.Inherited, d.str())
+		case tag == tagForkVisit && wire == wireBytes:
+			var f ForkVisit
+			d.nested(func(tag, wire int) bool {
+				switch tag {
+				case 1:
+					f.Step = d.int()
+				case 2:
+					f.Seq = d.uint()
+				case 3:
+					f.Children = d.int()
+				default:
+					return false
+				}
+				return true
+			})
+			st.Forks = append(st.Forks, f)
 		case tag == tagUndoNext && wire == wireVarint:
 			st.UndoNext = append(st.UndoNext, d.int())
 		case tag == tagHistory && wire == wireBytes:

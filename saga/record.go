@@ -61,6 +61,11 @@ func (p *Plan) CheckState(st *State) error {
 			return fmt.Errorf("a cursor at step %s, which has no such action", s.ID)
 		}
 	}
+	for _, f := range st.Forks {
+		if f.Step < 0 || f.Step >= len(p.steps) || !lang.IsFork(p.steps[f.Step].Kind) || f.Children < 1 || f.Children > durable.MaxForkChildren || f.Seq == 0 || f.Seq > st.Seq {
+			return fmt.Errorf("a fork visit of step %d (visit %d, %d children)", f.Step, f.Seq, f.Children)
+		}
+	}
 	for _, d := range st.Kept {
 		if d.Signal == "" && (d.Step < 0 || d.Step >= len(p.steps) || p.steps[d.Step].Callback == nil) {
 			return fmt.Errorf("a kept callback completion of step %d, which has no callback", d.Step)

@@ -113,6 +113,12 @@ type State struct {
 	// run's input holds (ChildStart.Secrets): its Redactor hides them as
 	// it hides its own secrets. Nil for a saga started from outside.
 	Inherited []string
+	// Forks lists every visit the saga made to a fork step, oldest first:
+	// from them follow the ids of its children and the keys of its fork
+	// records (durable.ChildID, durable.ForkKey), which expire with the
+	// tree's root once it ends for good (durable.KindExpire). Kept until
+	// the saga ends, also once the fork is joined or undone.
+	Forks []ForkVisit
 	// Resends is how many times the sweep has sent the outbox of this
 	// version again (durable.SagaRecord.Resends): kept by the store
 	// beside the state, not encoded in it, and filled by the reads that
@@ -157,6 +163,14 @@ type ParentLink struct {
 	// Saga: the child is a child saga (a saga step), listed like any
 	// saga; a branch or an iteration is not (durable.SagaRecord.Unlisted).
 	Saga bool
+}
+
+// ForkVisit is one visit of a saga to a fork step: the step, the visit
+// (its Cursor.Seq) and how many children it started.
+type ForkVisit struct {
+	Step     int    // index of the fork step in the plan
+	Seq      uint64 // the visit, as in the children's ids
+	Children int    // how many children it started (N)
 }
 
 // Delivery is something sent to a saga from outside: a signal, or the

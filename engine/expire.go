@@ -1,0 +1,181 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/saga"
+)
+
+// A finished tree expires with its root (docs/PROTOCOL.md, "What
+// expires"). A root saga that forked and ends succeeded or compensated
+// sends a KindExpire message of its own (saga.Advance puts it in the
+// final transition's outbox). Its handler walks the root's fork visits
+// (saga.State.Forks): it marks each child (Store.SagaExpire) and each
+// fork record (Store.ForkExpire) to expire on the root's schedule, and
+// sends a KindExpire of each child that forked in turn, whose handler
+// walks that child's visits the same way. A walk longer than
+// CoordinatorConfig.ExpireBatch goes on in a message of its own, which
+// names the visit (Attempt-1) and the child (Child) it resumes from. Every
+// mark is idempotent and creates nothing, so a crash anywhere in a walk
+// loses nothing: the message comes back and marks again.
+
+// defaultExpireBatch is CoordinatorConfig.ExpireBatch's default.
+const defaultExpireBatch = 1000
+
+// maxTreeDepth bounds the climb from a child to its root: far past the
+// deepest tree a definition can make (lang.MaxForkDepth).
+const maxTreeDepth = 16
+
+// maxExpireWrites bounds the marks of one walk in flight.
+const maxExpireWrites = 16
+
+// expire handles KindExpire: it marks one batch of the tree below the
+// saga the message names.
+func (c *Coordinator) expire(ctx context.Context, msg durable.Message) (Outcome, error) {
+	_, st, plan, err := c.load(ctx, msg.SagaID)
+	if errors.Is(err, errSagaMissing) {
+		return "", fmt.Errorf("%w: %w", durable.ErrMalformedMessage, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	if st.Version != msg.Version || !st.Status.Final() {
+		return HandledStale, nil // a saga that ended never moves: not ours
+	}
+	endedAt, ok, err := c.rootEnded(ctx, st)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return HandledStale, nil // the root is kept (parked): so is its tree
+	}
+	visit, from := msg.Attempt-1, msg.Child
+	if visit >= len(st.Forks) || from < 0 || visit < len(st.Forks) && from > st.Forks[visit].Children {
+		return "", fmt.Errorf("%w: expire of saga %s from visit %d child %d, which it has not", durable.ErrMalformedMessage, st.SagaID, visit, from)
+	}
+	var out []durable.Message
+	next := func(visit, from int) durable.Message {
+		// The batch is spent: the walk goes on from here in a message of
+		// its own.
+		return durable.Message{SagaID: st.SagaID, Version: st.Version, Queue: durable.QueueAdvance, Kind: durable.KindExpire, Step: plan.StepID(st.Forks[visit].Step), Attempt: visit + 1, Child: from}
+	}
+	for budget := c.cfg.ExpireBatch; visit < len(st.Forks); visit, from = visit+1, 0 {
+		if budget <= 0 {
+			out = append(out, next(visit, from))
+			break
+		}
+		f := st.Forks[visit]
+		to := min(f.Children, from+budget)
+		deeper, err := c.expireChildren(ctx, st, plan, f, from, to, endedAt)
+		if err != nil {
+			return "", err
+		}
+		out = append(out, deeper...)
+		budget -= to - from
+		if to < f.Children {
+			out = append(out, next(visit, to))
+			break
+		}
+		// Every child of the visit is marked: then its record.
+		err = c.cfg.Store.ForkExpire(ctx, &durable.ForkExpireParams{Key: durable.ForkKey(st.SagaID, plan.StepID(f.Step), f.Seq), EndedAt: endedAt})
+		if err != nil && !errors.Is(err, durable.ErrNotFound) {
+			return "", err
+		}
+		budget--
+	}
+	if err := c.send(ctx, out); err != nil {
+		return "", fmt.Errorf("saga %s: expire: %w", st.SagaID, err)
+	}
+	c.logHandled(ctx, msg, st, HandledExpired, 0)
+	return HandledExpired, nil
+}
+
+// expireChildren marks children from to to-1 of fork visit f of st. Of a
+// fork whose children may fork in turn, each child is read, and those
+// that did fork get a KindExpire of their own, which it returns. A child
+// that does not exist (its fork failed before it was launched) is passed
+// over.
+func (c *Coordinator) expireChildren(ctx context.Context, st *saga.State, plan *saga.Plan, f saga.ForkVisit, from, to int, endedAt time.Time) ([]durable.Message, error) {
+	step, deep := plan.StepID(f.Step), plan.ChildrenFork(f.Step)
+	var (
+		mu   sync.Mutex
+		out  []durable.Message
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, maxExpireWrites)
+	)
+	for k := from; k < to; k++ {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			id := durable.ChildID(st.SagaID, step, f.Seq, k)
+			msg, err := c.expireChild(ctx, id, deep, endedAt)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			} else if msg != nil {
+				out = append(out, *msg)
+			}
+		})
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// expireChild marks one child, and returns the KindExpire of its own
+// tree when it forked.
+func (c *Coordinator) expireChild(ctx context.Context, id string, deep bool, endedAt time.Time) (*durable.Message, error) {
+	var err error
+	for try := 0; try < joinReadTries; try++ {
+		if err = c.cfg.Store.SagaExpire(ctx, &durable.SagaExpireParams{SagaID: id, EndedAt: endedAt}); !errors.Is(err, durable.ErrThrottled) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, ignoreNotFound(err)
+	}
+	if !deep {
+		return nil, nil
+	}
+	_, child, _, err := c.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(child.Forks) == 0 {
+		return nil, nil
+	}
+	return &durable.Message{SagaID: id, Version: child.Version, Queue: durable.QueueAdvance, Kind: durable.KindExpire, Attempt: 1}, nil
+}
+
+func ignoreNotFound(err error) error {
+	if errors.Is(err, durable.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// rootEnded climbs from st to the root of its tree and returns when the
+// root ended, and false when the root is not over for good (parked in
+// compensation_failed, or not final), so that its tree is kept.
+func (c *Coordinator) rootEnded(ctx context.Context, st *saga.State) (time.Time, bool, error) {
+	for depth := 0; st.Parent != nil; depth++ {
+		if depth > maxTreeDepth {
+			return time.Time{}, false, fmt.Errorf("%w: saga %s is deeper than any tree", ErrDamagedState, st.SagaID)
+		}
+		_, parent, _, err := c.load(ctx, st.Parent.ID)
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		st = parent
+	}
+	if st.Status != durable.StatusSucceeded && st.Status != durable.StatusCompensated {
+		return time.Time{}, false, nil
+	}
+	return st.UpdatedAt, true, nil
+}
