@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/lang"
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
@@ -27,17 +29,26 @@ type SignalParams struct {
 // Delivered says what became of a signal or a callback's completion.
 type Delivered struct {
 	Receipt saga.Receipt // applied, kept, or duplicate
-	State   *saga.State  // the saga after it
+	// State is the run that took it, after it: the saga, or the run of
+	// its tree a signal went to (a branch, an iteration, a child saga;
+	// State.SagaID names it).
+	State *saga.State
 }
 
-// Signal sends a signal. A saga awaiting it goes on at once, its payload in
-// the await's out; a running saga that does not await it yet keeps it (at
-// most lang.MaxKeptSignals) for the first await of its name. A saga that
-// is compensating or final, or unknown, refuses it with an error
-// (saga.ErrNotReceiving, durable.ErrNotFound), as one that keeps too many
-// does (saga.ErrKeptFull). A signal racing the await's timeout or a cancel
-// is decided by which write lands first: the loser is told, never applied
-// twice.
+// Signal sends a signal to a saga's tree: the saga, and the runs of its
+// forks (branches, iterations, child sagas) at any depth. The run that
+// awaits it now goes on at once, its payload in the await's out; when
+// several do, the signal is refused naming them (send it to one). When
+// none does yet, the run that may take it keeps it (at most
+// lang.MaxKeptSignals): the saga itself if one of its own awaits takes
+// it, else the first running child whose run may; a signal only a fork's
+// children take, sent before they start, is kept by the saga and given
+// to the first child that may take it as it starts. A signal no await of
+// the tree takes is refused, as a saga that is compensating or final is
+// (saga.ErrNotReceiving), or unknown (durable.ErrNotFound), or keeps too
+// many (saga.ErrKeptFull). A signal racing the await's timeout or a
+// cancel is decided by which write lands first: the loser is told, never
+// applied twice.
 func (c *Coordinator) Signal(ctx context.Context, p *SignalParams) (*Delivered, error) {
 	if err := checkSagaID(p.SagaID); err != nil {
 		return nil, err
@@ -47,7 +58,7 @@ func (c *Coordinator) Signal(ctx context.Context, p *SignalParams) (*Delivered, 
 		id = "sig-" + randomID()
 	}
 	d := saga.Delivery{Signal: p.Name, ID: id}
-	return c.deliver(ctx, p.SagaID, d, p.Payload, "signal "+p.Name)
+	return c.deliver(ctx, p.SagaID, d, p.Payload, "signal "+p.Name, true)
 }
 
 // CompleteCallback completes a callback token with the step's output: the
@@ -63,7 +74,7 @@ func (c *Coordinator) CompleteCallback(ctx context.Context, token string, output
 	if err != nil {
 		return nil, err
 	}
-	return c.deliver(ctx, ref.SagaID, saga.Delivery{Token: token}, output, "callback")
+	return c.deliver(ctx, ref.SagaID, saga.Delivery{Token: token}, output, "callback", false)
 }
 
 // FailCallback fails a callback token's attempt with an error type (that
@@ -77,12 +88,13 @@ func (c *Coordinator) FailCallback(ctx context.Context, token, errorType, messag
 	if errorType == "" {
 		return nil, fmt.Errorf("%w: a failed callback needs an error type", saga.ErrBadDelivery)
 	}
-	return c.deliver(ctx, ref.SagaID, saga.Delivery{Token: token, Err: &saga.StepError{Type: errorType, Message: message}}, nil, "callback")
+	return c.deliver(ctx, ref.SagaID, saga.Delivery{Token: token, Err: &saga.StepError{Type: errorType, Message: message}}, nil, "callback", false)
 }
 
 // deliver gives a saga d, with payload: one conditional write, a
-// transition or a keep, retried on conflict.
-func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Delivery, payload any, what string) (*Delivered, error) {
+// transition or a keep, retried on conflict. With route, a signal goes to
+// the run of the saga's tree that takes it (route).
+func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Delivery, payload any, what string, route bool) (*Delivered, error) {
 	v, size, err := plainJSON(payload)
 	if err != nil {
 		return nil, fmt.Errorf("%s to saga %s: %w: payload: %w", what, sagaID, saga.ErrBadDelivery, err)
@@ -95,6 +107,15 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 		rec, st, plan, err := c.load(ctx, sagaID)
 		if err != nil {
 			return nil, err
+		}
+		if route && d.Signal != "" {
+			target, err := c.route(ctx, st, plan, d.Signal)
+			if err != nil {
+				return nil, fmt.Errorf("%s to saga %s: %w", what, sagaID, err)
+			}
+			if target != "" {
+				return c.deliver(ctx, target, d, payload, what, false)
+			}
 		}
 		var h heard
 		ev := saga.Event{Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Delivery: d, OnStep: c.observer(plan, &h, sagaID, st, nil)}
@@ -213,4 +234,93 @@ func (c *Coordinator) writeKept(ctx context.Context, st *saga.State, version uin
 	}
 	c.heardAll(st.SagaID)
 	return err
+}
+
+// route returns the run of st's tree that the signal name goes to, or ""
+// for st itself: a run that awaits it now (an error when several do), else
+// st if one of its own awaits takes it later, else the first running
+// child whose run may. Only the fork st waits on is read, and in it only
+// the children current in each lane, and only where an await of the
+// signal is in their plans; a saga with no fork, or awaiting the signal
+// itself, costs no read.
+func (c *Coordinator) route(ctx context.Context, st *saga.State, plan *saga.Plan, name string) (string, error) {
+	r := plan.RouteSignal(st, name)
+	if r.AwaitsNow || !r.InFork || st.CancelRequested {
+		return "", nil
+	}
+	var now, later []string
+	if err := c.walkRuns(ctx, st, plan, name, 1, &now, &later); err != nil {
+		return "", err
+	}
+	switch {
+	case len(now) == 1:
+		return now[0], nil
+	case len(now) > 1:
+		return "", fmt.Errorf("%w: %d runs of saga %s await signal %s now (%s): send it to one of them", saga.ErrNotReceiving, len(now), st.SagaID, name, strings.Join(now, ", "))
+	case r.Later:
+		return "", nil
+	case len(later) > 0:
+		return later[0], nil
+	}
+	return "", nil
+}
+
+// walkRuns adds to now the runs among the children of the fork st waits on
+// (and theirs, down to lang.MaxForkDepth) that await the signal name now,
+// and to later those whose own awaits may take it later.
+func (c *Coordinator) walkRuns(ctx context.Context, st *saga.State, plan *saga.Plan, name string, depth int, now, later *[]string) error {
+	ids, err := c.currentChildren(ctx, st, plan)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		_, ch, chPlan, err := c.load(ctx, id)
+		if errors.Is(err, errSagaMissing) {
+			continue // licensed, not created yet: it is given the signal as it starts, if it is the first that may take it
+		}
+		if err != nil {
+			return err
+		}
+		if (ch.Status != durable.StatusRunning && ch.Status != durable.StatusWaiting) || ch.CancelRequested {
+			continue
+		}
+		r := chPlan.RouteSignal(ch, name)
+		switch {
+		case r.AwaitsNow:
+			*now = append(*now, id)
+		case r.Later:
+			*later = append(*later, id)
+		}
+		if r.InFork && depth < lang.MaxForkDepth {
+			if err := c.walkRuns(ctx, ch, chPlan, name, depth+1, now, later); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// currentChildren lists the ids of the children of the fork st waits on
+// that are current in their lanes (launched or licensed, not yet ended),
+// by index.
+func (c *Coordinator) currentChildren(ctx context.Context, st *saga.State, plan *saga.Plan) ([]string, error) {
+	_, cs, err := plan.Launch(st, 0)
+	if err != nil {
+		return nil, err
+	}
+	l := &cs.Link
+	rec, err := c.cfg.Store.ForkGet(ctx, &durable.ForkGetParams{Key: forkKey(l)})
+	if errors.Is(err, durable.ErrNotFound) {
+		rec, err = &durable.ForkRecord{Failed: -1}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for j := range l.Lanes {
+		if k := j + rec.Count(j)*l.Lanes; k < l.Children && !rec.IsStopped(j) {
+			ids = append(ids, durable.ChildID(l.ID, l.Step, l.Seq, k))
+		}
+	}
+	return ids, nil
 }

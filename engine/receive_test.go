@@ -250,7 +250,7 @@ func TestCancelAfterALostSignalSendRunsTheAttemptAtTheFallback(t *testing.T) {
 // (ErrKeptFull, "no room"), however few are kept: the saga is unchanged
 // and goes on when the signal it awaits comes (its pay step runs).
 func TestAKeepThatWouldNotFitIsRefused(t *testing.T) {
-	r := newRig(t, "../saga/testdata/valid/expense.yaml")
+	r := newRig(t, "testdata/expense_review.yaml")
 	ctx := context.Background()
 	big := strings.Repeat("x", saga.MaxStateBytes-20<<10)
 	r.reg.Register("expenses.file", func(context.Context, saga.Call) (any, error) {
@@ -265,7 +265,7 @@ func TestAKeepThatWouldNotFitIsRefused(t *testing.T) {
 	r.drain() // the saga awaits, its state 20 KiB under the limit
 	before := r.get("e-11")
 	payload := map[string]any{"text": strings.Repeat("y", 30<<10)}
-	if _, err := r.coord.Signal(ctx, &engine.SignalParams{SagaID: "e-11", Name: "other", Payload: payload}); !errors.Is(err, saga.ErrKeptFull) || !strings.Contains(err.Error(), "no room") {
+	if _, err := r.coord.Signal(ctx, &engine.SignalParams{SagaID: "e-11", Name: "reviewed", Payload: payload}); !errors.Is(err, saga.ErrKeptFull) || !strings.Contains(err.Error(), "no room") {
 		t.Fatalf("a keep past the state limit: %v", err)
 	}
 	if after := r.get("e-11"); after.Version != before.Version || after.Received != before.Received || len(after.Kept) != 0 {

@@ -34,6 +34,9 @@ type ChildStart struct {
 	// not declare secret, stays masked in the child. A branch or
 	// iteration takes its parent's inherited ones.
 	Secrets []string
+	// Kept are signals the parent kept that only this child's run may
+	// take (Plan.HandedTo): the child starts keeping them.
+	Kept []Delivery
 }
 
 // Join is what EventJoin brings: how a fork's children ended.
@@ -81,6 +84,7 @@ func (p *Plan) Launch(parent *State, k int) (*Plan, *ChildStart, error) {
 	cs := &ChildStart{
 		Link:     ParentLink{ID: parent.SagaID, Step: s.ID, Seq: cur.Seq, Version: cur.Version, Index: k, Children: cur.Children, Lanes: cur.Lanes},
 		Deadline: parent.Deadline,
+		Kept:     p.HandedTo(parent, k),
 	}
 	switch s.Kind {
 	case lang.KindSaga:
@@ -179,7 +183,6 @@ func (r *runner) fork(s *planStep, idx int) (int, bool) {
 		lanes = s.concurrency
 	}
 	st.Seq++
-	st.Forks = append(st.Forks, ForkVisit{Step: idx, Seq: st.Seq, Children: n})
 	if s.Kind == lang.KindSaga || s.Kind == lang.KindForeach && !s.items.stable {
 		st.ForkItems = items // a stable list is read again from the saga when a child starts
 	}
@@ -189,7 +192,6 @@ func (r *runner) fork(s *planStep, idx int) (int, bool) {
 		r.st.Outbox = append(r.st.Outbox, durable.Message{SagaID: st.SagaID, Version: st.Version, Queue: durable.QueueAdvance, Kind: durable.KindLaunch, Step: s.ID, Attempt: 1, Child: k})
 	}
 	if !r.fits() {
-		st.Forks = st.Forks[:len(st.Forks)-1]
 		st.ForkItems, st.Outbox = nil, st.Outbox[:0]
 		st.Cursors = st.Cursors[:0]
 		st.Status = durable.StatusRunning
@@ -217,6 +219,10 @@ func (r *runner) startChild(cs *ChildStart) {
 	st.Scope = cs.Scope
 	st.Deadline = cs.Deadline
 	st.Inherited = cs.Secrets
+	for _, d := range cs.Kept {
+		st.Kept = append(st.Kept, d)
+		remember(st, d.ID)
+	}
 	if cs.Stopped {
 		st.Failure = &StepError{Type: lang.ErrorTypeCancelled, Message: "its fork failed before it started"}
 		st.Status = durable.StatusCompensated
@@ -252,6 +258,7 @@ func (r *runner) joined(j *Join) {
 	st := r.st
 	cur := st.Cursors[0]
 	s := r.p.steps[cur.Step]
+	r.dropHanded(cur)
 	st.Joined = cur.Version
 	st.Cursors = st.Cursors[:0]
 	st.ForkItems = nil
@@ -291,6 +298,19 @@ func (r *runner) joined(j *Join) {
 	st.CancelRequested = false
 	undo := slices.Sorted(slices.Values(append(slices.Clone(j.Succeeded), j.Parked...)))
 	r.undoFailedFork(s, cur, undo)
+}
+
+// dropHanded drops the kept signals the fork cur handed to its children
+// (Plan.HandedTo) as it joins: given once, never again to a later visit.
+func (r *runner) dropHanded(cur Cursor) {
+	st := r.st
+	st.Kept = slices.DeleteFunc(st.Kept, func(d Delivery) bool {
+		if d.Signal == "" {
+			return false
+		}
+		own, _ := r.p.awaitedBy(st, d.Signal)
+		return !own && r.p.firstChildAwaiting(cur, d.Signal) >= 0
+	})
 }
 
 // undoFailedFork undoes the children of a failed fork that succeeded,
@@ -429,30 +449,6 @@ func (r *runner) childUndone(u *Undone) {
 		r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensated, Attempt: 1, Compensation: true})
 		r.nextCompensation()
 	}
-}
-
-// ChildrenFork reports whether a child run of fork step idx may fork in
-// turn: a fork in its branches or body, at any depth, or any fork of its
-// child saga. A child that cannot is no tree of its own, and the walk
-// that expires a finished tree need not read it (durable.KindExpire).
-func (p *Plan) ChildrenFork(idx int) bool {
-	if !p.isFork(idx) {
-		return false
-	}
-	if c := p.steps[idx].child; c != nil {
-		return c.forks
-	}
-	for _, ps := range p.steps {
-		if !lang.IsFork(ps.Kind) {
-			continue
-		}
-		for l := p.lists[ps.list]; l.fork >= 0; l = p.lists[p.steps[l.fork].list] {
-			if l.fork == idx {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // StepID returns the id of the step with index idx, or "" when there is none.

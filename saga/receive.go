@@ -235,11 +235,13 @@ func (p *Plan) Receive(st *State, ev *Event) (Receipt, error) {
 	if st.CancelRequested {
 		return "", fmt.Errorf("%w: saga %s is cancelled: %s not taken", ErrNotReceiving, st.SagaID, what)
 	}
-	if own, inFork := p.awaitedBy(st, d.Signal); !own && inFork != "" {
-		// Kept here, it would never reach the child run that awaits it.
-		return "", fmt.Errorf("%w: signal %s is awaited in %s, by a child run of saga %s, not by the saga itself: send it to that child (sagactl status %s lists them)",
-			ErrNotReceiving, d.Signal, inFork, st.SagaID, st.SagaID)
+	if !p.RouteSignal(st, d.Signal).Anywhere {
+		return "", notAwaited(st, d.Signal)
 	}
+	// Kept until an await takes it: one of the saga's own, or, for a
+	// signal only a fork's children await, the first child that may
+	// take it, given it as it starts (HandedTo). A child already running
+	// is given it by the coordinator (engine, deliver), not kept here.
 	return p.keep(st, ev)
 }
 

@@ -124,22 +124,22 @@ func TestReceiveRefusals(t *testing.T) {
 	p := mustCompile(t, expenseSaga)
 	st := startAt(t, p, "e-4")
 	for i := range lang.MaxKeptSignals {
-		if _, err := p.Receive(st, signal("other", nil, "id"+string(rune('a'+i)))); err != nil {
+		if _, err := p.Receive(st, signal("approved", nil, "id"+string(rune('a'+i)))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := p.Receive(st, signal("other", nil, "one-more")); !errors.Is(err, saga.ErrKeptFull) {
+	if _, err := p.Receive(st, signal("approved", nil, "one-more")); !errors.Is(err, saga.ErrKeptFull) {
 		t.Fatalf("past the limit: %v", err)
 	}
 	st2 := startAt(t, p, "e-5")
 	big := strings.Repeat("x", 30<<10)
-	if _, err := p.Receive(st2, signal("a", big, "b1")); err != nil {
+	if _, err := p.Receive(st2, signal("approved", big, "b1")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Receive(st2, signal("a", big, "b2")); err != nil {
+	if _, err := p.Receive(st2, signal("approved", big, "b2")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Receive(st2, signal("a", big, "b3")); !errors.Is(err, saga.ErrKeptFull) || !strings.Contains(err.Error(), "bytes") {
+	if _, err := p.Receive(st2, signal("approved", big, "b3")); !errors.Is(err, saga.ErrKeptFull) || !strings.Contains(err.Error(), "bytes") {
 		t.Fatalf("past the bytes: %v", err)
 	}
 	st.Status = durable.StatusCompensated

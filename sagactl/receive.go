@@ -66,9 +66,15 @@ func runSignal(c *Config, args []string) int {
 		c.errorf("signal %s to saga %s: %s", name, sagaID, deliveryError(err))
 		return ExitUsage
 	}
+	run := "the saga's"
+	if d.State != nil && d.State.SagaID != sagaID {
+		// A run of the saga's tree took it: a branch, an iteration or a
+		// child saga whose await takes it.
+		run = "its run " + d.State.SagaID + "'s"
+	}
 	what := map[saga.Receipt]string{
-		saga.ReceiptApplied:   "applied: the await that waited on it went on",
-		saga.ReceiptKept:      "kept: no await waits on it yet; the saga's next await of " + name + " takes it",
+		saga.ReceiptApplied:   "applied: " + run + " await that waited on it went on",
+		saga.ReceiptKept:      "kept: no await waits on it yet; " + run + " next await of " + name + " takes it",
 		saga.ReceiptDuplicate: "duplicate: a signal of this id was taken already; nothing changed",
 	}[d.Receipt]
 	return c.printDelivered(ctx, cl, d, fmt.Sprintf("signal %s to saga %s: %s", name, sagaID, what), *asJSON)

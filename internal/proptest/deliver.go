@@ -130,7 +130,7 @@ func (o *oracle) payload() any {
 }
 
 // signal draws a signal: the one an await waits for, one of another
-// await, or one nothing awaits; sometimes with an id sent before.
+// await, or one nothing awaits (refused); sometimes with an id sent before.
 func (o *oracle) signal(name string) delivery {
 	if name == "" {
 		var names []string
@@ -179,6 +179,10 @@ func (o *oracle) predict(st *saga.State, d delivery, size int) (saga.Receipt, []
 		return saga.ReceiptApplied, nil
 	}
 	if st.CancelRequested {
+		return "", []error{saga.ErrNotReceiving}
+	}
+	if d.token == "" && !slices.ContainsFunc(o.steps, func(s *lang.Step) bool { return s.Kind == lang.KindAwait && s.Await.Signal == d.signal }) {
+		// No await of the saga can ever take it: refused, never kept.
 		return "", []error{saga.ErrNotReceiving}
 	}
 	if len(st.Kept) >= lang.MaxKeptSignals {
