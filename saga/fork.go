@@ -183,6 +183,7 @@ func (r *runner) fork(s *planStep, idx int) (int, bool) {
 		lanes = s.concurrency
 	}
 	st.Seq++
+	st.Forks = append(st.Forks, ForkVisit{Step: idx, Seq: st.Seq, Children: n})
 	if s.Kind == lang.KindSaga || s.Kind == lang.KindForeach && !s.items.stable {
 		st.ForkItems = items // a stable list is read again from the saga when a child starts
 	}
@@ -192,6 +193,7 @@ func (r *runner) fork(s *planStep, idx int) (int, bool) {
 		r.st.Outbox = append(r.st.Outbox, durable.Message{SagaID: st.SagaID, Version: st.Version, Queue: durable.QueueAdvance, Kind: durable.KindLaunch, Step: s.ID, Attempt: 1, Child: k})
 	}
 	if !r.fits() {
+		st.Forks = st.Forks[:len(st.Forks)-1]
 		st.ForkItems, st.Outbox = nil, st.Outbox[:0]
 		st.Cursors = st.Cursors[:0]
 		st.Status = durable.StatusRunning
@@ -449,6 +451,30 @@ func (r *runner) childUndone(u *Undone) {
 		r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensated, Attempt: 1, Compensation: true})
 		r.nextCompensation()
 	}
+}
+
+// ChildrenFork reports whether a child run of fork step idx may fork in
+// turn: a fork in its branches or body, at any depth, or any fork of its
+// child saga. A child that cannot is no tree of its own, and the walk
+// that expires a finished tree need not read it (durable.KindExpire).
+func (p *Plan) ChildrenFork(idx int) bool {
+	if !p.isFork(idx) {
+		return false
+	}
+	if c := p.steps[idx].child; c != nil {
+		return c.forks
+	}
+	for _, ps := range p.steps {
+		if !lang.IsFork(ps.Kind) {
+			continue
+		}
+		for l := p.lists[ps.list]; l.fork >= 0; l = p.lists[p.steps[l.fork].list] {
+			if l.fork == idx {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // StepID returns the id of the step with index idx, or "" when there is none.
