@@ -96,9 +96,7 @@ func (c *Coordinator) Sweep(ctx context.Context, p *SweepParams) (*SweepResult, 
 				if cur, ok := st.Pending(); ok && cur.Fork && !cur.Compensating && !st.Status.Final() {
 					// It waits on its children, which no listing shows:
 					// the sweep looks at each lane's current one.
-					n, err := c.sweepFork(ctx, st, idleSince, 0, maxResends)
-					res.Resent += n
-					if err != nil {
+					if err := c.sweepFork(ctx, st, idleSince, 0, maxResends, res); err != nil {
 						skip(st.SagaID, err)
 					}
 					continue
