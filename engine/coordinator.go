@@ -205,6 +205,9 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (st *saga.State
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
 	if err := c.sendOutbox(ctx, st, plan); err != nil {
+		// Launching its children may quote the saga's values (a store's
+		// error): masked, as every error a saga's handling logs.
+		err = plan.Redactor(st).Error(err)
 		return st, fmt.Errorf("start %s: saga stored, first message not sent (start it again with the same id to retry): %w", id, err)
 	}
 	c.log.LogAttrs(ctx, slog.LevelInfo, "saga started", slog.String("saga_id", id), slog.String("saga", plan.Name()), slog.String("status", string(st.Status)))

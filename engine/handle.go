@@ -67,10 +67,31 @@ func (c *Coordinator) Handle(ctx context.Context, body []byte) (Outcome, error) 
 		c.log.LogAttrs(ctx, slog.LevelError, "malformed message", slog.Int("bytes", len(body)), slog.String("error", err.Error()))
 		return "", err
 	}
+	if msg.Kind != durable.KindStep {
+		handle = c.masked(handle)
+	}
 	if c.cfg.Tracer != nil {
 		return c.traced(ctx, msg, handle)
 	}
 	return c.retrying(ctx, msg, handle)
+}
+
+// masked passes the error of a fork's message (a child's end, a join, an
+// undo, a stop) through the redactor of the saga it names, as the step
+// handler passes its own: a store or a plan may quote the saga's values,
+// and the error is logged. The saga is read again only when there is an
+// error to mask.
+func (c *Coordinator) masked(handle func(context.Context, durable.Message) (Outcome, error)) func(context.Context, durable.Message) (Outcome, error) {
+	return func(ctx context.Context, msg durable.Message) (Outcome, error) {
+		out, err := handle(ctx, msg)
+		if err == nil || errors.Is(err, durable.ErrConflict) {
+			return out, err // a conflict is retried, and names no value
+		}
+		if _, st, plan, lerr := c.load(ctx, msg.SagaID); lerr == nil {
+			err = plan.Redactor(st).Error(err)
+		}
+		return out, err
+	}
 }
 
 // retrying runs handle until it does not lose a conditional write, at
