@@ -145,3 +145,33 @@ func TestDeniedCallNamesPrincipalCallAndGrant(t *testing.T) {
 		t.Errorf("infra/template.yaml denies a fork's calls:\n%s", strings.Join(denials, "\n"))
 	}
 }
+
+// TestTreeExpiryIsGrantedExactly holds the grant of the walk that expires
+// a finished tree (engine/expire.go) to what it needs: the advance
+// function, which receives the expire messages, may set ttl on a child
+// saga and on a fork record; no other attribute with it, and no other
+// function.
+func TestTreeExpiryIsGrantedExactly(t *testing.T) {
+	t.Parallel()
+	dir := engine(t)
+	rec, err := iamcheck.Read("testdata/expire.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	denials, cases, _ := check(t, dir, "../../infra/template.yaml", rec)
+	if len(cases) != 4 {
+		t.Fatalf("%d cases, want 4", len(cases))
+	}
+	want := []string{
+		"AdvanceFunction: UpdateItem (dynamodb:UpdateItem) on table e2e-SagaTable with dynamodb:Attributes=[pk sk st ttl], dynamodb:LeadingKeys=[SAGA#tree-1.each.1.19]",
+		"CompensateFunction: UpdateItem (dynamodb:UpdateItem) on table e2e-SagaTable with dynamodb:Attributes=[pk sk ttl], dynamodb:LeadingKeys=[SAGA#tree-1.each.1.19]",
+	}
+	var got []string
+	for _, d := range denials {
+		got = append(got, strings.SplitN(d, " is ", 2)[0])
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("denied:\ngot  %q\nwant %q", got, want)
+	}
+}
