@@ -70,19 +70,30 @@ func (c *Coordinator) expire(ctx context.Context, msg durable.Message) (Outcome,
 			break
 		}
 		f := st.Forks[visit]
-		to := min(f.Children, from+budget)
-		deeper, err := c.expireChildren(ctx, st, plan, f, from, to, endedAt)
+		key := durable.ForkKey(st.SagaID, plan.StepID(f.Step), f.Seq)
+		launched, err := c.launchedChildren(ctx, key, f)
+		if err != nil {
+			return "", err
+		}
+		var ks []int
+		k := from
+		for ; k < f.Children && len(ks) < budget; k++ {
+			if launched(k) {
+				ks = append(ks, k)
+			}
+		}
+		deeper, err := c.expireChildren(ctx, st, plan, f, ks, endedAt)
 		if err != nil {
 			return "", err
 		}
 		out = append(out, deeper...)
-		budget -= to - from
-		if to < f.Children {
-			out = append(out, next(visit, to))
+		budget -= len(ks)
+		if k < f.Children {
+			out = append(out, next(visit, k))
 			break
 		}
 		// Every child of the visit is marked: then its record.
-		err = c.cfg.Store.ForkExpire(ctx, &durable.ForkExpireParams{Key: durable.ForkKey(st.SagaID, plan.StepID(f.Step), f.Seq), EndedAt: endedAt})
+		err = c.cfg.Store.ForkExpire(ctx, &durable.ForkExpireParams{Key: key, EndedAt: endedAt})
 		if err != nil && !errors.Is(err, durable.ErrNotFound) {
 			return "", err
 		}
@@ -95,12 +106,33 @@ func (c *Coordinator) expire(ctx context.Context, msg durable.Message) (Outcome,
 	return HandledExpired, nil
 }
 
-// expireChildren marks children from to to-1 of fork visit f of st. Of a
+// launchedChildren reads visit f's fork record and reports which of its
+// children may exist: lane j's children j, j+C, j+2C, ... start one after
+// the other, each licensed by the count of the one before, so past the
+// lane's count plus one none was created (a fork that failed early
+// launched few of its children). Without a record, or a visit that does
+// not say its lanes, every child may.
+func (c *Coordinator) launchedChildren(ctx context.Context, key string, f saga.ForkVisit) (func(k int) bool, error) {
+	all := func(int) bool { return true }
+	if f.Lanes < 1 {
+		return all, nil
+	}
+	rec, err := c.cfg.Store.ForkGet(ctx, &durable.ForkGetParams{Key: key})
+	if errors.Is(err, durable.ErrNotFound) {
+		return all, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func(k int) bool { return k/f.Lanes <= rec.Count(k%f.Lanes) }, nil
+}
+
+// expireChildren marks children ks of fork visit f of st. Of a
 // fork whose children may fork in turn, each child is read, and those
 // that did fork get a KindExpire of their own, which it returns. A child
 // that does not exist (its fork failed before it was launched) is passed
 // over.
-func (c *Coordinator) expireChildren(ctx context.Context, st *saga.State, plan *saga.Plan, f saga.ForkVisit, from, to int, endedAt time.Time) ([]durable.Message, error) {
+func (c *Coordinator) expireChildren(ctx context.Context, st *saga.State, plan *saga.Plan, f saga.ForkVisit, ks []int, endedAt time.Time) ([]durable.Message, error) {
 	step, deep := plan.StepID(f.Step), plan.ChildrenFork(f.Step)
 	var (
 		mu   sync.Mutex
@@ -109,7 +141,7 @@ func (c *Coordinator) expireChildren(ctx context.Context, st *saga.State, plan *
 		wg   sync.WaitGroup
 		sem  = make(chan struct{}, maxExpireWrites)
 	)
-	for k := from; k < to; k++ {
+	for _, k := range ks {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()

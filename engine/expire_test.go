@@ -17,9 +17,20 @@ import (
 // the items of a tree, found apart from the walk that expires them.
 type treeStore struct {
 	*memstore.Store
-	mu    sync.Mutex
-	sagas []string
-	forks []string
+	mu     sync.Mutex
+	sagas  []string
+	forks  []string
+	marked map[string]bool // the sagas SagaExpire was called for, found or not
+}
+
+func (s *treeStore) SagaExpire(ctx context.Context, p *durable.SagaExpireParams) error {
+	s.mu.Lock()
+	if s.marked == nil {
+		s.marked = map[string]bool{}
+	}
+	s.marked[p.SagaID] = true
+	s.mu.Unlock()
+	return s.Store.SagaExpire(ctx, p)
 }
 
 func (s *treeStore) SagaCreate(ctx context.Context, p *durable.SagaCreateParams) error {
@@ -215,5 +226,40 @@ steps:
 	}
 	if st := r.get("f-1"); st.Status != durable.StatusSucceeded || slices.Contains(kinds, durable.KindExpire) {
 		t.Fatalf("%s, messages of kinds %q", st.Status, kinds)
+	}
+}
+
+// A foreach that fails early launched few of its children: the walk marks
+// those it launched, not every element of its list (each mark of a child
+// never created would bill a write unit for a condition that fails).
+func TestFailedForkWalksOnlyTheChildrenItLaunched(t *testing.T) {
+	r, ts := newTreeRig(t, 0)
+	plan := mustCompile(t, `
+saga: early
+input: {items: list}
+steps:
+  - id: each
+    foreach: "${input.items}"
+    concurrency: 3
+    steps: [{id: work, action: svc.work, compensate: {action: svc.unwork}}]
+`)
+	items := make([]any, 500)
+	for i := range items {
+		items[i] = int64(i)
+	}
+	r.actions.fail = func(c saga.Call) bool { return c.Step == "work" && c.SagaID == durable.ChildID("e-1", "each", 1, 4) }
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "e-1", Input: map[string]any{"items": items}}); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	root := r.get("e-1")
+	if root.Status != durable.StatusCompensated {
+		t.Fatalf("%s, want compensated", root.Status)
+	}
+	marked(t, ts, root, true)
+	// At most one child more per lane than its count: the one the last
+	// count may have licensed.
+	if launched := len(ts.sagas) - 1; len(ts.marked) > launched+3 || launched > 10 {
+		t.Errorf("%d children marked for %d launched of 500", len(ts.marked), launched)
 	}
 }

@@ -226,6 +226,7 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 		e.uint(1, uint64(f.Step))
 		e.uint(2, f.Seq)
 		e.uint(3, uint64(f.Children))
+		e.uint(4, uint64(f.Lanes))
 		e.end(at)
 	}
 	for _, k := range st.UndoNext {
@@ -535,6 +536,8 @@ func (st *State) UnmarshalBinary(data []byte) error {
 					f.Seq = d.uint()
 				case 3:
 					f.Children = d.int()
+				case 4:
+					f.Lanes = d.int()
 				default:
 					return false
 				}

@@ -43,7 +43,7 @@ func forkStates() []*saga.State {
 	waiting.Status = durable.StatusWaiting
 	waiting.Cursors = []saga.Cursor{{Step: 5, Attempt: 1, Seq: 6, Fork: true, Children: 3, Lanes: 2, Version: 7}}
 	waiting.ForkItems = []any{map[string]any{"sku": "a"}, nil, int64(3)}
-	waiting.Forks = []saga.ForkVisit{{Step: 4, Seq: 2, Children: 1}, {Step: 5, Seq: 6, Children: 3}}
+	waiting.Forks = []saga.ForkVisit{{Step: 4, Seq: 2, Children: 1, Lanes: 1}, {Step: 5, Seq: 6, Children: 3, Lanes: 2}}
 	waiting.Outbox = []durable.Message{
 		{SagaID: "s-1", Version: 7, Queue: durable.QueueAdvance, Kind: durable.KindLaunch, Step: "ship_all", Attempt: 1, Child: 0},
 		{SagaID: "s-1", Version: 7, Queue: durable.QueueAdvance, Kind: durable.KindLaunch, Step: "ship_all", Attempt: 1, Child: 1},
@@ -51,7 +51,7 @@ func forkStates() []*saga.State {
 	undoing := richState()
 	undoing.Cursors = []saga.Cursor{{Step: 5, Attempt: 1, Seq: 6, Compensating: true, Fork: true, Children: 3, Lanes: 2, Version: 7, Child: 2}}
 	undoing.UndoNext = []int{1, 0}
-	undoing.Forks = []saga.ForkVisit{{Step: 5, Seq: 6, Children: 3}}
+	undoing.Forks = []saga.ForkVisit{{Step: 5, Seq: 6, Children: 3, Lanes: 2}}
 	undoing.Stack = []saga.Completion{{Step: 0, Seq: 1}, {Step: 5, Seq: 6, Children: 3}}
 	undoing.Outbox = []durable.Message{{SagaID: durable.ChildID("s-1", "ship_all", 6, 2), Version: 4, Queue: durable.QueueCompensate, Kind: durable.KindUndo, Step: "ship_all", Attempt: 1}}
 	child := richState()

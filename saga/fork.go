@@ -183,7 +183,7 @@ func (r *runner) fork(s *planStep, idx int) (int, bool) {
 		lanes = s.concurrency
 	}
 	st.Seq++
-	st.Forks = append(st.Forks, ForkVisit{Step: idx, Seq: st.Seq, Children: n})
+	st.Forks = append(st.Forks, ForkVisit{Step: idx, Seq: st.Seq, Children: n, Lanes: lanes})
 	if s.Kind == lang.KindSaga || s.Kind == lang.KindForeach && !s.items.stable {
 		st.ForkItems = items // a stable list is read again from the saga when a child starts
 	}

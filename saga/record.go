@@ -62,7 +62,7 @@ func (p *Plan) CheckState(st *State) error {
 		}
 	}
 	for _, f := range st.Forks {
-		if f.Step < 0 || f.Step >= len(p.steps) || !lang.IsFork(p.steps[f.Step].Kind) || f.Children < 1 || f.Children > durable.MaxForkChildren || f.Seq == 0 || f.Seq > st.Seq {
+		if f.Step < 0 || f.Step >= len(p.steps) || !lang.IsFork(p.steps[f.Step].Kind) || f.Children < 1 || f.Children > durable.MaxForkChildren || f.Lanes < 0 || f.Lanes > f.Children || f.Seq == 0 || f.Seq > st.Seq {
 			return fmt.Errorf("a fork visit of step %d (visit %d, %d children)", f.Step, f.Seq, f.Children)
 		}
 	}

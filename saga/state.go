@@ -166,11 +166,12 @@ type ParentLink struct {
 }
 
 // ForkVisit is one visit of a saga to a fork step: the step, the visit
-// (its Cursor.Seq) and how many children it started.
+// (its Cursor.Seq), how many children it started and in how many lanes.
 type ForkVisit struct {
 	Step     int    // index of the fork step in the plan
 	Seq      uint64 // the visit, as in the children's ids
 	Children int    // how many children it started (N)
+	Lanes    int    // how many of them ran at once (C): child k is lane k mod C's
 }
 
 // Delivery is something sent to a saga from outside: a signal, or the
