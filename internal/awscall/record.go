@@ -129,7 +129,10 @@ func (r *Recorder) Proxy(service Service, target string) (http.Handler, error) {
 		return nil, fmt.Errorf("proxy to %s: %w", target, err)
 	}
 	p := httputil.NewSingleHostReverseProxy(u)
-	p.ErrorLog = nil
+	// A client gone mid-request (a worker the kill test killed) is no
+	// error of the proxy's: answer 502, as the emulator would have been
+	// unreachable, without a log line for each.
+	p.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) }
 	return r.Handler(service, p), nil
 }
 
