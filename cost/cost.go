@@ -193,8 +193,15 @@ type Saga struct {
 	// child); Undos the children undone as a whole (the undo and end
 	// messages, three reads).
 	Children, ForkCounts, Joins, Undos int
-	childWrites                        []childWrite
-	Transitions                        int // state writes, start included
+	// Expires counts the items the walk that expires a finished tree
+	// marks (each child run and fork record, once the root is succeeded or
+	// compensated: an UpdateItem of ttl each); ExpireMessages its
+	// messages and ExpireReads its reads (each message reads its saga,
+	// its ancestors and its fork records; a child that can fork is read).
+	Expires, ExpireMessages, ExpireReads int
+	expireWRU                            float64
+	childWrites                          []childWrite
+	Transitions                          int // state writes, start included
 	// Statuses is the saga's status after each transition, the start's first.
 	Statuses []string
 	// StatusChanges counts the transitions whose status differs from the
@@ -308,6 +315,9 @@ func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
 	w := &walker{s: s, fail: fail, onStep: onStep, now: dryRunStart, children: map[string]*childRun{}}
 	if err := w.drive(plan, st, func(st *saga.State) { s.Statuses = append(s.Statuses, string(st.Status)) }); err != nil {
 		return nil, err
+	}
+	if st.Status == durable.StatusSucceeded || st.Status == durable.StatusCompensated {
+		w.expire(plan, st, 0)
 	}
 	s.count(plan.Name())
 	return s, nil
@@ -460,6 +470,37 @@ func (w *walker) fork(plan *saga.Plan, st *saga.State, cur saga.Cursor, wrote fu
 	return nil
 }
 
+// expire walks what the message that expires a finished tree does for
+// st, at depth below the root (docs/PROTOCOL.md, "What expires"): it reads
+// st and its ancestors, and per fork visit the fork record; it marks each
+// child launched and the record; a child that can fork is read, and one
+// that forked gets a message of its own.
+func (w *walker) expire(plan *saga.Plan, st *saga.State, depth int) {
+	s := w.s
+	if len(st.Forks) == 0 {
+		return
+	}
+	s.ExpireMessages++
+	s.ExpireReads += 1 + depth + len(st.Forks)
+	for _, f := range st.Forks {
+		id, deep := plan.StepID(f.Step), plan.ChildrenFork(f.Step)
+		for k := range f.Children {
+			c := w.children[durable.ChildID(st.SagaID, id, f.Seq, k)]
+			if c == nil {
+				continue // never launched: the record says so
+			}
+			s.Expires++
+			s.expireWRU += math.Ceil(float64(s.Params.StateBytes+itemBytes(s.Params, plan.Name(), string(c.st.Status), false)) / 1024)
+			if deep {
+				s.ExpireReads++
+				w.expire(c.plan, c.st, depth+1)
+			}
+		}
+		s.Expires++
+		s.expireWRU++ // the fork record, under 1 KB
+	}
+}
+
 func (w *walker) childWrote(listed bool) func(*saga.State) {
 	return func(st *saga.State) {
 		w.s.childWrites = append(w.s.childWrites, childWrite{status: string(st.Status), listed: listed})
@@ -557,6 +598,11 @@ func (s *Saga) count(name string) {
 	s.TableWRU += float64(s.ForkCounts)
 	s.DynamoWrites += len(s.childWrites) + s.ForkCounts
 	s.DynamoReads += s.ForkCounts + s.Joins + s.Children + 3*s.Undos
+	// The finished tree's expiry: an UpdateItem of ttl per item, no index
+	// write (ttl is not projected).
+	s.TableWRU += s.expireWRU
+	s.DynamoWrites += s.Expires
+	s.DynamoReads += s.ExpireReads
 	// Each timer's by_due entry: put when the saga starts waiting, deleted
 	// when the timer fires or a delivery wakes it (entries of about 100
 	// bytes: 1 unit each).
@@ -566,7 +612,7 @@ func (s *Saga) count(name string) {
 	// Messages handled: the action steps', the timers', and the stale
 	// timers' (dropped). A delivery's write sends the next step's message,
 	// which its action step counts.
-	messages := float64(s.ActionSteps + s.Timers + s.StaleTimers + s.ForkCounts + s.Joins + 2*s.Undos)
+	messages := float64(s.ActionSteps + s.Timers + s.StaleTimers + s.ForkCounts + s.Joins + 2*s.Undos + s.ExpireMessages)
 	s.SQSRequests = messages * chunks * (1 + 2/p.BatchSize) // a send each; a receive and a delete per batch
 	s.LambdaInvokes = messages / p.BatchSize
 	s.LambdaGBSeconds = float64(s.ActionSteps) * p.Duration.Seconds() * float64(p.MemoryMB) / 1024
