@@ -21,6 +21,9 @@ type treeStore struct {
 	sagas  []string
 	forks  []string
 	marked map[string]bool // the sagas SagaExpire was called for, found or not
+	// failMark, when set, fails the SagaExpire calls it says, as a crash
+	// or a throttle cutting off a walk would.
+	failMark func(id string) bool
 }
 
 func (s *treeStore) SagaExpire(ctx context.Context, p *durable.SagaExpireParams) error {
@@ -29,7 +32,11 @@ func (s *treeStore) SagaExpire(ctx context.Context, p *durable.SagaExpireParams)
 		s.marked = map[string]bool{}
 	}
 	s.marked[p.SagaID] = true
+	fail := s.failMark != nil && s.failMark(p.SagaID)
 	s.mu.Unlock()
+	if fail {
+		return errHandFault
+	}
 	return s.Store.SagaExpire(ctx, p)
 }
 
@@ -262,4 +269,25 @@ steps:
 	if launched := len(ts.sagas) - 1; len(ts.marked) > launched+3 || launched > 10 {
 		t.Errorf("%d children marked for %d launched of 500", len(ts.marked), launched)
 	}
+}
+
+// A walk cut off midway (a write that fails, the function's crash) leaves
+// some items marked and some not; its message comes back and marks them
+// again, and the walk's continuations are sent only once their batch is
+// marked.
+func TestExpireWalkCutOffLosesNothing(t *testing.T) {
+	r, ts := newTreeRig(t, 4)
+	failures := 0
+	ts.failMark = func(id string) bool {
+		if id == durable.ChildID("t-5", "each", 2, 3) && failures < 2 {
+			failures++
+			return true
+		}
+		return false
+	}
+	root := runTree(t, r, "t-5")
+	if root.Status != durable.StatusSucceeded || failures != 2 {
+		t.Fatalf("%s after %d failed marks", root.Status, failures)
+	}
+	marked(t, ts, root, true)
 }
