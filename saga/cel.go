@@ -90,12 +90,9 @@ type program struct {
 	src     string
 	prg     cel.Program
 	outType *cel.Type
-	tracked bool // worst-case cost unknown or over the limit: evaluate with counted calls and a deadline
+	tracked bool // worst-case cost unknown or over the limit: evaluate with tracking and a deadline
 	timeout time.Duration
-	// costLimit is how many calls (operators and functions) a tracked
-	// evaluation may make.
-	costLimit uint64
-	reads     []string // vars.NAME this expression reads
+	reads   []string // vars.NAME this expression reads
 	// uses says which fields of input and vars the expression may touch
 	// (has() included), for what a fork copies into its children.
 	uses uses
@@ -123,16 +120,12 @@ func compileExpr(env *cel.Env, src string, limits Options) (*program, []exprProb
 		}
 		return nil, out
 	}
-	p := &program{src: src, outType: ast.OutputType(), timeout: limits.EvalTimeout, costLimit: limits.CostLimit}
+	p := &program{src: src, outType: ast.OutputType(), timeout: limits.EvalTimeout}
 	est, err := env.EstimateCost(ast, sizeBound{})
 	p.tracked = err != nil || est.Max > limits.CostLimit
 	popts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize), cel.CustomDecoratorV2(guardSizes)}
 	if p.tracked {
-		// The work is counted by the saga (countCalls), not by CEL's
-		// runtime cost tracker: its bookkeeping scans a stack that grows
-		// with a comprehension's length, quadratic in the list (270 ms
-		// for filter().map() over 10,000 elements, 14 ms untracked).
-		popts = append(popts, cel.CustomDecoratorV2(countCalls), cel.InterruptCheckFrequency(64))
+		popts = append(popts, cel.CostLimit(limits.CostLimit), cel.InterruptCheckFrequency(64))
 	}
 	prg, err := env.Program(ast, popts...)
 	if err != nil {
@@ -161,19 +154,10 @@ func (p *program) eval(act *activation) (ref.Val, error) {
 		v   ref.Val
 		err error
 	)
-	var budget *callBudget
 	if p.tracked {
 		ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
-		budget = &callBudget{left: p.costLimit, cancel: cancel}
-		act.budget = budget
 		v, _, err = p.prg.ContextEval(ctx, act)
-		act.budget = nil
 		cancel()
-		if budget.spent {
-			// Past the limit every call failed, and the comprehension in
-			// progress was interrupted: whatever it gave is no result.
-			err = errCostLimit
-		}
 	} else {
 		v, _, err = p.prg.Eval(act)
 	}
@@ -181,7 +165,7 @@ func (p *program) eval(act *activation) (ref.Val, error) {
 		msg := redactEvalError(err.Error())
 		var stopped interpreter.EvalCancelledError
 		switch {
-		case errors.Is(err, errCostLimit) || errors.As(err, &stopped) && stopped.Cause == interpreter.CostLimitExceeded:
+		case errors.As(err, &stopped) && stopped.Cause == interpreter.CostLimitExceeded:
 			msg = "expression exceeded its cost limit (runaway expression?)"
 		case errors.As(err, &stopped) || errors.Is(err, context.DeadlineExceeded):
 			msg = "expression exceeded its evaluation deadline"
@@ -214,8 +198,7 @@ type activation struct {
 	vars    map[string]any
 	attempt int64
 	now     time.Time
-	budget  *callBudget // a tracked program's evaluation: the calls it may still make (countCalls)
-	guards  *guardMemo  // made by the first guarded call (celguard.go)
+	guards  *guardMemo // made by the first guarded call (celguard.go)
 }
 
 func (a *activation) ResolveName(name string) (any, bool) {

@@ -1,8 +1,6 @@
 package saga
 
 import (
-	"errors"
-
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
@@ -199,73 +197,4 @@ func deepSize(v ref.Val, limit int) int {
 		walk(v)
 	}
 	return size
-}
-
-// errCostLimit is the error of an evaluation that made more calls than
-// its limit allows.
-var errCostLimit = errors.New("expression exceeded its cost limit")
-
-// callBudget counts the calls of one tracked evaluation: every operator
-// and function call costs one, so a comprehension costs at least one a
-// element, as its step appends or tests. Counting is deterministic, as
-// CEL's cost limit is, and linear in the work; the evaluation deadline
-// stays as the bound of what makes no call (a comprehension whose step is
-// only && or ||).
-type callBudget struct {
-	left   uint64
-	spent  bool
-	cancel func() // interrupts the comprehension in progress once spent
-}
-
-// spend takes one call from the budget, and reports false once none is
-// left.
-func (b *callBudget) spend() bool {
-	if b.left == 0 {
-		if !b.spent {
-			b.spent = true
-			b.cancel()
-		}
-		return false
-	}
-	b.left--
-	return true
-}
-
-// budgetOf finds the evaluation's budget in its activation (comprehensions
-// wrap it); nil outside a tracked evaluation.
-func budgetOf(a interpreter.Activation) *callBudget {
-	for a != nil {
-		if sa, ok := a.(*activation); ok {
-			return sa.budget
-		}
-		a = a.Parent()
-	}
-	return nil
-}
-
-// countCalls is the decorator of a tracked program: each call spends
-// from the evaluation's budget, and fails once it is spent.
-func countCalls(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
-	if call, ok := i.(interpreter.InterpretableCall); ok {
-		return &counted{InterpretableCall: call}, nil
-	}
-	return i, nil
-}
-
-type counted struct {
-	interpreter.InterpretableCall
-}
-
-func (c *counted) Exec(f *interpreter.ExecutionFrame) ref.Val {
-	if b := budgetOf(f.Activation); b != nil && !b.spend() {
-		return types.NewErr("%s", errCostLimit.Error())
-	}
-	return c.InterpretableCall.Exec(f)
-}
-
-func (c *counted) Eval(act interpreter.Activation) ref.Val {
-	if b := budgetOf(act); b != nil && !b.spend() {
-		return types.NewErr("%s", errCostLimit.Error())
-	}
-	return c.InterpretableCall.Eval(act)
 }
