@@ -15,6 +15,7 @@ package awscall
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -47,11 +48,20 @@ type Call struct {
 // principal, action, resource and condition values, but for the partition
 // key values (every saga has its own, and no statement of the template
 // tests them), so that a run records each shape once.
+//
+// A key's kind stays in the shape: its text up to its first '#' (SAGA#,
+// FORK#), which a statement does test (ForkRecords grants FORK#* only).
 func (c Call) Shape() string {
-	lk := c.Conditions["dynamodb:LeadingKeys"]
-	if lk != nil {
-		delete(c.Conditions, "dynamodb:LeadingKeys")
-		defer func() { c.Conditions["dynamodb:LeadingKeys"] = lk }()
+	if lk, ok := c.Conditions["dynamodb:LeadingKeys"].([]string); ok {
+		kinds := make([]string, len(lk))
+		for i, k := range lk {
+			if j := strings.IndexByte(k, '#'); j >= 0 {
+				k = k[:j+1]
+			}
+			kinds[i] = k
+		}
+		c.Conditions = maps.Clone(c.Conditions)
+		c.Conditions["dynamodb:LeadingKeys"] = kinds
 	}
 	b, _ := json.Marshal(c)
 	return string(b)
@@ -157,6 +167,12 @@ type ddbRequest struct {
 	ReturnValues              string
 	Select                    string
 	AttributesToGet           []string
+	// The legacy parameters name attributes as map keys.
+	AttributeUpdates map[string]json.RawMessage
+	Expected         map[string]json.RawMessage
+	KeyConditions    map[string]json.RawMessage
+	QueryFilter      map[string]json.RawMessage
+	ScanFilter       map[string]json.RawMessage
 	KeySchema                 []struct{ AttributeName, KeyType string }
 	GlobalSecondaryIndexes    []struct {
 		IndexName string
@@ -202,6 +218,11 @@ func parseDynamoDB(call Call, r *http.Request, body []byte, schemas func(string)
 	}
 	for _, a := range req.AttributesToGet {
 		attrs[a] = true
+	}
+	for _, m := range []map[string]json.RawMessage{req.AttributeUpdates, req.Expected, req.KeyConditions, req.QueryFilter, req.ScanFilter} {
+		for k := range m {
+			attrs[k] = true
+		}
 	}
 	for _, e := range []string{req.UpdateExpression, req.ConditionExpression, req.ProjectionExpression, req.KeyConditionExpression, req.FilterExpression} {
 		for _, n := range attributeNames(e, req.ExpressionAttributeNames) {
@@ -277,7 +298,7 @@ var (
 	equality = regexp.MustCompile(`(#?[A-Za-z0-9_]+)\s*=\s*(:[A-Za-z0-9_]+)`)
 	// A name in an expression: an attribute name placeholder (#n) or a
 	// plain name, not a value placeholder (:v), a keyword or a function.
-	token = regexp.MustCompile(`[#:]?[A-Za-z_][A-Za-z0-9_]*`)
+	token = regexp.MustCompile(`#[A-Za-z0-9_]+|:[A-Za-z0-9_]+|[A-Za-z_][A-Za-z0-9_]*`)
 )
 
 // Words of DynamoDB's expression grammar that are not attribute names.

@@ -157,6 +157,12 @@ func Cases(tpl *samtemplate.Template, rec *Recording) (cases []Case, users []aws
 		var arn string
 		switch {
 		case c.Table != "":
+			if _, known := rec.tables[c.Table]; !known {
+				// Neither a saga table nor one known as the user's: a
+				// recording that missed its CreateTable places nothing.
+				unplaced = append(unplaced, fmt.Sprintf("%s: %s: the recording holds no CreateTable of %s, so it cannot tell a saga table from a user's", c.Principal, c, c.Table))
+				continue
+			}
 			if !rec.SagaTable(c.Table) {
 				users = append(users, c)
 				continue

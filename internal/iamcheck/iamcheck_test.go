@@ -12,6 +12,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/iamcheck"
 	"github.com/lambdasaga/lambdasaga/internal/samtemplate"
+	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // EnvCallsDir names the directory of the recordings that make test's
@@ -173,5 +174,29 @@ func TestTreeExpiryIsGrantedExactly(t *testing.T) {
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Errorf("denied:\ngot  %q\nwant %q", got, want)
+	}
+}
+
+// ForkRecords grants a fork record's lanes by name, up to the most a fork
+// has (lang.MaxConcurrency), and nothing else that merely starts with l.
+func TestForkRecordsGrantEveryLaneAndNoOtherAttribute(t *testing.T) {
+	t.Parallel()
+	dir := engine(t)
+	f := filepath.Join(t.TempDir(), "calls.jsonl")
+	call := func(attr string) string {
+		return fmt.Sprintf(`{"call":{"principal":"AdvanceFunction","operation":"UpdateItem","action":"dynamodb:UpdateItem","table":"e2e-SagaTable","conditions":{"dynamodb:Attributes":["%s","pk","sk"],"dynamodb:LeadingKeys":["FORK#t#s#1"],"dynamodb:ReturnValues":"ALL_OLD"}}}`+"\n", attr)
+	}
+	lanes := fmt.Sprintf("l%d", lang.MaxConcurrency-1)
+	data := `{"schema":{"table":"e2e-SagaTable","hash_key":"pk","indexes":{"by_due":"gsi2pk","by_status":"gsi1pk"}}}` + "\n" + call("l0") + call(lanes) + call("lease")
+	if err := os.WriteFile(f, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := iamcheck.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	denials, cases, _ := check(t, dir, "../../infra/template.yaml", rec)
+	if len(cases) != 3 || len(denials) != 1 || !strings.Contains(denials[0], "lease") {
+		t.Fatalf("%d cases, denials %q: want l0 and %s allowed, lease denied", len(cases), denials, lanes)
 	}
 }

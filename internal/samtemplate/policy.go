@@ -50,6 +50,9 @@ func (t *Template) Policy(principal string, stack Stack) ([]any, error) {
 		return nil, fmt.Errorf("%s: no resource %s", t.File, principal)
 	}
 	rv := resolver{t: t, stack: stack}
+	if err := t.checkRules(rv); err != nil {
+		return nil, err
+	}
 	var docs []*yaml.Node
 	switch typ := scalar(get(r, "Type")); typ {
 	case "AWS::Serverless::Function":
@@ -77,6 +80,32 @@ func (t *Template) Policy(principal string, stack Stack) ([]any, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkRules refuses a stack the template's Rules refuse, as CloudFormation
+// does before it deploys anything.
+func (t *Template) checkRules(rv resolver) error {
+	for name, rule := range pairs(get(t.rootNode, "Rules")) {
+		if c := get(rule, "RuleCondition"); c != nil {
+			v, err := rv.resolve(c)
+			if err != nil {
+				return fmt.Errorf("%s: rule %s: %w", t.File, name, err)
+			}
+			if v != true {
+				continue
+			}
+		}
+		for _, a := range list(get(rule, "Assertions")) {
+			v, err := rv.resolve(get(a, "Assert"))
+			if err != nil {
+				return fmt.Errorf("%s: rule %s: %w", t.File, name, err)
+			}
+			if v != true {
+				return fmt.Errorf("%s: rule %s refuses the stack: %s", t.File, name, scalar(get(a, "AssertDescription")))
+			}
+		}
+	}
+	return nil
 }
 
 // noValue is what !Ref AWS::NoValue resolves to: the property is dropped.
@@ -314,6 +343,18 @@ func (rv resolver) intrinsic(fn string, n *yaml.Node) (any, error) {
 			}
 		}
 		return res, nil
+	case "!Contains":
+		a, err := rv.args(n, 2, fn)
+		if err != nil {
+			return nil, err
+		}
+		items, _ := a[0].([]any)
+		for _, x := range items {
+			if fmt.Sprint(x) == fmt.Sprint(a[1]) {
+				return true, nil
+			}
+		}
+		return false, nil
 	case "!Join":
 		a, err := rv.args(n, 2, fn)
 		if err != nil {
