@@ -168,13 +168,13 @@ type ddbRequest struct {
 	Select                    string
 	AttributesToGet           []string
 	// The legacy parameters name attributes as map keys.
-	AttributeUpdates map[string]json.RawMessage
-	Expected         map[string]json.RawMessage
-	KeyConditions    map[string]json.RawMessage
-	QueryFilter      map[string]json.RawMessage
-	ScanFilter       map[string]json.RawMessage
-	KeySchema                 []struct{ AttributeName, KeyType string }
-	GlobalSecondaryIndexes    []struct {
+	AttributeUpdates       map[string]json.RawMessage
+	Expected               map[string]json.RawMessage
+	KeyConditions          map[string]json.RawMessage
+	QueryFilter            map[string]json.RawMessage
+	ScanFilter             map[string]json.RawMessage
+	KeySchema              []struct{ AttributeName, KeyType string }
+	GlobalSecondaryIndexes []struct {
 		IndexName string
 		KeySchema []struct{ AttributeName, KeyType string }
 	}
