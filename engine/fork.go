@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -549,6 +550,10 @@ func (c *Coordinator) sweepFork(ctx context.Context, parent *saga.State, idleSin
 	return nil
 }
 
+// maxJoinSeen bounds the delivery ids a join gathers from the children
+// for the saga to remember (it keeps its latest 32).
+const maxJoinSeen = 32
+
 // joinReadTries is how many times a join reads a child whose read was
 // throttled before it gives up (and the message comes back).
 const joinReadTries = 4
@@ -628,11 +633,20 @@ func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, e
 		j.Outputs = make([]any, cur.Children)
 	}
 	for k, child := range children {
-		switch {
-		case child == nil:
+		if child == nil {
 			if fork.Failed < 0 {
 				return "", fmt.Errorf("%w: fork %s closed without child %d", ErrDamagedState, forkKey(l), k)
 			}
+			continue
+		}
+		for _, id := range child.Seen {
+			// The ids of signals a child took (its callbacks' are its
+			// own), as many as a saga remembers.
+			if len(j.Seen) < maxJoinSeen && !strings.HasPrefix(id, "cb:") {
+				j.Seen = append(j.Seen, id)
+			}
+		}
+		switch {
 		case child.Status == durable.StatusSucceeded:
 			j.Succeeded = append(j.Succeeded, k)
 			if j.Outputs != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/lambdasaga/lambdasaga/durable"
@@ -109,7 +110,7 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 			return nil, err
 		}
 		if route && d.Signal != "" {
-			target, err := c.route(ctx, st, plan, d.Signal)
+			target, err := c.route(ctx, st, plan, d.Signal, d.ID)
 			if err != nil {
 				return nil, fmt.Errorf("%s to saga %s: %w", what, sagaID, err)
 			}
@@ -243,16 +244,19 @@ func (c *Coordinator) writeKept(ctx context.Context, st *saga.State, version uin
 // the children current in each lane, and only where an await of the
 // signal is in their plans; a saga with no fork, or awaiting the signal
 // itself, costs no read.
-func (c *Coordinator) route(ctx context.Context, st *saga.State, plan *saga.Plan, name string) (string, error) {
+func (c *Coordinator) route(ctx context.Context, st *saga.State, plan *saga.Plan, name, id string) (string, error) {
 	r := plan.RouteSignal(st, name)
-	if r.AwaitsNow || !r.InFork || st.CancelRequested {
+	if r.AwaitsNow || !r.InFork || st.CancelRequested || slices.Contains(st.Seen, id) {
 		return "", nil
 	}
-	var now, later []string
-	if err := c.walkRuns(ctx, st, plan, name, 1, &now, &later); err != nil {
+	w := walk{name: name, id: id, reads: maxRouteReads}
+	if err := c.walkRuns(ctx, st, plan, 1, &w); err != nil {
 		return "", err
 	}
+	now, later := w.now, w.later
 	switch {
+	case w.took != "":
+		return w.took, nil // a repeat of a signal a run took: that run answers duplicate
 	case len(now) == 1:
 		return now[0], nil
 	case len(now) > 1:
@@ -265,15 +269,33 @@ func (c *Coordinator) route(ctx context.Context, st *saga.State, plan *saga.Plan
 	return "", nil
 }
 
+// maxRouteReads bounds the reads one signal's routing makes (fork records
+// and child runs): a tree of nested forks holds lanes^depth runs, and
+// whoever may send a signal would otherwise have them all read. With the
+// reads sending a signal costs besides (the saga's, and the run's that
+// takes it), one signal reads at most lang.MaxConcurrency+1 items.
+const maxRouteReads = lang.MaxConcurrency - 1
+
 // walkRuns adds to now the runs among the children of the fork st waits on
 // (and theirs, down to lang.MaxForkDepth) that await the signal name now,
-// and to later those whose own awaits may take it later.
-func (c *Coordinator) walkRuns(ctx context.Context, st *saga.State, plan *saga.Plan, name string, depth int, now, later *[]string) error {
+// and to later those whose own awaits may take it later, in index order,
+// depth first, until reads (fork records and runs) are spent: a tree
+// larger than that is routed on what was read, the first runs of each
+// fork.
+func (c *Coordinator) walkRuns(ctx context.Context, st *saga.State, plan *saga.Plan, depth int, w *walk) error {
+	if w.reads <= 0 || w.took != "" {
+		return nil
+	}
+	w.reads--
 	ids, err := c.currentChildren(ctx, st, plan)
 	if err != nil {
 		return err
 	}
 	for _, id := range ids {
+		if w.reads <= 0 || w.took != "" {
+			return nil
+		}
+		w.reads--
 		_, ch, chPlan, err := c.load(ctx, id)
 		if errors.Is(err, errSagaMissing) {
 			continue // licensed, not created yet: it is given the signal as it starts, if it is the first that may take it
@@ -281,23 +303,35 @@ func (c *Coordinator) walkRuns(ctx context.Context, st *saga.State, plan *saga.P
 		if err != nil {
 			return err
 		}
+		if w.id != "" && slices.Contains(ch.Seen, w.id) {
+			w.took = id // it took this signal already, ended or not
+			return nil
+		}
 		if (ch.Status != durable.StatusRunning && ch.Status != durable.StatusWaiting) || ch.CancelRequested {
 			continue
 		}
-		r := chPlan.RouteSignal(ch, name)
+		r := chPlan.RouteSignal(ch, w.name)
 		switch {
 		case r.AwaitsNow:
-			*now = append(*now, id)
+			w.now = append(w.now, id)
 		case r.Later:
-			*later = append(*later, id)
+			w.later = append(w.later, id)
 		}
 		if r.InFork && depth < lang.MaxForkDepth {
-			if err := c.walkRuns(ctx, ch, chPlan, name, depth+1, now, later); err != nil {
+			if err := c.walkRuns(ctx, ch, chPlan, depth+1, w); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// walk is what routing a signal through a tree gathers.
+type walk struct {
+	name, id   string   // the signal, and its delivery id
+	reads      int      // reads left
+	now, later []string // runs that await it now, and that may later
+	took       string   // a run that took this very delivery already
 }
 
 // currentChildren lists the ids of the children of the fork st waits on

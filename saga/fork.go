@@ -54,6 +54,10 @@ type Join struct {
 	// Parked lists the children parked in compensation_failed, by index,
 	// ascending: when the fork's undo reaches one, the saga parks too.
 	Parked []int
+	// Seen are the delivery ids the children took: the saga remembers
+	// them, so that a sender's retry of a signal a child took is a
+	// duplicate, not a second signal for the saga's own later await.
+	Seen []string
 }
 
 // Undone is what EventUndone brings: a child the saga undoes ended.
@@ -261,6 +265,11 @@ func (r *runner) joined(j *Join) {
 	cur := st.Cursors[0]
 	s := r.p.steps[cur.Step]
 	r.dropHanded(cur)
+	for _, id := range j.Seen {
+		if !containsString(st.Seen, id) {
+			remember(st, id)
+		}
+	}
 	st.Joined = cur.Version
 	st.Cursors = st.Cursors[:0]
 	st.ForkItems = nil
@@ -306,12 +315,13 @@ func (r *runner) joined(j *Join) {
 // (Plan.HandedTo) as it joins: given once, never again to a later visit.
 func (r *runner) dropHanded(cur Cursor) {
 	st := r.st
+	if len(st.Kept) == 0 {
+		return
+	}
+	handed := r.p.handedOut(st, cur)
 	st.Kept = slices.DeleteFunc(st.Kept, func(d Delivery) bool {
-		if d.Signal == "" {
-			return false
-		}
-		own, _ := r.p.awaitedBy(st, d.Signal)
-		return !own && r.p.firstChildAwaiting(cur, d.Signal) >= 0
+		_, ok := handed[d.ID]
+		return ok
 	})
 }
 

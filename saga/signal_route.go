@@ -30,13 +30,41 @@ func (p *Plan) RouteSignal(st *State, name string) SignalRoute {
 			r.AwaitsNow = true
 		}
 	}
-	own, _ := p.awaitedBy(st, name)
-	r.Later = own
+	r.Later = pending && !cur.Compensating && p.awaitAhead(cur.Step, name)
 	if pending && cur.Fork && !cur.Compensating && p.isFork(cur.Step) {
 		r.InFork = p.forkAwaits(cur.Step, name)
 	}
 	r.Anywhere = p.awaits(name)
 	return r
+}
+
+// awaitAhead reports whether an await of the signal name can still run in
+// the list of step from: from itself, or a step reachable from it by the
+// steps' next, switch cases and catch routes. An await the run has passed,
+// with no way back to it, takes nothing more.
+func (p *Plan) awaitAhead(from int, name string) bool {
+	seen := map[int]bool{}
+	queue := []int{from}
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		if i < 0 || i >= len(p.steps) || seen[i] {
+			continue
+		}
+		seen[i] = true
+		s := p.steps[i]
+		if s.Kind == lang.KindAwait && s.Await.Signal == name {
+			return true
+		}
+		queue = append(queue, s.nextIndex)
+		for _, c := range s.cases {
+			queue = append(queue, c.nextIndex)
+		}
+		for _, c := range s.routes {
+			queue = append(queue, c.nextIndex)
+		}
+	}
+	return false
 }
 
 // awaits reports whether any step of the plan, or of a child saga's at
@@ -87,9 +115,10 @@ func (p *Plan) within(l, f int) bool {
 
 // HandedTo lists the kept signals of parent that the child k of the fork
 // it waits on is given as it starts: those no await of the parent's own
-// steps takes, that the child's run may take (its own steps, or a fork
-// of its), each to the first child (by index) that may. The parent keeps
-// them too, but can never take them.
+// after the fork takes, that the child's run may take (its own steps, or
+// a fork of its), one to each child that may, in index order (the second
+// approval to the second iteration). The parent keeps them until the fork
+// joins, but can never take them.
 func (p *Plan) HandedTo(parent *State, k int) []Delivery {
 	if len(parent.Kept) == 0 {
 		return nil
@@ -98,30 +127,46 @@ func (p *Plan) HandedTo(parent *State, k int) []Delivery {
 	if !ok || !cur.Fork || cur.Compensating || !p.isFork(cur.Step) {
 		return nil
 	}
+	handed := p.handedOut(parent, cur)
 	var out []Delivery
 	for _, d := range parent.Kept {
-		if d.Signal == "" {
-			continue
-		}
-		if own, _ := p.awaitedBy(parent, d.Signal); own {
-			continue
-		}
-		if first := p.firstChildAwaiting(cur, d.Signal); first == k {
+		if child, ok := handed[d.ID]; ok && child == k {
 			out = append(out, d)
 		}
 	}
 	return out
 }
 
-// firstChildAwaiting is the index of the first child of the fork cur
-// whose run may take the signal name, or -1.
-func (p *Plan) firstChildAwaiting(cur Cursor, name string) int {
+// handedOut says which child of the fork cur each kept signal of parent
+// goes to, by delivery id: the signals no await of the saga's own after
+// the fork takes, the n-th of a name to the n-th child whose run may take
+// it.
+func (p *Plan) handedOut(parent *State, cur Cursor) map[string]int {
+	out := map[string]int{}
+	nth := map[string]int{} // kept signals of a name handed out so far
+	for _, d := range parent.Kept {
+		if d.Signal == "" || p.awaitAhead(p.steps[cur.Step].nextIndex, d.Signal) {
+			continue // a completion, or the saga's own await after the fork takes it
+		}
+		n := nth[d.Signal]
+		nth[d.Signal]++
+		if child := p.childAwaiting(cur, d.Signal, n); child >= 0 {
+			out[d.ID] = child
+		}
+	}
+	return out
+}
+
+// childAwaiting is the index of the child of the fork cur that is given
+// the n-th (from 0) kept signal of that name: each child whose run may
+// take it gets one, in index order; -1 when there are not that many.
+func (p *Plan) childAwaiting(cur Cursor, name string, n int) int {
 	s := p.steps[cur.Step]
 	switch s.Kind {
 	case lang.KindSaga, lang.KindForeach:
-		// One plan for every child: the first.
-		if p.forkAwaits(cur.Step, name) {
-			return 0
+		// One plan for every child: the n-th child.
+		if p.forkAwaits(cur.Step, name) && n < cur.Children {
+			return n
 		}
 	default:
 		for b, first := range s.branches {
@@ -131,7 +176,11 @@ func (p *Plan) firstChildAwaiting(cur Cursor, name string) int {
 					continue
 				}
 				if (ps.Kind == lang.KindAwait && ps.Await.Signal == name) || (ps.Kind == lang.KindSaga && ps.child != nil && ps.child.awaits(name)) {
-					return b
+					if n == 0 {
+						return b
+					}
+					n--
+					break
 				}
 			}
 		}
