@@ -245,34 +245,6 @@ func (p *Plan) Receive(st *State, ev *Event) (Receipt, error) {
 	return p.keep(st, ev)
 }
 
-// awaitedBy reports whether an await of the list st runs (its saga's own
-// steps, or its branch's or body's) takes signal name, and, if an await
-// in a fork's branch or body does, which.
-func (p *Plan) awaitedBy(st *State, name string) (own bool, inFork string) {
-	list := 0
-	if l := st.Parent; l != nil && !l.Saga {
-		if f, ok := p.index[l.Step]; ok {
-			for i, sl := range p.lists {
-				if sl.fork == f && (p.steps[f].Kind == lang.KindForeach || sl.branch == l.Index) {
-					list = i
-				}
-			}
-		}
-	}
-	for _, ps := range p.steps {
-		if ps.Kind != lang.KindAwait || ps.Await.Signal != name {
-			continue
-		}
-		if ps.list == list {
-			return true, ""
-		}
-		if sl := p.lists[ps.list]; sl.fork >= 0 && inFork == "" {
-			inFork = fmt.Sprintf("step %s of %s", ps.ID, p.steps[sl.fork].ID)
-		}
-	}
-	return false, inFork
-}
-
 // waitsOn says, for an error, what the saga waits on.
 func (p *Plan) waitsOn(st *State) string {
 	cur, ok := st.Pending()
