@@ -54,6 +54,14 @@ type oracle struct {
 	// tokens issued, by token: the attempt they name.
 	tokens map[string]tokenRef
 	last   string // the latest token issued
+
+	// A saga with forks (tree.go): the weaker model.
+	tree    bool
+	store   *treeStore
+	byHash  map[string]*saga.Plan // the bundle's plans
+	awaited map[string]bool       // signals some await of the tree waits for
+	taken   map[string]string     // delivery ids taken, and the run that took each
+	keptBy  map[string]keptAt     // kept deliveries, and where each was seen last
 }
 
 type keptCompletion struct {
@@ -62,6 +70,8 @@ type keptCompletion struct {
 }
 
 type tokenRef struct {
+	run       string // the run whose call got it
+	stepID    string
 	step      int
 	seq       uint64
 	attempt   int
@@ -84,6 +94,7 @@ func newOracle(c *Case, plan *saga.Plan, res *Result) *oracle {
 		plan: plan, steps: plan.Definition().Steps, res: res,
 		r:       rand.New(rand.NewPCG(c.CallSeed, 3)),
 		signals: map[string][]any{}, keptDone: map[string]keptCompletion{}, outs: map[string]any{}, tokens: map[string]tokenRef{},
+		awaited: map[string]bool{}, taken: map[string]string{}, keptBy: map[string]keptAt{},
 	}
 }
 
@@ -133,11 +144,19 @@ func (o *oracle) payload() any {
 // await, or one nothing awaits (refused); sometimes with an id sent before.
 func (o *oracle) signal(name string) delivery {
 	if name == "" {
-		var names []string
-		for _, s := range o.steps {
-			if s.Kind == lang.KindAwait {
+		var names, forks []string
+		for _, s := range o.plan.StepsWithChildren() {
+			if s.Kind == lang.KindAwait && !slices.Contains(names, s.Await.Signal) {
 				names = append(names, s.Await.Signal)
 			}
+		}
+		for _, n := range names {
+			if !slices.ContainsFunc(o.steps, func(s *lang.Step) bool { return s.Kind == lang.KindAwait && s.Await.Signal == n }) {
+				forks = append(forks, n)
+			}
+		}
+		if o.tree && len(forks) > 0 && o.r.IntN(3) > 0 {
+			names = forks // mostly signals only the saga's children take
 		}
 		names = append(names, strayName)
 		name = names[o.r.IntN(len(names))]
@@ -217,6 +236,10 @@ func (o *oracle) deliver(ctx context.Context, d delivery, early bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.deliveries++
+	if o.tree {
+		o.deliverTree(ctx, d, early)
+		return
+	}
 	pre, err := o.coord.Get(ctx, sagaID)
 	if err != nil {
 		o.res.violate("saga unreadable", err)
@@ -399,7 +422,7 @@ func (o *oracle) issued(call saga.Call, step int) {
 	if _, ok := o.tokens[call.CallbackToken]; ok {
 		o.res.violations("two calls got one callback token", fmt.Sprintf("step %s attempt %d", call.Step, call.Attempt))
 	}
-	o.tokens[call.CallbackToken] = tokenRef{step: step, seq: seq, attempt: call.Attempt}
+	o.tokens[call.CallbackToken] = tokenRef{run: call.SagaID, stepID: call.Step, step: step, seq: seq, attempt: call.Attempt}
 	o.last = call.CallbackToken
 }
 
@@ -551,6 +574,10 @@ func (o *oracle) final(st *saga.State, calls []call) {
 	o.relaxMu.Lock()
 	relaxed := o.relaxed
 	o.relaxMu.Unlock()
+	if o.tree {
+		o.compensationOrder(calls)
+		return // tree.go checks the tree
+	}
 	names := sortedKeys(o.signals)
 	for _, s := range o.steps {
 		if s.Kind == lang.KindAwait && !slices.Contains(names, s.Await.Signal) {
@@ -601,9 +628,14 @@ func (o *oracle) final(st *saga.State, calls []call) {
 			}
 		}
 	}
-	// Compensations: the first success of each, newest visit first.
+	o.compensationOrder(calls)
+}
+
+// compensationOrder checks that each run compensated newest visit first:
+// the first success of each compensation.
+func (o *oracle) compensationOrder(calls []call) {
 	done := map[string]bool{}
-	var prev uint64
+	prev := map[string]uint64{} // by run
 	for _, cl := range calls {
 		if !cl.Compensation || !cl.OK || done[cl.Key] {
 			continue
@@ -613,11 +645,12 @@ func (o *oracle) final(st *saga.State, calls []call) {
 		if err != nil {
 			continue
 		}
-		if prev != 0 && seq >= prev {
-			o.res.violations("compensations ran out of order: a visit before a later one", fmt.Sprintf("visit %d compensated after visit %d", seq, prev))
-			break
+		run := runOf(cl.Key)
+		if p := prev[run]; p != 0 && seq >= p {
+			o.res.violations("compensations ran out of order: a visit before a later one", fmt.Sprintf("run %s: visit %d compensated after visit %d", run, seq, p))
+			return
 		}
-		prev = seq
+		prev[run] = seq
 	}
 }
 

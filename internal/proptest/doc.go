@@ -25,6 +25,20 @@
 //     before them; a callback step's var holds its action's output or the
 //     completion that replaced it; compensations ran newest visit first.
 //
+// A fifth of the definitions have forks (gen_fork.go): parallel steps,
+// foreach steps over the input's list or a literal one (empty, small, or
+// one past the limit), child sagas read from a bundle (CompileFile over
+// an fstest.MapFS), nested to depth 2 or 3, their lists holding the same
+// step kinds; a quarter of them carry one mistake validation must refuse
+// with a file and a line (a branch reading another's var, a next leaving
+// its list, a child step id that is the parent's, a child saga cycle).
+// Signals to such a saga are routed through its tree, so the oracle does
+// not predict their receipts: tree.go checks weaker properties (taken at
+// most once, a refusal changes no run, a kept signal is never lost) and
+// the tree's end (every run final, a fork joins once, a run that ends
+// compensated compensated its successes, and all of them when the saga
+// did, the children of a fork undone highest index first).
+//
 // A saga may end waiting when its case gives the driver few pauses to end.
 //
 // The fault model is the users' side: definitions with every step kind,

@@ -39,6 +39,18 @@ type Case struct {
 	// by a delivery or by letting the timer fire; past it, it leaves the
 	// saga waiting.
 	Pauses int
+	// Files are the child sagas the definition's saga steps name, by
+	// path next to prop.yaml; nil: none.
+	Files map[string][]byte
+	// Forks counts the fork steps written (parallel, foreach, saga), in
+	// the definition and its children.
+	Forks int
+	// Calm says the definition has no backward jump and little of what
+	// validation refuses (gen_fork.go).
+	Calm bool
+	// Invalid names the mistake written on purpose that validation must
+	// refuse with a file and a line (see gen_fork.go); empty: none.
+	Invalid string
 }
 
 // Behaviour is what an action call does.
@@ -161,6 +173,7 @@ type gen struct {
 	// type errors, reads of vars nobody writes, values nested too deep);
 	// tame ones mostly what it should accept, odd at run time.
 	wild bool
+	forkState
 }
 
 func (g *gen) chance(p float64) bool { return g.r.Float64() < p }
@@ -211,8 +224,32 @@ func generate(r *rand.Rand) *Case {
 	for i := range kinds {
 		kinds[i] = g.kind(i, n)
 	}
+	if g.chance(forkShare) {
+		g.files = map[string][]byte{}
+		g.maxDepth = 2
+		if g.chance(0.25) {
+			g.maxDepth = 3
+		}
+		g.invalid = ""
+		if g.chance(0.25) {
+			g.invalid = "pending" // the first fork that can takes one
+		}
+		for range 1 + g.r.IntN(2) {
+			kinds = slices.Insert(kinds, g.r.IntN(len(kinds)), g.forkKind())
+		}
+		if g.chance(0.35) {
+			// Fail after the forks: the saga undoes the forks that
+			// succeeded, child by child.
+			kinds = append(kinds, "fail")
+		}
+		g.calm = !g.wild && g.chance(0.75)
+		g.plain = g.calm && g.chance(0.4)
+		if last := len(kinds) - 1; g.calm && kinds[last] == "switch" {
+			kinds[last] = "set"
+		}
+	}
 	if g.chance(0.12) {
-		kinds = slices.Insert(kinds, g.r.IntN(n+1), "grow_init", "grow", "grow_check", "grow_call", "grow_done")
+		kinds = slices.Insert(kinds, g.r.IntN(len(kinds)+1), "grow_init", "grow", "grow_check", "grow_call", "grow_done")
 	}
 	g.kinds = kinds
 	g.ids = make([]string, len(kinds))
@@ -224,47 +261,22 @@ func generate(r *rand.Rand) *Case {
 		}
 	}
 	// The vars each step writes, to read mostly vars that may exist.
-	writes := make([][]string, len(kinds))
-	for i, k := range kinds {
-		switch k {
-		case "action":
-			if g.chance(0.65) {
-				writes[i] = []string{fmt.Sprintf("o%d", i)}
-			}
-		case "set":
-			for j := range 1 + g.r.IntN(3) {
-				writes[i] = append(writes[i], fmt.Sprintf("v%d", (i+j)%4))
-			}
-		case "grow_init", "grow":
-			writes[i] = []string{"big"}
-		case "grow_call":
-			if g.chance(0.5) {
-				writes[i] = []string{"echoed"}
-			}
-		case "grow_done":
-			writes[i] = []string{"grown"}
-		case "await":
-			if g.chance(0.7) {
-				writes[i] = []string{fmt.Sprintf("w%d", i)} // only this await writes it: the oracle reads it
-			}
-		}
-	}
-	g.known = make([][]string, len(kinds))
-	var seen []string
-	for i := range kinds {
-		g.known[i] = slices.Clone(seen)
-		for _, w := range writes[i] {
-			if !slices.Contains(seen, w) {
-				seen = append(seen, w)
-			}
-		}
-	}
+	writes := g.writesOf(kinds, "")
+	g.known = knownBefore(nil, writes)
 
 	b.WriteString("steps:\n")
 	for i, k := range kinds {
 		g.step(&b, i, k, writes[i])
 	}
 	c.YAML = []byte(b.String())
+	if g.files != nil {
+		c.Files = g.files
+		c.Forks, c.Calm = g.forks, g.calm
+		c.Pauses = 200 // a tree has many pauses
+		if g.invalid != "pending" {
+			c.Invalid = g.invalid
+		}
+	}
 	c.Input = g.input()
 	c.Profiles = g.profiles
 	if g.chance(0.15) {
@@ -277,7 +289,14 @@ func generate(r *rand.Rand) *Case {
 	if g.chance(0.5) {
 		c.SignalRate = g.pick2(0.05, 0.5)
 	}
-	c.Pauses = 40
+	if c.Files != nil {
+		// Signals sent before a fork's children start are kept by the
+		// saga and handed to the child that may take them.
+		c.SignalRate = g.pick2(0.2, 0.6)
+	}
+	if c.Pauses == 0 {
+		c.Pauses = 40
+	}
 	if g.chance(0.05) {
 		c.Pauses = g.r.IntN(3) // a saga left waiting is a result too
 	}
@@ -313,6 +332,18 @@ func (g *gen) kind(i, n int) string {
 // itself or an earlier action sometimes (a loop validation accepts needs an
 // action in it), and any step now and then.
 func (g *gen) target(i int, catch bool) string {
+	if g.calm {
+		// Forward only, so that no loop and no unreachable step is
+		// written: a catch a few steps on, else the next step; from the
+		// last step of a list, nowhere.
+		switch {
+		case i+1 >= len(g.ids):
+			return ""
+		case catch:
+			return g.entry(i + 1 + g.r.IntN(min(3, len(g.ids)-i-1)))
+		}
+		return g.entry(i + 1)
+	}
 	self := 0.0
 	if catch && g.kinds[i] == "action" {
 		self = 0.25 // catch to self: a retry loop through the catch
@@ -392,17 +423,15 @@ func (g *gen) step(b *strings.Builder, i int, kind string, writes []string) {
 			line("compensate: %s", g.compensation(i, writes))
 		}
 		g.catches(line, i)
-		if g.chance(0.12) {
-			line("next: %s", g.target(i, false))
-		}
+		g.next(line, i, 0.12)
 	case "await":
 		switch {
 		case g.wild && g.chance(0.1):
 			line("await: {signal: %s}", g.pick("bad name", "\"\"", "9lives"))
 		case g.chance(0.15):
-			line("await: {signal: %s}", signalName(i)) // lang.MaxWait: the tick fires it
+			line("await: {signal: %s}", g.signalName(i)) // lang.MaxWait: the tick fires it
 		default:
-			line("await: {signal: %s, timeout: %s}", signalName(i), g.pauseTimeout())
+			line("await: {signal: %s, timeout: %s}", g.signalName(i), g.pauseTimeout())
 		}
 		if len(writes) > 0 {
 			line("out: %s", writes[0])
@@ -412,18 +441,14 @@ func (g *gen) step(b *strings.Builder, i int, kind string, writes []string) {
 			errs := g.pick(`[Timeout]`, `[Timeout]`, `["*"]`, `[Declined]`, `[Timeout, StateTooLarge]`)
 			line("  - {errors: %s, next: %s}", errs, g.target(i, true))
 		}
-		if g.chance(0.12) {
-			line("next: %s", g.target(i, false))
-		}
+		g.next(line, i, 0.12)
 	case "set":
 		var parts []string
 		for _, w := range writes {
 			parts = append(parts, fmt.Sprintf("%s: %s", w, g.render(g.value(i, 0))))
 		}
 		line("set: {%s}", strings.Join(parts, ", "))
-		if g.chance(0.12) {
-			line("next: %s", g.target(i, false))
-		}
+		g.next(line, i, 0.12)
 	case "switch":
 		line("switch:")
 		for range 1 + g.r.IntN(3) {
@@ -442,9 +467,7 @@ func (g *gen) step(b *strings.Builder, i int, kind string, writes []string) {
 		}
 		line("assert: {%s}", strings.Join(parts, ", "))
 		g.catches(line, i)
-		if g.chance(0.12) {
-			line("next: %s", g.target(i, false))
-		}
+		g.next(line, i, 0.12)
 	case "fail":
 		if g.chance(0.5) {
 			line("fail: {error: %s, message: %s}", g.pick("Rejected", "Declined", "Flaky"), g.render(g.pick("no", "declined", "x")))
@@ -481,11 +504,13 @@ func (g *gen) step(b *strings.Builder, i int, kind string, writes []string) {
 		line("next: grow")
 	case "grow_done":
 		line("set: {grown: \"${size(vars.big)}\"}")
+	case "parallel", "foreach", "child":
+		g.fork(b, line, i, kind, writes)
 	}
 }
 
 func (g *gen) catches(line func(string, ...any), i int) {
-	if !g.chance(0.35) {
+	if !g.chance(0.35) || g.calm && i == len(g.ids)-1 {
 		return
 	}
 	line("catch:")
@@ -507,8 +532,18 @@ func (g *gen) action() string {
 }
 
 // signalName is the signal the await step i waits for: one name per
-// await, so that the oracle knows which await takes which signal.
-func signalName(i int) string { return fmt.Sprintf("sig%d", i) }
+// await of the saga's own list, so that the oracle knows which await
+// takes which signal; in a fork's list, the step's own name or one that
+// awaits of other branches, iterations and children share.
+func (g *gen) signalName(i int) string {
+	if g.depth == 0 {
+		return fmt.Sprintf("sig%d", i)
+	}
+	if g.chance(0.3) {
+		return sharedSignal
+	}
+	return "sig_" + g.ids[i]
+}
 
 // strayName is a signal no await waits for.
 const strayName = "stray"
@@ -606,7 +641,13 @@ func (g *gen) stepTimeout() string {
 
 func (g *gen) compensation(i int, writes []string) string {
 	parts := []string{"action: " + g.undoAction()}
-	if g.chance(0.7) {
+	if g.calm && g.chance(0.7) {
+		// Only its own step's var: what a later step writes may not
+		// exist when the compensation runs.
+		if len(writes) > 0 {
+			parts = append(parts, "with: "+g.render("${has(vars."+writes[0]+") ? vars."+writes[0]+" : null}"))
+		}
+	} else if g.chance(0.7) {
 		var with any
 		switch {
 		case len(writes) > 0 && g.chance(0.5):
@@ -645,6 +686,12 @@ func (g *gen) readable(i int) string {
 func (g *gen) value(i, depth int) any {
 	if depth > 3 {
 		return "${" + g.expr(i) + "}"
+	}
+	if len(g.scope) > 0 && g.chance(0.15) {
+		return "${" + g.scope[g.r.IntN(len(g.scope))] + "}" // a foreach body's item or index
+	}
+	if g.calm {
+		return g.calmValue(i, depth)
 	}
 	switch g.r.IntN(12) {
 	case 0:
@@ -699,6 +746,14 @@ func (g *gen) expr(i int) string {
 			return "vars." + x
 		}
 		return "input.n"
+	}
+	if g.calm {
+		return g.calmExpr(func() string {
+			if x := g.readable(i); x != "" {
+				return "vars." + x
+			}
+			return g.in("n")
+		})
 	}
 	switch g.r.IntN(24) {
 	case 0:
@@ -763,6 +818,16 @@ func (g *gen) condition(i int) string {
 	x := "vars." + g.readable(i)
 	if x == "vars." {
 		x = "input.s"
+	}
+	if g.calm {
+		src := g.pick("true", "false", g.in("n")+" > 3", g.in("flag")+" == true", "1 / 0 == 0", g.in("s")+" == 'go'")
+		if strings.HasPrefix(x, "vars.") {
+			src = g.pick(src, "has("+x+")")
+		}
+		if g.chance(0.4) {
+			src = "${" + src + "}"
+		}
+		return g.render(src)
 	}
 	src := ""
 	switch g.r.IntN(16) {

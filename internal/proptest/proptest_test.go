@@ -44,9 +44,22 @@ func TestProperty(t *testing.T) {
 	outcomes := map[string]int{}
 	deliveries := map[string]int{}
 	runs, timeouts := 0, 0
+	withForks, validForks, treeRuns, invalid := 0, 0, 0, 0
 	for _, s := range seeds {
 		c := NewCase(s)
 		res := Run(c)
+		if c.Forks > 0 {
+			withForks++
+			if c.Invalid != "" {
+				invalid++
+			}
+			if res.Outcome != Refused && res.Outcome != Crashed {
+				validForks++
+			}
+			if res.Outcome == Ran && res.Tree {
+				treeRuns++
+			}
+		}
 		key := string(res.Outcome)
 		if res.Outcome == Ran {
 			key += " " + string(res.Status)
@@ -89,6 +102,7 @@ func TestProperty(t *testing.T) {
 	}
 	slices.Sort(summary)
 	t.Logf("pauses timed out: %d; deliveries: %s", timeouts, strings.Join(summary, ", "))
+	t.Logf("with forks: %d definitions (%d with a mistake validation must refuse), %d valid, %d runs", withForks, invalid, validForks, treeRuns)
 	names := sortedKeys(classes)
 	slices.SortStableFunc(names, func(a, b string) int { return classes[b].count - classes[a].count })
 	for _, name := range names {
@@ -122,24 +136,34 @@ func FuzzDefinitionsRun(f *testing.F) {
 // catch loops, empty expressions and inputs at the limits, and the engine
 // accepts a fair share of what it writes.
 func TestGeneratorCoversEveryStepKind(t *testing.T) {
-	want := []string{"action:", "set:", "switch:", "assert:", "fail:", "succeed:", "catch:", `"*"`, "compensate:", "retry:", "timeout:", "next:", `"${}"`, "grow_call", "input:", "await:", "callback:", "signal: sig"}
+	want := []string{"action:", "set:", "switch:", "assert:", "fail:", "succeed:", "catch:", `"*"`, "compensate:", "retry:", "timeout:", "next:", `"${}"`, "grow_call", "input:", "await:", "callback:", "signal: sig",
+		"parallel:", "foreach:", "saga: child", "as: it", "concurrency:", "signal: shared"}
+	mistakes := []string{"cross_branch_read", "next_out", "dup_child_id", "child_cycle"}
 	seen := map[string]bool{}
 	accepted, overLimit := 0, 0
 	for s := range uint64(150) {
 		c := NewCase(s + 1)
+		seen[c.Invalid] = true
+		text := string(c.YAML)
+		for _, name := range sortedKeys(c.Files) {
+			text += string(c.Files[name])
+		}
 		for _, w := range want {
-			if strings.Contains(string(c.YAML), w) {
+			if strings.Contains(text, w) {
 				seen[w] = true
 			}
 		}
 		if len(c.Input) > saga.MaxInputBytes {
 			overLimit++
 		}
-		if _, err := saga.Compile("prop.yaml", c.YAML, saga.Options{}); err == nil {
+		if _, err := saga.CompileFile(c.fsys(), "prop.yaml", saga.Options{}); err == nil {
 			accepted++
 		}
 	}
-	for _, w := range want {
+	for s := range uint64(600) { // mistakes are rarer: generating is cheap
+		seen[NewCase(s+1).Invalid] = true
+	}
+	for _, w := range append(want, mistakes...) {
 		if !seen[w] {
 			t.Errorf("no generated definition has %s", w)
 		}

@@ -49,7 +49,8 @@ type Result struct {
 	// Deliveries counts the signals and callback completions sent, by
 	// kind and answer ("signal: kept").
 	Deliveries map[string]int
-	Timeouts   int // pauses the driver let time out
+	Timeouts   int  // pauses the driver let time out
+	Tree       bool // the saga has forks: the weaker model of tree.go
 	calls      []call
 	compileErr error
 }
@@ -67,7 +68,14 @@ func Run(c *Case) *Result {
 	res := &Result{Outcome: Crashed}
 	var plan *saga.Plan
 	var err error
-	if p := protect(func() { plan, err = saga.Compile("prop.yaml", c.YAML, saga.Options{MaxVisits: 50}) }); p != nil {
+	opts := saga.Options{MaxVisits: 50}
+	if p := protect(func() {
+		if c.Files != nil {
+			plan, err = saga.CompileFile(c.fsys(), "prop.yaml", opts)
+		} else {
+			plan, err = saga.Compile("prop.yaml", c.YAML, opts)
+		}
+	}); p != nil {
 		res.violate("panic in Compile", p)
 		return res
 	}
@@ -75,11 +83,22 @@ func Run(c *Case) *Result {
 		var de *lang.DefinitionError
 		if !errors.As(err, &de) || len(de.Problems) == 0 {
 			res.violate("Compile error without problems", err)
+		} else if c.Invalid != "" && !slices.ContainsFunc(de.Problems, func(p lang.Problem) bool { return p.File != "" && p.Line > 0 }) {
+			res.violations("Compile refused a definition with "+c.Invalid+" without a file and line", err.Error())
 		}
 		res.Outcome, res.compileErr = Refused, err
 		return res
 	}
+	if c.Invalid != "" {
+		res.violations("Compile accepted a definition with "+c.Invalid, "the mistake written on purpose validated")
+	}
 	res.Bound = Bound(len(plan.Definition().Steps))
+	res.Tree = hasForks(plan)
+	var t *tree
+	if res.Tree {
+		t = newTree(plan)
+		res.Bound = Bound(len(plan.StepsWithChildren()))
+	}
 	if bytes.Contains(c.YAML, []byte(`"${}"`)) {
 		// Every "${}" the generator writes is a whole value or condition.
 		res.violations("Compile accepted an empty expression", `a value or condition "${}" validated`)
@@ -97,12 +116,24 @@ func Run(c *Case) *Result {
 	acts := newActions(c)
 	jitter := rand.New(rand.NewPCG(c.CallSeed, 2))
 	o := newOracle(c, plan, res)
+	store := &treeStore{Store: memstore.New()}
+	plans := engine.NewPlans(store, opts)
+	o.store, o.tree, o.byHash = store, res.Tree, map[string]*saga.Plan{}
+	addPlans(plans, o.byHash, plan)
+	for _, s := range plan.StepsWithChildren() {
+		if s.Kind == lang.KindAwait {
+			o.awaited[s.Await.Signal] = true
+		}
+	}
 	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{
-		Store: memstore.New(), Queue: q, Actions: acts, Clock: clock, Rand: jitter.Float64,
+		Store: store, Plans: plans, Queue: q, Actions: acts, Clock: clock, Rand: jitter.Float64,
 		NewID: func() string { return sagaID },
 		OnStep: func(e engine.StepEvent) {
 			if e.Error != nil && (e.Error.Type == lang.ErrorTypeStateTooLarge || e.Error.Type == lang.ErrorTypeOutputFormat) {
 				o.relax("a step failed with " + e.Error.Type)
+			}
+			if t != nil {
+				t.heard(e)
 			}
 		},
 	})
@@ -133,6 +164,10 @@ func Run(c *Case) *Result {
 	var fired saga.Cursor // the pause whose timer the driver let fire last
 	var lastErr error
 	for idle := 0; ; {
+		if t != nil {
+			// Every run of the tree may take as many messages as a saga.
+			res.Bound = Bound(len(plan.StepsWithChildren())) + Bound(0)/2*t.size()
+		}
 		if res.Handled > res.Bound {
 			acts.mu.Lock()
 			recent := acts.calls[max(0, len(acts.calls)-100):]
@@ -178,6 +213,22 @@ func Run(c *Case) *Result {
 				break
 			}
 			queued := q.Len(durable.QueueAdvance) + q.Len(durable.QueueCompensate)
+			if res.Tree && st.Status == durable.StatusWaiting && idle <= 1000 {
+				if pauses >= c.Pauses {
+					break
+				}
+				pauses++
+				timeout, err := o.pauseTree(ctx, clock, queued)
+				if err != nil {
+					res.violate("Tick failed", err)
+					break
+				}
+				if timeout {
+					res.Timeouts++
+					idle++
+				}
+				continue
+			}
 			if st.Status == durable.StatusWaiting && idle <= 1000 {
 				// A pause: end it with a delivery, or let its timer fire;
 				// past the case's pauses, leave the saga waiting.
@@ -228,6 +279,9 @@ func Run(c *Case) *Result {
 			if st, err := coord.Get(ctx, sagaID); err == nil {
 				o.moved(st)
 			}
+			if res.Tree {
+				o.followKept(ctx, t)
+			}
 			if c.SignalRate > 0 && o.deliveries < maxDeliveries && o.r.Float64() < c.SignalRate {
 				d := o.signal("")
 				o.deliver(ctx, d, false)
@@ -258,6 +312,13 @@ func Run(c *Case) *Result {
 		o.moved(st)
 		o.final(st, res.calls)
 	}
+	if t != nil {
+		steps := map[string]*lang.Step{}
+		for _, s := range plan.StepsWithChildren() {
+			steps[s.ID] = s
+		}
+		res.finishTree(ctx, o, t, steps, c.Calm)
+	}
 	return res
 }
 
@@ -285,6 +346,9 @@ func (res *Result) finish(coord *engine.Coordinator, plan *saga.Plan, acts *acti
 	var compensations int
 	forward := map[string]call{} // successful forward calls by key
 	for _, cl := range res.calls {
+		if res.Tree && runOf(cl.Key) != sagaID {
+			continue // tree.go checks the children's calls
+		}
 		if cl.Compensation {
 			compensations++
 			if cl.OK {
@@ -299,7 +363,7 @@ func (res *Result) finish(coord *engine.Coordinator, plan *saga.Plan, acts *acti
 	if res.Status == durable.StatusSucceeded && compensations > 0 {
 		res.violations("succeeded saga ran compensations", fmt.Sprintf("%d compensation calls", compensations))
 	}
-	if res.Status == durable.StatusCompensated {
+	if res.Status == durable.StatusCompensated && !res.Tree {
 		failure := saga.StepError{Type: "?"}
 		if st, err := coord.Get(context.Background(), sagaID); err == nil && st.Failure != nil {
 			failure = *st.Failure
@@ -325,7 +389,7 @@ func (res *Result) finish(coord *engine.Coordinator, plan *saga.Plan, acts *acti
 		}
 	}
 	for _, cl := range res.calls {
-		if cl.Compensation {
+		if cl.Compensation && (!res.Tree || runOf(cl.Key) == sagaID) {
 			if _, ok := forward[forwardKey(cl.Key)]; !ok {
 				res.violations("compensation of a visit whose action never returned success", fmt.Sprintf("step %s key %s", cl.Step, cl.Key))
 				break
