@@ -449,15 +449,7 @@ func (c *Coordinator) sweepFork(ctx context.Context, parent *saga.State, idleSin
 	if err != nil {
 		return err
 	}
-	_, cs, err := plan.Launch(parent, 0)
-	if err != nil {
-		return err
-	}
-	l := &cs.Link
-	rec, err := c.cfg.Store.ForkGet(ctx, &durable.ForkGetParams{Key: forkKey(l)})
-	if errors.Is(err, durable.ErrNotFound) {
-		rec, err = &durable.ForkRecord{Failed: -1}, nil
-	}
+	l, rec, err := c.forkOf(ctx, parent, plan)
 	if err != nil {
 		return err
 	}
@@ -811,15 +803,7 @@ func (c *Coordinator) Fork(ctx context.Context, sagaID string) (*ForkStatus, err
 	if !ok || !cur.Fork || cur.Compensating {
 		return nil, nil
 	}
-	_, cs, err := plan.Launch(st, 0)
-	if err != nil {
-		return nil, err
-	}
-	l := &cs.Link
-	rec, err := c.cfg.Store.ForkGet(ctx, &durable.ForkGetParams{Key: forkKey(l)})
-	if errors.Is(err, durable.ErrNotFound) {
-		rec, err = &durable.ForkRecord{Failed: -1}, nil
-	}
+	l, rec, err := c.forkOf(ctx, st, plan)
 	if err != nil {
 		return nil, err
 	}
@@ -839,6 +823,24 @@ func (c *Coordinator) Fork(ctx context.Context, sagaID string) (*ForkStatus, err
 		fs.Current = append(fs.Current, ch)
 	}
 	return fs, nil
+}
+
+// forkOf reads the record of the fork st waits on, with the fork's link:
+// an empty record (no child counted, none failed) before its first count.
+func (c *Coordinator) forkOf(ctx context.Context, st *saga.State, plan *saga.Plan) (*saga.ParentLink, *durable.ForkRecord, error) {
+	_, cs, err := plan.Launch(st, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	l := &cs.Link
+	rec, err := c.cfg.Store.ForkGet(ctx, &durable.ForkGetParams{Key: forkKey(l)})
+	if errors.Is(err, durable.ErrNotFound) {
+		rec, err = &durable.ForkRecord{Failed: -1}, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, rec, nil
 }
 
 // forkWork returns the launches of an outbox.

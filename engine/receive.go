@@ -338,15 +338,7 @@ type walk struct {
 // that are current in their lanes (launched or licensed, not yet ended),
 // by index.
 func (c *Coordinator) currentChildren(ctx context.Context, st *saga.State, plan *saga.Plan) ([]string, error) {
-	_, cs, err := plan.Launch(st, 0)
-	if err != nil {
-		return nil, err
-	}
-	l := &cs.Link
-	rec, err := c.cfg.Store.ForkGet(ctx, &durable.ForkGetParams{Key: forkKey(l)})
-	if errors.Is(err, durable.ErrNotFound) {
-		rec, err = &durable.ForkRecord{Failed: -1}, nil
-	}
+	l, rec, err := c.forkOf(ctx, st, plan)
 	if err != nil {
 		return nil, err
 	}
