@@ -38,6 +38,7 @@ const maxExpireWrites = 16
 // saga the message names.
 func (c *Coordinator) expire(ctx context.Context, msg durable.Message) (Outcome, error) {
 	_, st, plan, err := c.load(ctx, msg.SagaID)
+	ctx = c.traceMessage(ctx, st) // in the saga's own trace, as its other messages
 	if errors.Is(err, errSagaMissing) {
 		return "", fmt.Errorf("%w: %w", durable.ErrMalformedMessage, err)
 	}
