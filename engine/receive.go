@@ -265,8 +265,13 @@ func (c *Coordinator) route(ctx context.Context, st *saga.State, plan *saga.Plan
 		return "", nil
 	case len(later) > 0:
 		return later[0], nil
+	case !w.future && w.reads > 0:
+		// Every child of the fork has started, none of them can take
+		// it any more, nor can the saga: kept, it would be dropped at
+		// the join.
+		return "", fmt.Errorf("%w: no run of saga %s can take signal %s any more: the runs that await it have passed their awaits or ended", saga.ErrNotReceiving, st.SagaID, name)
 	}
-	return "", nil
+	return "", nil // kept, and given to a child of the fork that has yet to start
 }
 
 // maxRouteReads bounds the reads one signal's routing makes (fork records
@@ -287,18 +292,23 @@ func (c *Coordinator) walkRuns(ctx context.Context, st *saga.State, plan *saga.P
 		return nil
 	}
 	w.reads--
-	ids, err := c.currentChildren(ctx, st, plan)
+	lanes, err := c.currentChildren(ctx, st, plan)
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
+	for _, lane := range lanes {
 		if w.reads <= 0 || w.took != "" {
 			return nil
 		}
+		if lane.more {
+			w.future = true // a child of this lane has yet to start
+		}
+		id := lane.id
 		w.reads--
 		_, ch, chPlan, err := c.load(ctx, id)
 		if errors.Is(err, errSagaMissing) {
-			continue // licensed, not created yet: it is given the signal as it starts, if it is the first that may take it
+			w.future = true // licensed, not created yet: it is given the signal as it starts
+			continue
 		}
 		if err != nil {
 			return err
@@ -332,21 +342,28 @@ type walk struct {
 	reads      int      // reads left
 	now, later []string // runs that await it now, and that may later
 	took       string   // a run that took this very delivery already
+	future     bool     // a child of a fork read has yet to start
 }
 
-// currentChildren lists the ids of the children of the fork st waits on
-// that are current in their lanes (launched or licensed, not yet ended),
-// by index.
-func (c *Coordinator) currentChildren(ctx context.Context, st *saga.State, plan *saga.Plan) ([]string, error) {
+// laneChild is the current child of a fork's lane: launched or licensed,
+// its end not yet counted.
+type laneChild struct {
+	id   string
+	more bool // the lane starts another child after this one
+}
+
+// currentChildren lists the current child of each lane of the fork st
+// waits on, by index.
+func (c *Coordinator) currentChildren(ctx context.Context, st *saga.State, plan *saga.Plan) ([]laneChild, error) {
 	l, rec, err := c.forkOf(ctx, st, plan)
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
+	var lanes []laneChild
 	for j := range l.Lanes {
 		if k := j + rec.Count(j)*l.Lanes; k < l.Children && !rec.IsStopped(j) {
-			ids = append(ids, durable.ChildID(l.ID, l.Step, l.Seq, k))
+			lanes = append(lanes, laneChild{id: durable.ChildID(l.ID, l.Step, l.Seq, k), more: k+l.Lanes < l.Children})
 		}
 	}
-	return ids, nil
+	return lanes, nil
 }
