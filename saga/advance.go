@@ -864,9 +864,8 @@ func (r *runner) actionFailed(s *planStep, cur Cursor, err error) {
 	// An attempt that ran into its deadline (Timeout) may have taken
 	// effect: even with a cancel pending it is run again under the same
 	// idempotency key, whose answer says what the service did (a success
-	// is then compensated with the rest), and so is one that failed
-	// transiently after such an attempt (it said nothing of it).
-	unknown := typ == lang.ErrorTypeTimeout || cur.Unknown
+	// is then compensated with the rest).
+	unknown := typ == lang.ErrorTypeTimeout
 	if r.retryable(s.policy, cur.Attempt, err, typ) && (!st.CancelRequested || unknown) && !r.pastDeadline() {
 		r.retry(s, s.policy, cur, durable.QueueAdvance, false, se)
 		return
