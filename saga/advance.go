@@ -57,12 +57,9 @@ func (p *Plan) Advance(st *State, ev Event) error {
 			r.actionResult()
 		}
 	case EventCancel:
-		if cur, ok := st.Pending(); retryWaits && ev.Now.Add(clockSkew).Before(retryDue) && !(ok && cur.Unknown) {
+		if retryWaits && ev.Now.Add(clockSkew).Before(retryDue) {
 			// The pending attempt waits out its backoff: no one can be
-			// running it yet, so nothing is in flight to wait for, and
-			// the attempt before it failed, taking no effect. (One that
-			// ran into its deadline may have taken effect: its retry runs,
-			// as an attempt in flight does below, and tells.)
+			// running it yet, so nothing is in flight to wait for.
 			st.Cursors = st.Cursors[:0]
 			r.compensate(cancelled())
 			break
@@ -861,12 +858,7 @@ func (r *runner) actionFailed(s *planStep, cur Cursor, err error) {
 	}
 	typ := ErrorType(err)
 	se := newStepError(s.ID, typ, errorMessage(err))
-	// An attempt that ran into its deadline (Timeout) may have taken
-	// effect: even with a cancel pending it is run again under the same
-	// idempotency key, whose answer says what the service did (a success
-	// is then compensated with the rest).
-	unknown := typ == lang.ErrorTypeTimeout
-	if r.retryable(s.policy, cur.Attempt, err, typ) && (!st.CancelRequested || unknown) && !r.pastDeadline() {
+	if r.retryable(s.policy, cur.Attempt, err, typ) && !st.CancelRequested && !r.pastDeadline() {
 		r.retry(s, s.policy, cur, durable.QueueAdvance, false, se)
 		return
 	}

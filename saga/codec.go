@@ -128,9 +128,6 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 		e.uint(9, uint64(c.Lanes))
 		e.uint(11, c.Version)
 		e.uint(12, uint64(c.Child))
-		if c.Unknown {
-			e.uint(13, 1)
-		}
 		e.end(at)
 	}
 	for _, c := range st.Stack {
@@ -579,8 +576,6 @@ func (st *State) UnmarshalBinary(data []byte) error {
 					c.Version = d.uint()
 				case 12:
 					c.Child = d.int()
-				case 13:
-					c.Unknown = d.uint() == 1
 				default:
 					return false
 				}

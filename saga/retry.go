@@ -34,7 +34,6 @@ func (r *runner) retryable(pol lang.RetryPolicy, attempt int, err error, typ str
 
 func (r *runner) retry(s *planStep, pol lang.RetryPolicy, cur Cursor, q durable.QueueName, comp bool, se *StepError) {
 	cur.Attempt++
-	cur.Unknown = !comp && se != nil && se.Type == lang.ErrorTypeTimeout
 	d := backoff(pol, cur.Attempt, r.ev.Rand)
 	if dl := r.st.Deadline; !comp && !dl.IsZero() && r.ev.Now.Add(d).After(dl) {
 		// The saga's deadline comes first: the retry's message comes just

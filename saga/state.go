@@ -144,10 +144,6 @@ type Cursor struct {
 	Lanes    int    // fork: how many run at once (C, at most Children)
 	Version  uint64 // fork: the version the fork transition wrote; its join names it
 	Child    int    // fork, compensating: the child being undone
-	// Unknown: the attempt before this one ran into its deadline (a
-	// Timeout), so its outcome is unknown; a cancel runs this attempt,
-	// under the same idempotency key, to find it out.
-	Unknown bool
 }
 
 // ParentLink is where a child run came from: its parent saga, the fork

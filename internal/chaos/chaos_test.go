@@ -514,11 +514,9 @@ func TestChaos(t *testing.T) {
 			got := stepsOf(dos)
 			// Compensated: the compensable steps whose call returned
 			// success. A call that ran into the invocation's deadline after
-			// its effect (a Timeout) while the cancel waited is run again
-			// under its key and found out; one whose every attempt ran into
-			// the deadline (a loaded machine) stays unknown: the exposure of
-			// a Timeout on a step's last attempt (docs/RELIABILITY.md),
-			// counted, as the simulation counts it.
+			// its effect (a Timeout) while the cancel waited is not retried,
+			// so not compensated: the contract's exposure
+			// (docs/RELIABILITY.md), counted, as the simulation counts it.
 			var returned []chaos.Entry
 			for _, e := range dos {
 				if e.Returned {
@@ -554,9 +552,9 @@ func TestChaos(t *testing.T) {
 			}
 			// The cancelled step called more than once: a kill's repeat
 			// (no version), or an attempt that ran into the invocation's
-			// deadline unscripted (a slow machine) and was run again
-			// under its key to find its outcome out (a version more):
-			// its versions are not the script's to count.
+			// deadline unscripted (a slow machine) and was retried before
+			// the cancel (a version more): its versions are not the
+			// script's to count.
 			if i := slices.IndexFunc(dos, func(e chaos.Entry) bool { return e.Step == step }); i >= 0 && dos[i].Calls > 1 {
 				unknown = true
 			}
@@ -753,10 +751,10 @@ func TestChaos(t *testing.T) {
 	ticks := bytes.Count(logs.b.Bytes(), []byte(`invoked with {"job": "tick"}`))
 	idleTicks := bytes.Count(logs.b.Bytes(), []byte(`invoked with {"job": "tick"}: {"tick":{"Due":0,"Sent":0}}`))
 	sweepsResent := len(sweepResent.FindAll(logs.b.Bytes(), -1))
-	t.Logf("chaos report: %d sagas, %d workers killed with SIGKILL, %d invocations cut off mid-flight, %d duplicate action calls absorbed by idempotency keys, %d actions run into the invocation's deadline, %d sagas cancelled during an action (%d of their calls ran into the deadline on every attempt after the effect, unknown, not compensated), %d sagas waited and went on (not counting cancelled ones), %d ticks of the scheduled function (%d found nothing due; %d scheduled invocations cut off by kills), %d sweeps that sent an idle saga's outbox again", nSagas, kills.Load(), cut, duplicates, hung, cancelled, unknownEffects, waited, ticks, idleTicks, scheduledCut, sweepsResent)
+	t.Logf("chaos report: %d sagas, %d workers killed with SIGKILL, %d invocations cut off mid-flight, %d duplicate action calls absorbed by idempotency keys, %d actions run into the invocation's deadline, %d sagas cancelled during an action (%d of their calls timed out after the effect, not compensated), %d sagas waited and went on (not counting cancelled ones), %d ticks of the scheduled function (%d found nothing due; %d scheduled invocations cut off by kills), %d sweeps that sent an idle saga's outbox again", nSagas, kills.Load(), cut, duplicates, hung, cancelled, unknownEffects, waited, ticks, idleTicks, scheduledCut, sweepsResent)
 	killsOpen, killsUndoing := killed.during(fc.childSpans), killed.during(fc.undoSpans)
 	undoneLogged := bytes.Count(logs.b.Bytes(), []byte("child undone"))
-	t.Logf("forks: %d fork sagas (%d succeeded), %d children; %d kills while children ran, %d while parents undid them (by the ledger's times); %d children undone by their parents (%d undo transitions logged, retries included), %d compensated themselves; %d parents cancelled while a child ran, %d child actions run into the deadline, %d calls whose every attempt ran into it after the effect (unknown, not compensated), %d duplicate action calls absorbed",
+	t.Logf("forks: %d fork sagas (%d succeeded), %d children; %d kills while children ran, %d while parents undid them (by the ledger's times); %d children undone by their parents (%d undo transitions logged, retries included), %d compensated themselves; %d parents cancelled while a child ran, %d child actions run into the deadline, %d calls timed out after the effect (not compensated), %d duplicate action calls absorbed",
 		len(forks), forkSucceeded, nChildren, killsOpen, killsUndoing, fc.undone, undoneLogged, fc.selfCompensated, fc.cancelled, fc.hung, fc.timedOut, forkDuplicates)
 	sigs, cbs := drv.counts()
 	drv.mu.Lock()

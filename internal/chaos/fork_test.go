@@ -297,9 +297,9 @@ func (fc *forkCheck) check(id string, r *forkRun, ledger map[string][]chaos.Entr
 			switch {
 			case at.step == "z":
 			case !d.Returned:
-				// Every attempt ran into the deadline after its effect (a
-				// loaded machine): unknown, the exposure of a Timeout on
-				// a step's last attempt, counted.
+				// It ran into the deadline after its effect and was not
+				// retried (a cancel waited, or its last attempt): the
+				// exposure, counted.
 				fc.timedOut++
 			case len(undos[at]) == 0:
 				fc.violate("fork_compensated_exactly_once", "saga %s (script %+v) compensated and %s of run %q was left in place", id, sc, at.step, at.run)
