@@ -78,7 +78,7 @@ $(IAMSIM)/node_modules/.installed: $(IAMSIM)/package.json $(IAMSIM)/package-lock
 	cd $(IAMSIM) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-iam: iamsim ## the IAM check: every AWS call that make unit, e2e and chaos recorded, evaluated against infra/template.yaml's policies by a policy engine
+iam: iamsim ## the IAM check: every AWS call that make unit and e2e recorded, evaluated against infra/template.yaml's policies by a policy engine
 	LAMBDASAGA_AWS_CALLS_DIR=$(CALLS) $(GO) test -count=1 -v -run 'TestTemplateGrantsEveryRecordedCall' ./internal/iamcheck
 
 $(EMU)/node_modules/.installed: $(EMU)/package.json $(EMU)/package-lock.json
@@ -87,8 +87,8 @@ $(EMU)/node_modules/.installed: $(EMU)/package.json $(EMU)/package-lock.json
 
 CHAOS_SAGAS ?= 300
 chaos: emulators ## kill test: the real binaries under aws-lambda-rie, workers SIGKILLed while CHAOS_SAGAS sagas run and a driver signals them and completes their callbacks, then the invariants
-	@$(NEW_RECORDING)
-	LAMBDASAGA_CHAOS=1 CHAOS_SAGAS=$(CHAOS_SAGAS) $(RECORDING_EMULATORS) $(GO) test -count=1 -timeout 20m -v -run TestChaos ./internal/chaos 2>&1 | grep -vE '^\s+(AdvanceFunction|CompensateFunction|SweepFunction)/' 
+	@mkdir -p $(BIN)
+	LAMBDASAGA_CHAOS=1 CHAOS_SAGAS=$(CHAOS_SAGAS) $(WITH_EMULATORS) $(GO) test -count=1 -timeout 20m -v -run TestChaos ./internal/chaos 2>&1 | grep -vE '^\s+(AdvanceFunction|CompensateFunction|SweepFunction)/' 
 
 SEED ?= 1
 sim: ## the fault-injection simulation for one seed, with its report (make sim SEED=n replays a failure)

@@ -71,10 +71,21 @@ func (r *Recorder) Observe(service Service, req *http.Request, body []byte) {
 	if r == nil {
 		return
 	}
+	if p := principalOf(req); p == "" || p == "local" {
+		if service != DynamoDB || target(req) != "CreateTable" {
+			return // the harness's own call: only a table's schema is kept
+		}
+	}
+	// Parsed outside the lock: the proxies serve many workers at once.
+	schema := func(table string) (TableSchema, bool) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		s, ok := r.schemas[table]
+		return s, ok
+	}
+	call, s, err := Parse(service, req, body, schema)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	schema := func(table string) (TableSchema, bool) { s, ok := r.schemas[table]; return s, ok }
-	call, s, err := Parse(service, req, body, schema)
 	if s != nil {
 		r.schemas[s.Table] = *s
 		r.write(Entry{Schema: s})

@@ -64,8 +64,9 @@ const slowKillFor = time.Minute
 // settleFor bounds how long the test waits for its sagas to end, and for
 // a saga's slow step to be pending so that it can be cancelled then: on
 // a loaded machine the last iteration of a fork saga's foreach may start
-// two minutes after the saga did.
-const settleFor = 4 * time.Minute
+// two minutes after the saga did, and a fork undoing its children after
+// many kills may take four.
+const settleFor = 6 * time.Minute
 
 // killEvery is the time to the next kill: 100-500 ms while most sagas
 // run, 1-2 s once they are final and fork sagas still join and undo their
