@@ -79,7 +79,7 @@ $(IAMSIM)/node_modules/.installed: $(IAMSIM)/package.json $(IAMSIM)/package-lock
 	touch $@
 
 iam: iamsim ## the IAM check: every AWS call that make unit and e2e recorded, evaluated against infra/template.yaml's policies by a policy engine
-	LAMBDASAGA_AWS_CALLS_DIR=$(CALLS) $(GO) test -count=1 -v -run 'TestTemplateGrantsEveryRecordedCall' ./internal/iamcheck
+	LAMBDASAGA_AWS_CALLS_DIR=$(CURDIR)/$(CALLS) $(GO) test -count=1 -v -run 'TestTemplateGrantsEveryRecordedCall' ./internal/iamcheck
 
 $(EMU)/node_modules/.installed: $(EMU)/package.json $(EMU)/package-lock.json
 	cd $(EMU) && npm ci --no-audit --no-fund --loglevel=error
