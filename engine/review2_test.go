@@ -28,7 +28,7 @@ func (a review2Actions) Invoke(_ context.Context, c saga.Call) (any, error) {
 }
 
 // review2Run starts plan as saga p on a memory store, with the
-// hand-delivered queue of fork_bugs_test.go, and delivers every message
+// hand-delivered queue of fork_messages_lost_test.go, and delivers every message
 // (a message whose handling fails goes back to the end, as SQS
 // redelivers it) until none is left or 500 deliveries were made.
 func review2Run(t *testing.T, plan *saga.Plan, out func(saga.Call) any) (*review2Rig, []error) {
