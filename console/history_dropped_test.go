@@ -30,7 +30,7 @@ func (d dropping) Get(ctx context.Context, id string) (*saga.State, error) {
 // must say so and how many (docs/CONSOLE.md, "History": "the newest within
 // the history's bound (the dropped ones are counted)"), or the operator
 // takes the oldest entry shown for the saga's start.
-func TestReview15SagaPageSaysHistoryDropped(t *testing.T) {
+func TestSagaPageSaysHistoryDropped(t *testing.T) {
 	r := newRig(t)
 	r.start(t, "order", "o-1")
 	con, err := console.New(console.Config{Source: dropping{r.src, 4321}})

@@ -16,7 +16,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
-// Review 14: races of a fork on the embedded runtime (4 workers a queue):
+// Races of a fork on the embedded runtime (4 workers a queue):
 // cancels against children ending and failing, failures at once. Each run
 // checks that the saga ends, that every effect a compensated saga made is
 // undone once, and that a succeeded one undid nothing.
@@ -139,7 +139,7 @@ func startRace(t *testing.T, l *ledger) (*embedded.Runtime, *saga.Plan) {
 
 // A cancel of the parent at a random moment: while the fork's children
 // run, as the last of them ends, while the join runs, after it.
-func TestReview14CancelRacesTheFork(t *testing.T) {
+func TestCancelRacesTheFork(t *testing.T) {
 	l := newLedger()
 	rt, plan := startRace(t, l)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -172,7 +172,7 @@ func TestReview14CancelRacesTheFork(t *testing.T) {
 // Two branches fail at once, or a branch fails as the parent is
 // cancelled: the fork records one failure, every child ends, what
 // succeeded is undone once.
-func TestReview14FailuresAtOnce(t *testing.T) {
+func TestForkFailuresAtOnce(t *testing.T) {
 	l := newLedger()
 	rt, plan := startRace(t, l)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -12,7 +12,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
-// Found in review 5, fixed. Two sagas on one manual clock: A awaits a signal the
+// Two sagas on one manual clock: A awaits a signal the
 // test has not sent yet; B first waits an hour (a timer), then awaits.
 // WaitReceiving(B) promises to return once B waits on its signal, without
 // passing any await's timeout. But the runtime holds virtual time for as
@@ -66,7 +66,7 @@ func TestWaitReceivingIsNotHeldByAnotherSagasAwait(t *testing.T) {
 	}
 }
 
-// Found in review 5, fixed. A signal sent through a closed runtime:
+// A signal sent through a closed runtime:
 // nothing will ever run the saga again, so it is refused (ErrClosed),
 // rather than taken as if the runtime ran.
 func TestSignalAfterCloseIsRefused(t *testing.T) {
