@@ -15,8 +15,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
-// Review 14: forks under crashes, races and limits. Each test names what
-// it found in its comment; the rig is in review14_rig_test.go.
+// Forks under crashes, races and limits; the rig is in fork_rig_test.go.
 
 const bigForeachYAML = `saga: big
 input: {items: list}

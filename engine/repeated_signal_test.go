@@ -1,8 +1,5 @@
 package engine_test
 
-// Hostile review of issue 13 (signals and callbacks): each test in the
-// review4_*_test.go files shows a defect found in review, fixed since.
-
 import (
 	"context"
 	"sync/atomic"
