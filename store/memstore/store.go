@@ -22,6 +22,10 @@ var _ durable.Store = (*Store)(nil)
 type Store struct {
 	mu    sync.RWMutex
 	sagas map[string]*durable.SagaRecord
+	// wake holds the sagas whose WakeAt is set: SagaListDue reads only
+	// these, as the due index of store/dynamo holds only them (a sparse
+	// index), not every saga ever stored.
+	wake  map[string]wakeEntry
 	defs  map[string]*durable.DefinitionRecord
 	forks map[string]*durable.ForkRecord
 	// expires holds what SagaExpire and ForkExpire marked: the end of the
@@ -32,7 +36,7 @@ type Store struct {
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{sagas: map[string]*durable.SagaRecord{}, defs: map[string]*durable.DefinitionRecord{}, forks: map[string]*durable.ForkRecord{}, expires: map[string]time.Time{}}
+	return &Store{sagas: map[string]*durable.SagaRecord{}, wake: map[string]wakeEntry{}, defs: map[string]*durable.DefinitionRecord{}, forks: map[string]*durable.ForkRecord{}, expires: map[string]time.Time{}}
 }
 
 func clone(r *durable.SagaRecord) *durable.SagaRecord {
@@ -51,6 +55,7 @@ func (s *Store) SagaCreate(_ context.Context, p *durable.SagaCreateParams) error
 	r := clone(&p.Record)
 	r.Resends = 0
 	s.sagas[p.Record.SagaID] = r
+	s.indexWake(r)
 	return nil
 }
 
@@ -81,8 +86,25 @@ func (s *Store) SagaUpdate(_ context.Context, p *durable.SagaUpdateParams) error
 	*r = p.Record
 	r.State = state
 	r.Resends = 0
+	s.indexWake(r)
 	delete(s.expires, "saga "+r.SagaID) // the write replaces the saga whole, as store/dynamo's does
 	return nil
+}
+
+// indexWake keeps r in wake exactly while its WakeAt is set; s.mu is held.
+func (s *Store) indexWake(r *durable.SagaRecord) {
+	if r.WakeAt.IsZero() {
+		delete(s.wake, r.SagaID)
+		return
+	}
+	s.wake[r.SagaID] = wakeEntry{pos: durable.ListPosition(r.WakeAt, r.SagaID), due: durable.SagaDue{SagaID: r.SagaID, WakeAt: r.WakeAt}}
+}
+
+// wakeEntry is a saga of the due index: its position in the index's
+// order (WakeAt, then id) and what a listing returns of it.
+type wakeEntry struct {
+	pos string
+	due durable.SagaDue
 }
 
 // SagaSetResends implements durable.Store.
@@ -162,24 +184,25 @@ func (s *Store) SagaListDue(_ context.Context, p *durable.SagaListDueParams) (*d
 	if limit <= 0 {
 		limit = 100
 	}
-	type entry struct {
-		pos string
-		due durable.SagaDue
-	}
 	s.mu.RLock()
-	var all []entry
-	for _, r := range s.sagas {
-		if r.WakeAt.IsZero() || !r.WakeAt.Before(p.Before) {
+	// The first limit+1 entries in order: the page, and whether more
+	// follow. A small page (the tick's) keeps them by insertion, without
+	// sorting every due saga.
+	var all []wakeEntry
+	for _, e := range s.wake {
+		if !e.due.WakeAt.Before(p.Before) || p.Cursor != "" && e.pos <= p.Cursor {
 			continue
 		}
-		pos := durable.ListPosition(r.WakeAt, r.SagaID)
-		if p.Cursor != "" && pos <= p.Cursor {
+		if len(all) == limit+1 && e.pos >= all[limit].pos {
 			continue
 		}
-		all = append(all, entry{pos, durable.SagaDue{SagaID: r.SagaID, WakeAt: r.WakeAt}})
+		i, _ := slices.BinarySearchFunc(all, e.pos, func(a wakeEntry, pos string) int { return strings.Compare(a.pos, pos) })
+		if len(all) == limit+1 {
+			all = all[:limit]
+		}
+		all = slices.Insert(all, i, e)
 	}
 	s.mu.RUnlock()
-	slices.SortFunc(all, func(a, b entry) int { return strings.Compare(a.pos, b.pos) })
 	res := &durable.SagaListDueResult{}
 	for _, e := range all[:min(limit, len(all))] {
 		res.Sagas = append(res.Sagas, e.due)
