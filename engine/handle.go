@@ -187,7 +187,7 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (outcome 
 	apply := func(st *saga.State, limit int) error {
 		ev.StoreLimit = limit
 		if h != nil {
-			ev.OnStep = c.observer(plan, h, msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating, took: took})
+			ev.OnStep = c.observer(plan, h, msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating && !cur.Unknown, took: took})
 		}
 		base := st.Version
 		if err := plan.Advance(st, ev); err != nil {

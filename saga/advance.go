@@ -59,7 +59,11 @@ func (p *Plan) Advance(st *State, ev Event) error {
 	case EventCancel:
 		if retryWaits && ev.Now.Add(clockSkew).Before(retryDue) {
 			// The pending attempt waits out its backoff: no one can be
-			// running it yet, so nothing is in flight to wait for.
+			// running it yet, so nothing is in flight to wait for. The
+			// attempt before it failed; if it ran into its deadline, it
+			// may have taken effect, and compensating finds it out.
+			cur := st.Cursors[0]
+			r.unknownOutcome(p.steps[cur.Step], cur, cur.Attempt-1)
 			st.Cursors = st.Cursors[:0]
 			r.compensate(cancelled())
 			break
@@ -106,6 +110,9 @@ func (p *Plan) Advance(st *State, ev Event) error {
 			}
 			err := &StepError{Step: s.ID, Type: lang.ErrorTypeDeadline, Message: fmt.Sprintf("saga deadline %s passed %s", st.Deadline.UTC().Format(time.RFC3339), what)}
 			r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: cur.Attempt, Error: err})
+			if !cur.Wait {
+				r.unknownOutcome(s, cur, cur.Attempt-1)
+			}
 			r.compensate(err)
 			break
 		}
@@ -862,8 +869,28 @@ func (r *runner) actionFailed(s *planStep, cur Cursor, err error) {
 		r.retry(s, s.policy, cur, durable.QueueAdvance, false, se)
 		return
 	}
-	// Out of attempts, permanent, or cancelled meanwhile: a failed attempt
-	// took no effect, so a cancelled saga compensates without another.
+	// Out of attempts, permanent, or cancelled meanwhile: no attempt
+	// follows. One that ran into its deadline (or a transient failure
+	// after one that did) may have taken effect: it goes on the stack,
+	// unknown, and is found out if the saga compensates.
+	cur.Unknown = typ == lang.ErrorTypeTimeout || cur.Unknown && !definite(s.policy, err, typ)
+	r.unknownOutcome(s, cur, cur.Attempt)
 	st.Cursors = st.Cursors[:0]
 	r.stepFailed(s, cur.Attempt, se)
+}
+
+// unknownOutcome puts step s's visit on the compensation stack, unknown,
+// when the attempt ended (attempts ran, the last at cur) may have taken
+// effect: cur.Unknown says the last attempt ran into its deadline. Steps
+// without a compensation have nothing to undo; a callback step whose
+// action succeeded is on the stack already.
+func (r *runner) unknownOutcome(s *planStep, cur Cursor, attempts int) {
+	st := r.st
+	if !cur.Unknown || s.comp == nil || cur.Compensating || attempts < 1 {
+		return
+	}
+	if n := len(st.Stack); n > 0 && st.Stack[n-1].Step == cur.Step && st.Stack[n-1].Seq == cur.Seq {
+		return
+	}
+	st.Stack = append(st.Stack, Completion{Step: cur.Step, Seq: cur.Seq, Unknown: true, Attempts: attempts})
 }

@@ -116,7 +116,20 @@ func (p *Plan) Call(st *State, now time.Time) (Call, error) {
 	c := Call{SagaID: st.SagaID, Step: s.ID, Action: s.Action, Attempt: cur.Attempt, Timeout: s.Timeout, Compensation: cur.Compensating}
 	with, vars := s.args, st.Vars
 	dropped := false
-	if cur.Compensating {
+	if cur.Compensating && cur.Unknown {
+		// Finding out what an attempt that ran into its deadline did: the
+		// action again, under its key, numbered after its attempts.
+		c.Compensation = false
+		c.IdempotencyKey = idempotencyKey(st.SagaID, s.ID, cur.Seq)
+		for _, done := range st.Stack {
+			if done.Seq == cur.Seq && done.Step == cur.Step {
+				c.Attempt = done.Attempts + cur.Attempt
+			}
+		}
+		if s.Callback != nil {
+			c.CallbackToken, c.CallbackTimeout = p.CallbackToken(st), callbackTimeout(s)
+		}
+	} else if cur.Compensating {
 		c.Action, c.Timeout, with = s.comp.action, s.comp.timeout, s.comp.with
 		c.IdempotencyKey = idempotencyKey(st.SagaID, s.ID+".compensate", cur.Seq)
 		for _, done := range st.Stack {
@@ -140,7 +153,7 @@ func (p *Plan) Call(st *State, now time.Time) (Call, error) {
 		vars = without(vars, s.Out)
 	}
 	if with != nil {
-		act := &activation{st: st, vars: vars, attempt: int64(cur.Attempt), now: now}
+		act := &activation{st: st, vars: vars, attempt: int64(c.Attempt), now: now}
 		in, err := with.eval(act)
 		if err != nil && dropped {
 			return c, &ActionError{Type: ErrorType(err), Message: fmt.Sprintf("compensate.with: the action succeeded but its output could not be kept (vars.%s was never written), so its compensation cannot be built; undo it by hand (idempotency key %s), then resume with --skip: %s",

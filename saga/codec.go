@@ -128,6 +128,9 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 		e.uint(9, uint64(c.Lanes))
 		e.uint(11, c.Version)
 		e.uint(12, uint64(c.Child))
+		if c.Unknown {
+			e.uint(13, 1)
+		}
 		e.end(at)
 	}
 	for _, c := range st.Stack {
@@ -141,6 +144,10 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 			e.uint(4, 1)
 		}
 		e.uint(5, uint64(c.Children))
+		if c.Unknown {
+			e.uint(6, 1)
+			e.uint(7, uint64(c.Attempts))
+		}
 		e.end(at)
 	}
 	for _, m := range st.Outbox {
@@ -576,6 +583,8 @@ func (st *State) UnmarshalBinary(data []byte) error {
 					c.Version = d.uint()
 				case 12:
 					c.Child = d.int()
+				case 13:
+					c.Unknown = d.uint() == 1
 				default:
 					return false
 				}
@@ -596,6 +605,10 @@ func (st *State) UnmarshalBinary(data []byte) error {
 					c.OutDropped = d.uint() == 1
 				case 5:
 					c.Children = d.int()
+				case 6:
+					c.Unknown = d.uint() == 1
+				case 7:
+					c.Attempts = d.int()
 				default:
 					return false
 				}

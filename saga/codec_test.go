@@ -96,6 +96,17 @@ func TestBranchOutputIsEncodedOnce(t *testing.T) {
 	}
 }
 
+// findingOutState compensates a step whose outcome is unknown: its
+// attempt 3 ran into its deadline, and its action runs again under its
+// key (a forward retry that followed a Timeout is marked too).
+func findingOutState() *saga.State {
+	st := richState()
+	st.Status = durable.StatusCompensating
+	st.Cursors = []saga.Cursor{{Step: 3, Attempt: 2, Seq: 4, Compensating: true, Unknown: true}}
+	st.Stack = []saga.Completion{{Step: 0, Seq: 1}, {Step: 3, Seq: 4, Unknown: true, Attempts: 3}}
+	return st
+}
+
 // historyState is richState with the history of a saga that compensated,
 // some of it dropped.
 func historyState(t testing.TB) *saga.State {
@@ -107,7 +118,7 @@ func historyState(t testing.TB) *saga.State {
 
 func TestStateRoundTrip(t *testing.T) {
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
-	states := append(forkStates(), richState(), &saga.State{}, drive(t, p, orderIn(1), failing("charge")).st, drive(t, p, orderIn(1), failing()).st, historyState(t))
+	states := append(forkStates(), findingOutState(), richState(), &saga.State{}, drive(t, p, orderIn(1), failing("charge")).st, drive(t, p, orderIn(1), failing()).st, historyState(t))
 	for i, st := range states {
 		b, err := st.MarshalBinary()
 		if err != nil {

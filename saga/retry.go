@@ -28,12 +28,24 @@ func pendingRetryDue(st *State) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// definite reports whether err, an attempt's failure, is the service's
+// answer that the call took no effect: permanent, by the error or by the
+// policy's list. Any other failure may be a service that did not answer.
+func definite(pol lang.RetryPolicy, err error, typ string) bool {
+	return IsPermanent(err) || slices.Contains(pol.Permanent, typ)
+}
+
 func (r *runner) retryable(pol lang.RetryPolicy, attempt int, err error, typ string) bool {
 	return !IsPermanent(err) && !slices.Contains(pol.Permanent, typ) && attempt < pol.Attempts
 }
 
 func (r *runner) retry(s *planStep, pol lang.RetryPolicy, cur Cursor, q durable.QueueName, comp bool, se *StepError) {
 	cur.Attempt++
+	if !comp {
+		// Unknown until an attempt answers: a retryable failure after a
+		// Timeout says nothing of what the attempt before it did.
+		cur.Unknown = cur.Unknown || se != nil && se.Type == lang.ErrorTypeTimeout
+	}
 	d := backoff(pol, cur.Attempt, r.ev.Rand)
 	if dl := r.st.Deadline; !comp && !dl.IsZero() && r.ev.Now.Add(d).After(dl) {
 		// The saga's deadline comes first: the retry's message comes just
@@ -44,7 +56,13 @@ func (r *runner) retry(s *planStep, pol lang.RetryPolicy, cur Cursor, q durable.
 	}
 	r.st.Cursors[0] = cur
 	r.send(q, s.ID, cur.Attempt, d)
-	r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeRetrying, Attempt: cur.Attempt - 1, Compensation: comp, Delay: d, Error: se})
+	attempt, asComp := cur.Attempt-1, comp
+	if comp && cur.Unknown {
+		// Finding out: the action's own attempts, numbered after the ones
+		// that ran forward.
+		attempt, asComp = r.findingOutAttempt(cur)-1, false
+	}
+	r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeRetrying, Attempt: attempt, Compensation: asComp, Delay: d, Error: se})
 }
 
 // backoff is the delay before attempt (2 or more) under pol: backoff

@@ -144,6 +144,12 @@ type Cursor struct {
 	Lanes    int    // fork: how many run at once (C, at most Children)
 	Version  uint64 // fork: the version the fork transition wrote; its join names it
 	Child    int    // fork, compensating: the child being undone
+	// Unknown, forward: the attempt before this one ran into its
+	// deadline (a Timeout), so it may have taken effect; a cancel or the
+	// saga's deadline that meets this attempt waiting out its backoff
+	// puts the step on the stack to be found out. Compensating: the work
+	// is finding out, running the step's action again under its key.
+	Unknown bool
 }
 
 // ParentLink is where a child run came from: its parent saga, the fork
@@ -203,6 +209,15 @@ type Completion struct {
 	// Children is, for a fork step, how many children it started: each
 	// succeeded, and is undone as a whole when the saga compensates.
 	Children int
+	// Unknown: the step's last attempt ran into its deadline (a Timeout)
+	// and no attempt after it ran: it may have taken effect. Compensating
+	// finds it out first, running the action again under the same
+	// idempotency key (the service answers what it did): a success is
+	// then compensated, a definite failure took no effect.
+	Unknown bool
+	// Attempts is, for an Unknown step, how many attempts of its action
+	// ran; the calls that find it out are numbered after them.
+	Attempts int
 }
 
 // StepError is a failure recorded in state: ids and type, never values.

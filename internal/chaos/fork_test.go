@@ -272,10 +272,10 @@ func (fc *forkCheck) check(id string, r *forkRun, ledger map[string][]chaos.Entr
 		}
 	}
 
-	// Compensation: every compensable effect that returned undone exactly
-	// once (one key), each run's newest first; an effect whose call ran
-	// into the deadline while a cancel waited is not retried, so not
-	// compensated (the contract's exposure, as for the chaos saga).
+	// Compensation: every compensable effect undone exactly once (one
+	// key), each run's newest first; an effect whose call ran into the
+	// deadline on its last attempt, or while a cancel waited, is found out
+	// under its key as its run compensates, and undone.
 	fc.checked["fork_compensated_exactly_once"]++
 	for at, us := range undos {
 		d, ok := dos[at]
@@ -297,12 +297,14 @@ func (fc *forkCheck) check(id string, r *forkRun, ledger map[string][]chaos.Entr
 			switch {
 			case at.step == "z":
 			case !d.Returned:
-				// It ran into the deadline after its effect and was not
-				// retried (a cancel waited, or its last attempt): the
-				// exposure, counted.
 				fc.timedOut++
+				fc.violate("fork_compensated_exactly_once", "saga %s (script %+v) compensated and the effect of %s of run %q was never found out (no call under its key returned)", id, sc, at.step, at.run)
 			case len(undos[at]) == 0:
-				fc.violate("fork_compensated_exactly_once", "saga %s (script %+v) compensated and %s of run %q was left in place", id, sc, at.step, at.run)
+				child := "the parent"
+				if ch := r.children[at.run]; ch != nil {
+					child = fmt.Sprintf("run %s at v%d, %s, cancel requested %v, failure %v", at.run, ch.Version, ch.Status, ch.CancelRequested, ch.Failure)
+				}
+				fc.violate("fork_compensated_exactly_once", "saga %s (script %+v) compensated and %s of run %q was left in place (called %d times under its key; %s)", id, sc, at.step, at.run, d.Calls, child)
 			}
 		}
 	}

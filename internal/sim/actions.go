@@ -27,6 +27,10 @@ const (
 	// a Timeout: after applying its effect (done, result lost) or before.
 	deadlineAfterEffect
 	deadlineBeforeEffect
+	// A service that does not answer: a timeout, no effect. Scripted for
+	// every forward attempt and past them, so that compensating cannot
+	// find the outcome out (the saga parks) until an operator resumes.
+	unreachable
 )
 
 // callScript is how the calls of one visit to a step (one idempotency
@@ -192,6 +196,9 @@ func (a *simActions) Invoke(ctx context.Context, call saga.Call) (any, error) {
 		a.outputs[key] = a.output(cs, call)
 		w.report.Faults["timeout_after_effect"]++
 		return nil, saga.NewError(lang.ErrorTypeTimeout, call.Action+" timed out after doing its work")
+	case unreachable:
+		w.report.Faults["unreachable"]++
+		return nil, saga.NewError(lang.ErrorTypeTimeout, call.Action+" did not answer")
 	case deadlineAfterEffect, deadlineBeforeEffect:
 		// Runs until its context ends: the step timeout, or what the
 		// invocation leaves it (a 30 s function less ResultReserve).

@@ -171,7 +171,16 @@ func (w *world) pick(attempts int, permanent, exhausted, timeout float64) []beha
 		return out
 	case r < permanent+exhausted+timeout:
 		return []behaviour{timeoutAfterEffect}
-	case r < permanent+exhausted+timeout+0.15:
+	case r < permanent+exhausted+timeout+0.01:
+		// Unreachable through every attempt and through most or all of
+		// the asks that find its outcome out (the default compensation
+		// retry is 10): its saga parks until an operator resumes it.
+		out := make([]behaviour, attempts+8+w.rng.IntN(4))
+		for i := range out {
+			out[i] = unreachable
+		}
+		return out
+	case r < permanent+exhausted+timeout+0.16:
 		out := make([]behaviour, 1+w.rng.IntN(max(1, attempts-1)))
 		for i := range out {
 			out[i] = failRetryable

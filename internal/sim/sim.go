@@ -100,10 +100,6 @@ type Report struct {
 	// on children, Children the child runs (each checked as a saga).
 	GeneratedForks, ForkSagas, Forks, Children int
 	ChildOutcomes                              map[durable.Status]int
-	// Unreported counts effects a service applied and reported as a
-	// Timeout, which the engine recorded as that failure: never
-	// compensated, the exposure docs/RELIABILITY.md names.
-	Unreported int
 }
 
 // OK reports whether no invariant failed.
@@ -126,7 +122,6 @@ func (r *Report) String() string {
 		}
 	}
 	s += "\n"
-	s += fmt.Sprintf("  effects reported as a Timeout and recorded so (not compensated: the known exposure): %d\n", r.Unreported)
 	s += "  outcomes:"
 	for _, st := range durable.Statuses() {
 		if n := r.Outcomes[st]; n > 0 {
