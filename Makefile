@@ -94,8 +94,15 @@ SEED ?= 1
 sim: ## the fault-injection simulation for one seed, with its report (make sim SEED=n replays a failure)
 	$(GO) test -count=1 ./internal/sim -run 'TestSimulation$$' -seed $(SEED) -v
 
-sim-long: ## the simulation at size: 100 seeds of 10,000 sagas
-	$(GO) test -count=1 -timeout 2h ./internal/sim -run 'TestSimulation$$' -seeds 100 -sagas 10000 -v
+SIM_JOBS ?= 2
+sim-long: ## the simulation at size: 100 seeds of 10,000 sagas, in SIM_JOBS processes (2), each logging to bin/sim-long-N.log
+	$(GO) test -c -o bin/sim.test ./internal/sim
+	@cd internal/sim && per=$$(( (100 + $(SIM_JOBS) - 1) / $(SIM_JOBS) )); pids=""; \
+	for j in $$(seq 1 $(SIM_JOBS)); do \
+		first=$$(( (j - 1) * per + 1 )); n=$$(( 101 - first < per ? 101 - first : per )); \
+		../../bin/sim.test -test.run 'TestSimulation$$' -test.timeout 6h -test.v -from $$first -seeds $$n -sagas 10000 > ../../bin/sim-long-$$j.log 2>&1 & pids="$$pids $$!"; \
+	done; ok=0; for p in $$pids; do wait $$p || ok=1; done; \
+	for j in $$(seq 1 $(SIM_JOBS)); do grep -E "seeds, .* sagas|violated [1-9]|^(--- |ok|FAIL)" ../../bin/sim-long-$$j.log; done; exit $$ok
 
 DEFS ?= 100000
 proptest-long: ## "what validation accepts must run" at size: DEFS generated definitions (100,000); go test ./internal/proptest -run TestProperty -seed N -v replays one

@@ -13,7 +13,8 @@ import (
 // its children run, which 1,000 a seed never reached.
 var (
 	seed  = flag.Uint64("seed", 0, "run only this seed (replays a failure exactly)")
-	seeds = flag.Int("seeds", 3, "how many seeds to run, from 1")
+	seeds = flag.Int("seeds", 3, "how many seeds to run, from -from")
+	from  = flag.Int("from", 1, "the first seed to run")
 	sagas = flag.Int("sagas", 3000, "sagas per seed")
 	rate  = flag.Float64("fault-rate", 0.05, "chance of a fault at each boundary while faults are on")
 )
@@ -31,7 +32,7 @@ func TestSimulation(t *testing.T) {
 	if *seed != 0 {
 		list = append(list, *seed)
 	} else {
-		for s := 1; s <= *seeds; s++ {
+		for s := *from; s < *from+*seeds; s++ {
 			list = append(list, uint64(s))
 		}
 	}
