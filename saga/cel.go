@@ -155,7 +155,7 @@ func (p *program) eval(act *activation) (ref.Val, error) {
 		err error
 	)
 	if p.tracked {
-		ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+		ctx, cancel := context.WithTimeout(context.Background(), p.scaledTimeout(act))
 		v, _, err = p.prg.ContextEval(ctx, act)
 		cancel()
 	} else {
@@ -173,6 +173,83 @@ func (p *program) eval(act *activation) (ref.Val, error) {
 		return nil, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %s", p.src, msg)}
 	}
 	return v, nil
+}
+
+// CEL's runtime cost tracking keeps a stack that its comprehensions do not
+// always pop (cel-go v0.31: interpreter.refValStack.drop searches it for
+// ids that are not there), so a tracked comprehension takes time quadratic
+// in the elements it walks: a map over 10,000 elements, the most a foreach
+// iterates, takes 50 to 200 ms here, past the 100 ms deadline, while its
+// cost (about 14 per element) is far under the limit. The deadline scales
+// with the square of the elements the expression may read, by thousands
+// past timeoutScaleElements, up to maxTimeoutScale times: the cost limit
+// stays what bounds the work (a simple map stops at about 70,000
+// elements), the deadline what bounds the time of the rest.
+const (
+	timeoutScaleElements = 2000
+	maxTimeoutScale      = 25
+)
+
+// scaledTimeout is the deadline of a tracked evaluation against act.
+func (p *program) scaledTimeout(act *activation) time.Duration {
+	limit := timeoutScaleElements * 8 // past this the scale is at its cap
+	n := 0
+	count := func(v any) {
+		if n < limit {
+			n += elements(v, limit-n)
+		}
+	}
+	if p.uses.allInput {
+		count(act.st.Input)
+	} else {
+		for _, f := range p.uses.input {
+			count(act.st.Input[f])
+		}
+	}
+	if p.uses.allVars {
+		count(act.vars)
+	} else {
+		for _, f := range p.uses.vars {
+			count(act.vars[f])
+		}
+	}
+	for _, v := range act.st.Scope {
+		count(v)
+	}
+	k := int64(n / timeoutScaleElements)
+	if k <= 1 {
+		return p.timeout
+	}
+	return p.timeout * time.Duration(min(k*k, maxTimeoutScale))
+}
+
+// elements counts the list elements and map entries in v, at any depth,
+// stopping past limit.
+func elements(v any, limit int) int {
+	n := 0
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case []any:
+			n += len(t)
+			for _, x := range t {
+				if n > limit {
+					return
+				}
+				walk(x)
+			}
+		case map[string]any:
+			n += len(t)
+			for _, x := range t {
+				if n > limit {
+					return
+				}
+				walk(x)
+			}
+		}
+	}
+	walk(v)
+	return n
 }
 
 // redactEvalError keeps what went wrong in an evaluation and drops the
