@@ -75,6 +75,13 @@ func (p *Plan) Advance(st *State, ev Event) error {
 			st.CancelRequested = true
 			if !cur.Compensating {
 				r.stopFork(cur)
+			} else {
+				// A failed fork's undo: the undo of the child being undone,
+				// in the outbox this write replaces, may never have been
+				// sent (a crash after the join's write). Again: a child's
+				// undo is idempotent.
+				s := p.steps[cur.Step]
+				st.Outbox = append(st.Outbox, durable.Message{SagaID: durable.ChildID(st.SagaID, s.ID, cur.Seq, cur.Child), Version: st.Version, Queue: durable.QueueCompensate, Kind: durable.KindUndo, Step: s.ID, Attempt: 1})
 			}
 			break
 		}
