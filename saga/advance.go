@@ -899,5 +899,16 @@ func (r *runner) unknownOutcome(s *planStep, cur Cursor, attempts int) {
 	if n := len(st.Stack); n > 0 && st.Stack[n-1].Step == cur.Step && st.Stack[n-1].Seq == cur.Seq {
 		return
 	}
-	st.Stack = append(st.Stack, Completion{Step: cur.Step, Seq: cur.Seq, Unknown: true, Attempts: attempts})
+	c := Completion{Step: cur.Step, Seq: cur.Seq, Unknown: true, Attempts: attempts}
+	if s.args != nil {
+		// The input the attempts had: vars are as they saw them (nothing
+		// ran since), the attempt the last one.
+		in, err := s.args.eval(&activation{st: st, vars: st.Vars, attempt: int64(attempts), now: r.ev.Now})
+		c.Input, c.HasInput = in, err == nil
+	}
+	st.Stack = append(st.Stack, c)
+	if c.HasInput && !r.fitsWithin(maxSettledStateBytes-settledHeadroom) {
+		// Too large to keep beside the rest: evaluated again when asked.
+		st.Stack[len(st.Stack)-1].Input, st.Stack[len(st.Stack)-1].HasInput = nil, false
+	}
 }

@@ -94,6 +94,8 @@ func (p *Plan) Awaits(cur Cursor) (step string, timeout time.Duration) {
 	switch {
 	case cur.Compensating && s.comp == nil:
 		return s.ID, 0 // a fork undoing a child: the child runs the compensations
+	case cur.Compensating && cur.Unknown:
+		return s.ID, s.Timeout // finding out: the action again
 	case cur.Compensating:
 		return s.ID, s.comp.timeout
 	}
@@ -116,18 +118,28 @@ func (p *Plan) Call(st *State, now time.Time) (Call, error) {
 	c := Call{SagaID: st.SagaID, Step: s.ID, Action: s.Action, Attempt: cur.Attempt, Timeout: s.Timeout, Compensation: cur.Compensating}
 	with, vars := s.args, st.Vars
 	dropped := false
+	inputAttempt := c.Attempt // the attempt expressions see as saga.attempt
 	if cur.Compensating && cur.Unknown {
 		// Finding out what an attempt that ran into its deadline did: the
 		// action again, under its key, numbered after its attempts.
+		// The input is the one the attempts had, kept when the step went
+		// on the stack; evaluated again (as the last attempt) if it could
+		// not be kept. The token is the last attempt's.
 		c.Compensation = false
 		c.IdempotencyKey = idempotencyKey(st.SagaID, s.ID, cur.Seq)
+		last := 0
 		for _, done := range st.Stack {
 			if done.Seq == cur.Seq && done.Step == cur.Step {
+				last = done.Attempts
 				c.Attempt = done.Attempts + cur.Attempt
+				if done.HasInput {
+					with, c.Input = nil, done.Input
+				}
 			}
 		}
+		inputAttempt = last
 		if s.Callback != nil {
-			c.CallbackToken, c.CallbackTimeout = p.CallbackToken(st), callbackTimeout(s)
+			c.CallbackToken, c.CallbackTimeout = p.callbackTokenFor(st, cur.Step, cur.Seq, last), callbackTimeout(s)
 		}
 	} else if cur.Compensating {
 		c.Action, c.Timeout, with = s.comp.action, s.comp.timeout, s.comp.with
@@ -153,7 +165,7 @@ func (p *Plan) Call(st *State, now time.Time) (Call, error) {
 		vars = without(vars, s.Out)
 	}
 	if with != nil {
-		act := &activation{st: st, vars: vars, attempt: int64(c.Attempt), now: now}
+		act := &activation{st: st, vars: vars, attempt: int64(inputAttempt), now: now}
 		in, err := with.eval(act)
 		if err != nil && dropped {
 			return c, &ActionError{Type: ErrorType(err), Message: fmt.Sprintf("compensate.with: the action succeeded but its output could not be kept (vars.%s was never written), so its compensation cannot be built; undo it by hand (idempotency key %s), then resume with --skip: %s",

@@ -148,6 +148,9 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 			e.uint(6, 1)
 			e.uint(7, uint64(c.Attempts))
 		}
+		if c.HasInput {
+			e.value(8, c.Input)
+		}
 		e.end(at)
 	}
 	for _, m := range st.Outbox {
@@ -609,6 +612,8 @@ func (st *State) UnmarshalBinary(data []byte) error {
 					c.Unknown = d.uint() == 1
 				case 7:
 					c.Attempts = d.int()
+				case 8:
+					c.Input, c.HasInput = d.valueField(), true
 				default:
 					return false
 				}

@@ -96,7 +96,7 @@ func (r *runner) foundOut(s *planStep, cur Cursor) {
 		// A success, even with an output state cannot hold: the step took
 		// effect (its compensation then cannot read that output).
 		top := &st.Stack[n-1]
-		top.Unknown, top.Attempts = false, 0
+		top.Unknown, top.Attempts, top.Input, top.HasInput = false, 0, nil, false
 		out, err := CheckValue(ev.Output)
 		if bad != nil {
 			out, err = nil, bad

@@ -426,7 +426,11 @@ func (r *runner) childUndone(u *Undone) {
 		// undoes the child again (once an operator resumed it), and a skip
 		// goes on to the next.
 		st.Status = durable.StatusCompensationFailed
-		st.CompensationError = newStepError(s.ID, u.Parked.Type, fmt.Sprintf("child %d parked: %s", u.Child, u.Parked.Message))
+		// Resuming this saga resumes the child; skipping here skips the
+		// child's whole undo, so the message names the child's run, where
+		// a skip skips only the step it parked on.
+		st.CompensationError = newStepError(s.ID, u.Parked.Type, fmt.Sprintf("child %d (run %s) parked (resume here resumes it; resume --skip here skips the whole child's undo, resume --skip on the run only its step): %s",
+			u.Child, durable.ChildID(st.SagaID, s.ID, cur.Seq, u.Child), u.Parked.Message))
 		r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompensationFailed, Attempt: 1, Compensation: true, Error: st.CompensationError})
 		return
 	}

@@ -65,15 +65,23 @@ func (p *Plan) HasCallbacks() bool { return p.callbacks }
 // saga's secret. Empty when the pending cursor is no callback step's.
 func (p *Plan) CallbackToken(st *State) string {
 	cur, ok := st.Pending()
-	if !ok || cur.Compensating || cur.Step < 0 || cur.Step >= len(p.steps) || p.steps[cur.Step].Callback == nil || len(st.Secret) == 0 {
+	if !ok || cur.Compensating {
+		return ""
+	}
+	return p.callbackTokenFor(st, cur.Step, cur.Seq, cur.Attempt)
+}
+
+// callbackTokenFor is the token of a callback step's attempt.
+func (p *Plan) callbackTokenFor(st *State, step int, seq uint64, attempt int) string {
+	if step < 0 || step >= len(p.steps) || p.steps[step].Callback == nil || len(st.Secret) == 0 {
 		return ""
 	}
 	b := binary.AppendUvarint(nil, uint64(len(st.SagaID)))
 	b = append(b, st.SagaID...)
-	b = binary.AppendUvarint(b, uint64(cur.Step))
-	b = binary.AppendUvarint(b, cur.Seq)
-	b = binary.AppendUvarint(b, uint64(cur.Attempt))
-	b = append(b, tokenMAC(st.Secret, st.SagaID, cur.Step, cur.Seq, cur.Attempt)...)
+	b = binary.AppendUvarint(b, uint64(step))
+	b = binary.AppendUvarint(b, seq)
+	b = binary.AppendUvarint(b, uint64(attempt))
+	b = append(b, tokenMAC(st.Secret, st.SagaID, step, seq, attempt)...)
 	return tokenPrefix + base64.RawURLEncoding.EncodeToString(b)
 }
 

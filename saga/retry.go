@@ -30,8 +30,15 @@ func pendingRetryDue(st *State) (time.Time, bool) {
 
 // definite reports whether err, an attempt's failure, is the service's
 // answer that the call took no effect: permanent, by the error or by the
-// policy's list. Any other failure may be a service that did not answer.
+// policy's list. Any other failure may be a service that did not answer;
+// so is a Timeout, even listed as permanent, and a failure the engine
+// made without calling the service (the input could not be built, the
+// action is not registered here).
 func definite(pol lang.RetryPolicy, err error, typ string) bool {
+	switch typ {
+	case lang.ErrorTypeTimeout, lang.ErrorTypeExpression, lang.ErrorTypeActionNotFound, lang.ErrorTypeStateTooLarge:
+		return false
+	}
 	return IsPermanent(err) || slices.Contains(pol.Permanent, typ)
 }
 

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +14,9 @@ import (
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
-// Hostile cases for finding out an attempt whose outcome is unknown
-// (commit 5606b30).
+// Edges of finding out an attempt whose outcome is unknown: what counts
+// as an answer, the input and token the call carries, its time, forks,
+// loops and large outputs.
 
 // keyedService is an action with idempotency keys: a call that "charges"
 // records its key as applied; every later call under an applied key
@@ -47,6 +49,11 @@ func (k *keyedService) call(c saga.Call) (any, error) {
 	return map[string]any{"id": "ch-1"}, nil
 }
 
+// undo records the compensation call c: it undoes its step's key.
+func (k *keyedService) undo(c saga.Call) {
+	k.undone[strings.Replace(c.IdempotencyKey, "/"+c.Step+".compensate/", "/"+c.Step+"/", 1)] = true
+}
+
 // leftUndone lists the keys whose effect was applied and never undone.
 func (k *keyedService) leftUndone() []string {
 	var out []string
@@ -61,9 +68,8 @@ func (k *keyedService) leftUndone() []string {
 // A step whose retry policy lists Timeout as permanent (do not retry a
 // slow charge) times out after charging. The call that finds it out runs
 // into its deadline too: that answers nothing of what the first attempt
-// did, but the Timeout is taken for a "definite failure" (a type in
-// retry.permanent), so the step is dropped from the stack and the charge
-// is never refunded while the saga ends compensated.
+// did, listed or not, so it is asked again and the saga parks; it never
+// ends compensated with the charge in place.
 func TestUnknownOutcomeAskedAgainTimingOutIsNoAnswerEvenWhenTimeoutIsPermanent(t *testing.T) {
 	src := `
 saga: permtimeout
@@ -82,7 +88,7 @@ steps:
 			return map[string]any{}, nil
 		}
 		if c.Compensation {
-			svc.undone[c.IdempotencyKey] = true
+			svc.undo(c)
 			return map[string]any{}, nil
 		}
 		return svc.call(c)
@@ -100,58 +106,66 @@ steps:
 	}
 }
 
-// The call that finds out is the action again "with the same with"; but
-// the with is evaluated over the vars of now, not of the attempt: after a
-// catch moved on, a later step changed what the with reads, and the
-// action is asked again under the same idempotency key with another
-// input (a service that checks a repeated key's parameters refuses it).
+// The call that finds out carries the input the attempts had, kept when
+// the step went on the stack: after a catch moved on, a later step changed
+// what the with reads (its value, or its shape), and the service is still
+// asked the same under the same key (a service that checks a repeated
+// key's parameters would refuse another).
 func TestUnknownOutcomeIsAskedWithTheInputOfTheAttempt(t *testing.T) {
-	src := `
+	for _, tt := range []struct{ name, later string }{
+		{"a value changed", "{order: {id: 'o-2'}}"},
+		{"a value changed shape", "{order: 'gone'}"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := `
 saga: withvars
 steps:
   - id: init
-    set: {amount: 10}
+    set: {order: {id: 'o-1'}}
   - id: charge
     action: pay.charge
-    with: {amount: "${vars.amount}"}
+    with: {order: "${vars.order.id}"}
     retry: {attempts: 1}
-    catch: [{errors: [Timeout], next: lower}]
+    catch: [{errors: [Timeout], next: later}]
     compensate: {action: pay.refund}
-  - id: lower
-    set: {amount: 0}
+  - id: later
+    set: ` + tt.later + `
   - id: fail
     action: x.fail
 `
-	var inputs []any
-	first := true
-	e := newEdgeRig(t, src, func(ctx context.Context, c saga.Call) (any, error) {
-		switch {
-		case c.Step == "fail":
-			return nil, saga.Permanent(saga.NewError("Rejected", "no"))
-		case c.Step == "charge" && !c.Compensation:
-			inputs = append(inputs, c.Input)
-			if first {
-				first = false
-				return nil, saga.NewError(lang.ErrorTypeTimeout, "slow")
+			svc := newKeyedService("timeout")
+			var inputs []any
+			e := newEdgeRig(t, src, func(ctx context.Context, c saga.Call) (any, error) {
+				switch {
+				case c.Step == "fail":
+					return nil, saga.Permanent(saga.NewError("Rejected", "no"))
+				case c.Step == "charge" && c.Compensation:
+					svc.undo(c)
+				case c.Step == "charge":
+					inputs = append(inputs, c.Input)
+					return svc.call(c)
+				}
+				return map[string]any{}, nil
+			})
+			e.start("s-1", nil)
+			e.drain()
+			st := e.get("s-1")
+			if left := svc.leftUndone(); st.Status == durable.StatusCompensated && len(left) > 0 {
+				t.Fatalf("saga compensated with the charge under %v applied and never refunded; history: %s", left, historyOf(t, e, st))
 			}
-		}
-		return map[string]any{"id": "ch-1"}, nil
-	})
-	e.start("s-1", nil)
-	e.drain()
-	if len(inputs) != 2 {
-		t.Fatalf("charge called %d times, want 2 (the attempt and the call that finds it out)", len(inputs))
-	}
-	if !equalValues(inputs[0], inputs[1]) {
-		t.Fatalf("the call that finds out had input %v under the same key; the attempt had %v", inputs[1], inputs[0])
+			if len(inputs) != 2 {
+				t.Fatalf("charge called %d times, want 2 (the attempt and the call that finds it out)", len(inputs))
+			}
+			if !equalValues(inputs[0], inputs[1]) {
+				t.Fatalf("the call that finds out had input %v under the same key; the attempt had %v", inputs[1], inputs[0])
+			}
+		})
 	}
 }
 
 // A callback step's action runs into its deadline on its last attempt;
-// the saga compensates and finds it out. The call is built to carry the
-// step's callback token and its timeout (call.go sets both), but
-// Plan.CallbackToken gives none for a compensating cursor: the action
-// gets a callback timeout and an empty token.
+// the saga compensates and finds it out: the call carries the last
+// attempt's callback token and the callback's timeout.
 func TestUnknownOutcomeOfACallbackStepIsAskedWithAToken(t *testing.T) {
 	src := `
 saga: cb
@@ -191,10 +205,9 @@ steps:
 }
 
 // The call that finds out runs the step's action under the step's
-// timeout, but the coordinator measures the time it needs by the
-// compensation's timeout (Plan.Awaits): in a batch with little of the
-// invocation left, the forward attempt is handed back to a fresh
-// invocation, the call that finds out is not, and is cut short.
+// timeout, and the coordinator measures the time it needs by it: in a
+// batch with little of the invocation left, it is handed back to a fresh
+// invocation, as the forward attempt is, rather than cut short.
 func TestUnknownOutcomeCallThatNoLongerFitsIsHandedBack(t *testing.T) {
 	src := `
 saga: t
@@ -310,25 +323,23 @@ func TestUnknownOutcomeInASucceededBranchIsFoundOutWhenTheParentUndoesIt(t *test
 
 // The with of a step reads attempt (one endpoint per attempt). Both
 // attempts run into their deadline, the first after its effect. The call
-// that finds out is numbered after them (attempt 3, past retry.attempts,
-// which no with could see before), so its with fails to evaluate: the
-// engine's own expression error, which the service never saw, is taken
-// for the service's definite answer that nothing took effect, and the
-// effect is never undone.
+// that finds out asks as the last attempt did (its with sees attempt 2,
+// never one past retry.attempts), and an expression error, which the
+// service never saw, is never taken for its answer.
 func TestUnknownOutcomeIsNotDroppedWhenTheCallThatFindsOutCannotBeBuilt(t *testing.T) {
 	src := `
 saga: attemptwith
 steps:
   - id: charge
     action: pay.charge
-    with: {endpoint: "${['eu', 'us'][attempt - 1]}"}
+    with: {endpoint: "${['eu', 'us'][saga.attempt - 1]}"}
     retry: {attempts: 2, backoff: 1s}
     compensate: {action: pay.refund, retry: {attempts: 2, backoff: 1s}}
 `
 	svc := newKeyedService("timeout", "timeout-before")
 	e := newEdgeRig(t, src, func(ctx context.Context, c saga.Call) (any, error) {
 		if c.Compensation {
-			svc.undone[c.IdempotencyKey] = true
+			svc.undo(c)
 			return map[string]any{}, nil
 		}
 		return svc.call(c)
@@ -343,22 +354,22 @@ steps:
 
 // The same on the forward path: the first attempt runs into its deadline
 // after its effect, the second cannot be built (its with reads attempt):
-// the expression error is "definite", so the outcome of the first is
-// forgotten, and a cancel or failure after never undoes it.
+// the expression error answers nothing, so the first stays unknown and is
+// found out when the saga compensates.
 func TestUnknownOutcomeIsNotForgottenWhenTheNextAttemptCannotBeBuilt(t *testing.T) {
 	src := `
 saga: attemptwith2
 steps:
   - id: charge
     action: pay.charge
-    with: {endpoint: "${attempt == 1 ? 'eu' : vars.fallback}"}
+    with: {endpoint: "${['eu'][saga.attempt - 1]}"}
     retry: {attempts: 2, backoff: 1s}
     compensate: {action: pay.refund}
 `
 	svc := newKeyedService("timeout")
 	e := newEdgeRig(t, src, func(ctx context.Context, c saga.Call) (any, error) {
 		if c.Compensation {
-			svc.undone[c.IdempotencyKey] = true
+			svc.undo(c)
 			return map[string]any{}, nil
 		}
 		return svc.call(c)
@@ -393,4 +404,140 @@ func historyOf(t *testing.T, e *edgeRig, st *saga.State) string {
 		b.WriteString(" ")
 	}
 	return b.String()
+}
+
+// Two visits of a step through a catch loop, each running into its
+// deadline after its effect, then a success: each visit is found out under
+// its own key, and each effect is undone.
+func TestUnknownOutcomeOfEachVisitOfACatchLoopIsFoundOut(t *testing.T) {
+	src := `
+saga: loop
+steps:
+  - id: prep
+    action: x.prep
+  - id: charge
+    action: pay.charge
+    retry: {attempts: 1}
+    catch: [{errors: [Timeout], next: prep}]
+    compensate: {action: pay.refund}
+  - id: fail
+    action: x.fail
+`
+	svc := newKeyedService("timeout", "timeout")
+	e := newEdgeRig(t, src, func(ctx context.Context, c saga.Call) (any, error) {
+		switch {
+		case c.Step == "fail":
+			return nil, saga.Permanent(saga.NewError("Rejected", "no"))
+		case c.Step == "charge" && c.Compensation:
+			svc.undo(c)
+		case c.Step == "charge":
+			return svc.call(c)
+		}
+		return map[string]any{}, nil
+	})
+	e.start("s-1", nil)
+	e.drain()
+	st := e.get("s-1")
+	if st.Status != durable.StatusCompensated {
+		t.Fatalf("status %s", st.Status)
+	}
+	if left := svc.leftUndone(); len(left) != 0 || len(svc.applied) != 3 {
+		t.Fatalf("applied %v, left undone %v; want 3 visits applied, all undone", svc.applied, left)
+	}
+}
+
+// A branch parks on a step whose outcome it cannot find out, and its
+// parent parks on the branch. The parent's message names the branch's
+// run: skipped there, only the unknown step is skipped, and the branch's
+// other completed step is still undone.
+func TestUnknownOutcomeInABranchIsSkippedOnTheBranchRun(t *testing.T) {
+	src := `
+saga: forkskip
+steps:
+  - id: fan
+    parallel:
+      - steps:
+          - id: p0
+            action: ledger.do
+            compensate: {action: ledger.undo}
+          - id: p1
+            action: ledger.do
+            retry: {attempts: 1}
+            catch: [{errors: [Timeout], next: p1b}]
+            compensate: {action: ledger.undo, retry: {attempts: 1}}
+          - id: p1b
+            action: ledger.do
+      - steps:
+          - id: p2
+            action: ledger.do
+  - id: after
+    action: ledger.fail
+`
+	e := newEdgeRig(t, src, func(ctx context.Context, c saga.Call) (any, error) {
+		switch {
+		case c.Step == "after":
+			return nil, saga.Permanent(saga.NewError("Rejected", "no"))
+		case c.Step == "p1" && !c.Compensation:
+			return nil, saga.NewError(lang.ErrorTypeTimeout, "slow")
+		}
+		return map[string]any{"id": c.Step}, nil
+	})
+	e.start("s-1", nil)
+	e.drain()
+	st := e.get("s-1")
+	if st.Status != durable.StatusCompensationFailed || st.CompensationError == nil {
+		t.Fatalf("parent %s, want parked on its branch", st.Status)
+	}
+	run := durable.ChildID("s-1", "fan", 1, 0)
+	if !strings.Contains(st.CompensationError.Message, run) {
+		t.Fatalf("parent's message %q does not name the branch's run %s", st.CompensationError.Message, run)
+	}
+	if _, err := e.coord.SkipCompensation(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
+	e.drain()
+	st = e.get("s-1")
+	if st.Status != durable.StatusCompensated || !strings.Contains(e.succeeded(), "p0.compensate") {
+		t.Fatalf("parent %s after the branch's skip; calls: %s; want compensated with p0 undone", st.Status, e.succeeded())
+	}
+}
+
+// The call that finds out answers success with an output near the state's
+// limits: the saga never stays compensating with a transition it cannot
+// store; it compensates (reading the output when kept) or parks saying to
+// undo by hand.
+func TestUnknownOutcomeFoundOutWithALargeOutputEnds(t *testing.T) {
+	for _, size := range []int{saga.MaxStateBytes - 20<<10, saga.MaxStateBytes, durable.MaxRecordStateBytes - 6<<10, durable.MaxRecordStateBytes - 2<<10, durable.MaxRecordStateBytes + 1} {
+		t.Run(strconv.Itoa(size)+" bytes", func(t *testing.T) {
+			calls := 0
+			e := newEdgeRig(t, unknownDef("1h", "1", ""), func(ctx context.Context, c saga.Call) (any, error) {
+				switch {
+				case c.Step == "charge" && !c.Compensation:
+					calls++
+					if calls == 1 {
+						return nil, saga.NewError(lang.ErrorTypeTimeout, "slow")
+					}
+					return map[string]any{"id": "ch-1", "pad": strings.Repeat("p", size)}, nil
+				case c.Step == "fail":
+					return nil, saga.Permanent(saga.NewError("Rejected", "no"))
+				}
+				return map[string]any{"id": c.Step}, nil
+			})
+			e.start("s-1", nil)
+			e.drain()
+			st := e.get("s-1")
+			switch st.Status {
+			case durable.StatusCompensated:
+				if !strings.Contains(e.succeeded(), "charge.compensate") {
+					t.Fatalf("compensated without the refund; calls %s", e.succeeded())
+				}
+			case durable.StatusCompensationFailed:
+				if !strings.Contains(st.CompensationError.Message, "by hand") {
+					t.Fatalf("parked: %v", st.CompensationError)
+				}
+			default:
+				t.Fatalf("status %s after draining (calls %d)", st.Status, calls)
+			}
+		})
+	}
 }
