@@ -3,9 +3,11 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 )
 
@@ -61,6 +63,53 @@ steps:
 			t.Fatalf("a fork message's error shows the card: %v", err)
 		}
 		if !strings.Contains(err.Error(), "ValidationException") {
+			t.Fatalf("the error lost its cause: %v", err)
+		}
+	}
+}
+
+// When the saga cannot be read again to mask a fork message's error (the
+// store throttles that read), the error is withheld rather than shown
+// unmasked: its text names the message and why, its cause stays
+// (errors.Is) for what the handler decides on it.
+func TestForkMessageErrorIsWithheldWhenTheSagaCannotBeReadToMaskIt(t *testing.T) {
+	const card = "4111111111111111"
+	r := newFrig(t, `
+saga: pay
+input: {card: secret string, items: list}
+steps:
+  - id: each
+    foreach: "${input.items}"
+    steps:
+      - {id: ship, action: ship.send, with: {arg: "${item}"}}
+`, nil)
+	r.start("c-1", map[string]any{"card": card, "items": []any{"a"}})
+	failed := false
+	r.store.setHook(func(op, key string) error {
+		switch {
+		case op == "forkget":
+			failed = true
+			return fmt.Errorf("%w: ValidationException: the item holds %s", errInjected, card)
+		case op == "get" && key == "c-1" && failed:
+			return fmt.Errorf("%w: %w", durable.ErrThrottled, errInjected)
+		}
+		return nil
+	})
+	for range 20 {
+		if !r.step() {
+			break
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.errs) == 0 {
+		t.Fatal("no fork message failed")
+	}
+	for _, err := range r.errs {
+		if strings.Contains(err.Error(), "4111") {
+			t.Fatalf("a fork message's error shows the card: %v", err)
+		}
+		if !errors.Is(err, errInjected) {
 			t.Fatalf("the error lost its cause: %v", err)
 		}
 	}

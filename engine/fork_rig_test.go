@@ -68,6 +68,13 @@ func (s *fStore) SagaCreate(ctx context.Context, p *durable.SagaCreateParams) er
 	return s.Store.SagaCreate(ctx, p)
 }
 
+func (s *fStore) SagaGet(ctx context.Context, p *durable.SagaGetParams) (*durable.SagaRecord, error) {
+	if err := s.check("get", p.SagaID); err != nil {
+		return nil, err
+	}
+	return s.Store.SagaGet(ctx, p)
+}
+
 func (s *fStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParams) error {
 	if err := s.check("update", p.Record.SagaID); err != nil {
 		return err

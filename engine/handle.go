@@ -80,19 +80,31 @@ func (c *Coordinator) Handle(ctx context.Context, body []byte) (Outcome, error) 
 // undo, a stop) through the redactor of the saga it names, as the step
 // handler passes its own: a store or a plan may quote the saga's values,
 // and the error is logged. The saga is read again only when there is an
-// error to mask.
+// error to mask; if that read fails, the error's text is withheld (its
+// cause stays, for errors.Is).
 func (c *Coordinator) masked(handle func(context.Context, durable.Message) (Outcome, error)) func(context.Context, durable.Message) (Outcome, error) {
 	return func(ctx context.Context, msg durable.Message) (Outcome, error) {
 		out, err := handle(ctx, msg)
 		if err == nil || errors.Is(err, durable.ErrConflict) {
 			return out, err // a conflict is retried, and names no value
 		}
-		if _, st, plan, lerr := c.load(ctx, msg.SagaID); lerr == nil {
-			err = plan.Redactor(st).Error(err)
+		_, st, plan, lerr := c.load(ctx, msg.SagaID)
+		if lerr != nil {
+			return out, &withheld{err: err, text: fmt.Sprintf("%s message of saga %s failed; its error is withheld, as saga %s could not be read to mask its secrets (%v)", msg.Kind, msg.SagaID, msg.SagaID, lerr)}
 		}
-		return out, err
+		return out, plan.Redactor(st).Error(err)
 	}
 }
+
+// withheld is an error whose text is not shown: it may quote values that
+// could not be masked. Its cause is kept for errors.Is and errors.As.
+type withheld struct {
+	err  error
+	text string
+}
+
+func (w *withheld) Error() string { return w.text }
+func (w *withheld) Unwrap() error { return w.err }
 
 // retrying runs handle until it does not lose a conditional write, at
 // most MaxConflictRetries times.
