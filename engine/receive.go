@@ -110,13 +110,14 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 			return nil, err
 		}
 		if route && d.Signal != "" {
-			target, err := c.route(ctx, st, plan, d.Signal, d.ID)
+			target, keepFor, err := c.route(ctx, st, plan, d.Signal, d.ID)
 			if err != nil {
 				return nil, fmt.Errorf("%s to saga %s: %w", what, sagaID, err)
 			}
 			if target != "" {
 				return c.deliver(ctx, target, d, payload, what, false)
 			}
+			d.Child = keepFor + 1 // 0: none named, the count decides
 		}
 		var h heard
 		ev := saga.Event{Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Delivery: d, OnStep: c.observer(plan, &h, sagaID, st, nil)}
@@ -244,34 +245,51 @@ func (c *Coordinator) writeKept(ctx context.Context, st *saga.State, version uin
 // the children current in each lane, and only where an await of the
 // signal is in their plans; a saga with no fork, or awaiting the signal
 // itself, costs no read.
-func (c *Coordinator) route(ctx context.Context, st *saga.State, plan *saga.Plan, name, id string) (string, error) {
+//
+// When st keeps it for a child of its fork that has yet to start, keepFor
+// is that child's index (saga.Plan.KeepFor); -1 otherwise.
+func (c *Coordinator) route(ctx context.Context, st *saga.State, plan *saga.Plan, name, id string) (target string, keepFor int, err error) {
 	r := plan.RouteSignal(st, name)
 	if r.AwaitsNow || !r.InFork || st.CancelRequested || slices.Contains(st.Seen, id) {
-		return "", nil
+		return "", -1, nil
 	}
-	w := walk{name: name, id: id, reads: maxRouteReads}
+	w := walk{name: name, id: id, reads: maxRouteReads, missing: map[int]bool{}}
 	if err := c.walkRuns(ctx, st, plan, 1, &w); err != nil {
-		return "", err
+		return "", -1, err
 	}
 	now, later := w.now, w.later
 	switch {
 	case w.took != "":
-		return w.took, nil // a repeat of a signal a run took: that run answers duplicate
+		return w.took, -1, nil // a repeat of a signal a run took: that run answers duplicate
 	case len(now) == 1:
-		return now[0], nil
+		return now[0], -1, nil
 	case len(now) > 1:
-		return "", fmt.Errorf("%w: %d runs of saga %s await signal %s now (%s): send it to one of them", saga.ErrNotReceiving, len(now), st.SagaID, name, strings.Join(now, ", "))
+		return "", -1, fmt.Errorf("%w: %d runs of saga %s await signal %s now (%s): send it to one of them", saga.ErrNotReceiving, len(now), st.SagaID, name, strings.Join(now, ", "))
 	case r.Later:
-		return "", nil
+		return "", -1, nil
 	case len(later) > 0:
-		return later[0], nil
+		return later[0], -1, nil
 	case !w.future && w.reads > 0:
 		// Every child of the fork has started, none of them can take
 		// it any more, nor can the saga: kept, it would be dropped at
 		// the join.
-		return "", fmt.Errorf("%w: no run of saga %s can take signal %s any more: the runs that await it have passed their awaits or ended", saga.ErrNotReceiving, st.SagaID, name)
+		return "", -1, fmt.Errorf("%w: no run of saga %s can take signal %s any more: the runs that await it have passed their awaits or ended", saga.ErrNotReceiving, st.SagaID, name)
 	}
-	return "", nil // kept, and given to a child of the fork that has yet to start
+	// Kept, and given to a child of the fork that has yet to start: the
+	// first that may take it, past those started (a lane's children
+	// before its current one; its current one unless it was read and is
+	// not created yet).
+	started := func(k int) bool {
+		if w.lanes == 0 {
+			return true // the fork was not read
+		}
+		cur, ok := w.current[k%w.lanes]
+		if !ok {
+			return true // a lane with no child left, or stopped
+		}
+		return k < cur || k == cur && !w.missing[k]
+	}
+	return "", plan.KeepFor(st, name, started), nil
 }
 
 // maxRouteReads bounds the reads one signal's routing makes (fork records
@@ -296,6 +314,13 @@ func (c *Coordinator) walkRuns(ctx context.Context, st *saga.State, plan *saga.P
 	if err != nil {
 		return err
 	}
+	if depth == 1 {
+		w.current = map[int]int{}
+		for _, lane := range lanes {
+			w.current[lane.index%lane.lanes] = lane.index
+			w.lanes = lane.lanes
+		}
+	}
 	for _, lane := range lanes {
 		if w.reads <= 0 || w.took != "" {
 			return nil
@@ -308,6 +333,9 @@ func (c *Coordinator) walkRuns(ctx context.Context, st *saga.State, plan *saga.P
 		_, ch, chPlan, err := c.load(ctx, id)
 		if errors.Is(err, errSagaMissing) {
 			w.future = true // licensed, not created yet: it is given the signal as it starts
+			if depth == 1 {
+				w.missing[lane.index] = true
+			}
 			continue
 		}
 		if err != nil {
@@ -343,13 +371,19 @@ type walk struct {
 	now, later []string // runs that await it now, and that may later
 	took       string   // a run that took this very delivery already
 	future     bool     // a child of a fork read has yet to start
+	// Of the fork the saga waits on: its lanes, each lane's current child
+	// by lane, and those current children read and not created yet.
+	lanes   int
+	current map[int]int
+	missing map[int]bool
 }
 
 // laneChild is the current child of a fork's lane: launched or licensed,
 // its end not yet counted.
 type laneChild struct {
-	id   string
-	more bool // the lane starts another child after this one
+	id           string
+	index, lanes int  // the child's index in the fork, and the fork's lanes
+	more         bool // the lane starts another child after this one
 }
 
 // currentChildren lists the current child of each lane of the fork st
@@ -362,7 +396,7 @@ func (c *Coordinator) currentChildren(ctx context.Context, st *saga.State, plan 
 	var lanes []laneChild
 	for j := range l.Lanes {
 		if k := j + rec.Count(j)*l.Lanes; k < l.Children && !rec.IsStopped(j) {
-			lanes = append(lanes, laneChild{id: durable.ChildID(l.ID, l.Step, l.Seq, k), more: k+l.Lanes < l.Children})
+			lanes = append(lanes, laneChild{id: durable.ChildID(l.ID, l.Step, l.Seq, k), index: k, lanes: l.Lanes, more: k+l.Lanes < l.Children})
 		}
 	}
 	return lanes, nil

@@ -308,6 +308,7 @@ func (e *encoder) delivery(tag int, d Delivery) {
 		e.value(6, d.Payload)
 	}
 	e.stepError(7, d.Err)
+	e.uint(8, uint64(d.Child))
 	e.end(at)
 }
 
@@ -469,6 +470,8 @@ func (st *State) UnmarshalBinary(data []byte) error {
 					k.Payload = d.valueField()
 				case tag == 7 && wire == wireBytes:
 					k.Err = d.stepError()
+				case tag == 8 && wire == wireVarint:
+					k.Child = d.int()
 				default:
 					return false
 				}

@@ -28,7 +28,7 @@ func richState() *saga.State {
 		Failure:           &saga.StepError{Step: "check", Type: "AssertionFailed", Message: "payment not captured"},
 		CompensationError: &saga.StepError{Step: "charge", Type: "Error", Message: "bank down"},
 		Output:            []any{1.5, "x"},
-		Kept: []saga.Delivery{{ID: "sig-1", Signal: "approved", Payload: map[string]any{"by": "ann"}},
+		Kept: []saga.Delivery{{ID: "sig-1", Signal: "approved", Payload: map[string]any{"by": "ann"}, Child: 2},
 			{ID: "cb:0011", Step: 3, Seq: 4, Attempt: 2, Err: &saga.StepError{Type: "Declined", Message: "no"}}},
 		Received: 5, FromOutside: true,
 		Seen:   []string{"sig-0", "sig-1", "cb:0011"},

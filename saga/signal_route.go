@@ -131,22 +131,55 @@ func (p *Plan) HandedTo(parent *State, k int) []Delivery {
 	var out []Delivery
 	for _, d := range parent.Kept {
 		if child, ok := handed[d.ID]; ok && child == k {
+			d.Child = 0 // the child's own fork, if any, decides anew
 			out = append(out, d)
 		}
 	}
 	return out
 }
 
+// KeepFor names the child of the fork parent waits on that a signal of
+// name, kept by parent now, is to be given as it starts: the first, in
+// index order, that has yet to start (started reports those that have,
+// or may have), whose run may take it, and that no other kept signal of
+// the name goes to. -1 when there is none.
+func (p *Plan) KeepFor(parent *State, name string, started func(k int) bool) int {
+	cur, ok := parent.Pending()
+	if !ok || !cur.Fork || cur.Compensating || !p.isFork(cur.Step) {
+		return -1
+	}
+	taken := map[int]bool{}
+	handed := p.handedOut(parent, cur)
+	for _, d := range parent.Kept {
+		if child, ok := handed[d.ID]; ok && d.Signal == name {
+			taken[child] = true
+		}
+	}
+	for k := range cur.Children {
+		if !taken[k] && !started(k) && p.childMayTake(cur, name, k) {
+			return k
+		}
+	}
+	return -1
+}
+
 // handedOut says which child of the fork cur each kept signal of parent
 // goes to, by delivery id: the signals no await of the saga's own after
-// the fork takes, the n-th of a name to the n-th child whose run may take
-// it.
+// the fork takes; one kept for a child (Delivery.Child) to that child,
+// and of the others the n-th of a name to the n-th child whose run may
+// take it.
 func (p *Plan) handedOut(parent *State, cur Cursor) map[string]int {
 	out := map[string]int{}
 	nth := map[string]int{} // kept signals of a name handed out so far
 	for _, d := range parent.Kept {
 		if d.Signal == "" || p.awaitAhead(p.steps[cur.Step].nextIndex, d.Signal) {
 			continue // a completion, or the saga's own await after the fork takes it
+		}
+		if d.Child > 0 {
+			if d.Child <= cur.Children {
+				out[d.ID] = d.Child - 1
+			}
+			continue
 		}
 		n := nth[d.Signal]
 		nth[d.Signal]++
@@ -186,6 +219,30 @@ func (p *Plan) childAwaiting(cur Cursor, name string, n int) int {
 		}
 	}
 	return -1
+}
+
+// childMayTake reports whether the run of child k of the fork cur may
+// take a signal of that name: every child of a foreach or child saga
+// when its plan awaits it, the branch of a parallel whose steps do.
+func (p *Plan) childMayTake(cur Cursor, name string, k int) bool {
+	s := p.steps[cur.Step]
+	switch s.Kind {
+	case lang.KindSaga, lang.KindForeach:
+		return p.forkAwaits(cur.Step, name)
+	}
+	if k < 0 || k >= len(s.branches) {
+		return false
+	}
+	l := p.steps[s.branches[k]].list
+	for _, ps := range p.steps {
+		if ps.list != l && !p.withinList(ps.list, l) {
+			continue
+		}
+		if (ps.Kind == lang.KindAwait && ps.Await.Signal == name) || (ps.Kind == lang.KindSaga && ps.child != nil && ps.child.awaits(name)) {
+			return true
+		}
+	}
+	return false
 }
 
 // withinList reports whether the step list l is nested in a fork whose

@@ -193,6 +193,12 @@ type Delivery struct {
 	// (CheckValue) of at most lang.MaxSignalBytes as JSON.
 	Payload any
 	Err     *StepError // a failed callback: its error type and message
+	// Child is, for a signal a saga waiting on a fork keeps for one of
+	// the fork's children yet to start, that child's index plus one; 0
+	// when the n-th kept signal of its name goes to the n-th child that
+	// may take it (those kept before the fork started, none of whose
+	// children had).
+	Child int
 }
 
 // Completion records a completed step that declared compensate.
