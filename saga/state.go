@@ -224,10 +224,12 @@ type Completion struct {
 	// Attempts is, for an Unknown step, how many attempts of its action
 	// ran; the calls that find it out are numbered after them.
 	Attempts int
-	// Input is, for an Unknown step, the input its attempts had (HasInput:
-	// kept), so that the calls that find it out ask with the same one
-	// whatever changed since (a catch moved on and vars changed).
-	Input    any
+	// Input is, for an Unknown step, the input its attempts had, so that
+	// the calls that find it out ask with the same one whatever changed
+	// since (a catch moved on and vars changed).
+	Input any
+	// HasInput: Input was kept (it may be nil); without it the input is
+	// evaluated again, as the last attempt.
 	HasInput bool
 }
 
