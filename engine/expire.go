@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -33,6 +34,10 @@ const maxTreeDepth = 16
 
 // maxExpireWrites bounds the marks of one walk in flight.
 const maxExpireWrites = 16
+
+// expireResumeDelay is how long the rest of a walk whose mark failed
+// waits (a throttled table, say) before it goes on.
+const expireResumeDelay = 10 * time.Second
 
 // expire handles KindExpire: it marks one batch of the tree below the
 // saga the message names.
@@ -65,6 +70,24 @@ func (c *Coordinator) expire(ctx context.Context, msg durable.Message) (Outcome,
 		// its own.
 		return durable.Message{SagaID: st.SagaID, Version: st.Version, Queue: durable.QueueAdvance, Kind: durable.KindExpire, Step: plan.StepID(st.Forks[visit].Step), Attempt: visit + 1, Child: from}
 	}
+	// A mark that fails after others of this delivery landed does not
+	// start the walk over: the rest goes on, after a pause, in a message
+	// of its own, and this delivery succeeds. One that fails before any
+	// landed fails the delivery (the message comes back, and a walk that
+	// never gets on reaches the dead-letter queue).
+	progressed := false
+	failed := func(visit, from int, err error) error {
+		if !progressed {
+			return err
+		}
+		m := next(visit, from)
+		m.Delay = expireResumeDelay
+		out = append(out, m)
+		c.log.LogAttrs(ctx, slog.LevelWarn, "expire walk goes on later", slog.String("saga_id", st.SagaID),
+			slog.Int("visit", visit), slog.Int("child", from), slog.String("error", err.Error()))
+		return nil
+	}
+walk:
 	for budget := c.cfg.ExpireBatch; visit < len(st.Forks); visit, from = visit+1, 0 {
 		if budget <= 0 {
 			out = append(out, next(visit, from))
@@ -74,7 +97,10 @@ func (c *Coordinator) expire(ctx context.Context, msg durable.Message) (Outcome,
 		key := durable.ForkKey(st.SagaID, plan.StepID(f.Step), f.Seq)
 		launched, err := c.launchedChildren(ctx, key, f)
 		if err != nil {
-			return "", err
+			if err := failed(visit, from, err); err != nil {
+				return "", err
+			}
+			break
 		}
 		var ks []int
 		k := from
@@ -83,11 +109,15 @@ func (c *Coordinator) expire(ctx context.Context, msg durable.Message) (Outcome,
 				ks = append(ks, k)
 			}
 		}
-		deeper, err := c.expireChildren(ctx, st, plan, f, ks, endedAt)
-		if err != nil {
-			return "", err
-		}
+		deeper, done, err := c.expireChildren(ctx, st, plan, f, ks, endedAt)
 		out = append(out, deeper...)
+		progressed = progressed || done > 0
+		if err != nil {
+			if err := failed(visit, ks[done], err); err != nil {
+				return "", err
+			}
+			break walk
+		}
 		budget -= len(ks)
 		if k < f.Children {
 			out = append(out, next(visit, k))
@@ -96,8 +126,12 @@ func (c *Coordinator) expire(ctx context.Context, msg durable.Message) (Outcome,
 		// Every child of the visit is marked: then its record.
 		err = c.cfg.Store.ForkExpire(ctx, &durable.ForkExpireParams{Key: key, EndedAt: endedAt})
 		if err != nil && !errors.Is(err, durable.ErrNotFound) {
-			return "", err
+			if err := failed(visit, f.Children, err); err != nil {
+				return "", err
+			}
+			break
 		}
+		progressed = true
 		budget--
 	}
 	if err := c.send(ctx, out); err != nil {
@@ -132,33 +166,32 @@ func (c *Coordinator) launchedChildren(ctx context.Context, key string, f saga.F
 // fork whose children may fork in turn, each child is read, and those
 // that did fork get a KindExpire of their own, which it returns. A child
 // that does not exist (its fork failed before it was launched) is passed
-// over.
-func (c *Coordinator) expireChildren(ctx context.Context, st *saga.State, plan *saga.Plan, f saga.ForkVisit, ks []int, endedAt time.Time) ([]durable.Message, error) {
+// over. done is how many of ks, from the first, were all marked: the
+// messages returned are theirs; on an error the walk goes on from
+// ks[done].
+func (c *Coordinator) expireChildren(ctx context.Context, st *saga.State, plan *saga.Plan, f saga.ForkVisit, ks []int, endedAt time.Time) (out []durable.Message, done int, err error) {
 	step, deep := plan.StepID(f.Step), plan.ChildrenFork(f.Step)
 	var (
-		mu   sync.Mutex
-		out  []durable.Message
-		errs []error
+		msgs = make([]*durable.Message, len(ks))
+		errs = make([]error, len(ks))
 		wg   sync.WaitGroup
 		sem  = make(chan struct{}, maxExpireWrites)
 	)
-	for _, k := range ks {
+	for i, k := range ks {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			id := durable.ChildID(st.SagaID, step, f.Seq, k)
-			msg, err := c.expireChild(ctx, id, deep, endedAt)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err)
-			} else if msg != nil {
-				out = append(out, *msg)
-			}
+			msgs[i], errs[i] = c.expireChild(ctx, durable.ChildID(st.SagaID, step, f.Seq, k), deep, endedAt)
 		})
 	}
 	wg.Wait()
-	return out, errors.Join(errs...)
+	for done < len(ks) && errs[done] == nil {
+		if msgs[done] != nil {
+			out = append(out, *msgs[done])
+		}
+		done++
+	}
+	return out, done, errors.Join(errs...)
 }
 
 // expireChild marks one child, and returns the KindExpire of its own

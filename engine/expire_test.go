@@ -291,3 +291,46 @@ func TestExpireWalkCutOffLosesNothing(t *testing.T) {
 	}
 	marked(t, ts, root, true)
 }
+
+// A walk whose marks keep failing here and there goes on from where it
+// got to rather than starting over: a delivery that marked some of its
+// batch before a mark failed sends the rest of the walk in a message of
+// its own and succeeds, so the walk's message is not received again and
+// again (five failed receives send it to the dead-letter queue, and the
+// tree never expires). Here the k-th child of the foreach fails its
+// (k+1)-th mark: each start over fails at the next child.
+func TestExpireWalkGoesOnFromWhereAMarkFailed(t *testing.T) {
+	r, ts := newTreeRig(t, 1000)
+	calls := map[string]int{}
+	ts.failMark = func(id string) bool {
+		for k := range 5 {
+			if id == durable.ChildID("t-6", "each", 2, k) {
+				calls[id]++
+				return calls[id] == k+1
+			}
+		}
+		return false
+	}
+	plan := mustCompile(t, treeDefinition)
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "t-6", Input: map[string]any{"skus": []any{"a", "b", "c", "d", "e"}}}); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0 // failed deliveries of the root's expire messages
+	for range 500 {
+		ok, err := r.deliver(func(durable.Message) bool { return true })
+		if !ok {
+			break
+		}
+		if err != nil {
+			failed++
+		}
+	}
+	root := r.get("t-6")
+	if root.Status != durable.StatusSucceeded {
+		t.Fatalf("root %s", root.Status)
+	}
+	marked(t, ts, root, true)
+	if failed > 1 {
+		t.Fatalf("%d deliveries failed: the walk started over after each failed mark", failed)
+	}
+}
