@@ -166,32 +166,36 @@ func (c *Coordinator) launchedChildren(ctx context.Context, key string, f saga.F
 // fork whose children may fork in turn, each child is read, and those
 // that did fork get a KindExpire of their own, which it returns. A child
 // that does not exist (its fork failed before it was launched) is passed
-// over. done is how many of ks, from the first, were all marked: the
-// messages returned are theirs; on an error the walk goes on from
-// ks[done].
+// over. The marks go in windows of maxExpireWrites at once, in order,
+// and stop after a window where one failed: done is how many of ks, from
+// the first, were all marked (the messages returned are theirs), and on
+// an error the walk goes on from ks[done], marking again at most a window
+// of those after it.
 func (c *Coordinator) expireChildren(ctx context.Context, st *saga.State, plan *saga.Plan, f saga.ForkVisit, ks []int, endedAt time.Time) (out []durable.Message, done int, err error) {
 	step, deep := plan.StepID(f.Step), plan.ChildrenFork(f.Step)
-	var (
-		msgs = make([]*durable.Message, len(ks))
-		errs = make([]error, len(ks))
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, maxExpireWrites)
-	)
-	for i, k := range ks {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			msgs[i], errs[i] = c.expireChild(ctx, durable.ChildID(st.SagaID, step, f.Seq, k), deep, endedAt)
-		})
-	}
-	wg.Wait()
-	for done < len(ks) && errs[done] == nil {
-		if msgs[done] != nil {
-			out = append(out, *msgs[done])
+	msgs := make([]*durable.Message, maxExpireWrites)
+	errs := make([]error, maxExpireWrites)
+	for len(ks) > 0 {
+		window := ks[:min(len(ks), maxExpireWrites)]
+		var wg sync.WaitGroup
+		for i, k := range window {
+			wg.Go(func() {
+				msgs[i], errs[i] = c.expireChild(ctx, durable.ChildID(st.SagaID, step, f.Seq, k), deep, endedAt)
+			})
 		}
-		done++
+		wg.Wait()
+		for i := range window {
+			if errs[i] != nil {
+				return out, done, errors.Join(errs[:len(window)]...)
+			}
+			if msgs[i] != nil {
+				out = append(out, *msgs[i])
+			}
+			done++
+		}
+		ks = ks[len(window):]
 	}
-	return out, done, errors.Join(errs...)
+	return out, done, nil
 }
 
 // expireChild marks one child, and returns the KindExpire of its own
