@@ -2,6 +2,7 @@ package saga
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/lang"
@@ -13,7 +14,12 @@ import (
 // branch's or body's steps, a child saga's, at any depth).
 type SignalRoute struct {
 	AwaitsNow bool // the run waits on an await of the signal
-	Later     bool // an await of the run's own steps takes the signal: the run keeps it until then
+	// Later: an await of the run's own steps may take the signal later,
+	// and has room for it: the run keeps fewer of the name (for itself,
+	// not named for a child) than the awaits of the name ahead of it can
+	// take (any number, when one is in a loop). The run keeps it until
+	// then.
+	Later bool
 	InFork    bool // the fork the run waits on holds an await of the signal in its children
 	// Anywhere: an await of the signal is in the run's plan at all, in its
 	// own steps or in any fork's children at any depth; when false, no
@@ -30,7 +36,17 @@ func (p *Plan) RouteSignal(st *State, name string) SignalRoute {
 			r.AwaitsNow = true
 		}
 	}
-	r.Later = pending && !cur.Compensating && p.awaitAhead(cur.Step, name)
+	if pending && !cur.Compensating {
+		if room := p.awaitRoom(cur.Step, name); room > 0 {
+			kept := 0
+			for _, d := range st.Kept {
+				if d.Signal == name && d.Child == 0 {
+					kept++
+				}
+			}
+			r.Later = kept < room
+		}
+	}
 	if pending && cur.Fork && !cur.Compensating && p.isFork(cur.Step) {
 		r.InFork = p.forkAwaits(cur.Step, name)
 	}
@@ -65,6 +81,56 @@ func (p *Plan) awaitAhead(from int, name string) bool {
 		}
 	}
 	return false
+}
+
+// awaitRoom is how many signals of the name the awaits reachable from the
+// step from (itself included) can take: one for each such await, any
+// number (math.MaxInt) when one of them is in a loop.
+func (p *Plan) awaitRoom(from int, name string) int {
+	reach := func(from int, stop func(int) bool) bool {
+		seen := map[int]bool{}
+		queue := []int{from}
+		for len(queue) > 0 {
+			i := queue[0]
+			queue = queue[1:]
+			if i < 0 || i >= len(p.steps) || seen[i] {
+				continue
+			}
+			seen[i] = true
+			if stop(i) {
+				return true
+			}
+			s := p.steps[i]
+			queue = append(queue, s.nextIndex)
+			for _, c := range s.cases {
+				queue = append(queue, c.nextIndex)
+			}
+			for _, c := range s.routes {
+				queue = append(queue, c.nextIndex)
+			}
+		}
+		return false
+	}
+	var awaits []int
+	reach(from, func(i int) bool {
+		if s := p.steps[i]; s.Kind == lang.KindAwait && s.Await.Signal == name {
+			awaits = append(awaits, i)
+		}
+		return false
+	})
+	for _, a := range awaits {
+		s := p.steps[a]
+		next := []int{s.nextIndex}
+		for _, c := range s.routes {
+			next = append(next, c.nextIndex)
+		}
+		for _, n := range next {
+			if reach(n, func(i int) bool { return i == a }) {
+				return math.MaxInt // in a loop: it takes any number
+			}
+		}
+	}
+	return len(awaits)
 }
 
 // awaits reports whether any step of the plan, or of a child saga's at
@@ -172,14 +238,14 @@ func (p *Plan) handedOut(parent *State, cur Cursor) map[string]int {
 	out := map[string]int{}
 	nth := map[string]int{} // kept signals of a name handed out so far
 	for _, d := range parent.Kept {
-		if d.Signal == "" || p.awaitAhead(p.steps[cur.Step].nextIndex, d.Signal) {
-			continue // a completion, or the saga's own await after the fork takes it
-		}
-		if d.Child > 0 {
+		if d.Signal != "" && d.Child > 0 {
 			if d.Child <= cur.Children {
 				out[d.ID] = d.Child - 1
 			}
 			continue
+		}
+		if d.Signal == "" || p.awaitAhead(p.steps[cur.Step].nextIndex, d.Signal) {
+			continue // a completion, or the saga's own await after the fork takes it
 		}
 		n := nth[d.Signal]
 		nth[d.Signal]++

@@ -1,0 +1,111 @@
+package engine_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/saga"
+)
+
+// keptOf counts the signals of name st keeps.
+func keptOf(st *saga.State, name string) int {
+	n := 0
+	for _, d := range st.Kept {
+		if d.Signal == name {
+			n++
+		}
+	}
+	return n
+}
+
+// A foreach one at a time whose body runs an action before its await: a
+// child that has started keeps a signal it was handed, and its await has
+// yet to take it.
+const keptEdgesPickFirst = `
+saga: batch
+input: {items: list}
+steps:
+  - id: each
+    foreach: "${input.items}"
+    concurrency: 1
+    steps:
+      - {id: pick, action: svc.pick}
+      - {id: wait, await: {signal: approved, timeout: 1h}, out: decision}
+      - {id: ship, action: svc.ship}
+`
+
+// Iteration 0 took the first approval itself; the second is kept for
+// iteration 1 (Delivery.Child), which starts with it and runs its pick.
+// A third approval, sent then, goes to iteration 2: iteration 1 holds the
+// one its only await takes already, so it has no room for another
+// (RouteSignal.Later counts the awaits ahead against what the run keeps).
+func TestKeptSignalGoesPastAStartedChildThatKeepsOneForItsAwait(t *testing.T) {
+	r := newFrig(t, keptEdgesPickFirst, nil)
+	r.start("b-1", map[string]any{"items": []any{"a", "b", "c"}})
+	it0, it1, it2 := durable.ChildID("b-1", "each", 1, 0), durable.ChildID("b-1", "each", 1, 1), durable.ChildID("b-1", "each", 1, 2)
+	if !r.drainUntil(func() bool {
+		st, err := r.coord.Get(context.Background(), it0)
+		return err == nil && st.Status == durable.StatusWaiting
+	}) {
+		t.Fatal("iteration 0 never awaited")
+	}
+	if d, err := signalTo(r, "b-1", "approved"); err != nil || d.State.SagaID != it0 {
+		t.Fatalf("first approval: %+v %v; want it taken by iteration 0", d, err)
+	}
+	if !r.drainUntil(func() bool {
+		st, err := r.coord.Get(context.Background(), it0)
+		return err == nil && st.Vars["decision"] != nil
+	}) {
+		t.Fatal("iteration 0 never passed its await")
+	}
+	if d, err := signalTo(r, "b-1", "approved"); err != nil || d.State.SagaID != "b-1" || d.Receipt != saga.ReceiptKept {
+		t.Fatalf("second approval: %+v %v; want kept by the saga for iteration 1", d, err)
+	}
+	if !r.drainUntil(func() bool {
+		st, err := r.coord.Get(context.Background(), it1)
+		return err == nil && st.Status == durable.StatusRunning
+	}) {
+		t.Fatal("iteration 1 never started")
+	}
+	if n := keptOf(r.get(it1), "approved"); n != 1 {
+		t.Fatalf("iteration 1 started keeping %d approvals, want 1", n)
+	}
+	d, err := signalTo(r, "b-1", "approved")
+	if err != nil {
+		t.Fatalf("third approval: %v", err)
+	}
+	t.Logf("third approval: %s by %s", d.Receipt, d.State.SagaID)
+	r.drain()
+	if st := r.get("b-1"); st.Status != durable.StatusSucceeded {
+		t.Fatalf("the saga is %s (%v); iteration 1 keeps %d approvals (it took 1), iteration 2 is %s: the third approval went to iteration 1, which held one already",
+			st.Status, st.Failure, keptOf(r.get(it1), "approved"), r.get(it2).Status)
+	}
+}
+
+// The same with two iterations at once, each running its pick when the
+// approvals come: one goes to each.
+func TestKeptSignalsGoOneToEachRunningChildBeforeItsAwait(t *testing.T) {
+	r := newFrig(t, strings.Replace(keptEdgesPickFirst, "concurrency: 1", "concurrency: 2", 1), nil)
+	r.start("b-2", map[string]any{"items": []any{"a", "b"}})
+	it0, it1 := durable.ChildID("b-2", "each", 1, 0), durable.ChildID("b-2", "each", 1, 1)
+	if !r.drainUntil(func() bool {
+		a, err0 := r.coord.Get(context.Background(), it0)
+		b, err1 := r.coord.Get(context.Background(), it1)
+		return err0 == nil && err1 == nil && a.Status == durable.StatusRunning && b.Status == durable.StatusRunning
+	}) {
+		t.Fatal("the iterations never started")
+	}
+	for i := range 2 {
+		d, err := signalTo(r, "b-2", "approved")
+		if err != nil {
+			t.Fatalf("approval %d: %v", i+1, err)
+		}
+		t.Logf("approval %d: %s by %s", i+1, d.Receipt, d.State.SagaID)
+	}
+	r.drain()
+	if st := r.get("b-2"); st.Status != durable.StatusSucceeded {
+		t.Fatalf("the saga is %s (%v): iteration 0 %s, iteration 1 %s", st.Status, st.Failure, r.get(it0).Status, r.get(it1).Status)
+	}
+}
