@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -160,7 +161,38 @@ func (c *Coordinator) launch(ctx context.Context, parent *saga.State, plan *saga
 	if err != nil {
 		return fmt.Errorf("child %s: %w", id, err)
 	}
-	return c.sendOutbox(ctx, st, childPlan)
+	if err := c.sendOutbox(ctx, st, childPlan); err != nil {
+		return err
+	}
+	if cur, ok := parent.Pending(); ok && cur.Fork && plan.ForkTakesSignals(cur.Step) {
+		return c.handLateKept(ctx, parent.SagaID, plan, k, id, cs.Kept)
+	}
+	return nil
+}
+
+// handLateKept gives child k, just created with the signals the parent
+// kept for it as read before, those the parent kept for it since: a
+// signal routed while the child was being created found it missing and
+// was kept by the parent for it (engine route), after the launcher read
+// the parent. The router reads the child again after its keep, and the
+// launcher the parent after its create: whichever wrote second sees the
+// other's write, so the signal reaches the child at least once (a second
+// time is a duplicate, by its id). Only a fork whose children may take
+// signals is read again (launch).
+func (c *Coordinator) handLateKept(ctx context.Context, parentID string, plan *saga.Plan, k int, id string, had []saga.Delivery) error {
+	_, parent, _, err := c.load(ctx, parentID)
+	if err != nil {
+		return fmt.Errorf("child %s: read its parent for signals kept for it: %w", id, err)
+	}
+	for _, d := range plan.HandedTo(parent, k) {
+		if slices.ContainsFunc(had, func(h saga.Delivery) bool { return h.ID == d.ID }) {
+			continue
+		}
+		if _, err := c.deliver(ctx, id, d, d.Payload, "signal", false); err != nil && !errors.Is(err, saga.ErrNotReceiving) {
+			return fmt.Errorf("child %s: give it signal %s its parent kept for it: %w", id, d.Signal, err)
+		}
+	}
+	return nil
 }
 
 // relaunch is launch for an outbox sent again: it reads child k first,

@@ -185,9 +185,38 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 		}
 		c.log.LogAttrs(ctx, slog.LevelInfo, "delivered", slog.String("saga_id", sagaID), slog.String("what", what),
 			slog.String("receipt", string(receipt)), slog.Uint64("version", st.Version), slog.String("status", string(st.Status)))
+		if receipt == saga.ReceiptKept && d.Child > 0 {
+			// Kept for a child that had yet to start: if it was being
+			// created meanwhile, its launcher may have read the saga
+			// before this keep (engine launch, handLateKept).
+			if got, err := c.giveToCreatedChild(ctx, st, plan, d, payload, what); got != nil || err != nil {
+				return got, err
+			}
+		}
 		return &Delivered{Receipt: receipt, State: st}, nil
 	}
 	return nil, fmt.Errorf("%s to saga %s: %w after %d tries", what, sagaID, durable.ErrConflict, c.cfg.MaxConflictRetries)
+}
+
+// giveToCreatedChild gives d, just kept by st for the child it names, to
+// that child if it exists by now; nil when it does not.
+func (c *Coordinator) giveToCreatedChild(ctx context.Context, st *saga.State, plan *saga.Plan, d saga.Delivery, payload any, what string) (*Delivered, error) {
+	cur, ok := st.Pending()
+	if !ok || !cur.Fork {
+		return nil, nil
+	}
+	id := durable.ChildID(st.SagaID, plan.StepID(cur.Step), cur.Seq, d.Child-1)
+	if _, _, _, err := c.load(ctx, id); errors.Is(err, errSagaMissing) {
+		return nil, nil // its launcher reads the saga after creating it
+	} else if err != nil {
+		return nil, fmt.Errorf("%s to saga %s: kept for child %s, which could not be read: %w", what, st.SagaID, id, err)
+	}
+	d.Child = 0
+	got, err := c.deliver(ctx, id, d, payload, what, false)
+	if errors.Is(err, saga.ErrNotReceiving) {
+		return nil, nil // it has passed its awaits or ended: the saga keeps it
+	}
+	return got, err
 }
 
 // delayed copies msgs, each delayed by durable.MaxDelay at least but a

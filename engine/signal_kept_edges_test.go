@@ -3,9 +3,11 @@ package engine_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
@@ -109,3 +111,56 @@ func TestKeptSignalsGoOneToEachRunningChildBeforeItsAwait(t *testing.T) {
 		t.Fatalf("the saga is %s (%v): iteration 0 %s, iteration 1 %s", st.Status, st.Failure, r.get(it0).Status, r.get(it1).Status)
 	}
 }
+
+// The second approval is sent while the lane's next child is being
+// launched: the router reads iteration 1 missing and keeps the approval
+// for it in the saga (Delivery.Child = 2), after the launcher read the
+// saga, so iteration 1 is created without it. Either the router, reading
+// the child again after its keep, or the launcher, reading the saga again
+// after its create, gives it to iteration 1.
+func TestKeptSignalForAChildBeingCreatedReachesIt(t *testing.T) {
+	const src = `
+saga: batch
+input: {items: list}
+steps:
+  - id: each
+    foreach: "${input.items}"
+    concurrency: 1
+    steps:
+      - {id: wait, await: {signal: approved, timeout: 1h}, out: decision}
+      - {id: ship, action: svc.ship}
+`
+	r := newFrig(t, src, nil)
+	r.start("b-3", map[string]any{"items": []any{"a", "b"}})
+	it0, it1 := durable.ChildID("b-3", "each", 1, 0), durable.ChildID("b-3", "each", 1, 1)
+	if !r.drainUntil(func() bool {
+		st, err := r.coord.Get(context.Background(), it0)
+		return err == nil && st.Status == durable.StatusWaiting
+	}) {
+		t.Fatal("iteration 0 never awaited")
+	}
+	if d, err := signalTo(r, "b-3", "approved"); err != nil || d.State.SagaID != it0 {
+		t.Fatalf("first approval: %+v %v", d, err)
+	}
+	var (
+		once sync.Once
+		got  *engine.Delivered
+		gerr error
+	)
+	r.store.setHook(func(op, key string) error {
+		if op == "create" && key == it1 {
+			once.Do(func() { got, gerr = signalTo(r, "b-3", "approved") })
+		}
+		return nil
+	})
+	r.drain()
+	if gerr != nil || got == nil {
+		t.Fatalf("second approval: %+v %v", got, gerr)
+	}
+	t.Logf("second approval, sent as iteration 1 is created: %s by %s (saga keeps %+v)", got.Receipt, got.State.SagaID, got.State.Kept)
+	if st := r.get("b-3"); st.Status != durable.StatusSucceeded {
+		t.Fatalf("the saga is %s (%v); iteration 1 is %s keeping %d approvals: the approval kept for it as it was created never reached it",
+			st.Status, st.Failure, r.get(it1).Status, keptOf(r.get(it1), "approved"))
+	}
+}
+

@@ -133,6 +133,38 @@ func (p *Plan) awaitRoom(from int, name string) int {
 	return len(awaits)
 }
 
+// ForkTakesSignals reports whether the children of the fork step f may
+// take any signal: an await in its branches or body, in forks nested in
+// them, or in a child saga's plan, at any depth.
+func (p *Plan) ForkTakesSignals(f int) bool {
+	if f < 0 || f >= len(p.steps) || !p.isFork(f) {
+		return false
+	}
+	if s := p.steps[f]; s.Kind == lang.KindSaga {
+		return s.child != nil && s.child.awaitsAny()
+	}
+	for _, ps := range p.steps {
+		if !p.within(ps.list, f) {
+			continue
+		}
+		if ps.Kind == lang.KindAwait || ps.Kind == lang.KindSaga && ps.child != nil && ps.child.awaitsAny() {
+			return true
+		}
+	}
+	return false
+}
+
+// awaitsAny reports whether any step of the plan, or of a child saga's at
+// any depth, awaits a signal.
+func (p *Plan) awaitsAny() bool {
+	for _, ps := range p.steps {
+		if ps.Kind == lang.KindAwait || ps.Kind == lang.KindSaga && ps.child != nil && ps.child.awaitsAny() {
+			return true
+		}
+	}
+	return false
+}
+
 // awaits reports whether any step of the plan, or of a child saga's at
 // any depth, awaits the signal name.
 func (p *Plan) awaits(name string) bool {
