@@ -375,7 +375,7 @@ func orderInChecked(t *testing.T, p *saga.Plan) map[string]any {
 	return in
 }
 
-func mustCompileOpts(t *testing.T, src string, opts saga.Options) *saga.Plan {
+func mustCompileOpts(t testing.TB, src string, opts saga.Options) *saga.Plan {
 	t.Helper()
 	p, err := saga.Compile("s.yaml", []byte(src), opts)
 	if err != nil {
