@@ -380,8 +380,13 @@ func (c *Coordinator) cancelLanes(ctx context.Context, l *saga.ParentLink, rec *
 			continue
 		case errors.Is(err, saga.ErrInvalidEvent):
 			// It has ended, yet its lane was not counted: its end's
-			// message may have been lost with its launcher. Send it again.
-			if _, child, childPlan, err := c.load(ctx, id); err == nil && child.Status.Final() {
+			// message may have been lost with its launcher. Send it again
+			// (a read that fails fails the whole: the message comes back).
+			_, child, childPlan, err := c.load(ctx, id)
+			if err != nil {
+				return fmt.Errorf("child %s: %w", id, err)
+			}
+			if child.Status.Final() {
 				if err := c.resendOutbox(ctx, child, childPlan); err != nil {
 					return err
 				}

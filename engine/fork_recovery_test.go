@@ -829,3 +829,38 @@ func TestReview14ARepeatedResumeSendsWhatALostSendDidNot(t *testing.T) {
 		})
 	}
 }
+
+// A fork stopped from outside (a cancel) while a lane's child has ended
+// uncounted (its end's message lost): the stop sends that child's
+// message again. When the read of the child it needs for that fails, the
+// stop fails with it and comes back, rather than going on without it and
+// leaving the saga waiting on the fork for good.
+func TestForkStopRetriesWhenItCannotReadAnEndedChild(t *testing.T) {
+	r := newFrig(t, twoBranchYAML, nil)
+	flight := durable.ChildID("p", "book", 1, 1)
+	r.queue.setHook(func(m durable.Message) (bool, error) {
+		return m.Kind == durable.KindEnded && m.SagaID == flight, nil // its end's message is lost
+	})
+	r.start("p", nil)
+	r.drain()
+	r.queue.setHook(nil)
+	if st := r.get("p"); st.Status != durable.StatusWaiting {
+		t.Fatalf("the saga is %s, want waiting on the fork", st.Status)
+	}
+	gets := 0
+	r.store.setHook(func(op, key string) error {
+		if op == "get" && key == flight {
+			if gets++; gets == 2 { // the cancel's read passes; the stop's, after it, fails
+				return fmt.Errorf("%w: %w", durable.ErrThrottled, errInjected)
+			}
+		}
+		return nil
+	})
+	if _, err := r.coord.Cancel(context.Background(), "p"); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Fatalf("the saga is %s after its cancel (%d reads of the flight), want compensated", st.Status, gets)
+	}
+}
