@@ -163,4 +163,3 @@ steps:
 			st.Status, st.Failure, r.get(it1).Status, keptOf(r.get(it1), "approved"))
 	}
 }
-
