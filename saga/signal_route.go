@@ -19,8 +19,8 @@ type SignalRoute struct {
 	// not named for a child) than the awaits of the name ahead of it can
 	// take (any number, when one is in a loop). The run keeps it until
 	// then.
-	Later bool
-	InFork    bool // the fork the run waits on holds an await of the signal in its children
+	Later  bool
+	InFork bool // the fork the run waits on holds an await of the signal in its children
 	// Anywhere: an await of the signal is in the run's plan at all, in its
 	// own steps or in any fork's children at any depth; when false, no
 	// run of the tree can ever take it.
