@@ -115,7 +115,9 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 				return nil, fmt.Errorf("%s to saga %s: %w", what, sagaID, err)
 			}
 			if target != "" {
-				return c.deliver(ctx, target, d, payload, what, false)
+				// A child whose own fork has a child yet to start for it
+				// routes it on (keepFor -2); any other takes it.
+				return c.deliver(ctx, target, d, payload, what, keepFor == routeOn)
 			}
 			d.Child = keepFor + 1 // 0: none named, the count decides
 		}
@@ -318,8 +320,17 @@ func (c *Coordinator) route(ctx context.Context, st *saga.State, plan *saga.Plan
 		}
 		return k < cur || k == cur && !w.missing[k]
 	}
-	return "", plan.KeepFor(st, name, started), nil
+	if k := plan.KeepFor(st, name, started); k >= 0 || w.futureIn == "" {
+		return "", k, nil
+	}
+	// No child of this fork that has yet to start may take it, but one
+	// in a running child's own fork may: that child routes it on.
+	return w.futureIn, routeOn, nil
 }
+
+// routeOn is route's keepFor for a target that routes the signal on
+// through its own fork.
+const routeOn = -2
 
 // maxRouteReads bounds the reads one signal's routing makes (fork records
 // and child runs): a tree of nested forks holds lanes^depth runs, and
@@ -385,9 +396,15 @@ func (c *Coordinator) walkRuns(ctx context.Context, st *saga.State, plan *saga.P
 			w.later = append(w.later, id)
 		}
 		if r.InFork && depth < lang.MaxForkDepth {
+			before := w.future
+			w.future = false
 			if err := c.walkRuns(ctx, ch, chPlan, depth+1, w); err != nil {
 				return err
 			}
+			if depth == 1 && w.future && w.futureIn == "" {
+				w.futureIn = id // a child of its fork, at any depth, has yet to start
+			}
+			w.future = w.future || before
 		}
 	}
 	return nil
@@ -405,6 +422,9 @@ type walk struct {
 	lanes   int
 	current map[int]int
 	missing map[int]bool
+	// futureIn is the first child of that fork under which a child of a
+	// fork of its own, at any depth, has yet to start.
+	futureIn string
 }
 
 // laneChild is the current child of a fork's lane: launched or licensed,

@@ -163,3 +163,81 @@ steps:
 			st.Status, st.Failure, r.get(it1).Status, keptOf(r.get(it1), "approved"))
 	}
 }
+
+// A nested fork: the saga's only child (a foreach of one) forks in turn,
+// a foreach one at a time whose iterations await. Once grandchild 0 has
+// passed its await, the next approval is for grandchild 1, yet to start.
+// Every child of the saga's own fork has started, so the saga names none
+// of them: it gives the signal to the child under which one has yet to
+// start, which keeps it for grandchild 1.
+func TestKeptSignalForAGrandchildYetToStartReachesIt(t *testing.T) {
+	const src = `
+saga: outer
+input: {groups: list}
+steps:
+  - id: each
+    foreach: "${input.groups}"
+    as: group
+    concurrency: 1
+    steps:
+      - id: inner
+        foreach: "${group}"
+        concurrency: 1
+        steps:
+          - {id: wait, await: {signal: approved, timeout: 1h}, out: decision}
+          - {id: ship, action: svc.ship}
+`
+	r := newFrig(t, src, nil)
+	var mu sync.Mutex
+	var created []string
+	r.store.setHook(func(op, key string) error {
+		if op == "create" {
+			mu.Lock()
+			created = append(created, key)
+			mu.Unlock()
+		}
+		return nil
+	})
+	r.start("n-1", map[string]any{"groups": []any{[]any{"a", "b"}}})
+	waiting := func() string {
+		mu.Lock()
+		ids := append([]string(nil), created...)
+		mu.Unlock()
+		for _, id := range ids {
+			if st, err := r.coord.Get(context.Background(), id); err == nil && st.Status == durable.StatusWaiting && st.Parent != nil && st.Parent.Step == "inner" {
+				return id
+			}
+		}
+		return ""
+	}
+	var g0 string
+	if !r.drainUntil(func() bool { g0 = waiting(); return g0 != "" }) {
+		t.Fatal("grandchild 0 never awaited")
+	}
+	if d, err := signalTo(r, "n-1", "approved"); err != nil || d.State.SagaID != g0 {
+		t.Fatalf("first approval: %+v %v; want taken by %s", d, err, g0)
+	}
+	if !r.drainUntil(func() bool {
+		st, err := r.coord.Get(context.Background(), g0)
+		return err == nil && st.Vars["decision"] != nil
+	}) {
+		t.Fatal("grandchild 0 never passed its await")
+	}
+	d, err := signalTo(r, "n-1", "approved")
+	if err != nil {
+		t.Fatalf("second approval: %v", err)
+	}
+	t.Logf("second approval: %s by %s", d.Receipt, d.State.SagaID)
+	r.drain()
+	if st := r.get("n-1"); st.Status != durable.StatusSucceeded {
+		mu.Lock()
+		ids := append([]string(nil), created...)
+		mu.Unlock()
+		var runs []string
+		for _, id := range ids {
+			c := r.get(id)
+			runs = append(runs, id+"="+string(c.Status))
+		}
+		t.Fatalf("the saga is %s (%v); runs %v: the second approval, for grandchild 1, was kept by the saga for child 0, which had started", st.Status, st.Failure, runs)
+	}
+}
