@@ -11,6 +11,28 @@ import (
 	"github.com/lambdasaga/lambdasaga/saga"
 )
 
+// takesAnApprovalAndGoesOn drains r until run awaits, sends saga an
+// approval, which run must take, and drains until run has passed its
+// await.
+func takesAnApprovalAndGoesOn(t *testing.T, r *frig, sagaID, run string) {
+	t.Helper()
+	if !r.drainUntil(func() bool {
+		st, err := r.coord.Get(context.Background(), run)
+		return err == nil && st.Status == durable.StatusWaiting
+	}) {
+		t.Fatalf("%s never awaited", run)
+	}
+	if d, err := signalTo(r, sagaID, "approved"); err != nil || d.State.SagaID != run {
+		t.Fatalf("first approval: %+v %v; want it taken by %s", d, err, run)
+	}
+	if !r.drainUntil(func() bool {
+		st, err := r.coord.Get(context.Background(), run)
+		return err == nil && st.Vars["decision"] != nil
+	}) {
+		t.Fatalf("%s never passed its await", run)
+	}
+}
+
 // keptOf counts the signals of name st keeps.
 func keptOf(st *saga.State, name string) int {
 	n := 0
@@ -47,21 +69,7 @@ func TestKeptSignalGoesPastAStartedChildThatKeepsOneForItsAwait(t *testing.T) {
 	r := newFrig(t, keptEdgesPickFirst, nil)
 	r.start("b-1", map[string]any{"items": []any{"a", "b", "c"}})
 	it0, it1, it2 := durable.ChildID("b-1", "each", 1, 0), durable.ChildID("b-1", "each", 1, 1), durable.ChildID("b-1", "each", 1, 2)
-	if !r.drainUntil(func() bool {
-		st, err := r.coord.Get(context.Background(), it0)
-		return err == nil && st.Status == durable.StatusWaiting
-	}) {
-		t.Fatal("iteration 0 never awaited")
-	}
-	if d, err := signalTo(r, "b-1", "approved"); err != nil || d.State.SagaID != it0 {
-		t.Fatalf("first approval: %+v %v; want it taken by iteration 0", d, err)
-	}
-	if !r.drainUntil(func() bool {
-		st, err := r.coord.Get(context.Background(), it0)
-		return err == nil && st.Vars["decision"] != nil
-	}) {
-		t.Fatal("iteration 0 never passed its await")
-	}
+	takesAnApprovalAndGoesOn(t, r, "b-1", it0)
 	if d, err := signalTo(r, "b-1", "approved"); err != nil || d.State.SagaID != "b-1" || d.Receipt != saga.ReceiptKept {
 		t.Fatalf("second approval: %+v %v; want kept by the saga for iteration 1", d, err)
 	}
@@ -264,21 +272,7 @@ steps:
 	r := newFrig(t, src, nil)
 	r.start("b-1", map[string]any{"items": []any{"a", "b", "c"}})
 	it0 := durable.ChildID("b-1", "each", 2, 0)
-	if !r.drainUntil(func() bool {
-		st, err := r.coord.Get(context.Background(), it0)
-		return err == nil && st.Status == durable.StatusWaiting
-	}) {
-		t.Fatal("iteration 0 never awaited")
-	}
-	if d, err := signalTo(r, "b-1", "approved"); err != nil || d.State.SagaID != it0 {
-		t.Fatalf("first approval: %+v %v; want it taken by iteration 0", d, err)
-	}
-	if !r.drainUntil(func() bool {
-		st, err := r.coord.Get(context.Background(), it0)
-		return err == nil && st.Status == durable.StatusRunning && st.Vars["decision"] != nil
-	}) {
-		t.Fatal("iteration 0 never passed its await")
-	}
+	takesAnApprovalAndGoesOn(t, r, "b-1", it0)
 	for i := range 2 {
 		d, err := signalTo(r, "b-1", "approved")
 		if err != nil {
