@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -363,7 +364,10 @@ func parseEphemeralLow(text string) int {
 }
 
 // startRIE runs one worker's RIE on 127.0.0.1 (on addr, when restarting
-// it, so its poller finds it again) and waits for it to listen.
+// it, so its poller finds it again) and waits for it to listen. An RIE
+// that exits before it listens (its port taken a moment: its own runtime
+// API port drawn equal, or a socket not yet released on a loaded machine)
+// is started again, on a new API port, until the deadline.
 func (e *Env) startRIE(ctx context.Context, wk *worker, addr string) (string, error) {
 	if addr == "" {
 		port, err := listenPort()
@@ -372,36 +376,82 @@ func (e *Env) startRIE(ctx context.Context, wk *worker, addr string) (string, er
 		}
 		addr = fmt.Sprintf("127.0.0.1:%d", port)
 	}
-	apiPort, err := listenPort()
-	if err != nil {
-		return "", err
+	deadline := time.Now().Add(30 * time.Second)
+	for starts := 1; ; starts++ {
+		cmd, err := e.spawnRIE(wk, addr)
+		if err != nil {
+			return "", err
+		}
+		for {
+			c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+			if err == nil {
+				c.Close()
+				return addr, nil
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				return "", fmt.Errorf("aws-lambda-rie for %s did not listen on %s (%d starts)", wk.fn.Name, addr, starts)
+			}
+			if exited(cmd.Process.Pid) {
+				_ = cmd.Wait()
+				e.forget(cmd)
+				wk.cmd = nil
+				time.Sleep(100 * time.Millisecond)
+				break // start it again
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
-	cmd := exec.Command(e.cfg.RIE, "--runtime-interface-emulator-address", addr, "--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", apiPort), "--log-level", "warn", wk.bootstrap)
+}
+
+// spawnRIE starts one RIE for wk listening on addr, with a runtime API
+// port of its own (never addr's).
+func (e *Env) spawnRIE(wk *worker, addr string) (*exec.Cmd, error) {
+	var apiAddr string
+	for {
+		apiPort, err := listenPort()
+		if err != nil {
+			return nil, err
+		}
+		if apiAddr = fmt.Sprintf("127.0.0.1:%d", apiPort); apiAddr != addr {
+			break
+		}
+	}
+	cmd := exec.Command(e.cfg.RIE, "--runtime-interface-emulator-address", addr, "--runtime-api-address", apiAddr, "--log-level", "warn", wk.bootstrap)
 	cmd.Env = wk.env
 	cmd.Dir = filepath.Dir(wk.bootstrap)
 	w := &prefixWriter{env: e, prefix: fmt.Sprintf("%s/%d: ", wk.fn.Name, wk.index)}
 	cmd.Stdout, cmd.Stderr = w, w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("start %s: %w", e.cfg.RIE, err)
+		return nil, fmt.Errorf("start %s: %w", e.cfg.RIE, err)
 	}
 	e.riesMu.Lock()
 	e.ries = append(e.ries, cmd)
 	e.riesMu.Unlock()
 	wk.cmd, wk.addr = cmd, addr
-	fn := wk.fn
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return addr, nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return "", fmt.Errorf("aws-lambda-rie for %s did not listen on %s", fn.Name, addr)
-		}
-		time.Sleep(20 * time.Millisecond)
+	return cmd, nil
+}
+
+// forget drops cmd, which has exited and been waited for, from the RIEs
+// to stop.
+func (e *Env) forget(cmd *exec.Cmd) {
+	e.riesMu.Lock()
+	defer e.riesMu.Unlock()
+	e.ries = slices.DeleteFunc(e.ries, func(c *exec.Cmd) bool { return c == cmd })
+}
+
+// exited reports whether process pid has exited (a zombie not yet waited
+// for, or gone).
+func exited(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
 	}
+	// The state follows the command, which is in parentheses.
+	if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] == 'Z' || b[i+2] == 'X'
+	}
+	return false
 }
 
 // prefixWriter writes each line of a process's output with a prefix.

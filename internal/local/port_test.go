@@ -1,7 +1,9 @@
 package local
 
 import (
+	"os/exec"
 	"testing"
+	"time"
 )
 
 // A worker's RIE is restarted on its own port after the kill test kills
@@ -35,5 +37,30 @@ func TestEphemeralLowParsesTheKernelsRange(t *testing.T) {
 		if got := parseEphemeralLow(text); got != want {
 			t.Errorf("%q: %d, want %d", text, got, want)
 		}
+	}
+}
+
+// exited tells a running process from one that has exited and not yet
+// been waited for (a zombie): startRIE starts an RIE again when it exits
+// before it listens.
+func TestExitedTellsAZombieFromARunningProcess(t *testing.T) {
+	cmd := exec.Command("sleep", "10")
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	if exited(cmd.Process.Pid) {
+		t.Fatal("a running sleep reported exited")
+	}
+	_ = cmd.Process.Kill()
+	deadline := time.Now().Add(5 * time.Second)
+	for !exited(cmd.Process.Pid) {
+		if time.Now().After(deadline) {
+			t.Fatal("a killed sleep never reported exited")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = cmd.Wait()
+	if !exited(cmd.Process.Pid) {
+		t.Fatal("a process waited for reported running")
 	}
 }
