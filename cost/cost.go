@@ -193,6 +193,10 @@ type Saga struct {
 	// child); Undos the children undone as a whole (the undo and end
 	// messages, three reads).
 	Children, ForkCounts, Joins, Undos int
+	// LaunchReads counts the reads of the parent after a child's create,
+	// for forks whose children await signals (one a child: the signals
+	// kept for it meanwhile).
+	LaunchReads int
 	// Expires counts the items the walk that expires a finished tree
 	// marks (each child run and fork record, once the root is succeeded or
 	// compensated: an UpdateItem of ttl each); ExpireMessages its
@@ -439,6 +443,9 @@ func (w *walker) fork(plan *saga.Plan, st *saga.State, cur saga.Cursor, wrote fu
 		}
 		s.Children++
 		s.ForkCounts++
+		if plan.ForkTakesSignals(cur.Step) {
+			s.LaunchReads++
+		}
 		c := &childRun{plan: cp, st: child, listed: cs.Link.Saga}
 		w.children[child.SagaID] = c
 		childWrote := w.childWrote(c.listed)
@@ -597,7 +604,7 @@ func (s *Saga) count(name string) {
 	}
 	s.TableWRU += float64(s.ForkCounts)
 	s.DynamoWrites += len(s.childWrites) + s.ForkCounts
-	s.DynamoReads += s.ForkCounts + s.Joins + s.Children + 3*s.Undos
+	s.DynamoReads += s.ForkCounts + s.Joins + s.Children + 3*s.Undos + s.LaunchReads
 	// The finished tree's expiry: an UpdateItem of ttl per item, no index
 	// write (ttl is not projected).
 	s.TableWRU += s.expireWRU
