@@ -261,11 +261,41 @@ func errClass0(err error) string {
 	return errClass(err)
 }
 
-// keptAt is where a kept delivery was seen last: the run, at its version.
+// keptAt is where a kept delivery was seen last: the run, at its version,
+// and the child of the fork it waits on that it hands the delivery to, if
+// any (a child whose await takes it as the child starts is never seen to
+// hold it).
 type keptAt struct {
 	run     string
 	version uint64
 	signal  string
+	child   string
+}
+
+// tookAny reports whether an await of signal name in run ended.
+func (t *tree) tookAny(run, name string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.took[run][name]) > 0
+}
+
+// handedChild is the id of the child of the fork st waits on that st
+// hands its kept delivery id to as the child starts (saga.Plan.HandedTo);
+// "" when none.
+func (o *oracle) handedChild(st *saga.State, id string) string {
+	plan := o.byHash[st.DefinitionHash]
+	cur, ok := st.Pending()
+	if plan == nil || !ok || !cur.Fork || cur.Compensating {
+		return ""
+	}
+	for k := range cur.Children {
+		for _, d := range plan.HandedTo(st, k) {
+			if d.ID == id {
+				return durable.ChildID(st.SagaID, plan.StepID(cur.Step), cur.Seq, k)
+			}
+		}
+	}
+	return ""
 }
 
 // followKept follows the kept signals after a message: each is held by
@@ -278,7 +308,7 @@ func (o *oracle) followKept(ctx context.Context, t *tree) {
 	if len(o.keptBy) == 0 {
 		return
 	}
-	snaps, _ := o.snapshot(ctx)
+	snaps, states := o.snapshot(ctx)
 	holders := map[string][]string{}
 	for _, run := range sortedKeys(snaps) {
 		for _, id := range snaps[run].kept {
@@ -303,13 +333,16 @@ func (o *oracle) followKept(ctx context.Context, t *tree) {
 			delete(o.keptBy, id)
 		case slices.Contains(h, at.run) && !strings.HasPrefix(deepest, at.run+"."):
 			at.version = snaps[at.run].version
+			at.child = o.handedChild(states[at.run], id)
 			o.keptBy[id] = at
 		case deepest != "" && strings.HasPrefix(deepest, at.run+"."):
 			at.run, at.version = deepest, snaps[deepest].version // handed to a child
+			at.child = o.handedChild(states[deepest], id)
 			o.keptBy[id] = at
 		default:
 			s := snaps[at.run]
-			if (s.status == durable.StatusRunning || s.status == durable.StatusWaiting) && !t.tookAfter(at.run, at.signal, at.version) {
+			takenByChild := at.child != "" && t.tookAny(at.child, at.signal) // as it started
+			if !takenByChild && (s.status == durable.StatusRunning || s.status == durable.StatusWaiting) && !t.tookAfter(at.run, at.signal, at.version) {
 				o.res.violations("tree: a kept signal was lost: the run that held it holds it no more, and no await of it ended there", fmt.Sprintf("signal %s id %s, held by %s at version %d, now version %d %s; held now by %q", at.signal, id, at.run, at.version, s.version, s.status, strings.Join(h, ", ")))
 			}
 			delete(o.keptBy, id)
