@@ -220,6 +220,15 @@ type Store interface {
 	// deadline), after which no count licenses another child. It never
 	// conflicts. An error for a Key or Child out of range.
 	ForkFail(ctx context.Context, params *ForkFailParams) (*ForkRecord, error)
+	// ForkCancelled adds Lanes to the record's cancelled lanes, creating
+	// the record if there is none: the stop of a failed fork has cancelled
+	// the current child of each (or created it cancelled) and sent what
+	// the cancel wrote, and a later delivery of the stop need not do it
+	// again. It is idempotent. A store that cannot add atomically may
+	// return ErrConflict after other updates of the set, again and again,
+	// won each race. An error for a Key or a lane out of range, or no
+	// lane.
+	ForkCancelled(ctx context.Context, params *ForkCancelledParams) error
 	// ForkGet reads a fork record with a consistent read: it sees every
 	// count and stop that returned before it was called. ErrNotFound
 	// when the fork has none (no child was counted, no lane stopped).
@@ -302,6 +311,11 @@ type ForkRecord struct {
 	Counts  []int
 	Stopped []int // the lanes that stopped (a failure counted in them, or ForkStop), ascending, each once
 	Failed  int   // the index of the first child counted as failed; -1: none
+	// Cancelled holds the lanes whose current child the fork's stop has
+	// cancelled, its messages sent (ForkCancelled), ascending, each once.
+	// After a fork fails, a lane's current child changes only to one
+	// created cancelled, by the message that counted the one before.
+	Cancelled []int
 }
 
 // Count is how many children of lane j have been counted: Counts[j], or
@@ -316,6 +330,12 @@ func (r *ForkRecord) Count(j int) int {
 // IsStopped reports whether lane j has stopped.
 func (r *ForkRecord) IsStopped(j int) bool {
 	_, ok := slices.BinarySearch(r.Stopped, j)
+	return ok
+}
+
+// IsCancelled reports whether the fork's stop has cancelled lane j.
+func (r *ForkRecord) IsCancelled(j int) bool {
+	_, ok := slices.BinarySearch(r.Cancelled, j)
 	return ok
 }
 
@@ -376,6 +396,27 @@ func (p *ForkFailParams) Check() error {
 	}
 	if p.Child < 0 {
 		return fmt.Errorf("fork %s: failed child %d is negative", p.Key, p.Child)
+	}
+	return nil
+}
+
+// ForkCancelledParams records lanes a fork's stop has cancelled
+// (Store.ForkCancelled).
+type ForkCancelledParams struct {
+	Key   string // the fork (ForkKey)
+	Lanes []int  // each 0 to MaxForkLanes-1
+}
+
+// Check reports what is out of range in p, as ForkCountParams.Check
+// does, or no lane.
+func (p *ForkCancelledParams) Check() error {
+	if len(p.Lanes) == 0 {
+		return fmt.Errorf("fork %s: no cancelled lane to record", p.Key)
+	}
+	for _, j := range p.Lanes {
+		if err := checkFork(p.Key, j); err != nil {
+			return err
+		}
 	}
 	return nil
 }

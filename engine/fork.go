@@ -364,50 +364,78 @@ func (c *Coordinator) launchFor(ctx context.Context, l *saga.ParentLink, k int, 
 
 // cancelLanes cancels the current child of every lane of a failed fork
 // that has not stopped; a licensed child not created yet is created
-// cancelled.
+// cancelled. A lane that fails does not stop the others. When some fail,
+// the record keeps the lanes done (ForkCancelled), and the next
+// delivery does only the lanes left: with many lanes, a stop that did
+// them all again on each delivery could fail on one lane or another every
+// time, until its message was dead-lettered. When none fails, it records
+// nothing, and a repeat does them all again, idempotently. A lane it
+// records stays done: after the fork failed, its current child changes
+// only to one created cancelled (launchFor, from a repeated count).
 func (c *Coordinator) cancelLanes(ctx context.Context, l *saga.ParentLink, rec *durable.ForkRecord) error {
 	var parent *saga.State
 	var plan *saga.Plan
+	var done []int
+	var errs []error
 	for j := range l.Lanes {
 		k := j + rec.Count(j)*l.Lanes
-		if k >= l.Children || rec.IsStopped(j) {
+		if k >= l.Children || rec.IsStopped(j) || rec.IsCancelled(j) {
 			continue
 		}
 		id := durable.ChildID(l.ID, l.Step, l.Seq, k)
-		_, err := c.Cancel(ctx, id)
-		switch {
-		case err == nil:
+		joined, err := c.cancelChild(ctx, l, k, id, &parent, &plan)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("child %s: %w", id, err))
 			continue
-		case errors.Is(err, saga.ErrInvalidEvent):
-			// It has ended, yet its lane was not counted: its end's
-			// message may have been lost with its launcher. Send it again
-			// (a read that fails fails the whole: the message comes back).
-			_, child, childPlan, err := c.load(ctx, id)
-			if err != nil {
-				return fmt.Errorf("child %s: %w", id, err)
-			}
-			if child.Status.Final() {
-				if err := c.resendOutbox(ctx, child, childPlan); err != nil {
-					return err
-				}
-			}
-			continue
-		case !errors.Is(err, durable.ErrNotFound):
-			return err
 		}
-		if parent == nil {
-			if _, parent, plan, err = c.load(ctx, l.ID); err != nil {
-				return err
-			}
+		if joined {
+			break // the parent has joined: nothing more is launched
 		}
-		if cur, ok := parent.Pending(); !ok || !cur.Fork || cur.Version != l.Version {
-			return nil
-		}
-		if err := c.launch(ctx, parent, plan, k, true); err != nil {
-			return err
+		done = append(done, j)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	if len(done) > 0 {
+		if err := c.cfg.Store.ForkCancelled(ctx, &durable.ForkCancelledParams{Key: forkKey(l), Lanes: done}); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// cancelChild cancels child k (id) of the failed fork l, or creates it
+// cancelled if its launch is licensed and was not made, reading the
+// parent into *parent and *plan once. joined: the parent no longer waits
+// on the fork.
+func (c *Coordinator) cancelChild(ctx context.Context, l *saga.ParentLink, k int, id string, parent **saga.State, plan **saga.Plan) (joined bool, err error) {
+	_, err = c.Cancel(ctx, id)
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.Is(err, saga.ErrInvalidEvent):
+		// It has ended, yet its lane was not counted: its end's message
+		// may have been lost with its launcher. Send it again.
+		_, child, childPlan, err := c.load(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		if child.Status.Final() {
+			return false, c.resendOutbox(ctx, child, childPlan)
+		}
+		return false, nil
+	case !errors.Is(err, durable.ErrNotFound):
+		return false, err
+	}
+	if *parent == nil {
+		if _, *parent, *plan, err = c.load(ctx, l.ID); err != nil {
+			return false, err
+		}
+	}
+	if cur, ok := (*parent).Pending(); !ok || !cur.Fork || cur.Version != l.Version {
+		return true, nil
+	}
+	return false, c.launch(ctx, *parent, *plan, k, true)
 }
 
 // stop handles KindStop: the saga, waiting on the fork at msg.Step, was

@@ -379,6 +379,22 @@ func (s *faultyStore) ForkFail(ctx context.Context, p *durable.ForkFailParams) (
 	return rec, err
 }
 
+func (s *faultyStore) ForkCancelled(ctx context.Context, p *durable.ForkCancelledParams) error {
+	if s.w.fault("fork_cancelled_throttled") {
+		return durable.ErrThrottled
+	}
+	if s.w.fault("fork_cancelled_crash_before_write") {
+		return errCrash
+	}
+	if err := s.Store.ForkCancelled(ctx, p); err != nil {
+		return err
+	}
+	if s.w.fault("fork_cancelled_crash_after_write") {
+		return errCrash
+	}
+	return nil
+}
+
 func (s *faultyStore) ForkGet(ctx context.Context, p *durable.ForkGetParams) (*durable.ForkRecord, error) {
 	if s.w.fault("fork_get_throttled") {
 		return nil, durable.ErrThrottled

@@ -1,6 +1,7 @@
 package dynamo
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,11 +16,13 @@ import (
 )
 
 // The fork record's attributes: a number per lane counted (l0 to l99),
-// the stopped lanes as a number set, and the first failed child.
+// the stopped lanes as a number set, the first failed child, and the
+// lanes the fork's stop has cancelled as a bit set (ForkCancelled).
 const (
 	attrForkLanePrefix = "l"
 	attrForkStopped    = "stop"
 	attrForkFailed     = "fail"
+	attrForkCancelled  = "cancelled"
 )
 
 // forkKey is the fork record's primary key. It has no index keys, so it
@@ -155,6 +158,65 @@ func (s *Store) ForkFail(ctx context.Context, p *durable.ForkFailParams) (*durab
 	return r, nil
 }
 
+// ForkCancelled implements durable.Store. The cancelled lanes are a bit
+// set, a binary attribute with lane j as bit j%8 of byte j/8: 13 bytes
+// for 100 lanes, where a number set takes up to 200 and would carry the
+// largest record past 1 KB, and every count of it to 2 write units.
+// DynamoDB updates no bits: a consistent read of the set, then a SET
+// conditional on the set read (or on its absence), again on a conflict.
+// Only a stop that failed on some lane calls it.
+func (s *Store) ForkCancelled(ctx context.Context, p *durable.ForkCancelledParams) error {
+	if err := p.Check(); err != nil {
+		return err
+	}
+	names := map[string]string{"#c": attrForkCancelled}
+	for range maxCancelledTries {
+		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: &s.table, Key: forkKey(p.Key), ConsistentRead: aws.Bool(true),
+			ProjectionExpression: aws.String("#c"), ExpressionAttributeNames: names,
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+		})
+		if err != nil {
+			return wrap(interpretError(err), "read cancelled lanes of fork %s", p.Key)
+		}
+		var old []byte
+		if v, ok := out.Item[attrForkCancelled].(*types.AttributeValueMemberB); ok {
+			old = v.Value
+		}
+		bits := slices.Clone(old)
+		for _, j := range p.Lanes {
+			for len(bits) <= j/8 {
+				bits = append(bits, 0)
+			}
+			bits[j/8] |= 1 << (j % 8)
+		}
+		if bytes.Equal(bits, old) {
+			return nil
+		}
+		values := map[string]types.AttributeValue{":bits": &types.AttributeValueMemberB{Value: bits}}
+		cond := "attribute_not_exists(#c)"
+		if old != nil {
+			cond, values[":old"] = "#c = :old", &types.AttributeValueMemberB{Value: old}
+		}
+		_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: &s.table, Key: forkKey(p.Key),
+			UpdateExpression:          aws.String("SET #c = :bits"),
+			ConditionExpression:       aws.String(cond),
+			ExpressionAttributeNames:  names,
+			ExpressionAttributeValues: values,
+			ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+		})
+		if err = interpretError(err); !errors.Is(err, durable.ErrConflict) {
+			return wrap(err, "record cancelled lanes of fork %s", p.Key)
+		}
+	}
+	return fmt.Errorf("record cancelled lanes of fork %s: changed by others %d times: %w", p.Key, maxCancelledTries, durable.ErrConflict)
+}
+
+// maxCancelledTries bounds ForkCancelled's read and conditional write:
+// only the deliveries of one fork's stop write the set at once.
+const maxCancelledTries = 8
+
 // ForkGet implements durable.Store: a consistent GetItem.
 func (s *Store) ForkGet(ctx context.Context, p *durable.ForkGetParams) (*durable.ForkRecord, error) {
 	if err := p.Check(); err != nil {
@@ -198,6 +260,20 @@ func decodeFork(key string, it map[string]types.AttributeValue) (*durable.ForkRe
 					return nil, bad(name)
 				}
 				r.Stopped = addLane(r.Stopped, lane)
+			}
+		case name == attrForkCancelled:
+			bits, ok := v.(*types.AttributeValueMemberB)
+			if !ok || len(bits.Value) > (durable.MaxForkLanes+7)/8 {
+				return nil, bad(name)
+			}
+			for j := range len(bits.Value) * 8 {
+				if bits.Value[j/8]&(1<<(j%8)) == 0 {
+					continue
+				}
+				if j >= durable.MaxForkLanes {
+					return nil, bad(name)
+				}
+				r.Cancelled = append(r.Cancelled, j)
 			}
 		case strings.HasPrefix(name, attrForkLanePrefix):
 			lane, err := strconv.Atoi(name[len(attrForkLanePrefix):])

@@ -1,6 +1,7 @@
 package dynamo_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -104,7 +105,8 @@ func TestForkWritesBill(t *testing.T) {
 
 // The largest fork record (every one of the 100 lanes at count 9,999,
 // far past what a foreach of 10,000 children in 100 lanes reaches, every
-// lane stopped, a failed child of 9,999, a key of the longest length)
+// lane stopped, a failed child of 9,999, every lane cancelled, a key of
+// the longest length)
 // stays under 1 KB, so a count always bills 1 write unit. The counts are
 // written by hand: counting each lane that far would take a million
 // writes.
@@ -118,17 +120,19 @@ func TestForkRecordUnderOneKB(t *testing.T) {
 	}
 	var sets []string
 	values := map[string]types.AttributeValue{":big": &types.AttributeValueMemberN{Value: "9999"}}
-	names := map[string]string{"#f": "fail", "#s": "stop"}
+	names := map[string]string{"#f": "fail", "#s": "stop", "#c": "cancelled"}
 	stopped := &types.AttributeValueMemberNS{}
+	cancelled := &types.AttributeValueMemberB{Value: bytes.Repeat([]byte{0xff}, (durable.MaxForkLanes+7)/8)}
+	cancelled.Value[len(cancelled.Value)-1] = 0xff >> (8 - durable.MaxForkLanes%8) // lanes 96 to 99
 	for j := range durable.MaxForkLanes {
 		names[fmt.Sprintf("#l%d", j)] = "l" + strconv.Itoa(j)
 		sets = append(sets, fmt.Sprintf("#l%d = :big", j))
 		stopped.Value = append(stopped.Value, strconv.Itoa(j))
 	}
-	values[":stopped"] = stopped
+	values[":stopped"], values[":cancelled"] = stopped, cancelled
 	_, err := b.DynamoDB.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &b.Table,
 		Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "FORK#" + key}, "sk": &types.AttributeValueMemberS{Value: "FORK"}},
-		UpdateExpression:          aws.String("SET " + strings.Join(sets, ", ") + ", #f = :big, #s = :stopped"),
+		UpdateExpression:          aws.String("SET " + strings.Join(sets, ", ") + ", #f = :big, #s = :stopped, #c = :cancelled"),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	})
@@ -146,7 +150,7 @@ func TestForkRecordUnderOneKB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Counts) != durable.MaxForkLanes || r.Count(99) != 10000 || r.Count(0) != 9999 || r.Failed != 9999 || len(r.Stopped) != durable.MaxForkLanes {
+	if len(r.Counts) != durable.MaxForkLanes || r.Count(99) != 10000 || r.Count(0) != 9999 || r.Failed != 9999 || len(r.Stopped) != durable.MaxForkLanes || len(r.Cancelled) != durable.MaxForkLanes {
 		t.Fatalf("after-image: %+v", *r)
 	}
 	if st := b.Counter.Snapshot()["DynamoDB.UpdateItem"]; st.BilledWriteUnits != 1 || st.BilledIndexWriteUnits != 0 || st.Unbilled != 0 {

@@ -306,6 +306,26 @@ func (s *Store) ForkFail(_ context.Context, p *durable.ForkFailParams) (*durable
 	return cloneFork(r), nil
 }
 
+// ForkCancelled implements durable.Store.
+func (s *Store) ForkCancelled(_ context.Context, p *durable.ForkCancelledParams) error {
+	if err := p.Check(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.forks[p.Key]
+	if r == nil {
+		r = &durable.ForkRecord{Key: p.Key, Failed: -1}
+		s.forks[p.Key] = r
+	}
+	for _, j := range p.Lanes {
+		if i, ok := slices.BinarySearch(r.Cancelled, j); !ok {
+			r.Cancelled = slices.Insert(r.Cancelled, i, j)
+		}
+	}
+	return nil
+}
+
 // ForkGet implements durable.Store.
 func (s *Store) ForkGet(_ context.Context, p *durable.ForkGetParams) (*durable.ForkRecord, error) {
 	if err := p.Check(); err != nil {
@@ -377,5 +397,6 @@ func cloneFork(r *durable.ForkRecord) *durable.ForkRecord {
 	c := *r
 	c.Counts = slices.Clone(r.Counts)
 	c.Stopped = slices.Clone(r.Stopped)
+	c.Cancelled = slices.Clone(r.Cancelled)
 	return &c
 }

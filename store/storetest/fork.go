@@ -25,6 +25,7 @@ func exerciseFork(t *testing.T, newStore NewStore) {
 	t.Run("ForkFailedConcurrent", func(t *testing.T) { testForkFailedConcurrent(t, newStore(t)) })
 	t.Run("ForkStop", func(t *testing.T) { testForkStop(t, newStore(t)) })
 	t.Run("ForkFail", func(t *testing.T) { testForkFail(t, newStore(t)) })
+	t.Run("ForkCancelled", func(t *testing.T) { testForkCancelled(t, newStore(t)) })
 	t.Run("ForkHundredLanes", func(t *testing.T) { testForkHundredLanes(t, newStore(t)) })
 	t.Run("ForkBadParams", func(t *testing.T) { testForkBadParams(t, newStore(t)) })
 	t.Run("ForkRecordsApartFromSagas", func(t *testing.T) { testForkApartFromSagas(t, newStore(t)) })
@@ -41,7 +42,7 @@ func sameFork(t *testing.T, what string, got *durable.ForkRecord, want durable.F
 	if got == nil {
 		t.Fatalf("%s: no record, want %+v", what, want)
 	}
-	if got.Key != want.Key || !slices.Equal(got.Counts, want.Counts) || !slices.Equal(got.Stopped, want.Stopped) || got.Failed != want.Failed {
+	if got.Key != want.Key || !slices.Equal(got.Counts, want.Counts) || !slices.Equal(got.Stopped, want.Stopped) || got.Failed != want.Failed || !slices.Equal(got.Cancelled, want.Cancelled) {
 		t.Fatalf("%s:\n got %+v\nwant %+v", what, *got, want)
 	}
 }
@@ -332,6 +333,67 @@ func testForkFail(t *testing.T, s durable.Store) {
 	r, err := s.ForkGet(ctx, &durable.ForkGetParams{Key: key2})
 	if err != nil || r.Failed < 0 || r.Failed > 7 {
 		t.Fatalf("after 8 concurrent fails: %+v %v", r, err)
+	}
+}
+
+// ForkCancelled keeps the lanes a stop has cancelled: it creates the
+// record, adds each lane once (a list may repeat one, and a later call
+// may repeat earlier ones), changes no count, stop or failure, and every
+// update and read after it returns them. Concurrent calls lose none.
+func testForkCancelled(t *testing.T, s durable.Store) {
+	ctx := context.Background()
+	key := durable.ForkKey("p", "each", 5)
+	cancelled := func(lanes ...int) {
+		t.Helper()
+		if err := s.ForkCancelled(ctx, &durable.ForkCancelledParams{Key: key, Lanes: lanes}); err != nil {
+			t.Fatalf("cancelled %v: %v", lanes, err)
+		}
+	}
+	cancelled(7, 2, 7)
+	want := fork(key, nil, nil, -1)
+	want.Cancelled = []int{2, 7}
+	forkStored(t, s, want)
+	r, err := s.ForkFail(ctx, &durable.ForkFailParams{Key: key, Child: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Failed = 9
+	sameFork(t, "fail after it", r, want)
+	cancelled(2, durable.MaxForkLanes-1, 0)
+	want.Cancelled = []int{0, 2, 7, durable.MaxForkLanes - 1}
+	want.Counts = []int{1}
+	sameFork(t, "count lane 0", count(t, s, durable.ForkCountParams{Key: key, Lane: 0, Count: 0}), want)
+	r, err = s.ForkStop(ctx, &durable.ForkStopParams{Key: key, Lane: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Stopped = []int{1}
+	sameFork(t, "stop lane 1", r, want)
+	forkStored(t, s, want)
+	if !r.IsCancelled(7) || r.IsCancelled(3) {
+		t.Fatalf("IsCancelled on %v: 7 %v, 3 %v", r.Cancelled, r.IsCancelled(7), r.IsCancelled(3))
+	}
+	for _, p := range []durable.ForkCancelledParams{{Key: key}, {Key: key, Lanes: []int{3, -1}}, {Key: key, Lanes: []int{durable.MaxForkLanes}}, {Key: "", Lanes: []int{1}}} {
+		if err := s.ForkCancelled(ctx, &p); err == nil {
+			t.Errorf("ForkCancelled(%+v) took bad params", p)
+		}
+	}
+	forkStored(t, s, want)
+
+	// Eight lanes at once, each from its own caller: all are kept.
+	key2 := durable.ForkKey("p", "each", 6)
+	var wg sync.WaitGroup
+	for j := range 8 {
+		wg.Go(func() {
+			if err := s.ForkCancelled(ctx, &durable.ForkCancelledParams{Key: key2, Lanes: []int{j * 9}}); err != nil {
+				t.Errorf("cancelled %d: %v", j*9, err)
+			}
+		})
+	}
+	wg.Wait()
+	r, err = s.ForkGet(ctx, &durable.ForkGetParams{Key: key2})
+	if err != nil || !slices.Equal(r.Cancelled, []int{0, 9, 18, 27, 36, 45, 54, 63}) {
+		t.Fatalf("after 8 concurrent calls: %+v %v", r, err)
 	}
 }
 
