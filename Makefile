@@ -157,8 +157,9 @@ sam-check: $(SAM_VENV)/bin/sam build ## sam validate --lint and sam build on the
 		echo "$$fn: make build matches sam build (build settings from go version -m)"; \
 	done
 
-lint: ## gofmt, go vet, go.mod/go.sum tidy (the module's and the tools'), staticcheck
+lint: ## gofmt, go vet, go.mod/go.sum tidy (the module's and the tools'), staticcheck, commit subjects
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@tools/commit-subjects
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 	$(GO) -C tools/mod mod tidy -diff
