@@ -1,0 +1,85 @@
+package lambdasaga
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/embedded"
+	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/saga"
+)
+
+// LocalOptions tune a Local.
+type LocalOptions struct {
+	// VirtualTime runs the sagas on a clock of their own, starting at
+	// Now, that moves on to the next thing due whenever nothing is in
+	// flight: a wait of 30 days, or long retry backoffs, take
+	// milliseconds. An await's or a callback's timeout passes only while
+	// someone is in Run or Wait, so a test can see a saga waiting
+	// (WaitReceiving) and send what it waits on first.
+	VirtualTime bool
+	Now         time.Time // VirtualTime's start; zero: now
+	// Workers per queue; default 2.
+	Workers int
+	// Logger gets the runtime's lines; default: none.
+	Logger *slog.Logger
+}
+
+// Local runs sagas in this process, through the protocol the Lambda
+// functions run (the memory store and queue, a worker per queue): for
+// tests, and for tools. Its Client starts, reads and signals them.
+type Local struct {
+	*Client
+	rt *embedded.Runtime
+}
+
+// NewLocal starts a local runtime with actions. Call Close when done.
+func NewLocal(actions *Actions, o LocalOptions) (*Local, error) {
+	if actions == nil {
+		return nil, errors.New("lambdasaga: NewLocal needs actions")
+	}
+	var clock durable.Clock = durable.SystemClock{}
+	if o.VirtualTime {
+		now := o.Now
+		if now.IsZero() {
+			now = time.Now()
+		}
+		clock = durable.NewManualClock(now)
+	}
+	cfg := embedded.Config{Actions: actions.reg, Workers: o.Workers, Logger: o.Logger, Clock: clock}
+	rt, err := embedded.Start(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Local{Client: &Client{coord: rt.Coordinator, plans: engine.NewPlans(rt.Store, saga.Options{}), rt: rt, clock: clock}, rt: rt}, nil
+}
+
+// Run starts a saga of def and waits until it ends (succeeded or
+// compensated) or parks (compensation_failed), or ctx ends.
+func (l *Local) Run(ctx context.Context, def *Definition, o StartOptions) (*Saga, error) {
+	s, err := l.Start(ctx, def, o)
+	if err != nil {
+		return nil, err
+	}
+	return l.Wait(ctx, s.ID)
+}
+
+// Wait waits until the saga ends or parks, or ctx ends (its error then,
+// with the saga as it was).
+func (l *Local) Wait(ctx context.Context, id string) (*Saga, error) {
+	st, err := l.rt.Wait(ctx, id)
+	return l.view(ctx, st), err
+}
+
+// WaitReceiving waits until the saga (or a run of its tree) waits on a
+// signal or a callback, or ends.
+func (l *Local) WaitReceiving(ctx context.Context, id string) (*Saga, error) {
+	st, err := l.rt.WaitReceiving(ctx, id)
+	return l.view(ctx, st), err
+}
+
+// Close stops the workers and waits for them.
+func (l *Local) Close() { l.rt.Close() }
