@@ -105,8 +105,14 @@ sim-long: ## the simulation at size: 100 seeds of 10,000 sagas, in SIM_JOBS proc
 	for j in $$(seq 1 $(SIM_JOBS)); do grep -E "seeds, .* sagas|violated [1-9]|^(--- |ok|FAIL)" ../../bin/sim-long-$$j.log; done; exit $$ok
 
 DEFS ?= 100000
-proptest-long: ## "what validation accepts must run" at size: DEFS generated definitions (100,000); go test ./internal/proptest -run TestProperty -seed N -v replays one
-	$(GO) test -count=1 -timeout 3h ./internal/proptest -run 'TestProperty$$' -defs $(DEFS) -v
+proptest-long: ## "what validation accepts must run" at size: DEFS generated definitions (100,000) in SIM_JOBS processes, each logging to bin/proptest-long-N.log; go test ./internal/proptest -run TestProperty -seed N -v replays one
+	$(GO) test -c -o bin/proptest.test ./internal/proptest
+	@cd internal/proptest && per=$$(( ($(DEFS) + $(SIM_JOBS) - 1) / $(SIM_JOBS) )); pids=""; \
+	for j in $$(seq 1 $(SIM_JOBS)); do \
+		first=$$(( (j - 1) * per + 1 )); n=$$(( $(DEFS) + 1 - first < per ? $(DEFS) + 1 - first : per )); \
+		../../bin/proptest.test -test.run 'TestProperty$$' -test.timeout 3h -test.v -first $$first -defs $$n > ../../bin/proptest-long-$$j.log 2>&1 & pids="$$pids $$!"; \
+	done; ok=0; for p in $$pids; do wait $$p || ok=1; done; \
+	for j in $$(seq 1 $(SIM_JOBS)); do grep -E "definitions, |cases: |^(--- |ok|FAIL)" ../../bin/proptest-long-$$j.log; done; exit $$ok
 
 soak: sim-long proptest-long ## the long proofs at full size: sim-long and proptest-long
 
