@@ -382,8 +382,17 @@ func (c *Coordinator) cancelLanes(ctx context.Context, l *saga.ParentLink, rec *
 		if k >= l.Children || rec.IsStopped(j) || rec.IsCancelled(j) {
 			continue
 		}
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err) // out of time: keep what is done
+			break
+		}
 		id := durable.ChildID(l.ID, l.Step, l.Seq, k)
 		joined, err := c.cancelChild(ctx, l, k, id, &parent, &plan)
+		if errors.Is(err, durable.ErrConflict) {
+			// Not the handler's at-once retry of the whole message (it
+			// would do the other lanes again): the message comes back.
+			err = fmt.Errorf("lost to other writers: %v", err)
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("child %s: %w", id, err))
 			continue
@@ -397,12 +406,19 @@ func (c *Coordinator) cancelLanes(ctx context.Context, l *saga.ParentLink, rec *
 		return nil
 	}
 	if len(done) > 0 {
-		if err := c.cfg.Store.ForkCancelled(ctx, &durable.ForkCancelledParams{Key: forkKey(l), Lanes: done}); err != nil {
-			errs = append(errs, err)
+		// Recorded even when the invocation's time ran out on a lane.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		defer cancel()
+		if err := c.cfg.Store.ForkCancelled(rctx, &durable.ForkCancelledParams{Key: forkKey(l), Lanes: done}); err != nil {
+			errs = append(errs, fmt.Errorf("record the lanes cancelled: %v", err))
 		}
 	}
 	return errors.Join(errs...)
 }
+
+// recordTimeout bounds cancelLanes' record of the lanes it has done, made
+// past the context's end if need be: a read and a write.
+const recordTimeout = 2 * time.Second
 
 // cancelChild cancels child k (id) of the failed fork l, or creates it
 // cancelled if its launch is licensed and was not made, reading the

@@ -110,6 +110,13 @@ func (s *fStore) ForkStop(ctx context.Context, p *durable.ForkStopParams) (*dura
 	return s.Store.ForkStop(ctx, p)
 }
 
+func (s *fStore) ForkCancelled(ctx context.Context, p *durable.ForkCancelledParams) error {
+	if err := s.check("forkcancelled", p.Key); err != nil {
+		return err
+	}
+	return s.Store.ForkCancelled(ctx, p)
+}
+
 // fQueue lets a test fail a send, or drop a message (as if it reached a
 // dead-letter queue): hook returns drop, or an error for the whole send.
 type fQueue struct {

@@ -75,6 +75,77 @@ func TestForkStopKeepsTheLanesItHasCancelled(t *testing.T) {
 	}
 }
 
+// A record of the lanes done that fails to be written costs a delivery,
+// never a lane: the next delivery does those lanes again (a cancel of a
+// cancelled child sends its messages again) and records them. The stop
+// is handled three times in a row, before any child moves: the first
+// fails on lane 0 and its record fails; the second does lanes 0 and 2
+// (2 again), fails on lane 1 and records 0 and 2; the third does lane 1.
+func TestForkStopWhoseRecordFailsDoesTheLanesAgain(t *testing.T) {
+	r := newFrig(t, threeWaitingBranches, nil)
+	r.start("p", nil)
+	r.drain()
+	fs, err := r.coord.Fork(context.Background(), "p")
+	if err != nil || fs == nil || len(fs.Current) != 3 {
+		t.Fatalf("the fork's current children: %+v %v", fs, err)
+	}
+	child := map[string]int{}
+	for lane, c := range fs.Current {
+		child[c.SagaID] = lane
+	}
+	deliveries, records := 0, 0
+	failed := map[int]bool{}
+	r.store.setHook(func(op, key string) error {
+		switch op {
+		case "forkfail":
+			deliveries++
+		case "forkcancelled":
+			records++
+			if records == 1 {
+				return errInjected
+			}
+		case "get":
+			if lane, ok := child[key]; ok && lane == deliveries-1 && !failed[lane] {
+				failed[lane] = true
+				return errInjected
+			}
+		}
+		return nil
+	})
+	ctx := context.Background()
+	if _, err := r.coord.Cancel(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := r.q.Receive(ctx, &durable.ReceiveParams{Queue: durable.QueueAdvance, Max: 10})
+	if err != nil || len(ds) != 1 || !strings.Contains(string(ds[0].Body), `"stop"`) {
+		t.Fatalf("after the cancel: %d messages %v, want the stop alone", len(ds), err)
+	}
+	key := durable.ForkKey("p", "all", 1)
+	for i, want := range [][]int{nil, {0, 2}, {0, 2}} {
+		_, err := r.coord.Handle(ctx, ds[0].Body)
+		if (err == nil) != (i == 2) {
+			t.Fatalf("delivery %d of the stop: %v", i+1, err)
+		}
+		rec, err := r.store.Store.ForkGet(ctx, &durable.ForkGetParams{Key: key})
+		if err != nil || !slices.Equal(rec.Cancelled, want) {
+			t.Fatalf("after delivery %d: %+v %v, want lanes %v recorded", i+1, rec, err, want)
+		}
+	}
+	if err := r.q.Delete(ctx, &durable.DeleteParams{Queue: ds[0].Queue, ReceiptHandle: ds[0].ReceiptHandle}); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if n := r.dead(); n != 0 {
+		t.Fatalf("%d messages dead-lettered; errors:\n%s", n, r.handleErrors())
+	}
+	if st := r.get("p"); !st.Status.Final() {
+		t.Fatalf("the saga is %s, want it ended", st.Status)
+	}
+	if records != 2 {
+		t.Errorf("%d records written, want 2", records)
+	}
+}
+
 // failGetOnce fails the first read of one saga.
 type failGetOnce struct {
 	durable.Store

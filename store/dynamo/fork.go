@@ -172,8 +172,9 @@ func (s *Store) ForkCancelled(ctx context.Context, p *durable.ForkCancelledParam
 	names := map[string]string{"#c": attrForkCancelled}
 	for range maxCancelledTries {
 		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+			// No projection: a read bills the whole item anyway, and the
+			// accounting middleware can bill only a whole item it sees.
 			TableName: &s.table, Key: forkKey(p.Key), ConsistentRead: aws.Bool(true),
-			ProjectionExpression: aws.String("#c"), ExpressionAttributeNames: names,
 			ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
 		})
 		if err != nil {
