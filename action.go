@@ -5,8 +5,19 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/internal/frontdoor"
 	"github.com/lambdasaga/lambdasaga/saga"
 )
+
+func init() {
+	frontdoor.Registry = func(a any) *engine.Registry {
+		if actions, _ := a.(*Actions); actions != nil {
+			return actions.reg
+		}
+		return nil
+	}
+	frontdoor.ActionsOf = func(reg *engine.Registry) any { return &Actions{reg: reg} }
+}
 
 // Call is one call of an action: what a step (or its compensation) asks
 // of a service.
@@ -87,6 +98,13 @@ func (a *Actions) MustRegister(name string, fn ActionFunc) {
 	if err := a.Register(name, fn); err != nil {
 		panic(err)
 	}
+}
+
+// Invoke runs the action call.Action with call, as a worker would: a
+// unit test of an action calls it so, with the input as JSON decodes it.
+// An action not registered is an error.
+func (a *Actions) Invoke(ctx context.Context, call Call) (any, error) {
+	return a.reg.Invoke(ctx, call.internal())
 }
 
 // Names lists the registered actions, sorted.

@@ -26,6 +26,18 @@ type LocalOptions struct {
 	Workers int
 	// Logger gets the runtime's lines; default: none.
 	Logger *slog.Logger
+	// Store, Queue and Receiver run the sagas on a backend of yours (the
+	// DynamoDB and SQS adapters on the emulators, say) instead of memory:
+	// all three, with the workers polling like Lambda's event source
+	// mapping. Not with VirtualTime.
+	Store    durable.Store
+	Queue    durable.Queue    // the sending side of the queues Receiver reads
+	Receiver durable.Receiver // the workers receive from it
+	// Visibility is how long a message stays hidden while handled before
+	// it is delivered again; default 30s.
+	Visibility time.Duration
+	// PollInterval is how often Wait reads a saga; default 2ms.
+	PollInterval time.Duration
 }
 
 // Local runs sagas in this process, through the protocol the Lambda
@@ -49,7 +61,8 @@ func NewLocal(actions *Actions, o LocalOptions) (*Local, error) {
 		}
 		clock = durable.NewManualClock(now)
 	}
-	cfg := embedded.Config{Actions: actions.reg, Workers: o.Workers, Logger: o.Logger, Clock: clock}
+	cfg := embedded.Config{Actions: actions.reg, Workers: o.Workers, Logger: o.Logger, Clock: clock,
+		Store: o.Store, Queue: o.Queue, Receiver: o.Receiver, Visibility: o.Visibility, PollInterval: o.PollInterval}
 	rt, err := embedded.Start(cfg)
 	if err != nil {
 		return nil, err

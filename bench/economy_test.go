@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga"
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
+	"github.com/lambdasaga/lambdasaga/internal/frontdoor"
 	"github.com/lambdasaga/lambdasaga/internal/sagatest"
 	"github.com/lambdasaga/lambdasaga/saga"
 
@@ -88,8 +90,9 @@ func snapshot(b *awstest.Backend, step string) stepCost {
 // and prints the table in bench/README.md.
 func TestRequestEconomy(t *testing.T) {
 	b := awstest.New(t)
-	reg := engine.NewRegistry()
-	order.NewServices().Register(reg)
+	actions := lambdasaga.NewActions()
+	order.NewServices().Register(actions)
+	reg := frontdoor.Registry(actions)
 	reg.MustRegister("work", func(ctx context.Context, c saga.Call) (any, error) {
 		return map[string]any{"id": c.IdempotencyKey}, nil
 	})

@@ -323,7 +323,7 @@ func runRun(c *Config, args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	coord := &coordinatorRef{}
-	rtCfg := embedded.Config{Actions: invoker{reg: c.Actions, fail: failing, coord: coord}, OnStep: onStep, Visibility: 5 * time.Minute}
+	rtCfg := embedded.Config{Actions: invoker{reg: c.reg, fail: failing, coord: coord}, OnStep: onStep, Visibility: 5 * time.Minute}
 	if *verbose {
 		rtCfg.Logger = slog.New(slog.NewTextHandler(c.Stderr, nil))
 	}

@@ -21,8 +21,10 @@ import (
 
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/lambdasaga/lambdasaga"
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/internal/frontdoor"
 	"github.com/lambdasaga/lambdasaga/lang"
 	"github.com/lambdasaga/lambdasaga/saga"
 )
@@ -55,7 +57,7 @@ const MaxInputFileBytes = 2 * saga.MaxInputBytes
 // Config is what a sagactl build brings.
 type Config struct {
 	// Actions are the Go actions run for real; others are simulated.
-	Actions *engine.Registry
+	Actions *lambdasaga.Actions
 	Stdout  io.Writer // the commands' output and help; default os.Stdout
 	Stderr  io.Writer // errors, problems and logs; default os.Stderr
 	// Name is the program name in messages; default "sagactl".
@@ -65,6 +67,8 @@ type Config struct {
 	// commands on sagas for any stack): an accounting.Counter's Register
 	// counts their requests, as the meter's tests do.
 	APIOptions []func(*middleware.Stack) error
+
+	reg *engine.Registry // Actions' registry
 }
 
 // stackArgs stands for where the commands on sagas find them (stackFlags),
@@ -111,8 +115,9 @@ func Main(args []string, cfg Config) int {
 		cfg.Name = "sagactl"
 	}
 	if cfg.Actions == nil {
-		cfg.Actions = engine.NewRegistry()
+		cfg.Actions = lambdasaga.NewActions()
 	}
+	cfg.reg = frontdoor.Registry(cfg.Actions)
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(&cfg, cfg.Stdout)
 		if len(args) == 0 {

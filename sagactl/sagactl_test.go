@@ -11,11 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga"
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
+	"github.com/lambdasaga/lambdasaga/internal/frontdoor"
 	"github.com/lambdasaga/lambdasaga/saga"
 	"github.com/lambdasaga/lambdasaga/sagactl"
 )
@@ -30,7 +32,11 @@ type result struct {
 func runSagactl(t *testing.T, reg *engine.Registry, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := sagactl.Main(args, sagactl.Config{Actions: reg, Stdout: &out, Stderr: &errb})
+	var actions *lambdasaga.Actions
+	if reg != nil {
+		actions = frontdoor.ActionsOf(reg).(*lambdasaga.Actions)
+	}
+	code := sagactl.Main(args, sagactl.Config{Actions: actions, Stdout: &out, Stderr: &errb})
 	return result{code, out.String(), errb.String()}
 }
 
@@ -129,9 +135,9 @@ func TestRunCompensatesInReverseAtEachStep(t *testing.T) {
 
 func TestRunWithGoActions(t *testing.T) {
 	svc := order.NewServices()
-	reg := engine.NewRegistry()
-	svc.Register(reg)
-	r := runSagactl(t, reg, "run", orderFile, "--input", "@../examples/order/testdata/declined.json")
+	actions := lambdasaga.NewActions()
+	svc.Register(actions)
+	r := runSagactl(t, frontdoor.Registry(actions), "run", orderFile, "--input", "@../examples/order/testdata/declined.json")
 	if r.code != sagactl.ExitCompensated {
 		t.Fatalf("exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}

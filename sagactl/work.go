@@ -82,7 +82,7 @@ func runWork(c *Config, args []string) int {
 	coord := &coordinatorRef{}
 	ready := make(chan struct{})
 	// As run's backendFlags.apply sets them on the emulators.
-	rtCfg := embedded.Config{Actions: gatedInvoker{ready: ready, next: invoker{reg: c.Actions, fail: failing, coord: coord}}, OnStep: w.step,
+	rtCfg := embedded.Config{Actions: gatedInvoker{ready: ready, next: invoker{reg: c.reg, fail: failing, coord: coord}}, OnStep: w.step,
 		Store: store, Queue: queue, Receiver: receiver, Visibility: 30 * time.Second, PollInterval: 20 * time.Millisecond}
 	if *verbose {
 		rtCfg.Logger = slog.New(slog.NewTextHandler(c.Stderr, nil))

@@ -8,8 +8,7 @@ import (
 	_ "embed"
 	"sync"
 
-	"github.com/lambdasaga/lambdasaga/engine"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga"
 )
 
 // Definition is order.yaml.
@@ -61,7 +60,7 @@ func (s *Services) Calls() int {
 }
 
 // once applies effect at most once per idempotency key.
-func (s *Services) once(call saga.Call, effect func() (any, error)) (any, error) {
+func (s *Services) once(call lambdasaga.Call, effect func() (any, error)) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.callCount++
@@ -98,13 +97,13 @@ type orderRef struct {
 	AmountCents int64  `json:"amount_cents"`
 }
 
-// Register adds the order saga's actions to reg.
-func (s *Services) Register(reg *engine.Registry) {
-	reg.MustRegister("inventory.reserve", engine.Typed(func(ctx context.Context, c saga.Call, in reserveIn) (any, error) {
+// Register adds the order saga's actions to actions.
+func (s *Services) Register(actions *lambdasaga.Actions) {
+	actions.MustRegister("inventory.reserve", lambdasaga.Typed(func(ctx context.Context, c lambdasaga.Call, in reserveIn) (any, error) {
 		return s.once(c, func() (any, error) {
 			for _, it := range in.Items {
 				if it == OutOfStock {
-					return nil, saga.Permanent(saga.NewError("OutOfStock", it+" is out of stock"))
+					return nil, lambdasaga.Permanent(lambdasaga.NewError("OutOfStock", it+" is out of stock"))
 				}
 			}
 			s.Reserved[in.OrderID] = in.Items
@@ -112,17 +111,17 @@ func (s *Services) Register(reg *engine.Registry) {
 			return map[string]any{"order_id": in.OrderID, "reservation_id": "r-" + in.OrderID}, nil
 		})
 	}))
-	reg.MustRegister("inventory.release", engine.Typed(func(ctx context.Context, c saga.Call, in orderRef) (any, error) {
+	actions.MustRegister("inventory.release", lambdasaga.Typed(func(ctx context.Context, c lambdasaga.Call, in orderRef) (any, error) {
 		return s.once(c, func() (any, error) {
 			delete(s.Reserved, in.OrderID)
 			s.Effects = append(s.Effects, "release "+in.OrderID)
 			return nil, nil
 		})
 	}))
-	reg.MustRegister("payments.charge", engine.Typed(func(ctx context.Context, c saga.Call, in chargeIn) (any, error) {
+	actions.MustRegister("payments.charge", lambdasaga.Typed(func(ctx context.Context, c lambdasaga.Call, in chargeIn) (any, error) {
 		return s.once(c, func() (any, error) {
 			if in.Card == DeclinedCard {
-				return nil, saga.NewError("CardDeclined", "the card was declined")
+				return nil, lambdasaga.NewError("CardDeclined", "the card was declined")
 			}
 			s.Charged[in.OrderID] += in.AmountCents
 			s.Effects = append(s.Effects, "charge "+in.OrderID)
@@ -131,7 +130,7 @@ func (s *Services) Register(reg *engine.Registry) {
 	}))
 	// The provider of order-webhook.yaml: the request returns at once, the
 	// payment pending; the provider answers later through the token.
-	reg.MustRegister("payments.request_charge", engine.Typed(func(ctx context.Context, c saga.Call, in chargeIn) (any, error) {
+	actions.MustRegister("payments.request_charge", lambdasaga.Typed(func(ctx context.Context, c lambdasaga.Call, in chargeIn) (any, error) {
 		r, err := s.once(c, func() (any, error) {
 			s.Charged[in.OrderID] += in.AmountCents
 			s.Effects = append(s.Effects, "request-charge "+in.OrderID)
@@ -144,7 +143,7 @@ func (s *Services) Register(reg *engine.Registry) {
 		}
 		return r, err
 	}))
-	reg.MustRegister("payments.refund", engine.Typed(func(ctx context.Context, c saga.Call, in orderRef) (any, error) {
+	actions.MustRegister("payments.refund", lambdasaga.Typed(func(ctx context.Context, c lambdasaga.Call, in orderRef) (any, error) {
 		return s.once(c, func() (any, error) {
 			// Charges made by another process (another Lambda instance) are
 			// not in this one's memory: refund what is known, record the rest.
@@ -153,17 +152,17 @@ func (s *Services) Register(reg *engine.Registry) {
 			return nil, nil
 		})
 	}))
-	reg.MustRegister("shipping.create", engine.Typed(func(ctx context.Context, c saga.Call, in shipIn) (any, error) {
+	actions.MustRegister("shipping.create", lambdasaga.Typed(func(ctx context.Context, c lambdasaga.Call, in shipIn) (any, error) {
 		return s.once(c, func() (any, error) {
 			if in.Customer == Unshippable {
-				return nil, saga.Permanent(saga.NewError("Unshippable", "no carrier delivers to "+in.Customer))
+				return nil, lambdasaga.Permanent(lambdasaga.NewError("Unshippable", "no carrier delivers to "+in.Customer))
 			}
 			s.Shipped[in.OrderID] = true
 			s.Effects = append(s.Effects, "ship "+in.OrderID)
 			return map[string]any{"order_id": in.OrderID, "shipment_id": "s-" + in.OrderID}, nil
 		})
 	}))
-	reg.MustRegister("shipping.cancel", engine.Typed(func(ctx context.Context, c saga.Call, in orderRef) (any, error) {
+	actions.MustRegister("shipping.cancel", lambdasaga.Typed(func(ctx context.Context, c lambdasaga.Call, in orderRef) (any, error) {
 		return s.once(c, func() (any, error) {
 			delete(s.Shipped, in.OrderID)
 			s.Effects = append(s.Effects, "cancel-shipment "+in.OrderID)

@@ -8,11 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/embedded"
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga"
 	"github.com/lambdasaga/lambdasaga/examples/order"
-	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 func input(t *testing.T, file string) map[string]any {
@@ -28,39 +25,45 @@ func input(t *testing.T, file string) map[string]any {
 	return m
 }
 
-func TestOrderSaga(t *testing.T) {
-	plan, err := saga.Compile("order.yaml", order.Definition, saga.Options{})
+func definition(t *testing.T, file string) *lambdasaga.Definition {
+	t.Helper()
+	def, err := lambdasaga.LoadDefinition(os.DirFS("."), file)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return def
+}
+
+func TestOrderSaga(t *testing.T) {
+	def := definition(t, "order.yaml")
 	tests := []struct {
 		file    string
-		status  durable.Status
+		status  lambdasaga.Status
 		effects []string
 	}{
-		{"testdata/ok.json", durable.StatusSucceeded, []string{"reserve o-1001", "charge o-1001", "ship o-1001"}},
-		{"testdata/declined.json", durable.StatusCompensated, []string{"reserve o-1002", "release o-1002"}},
-		{"testdata/nostock.json", durable.StatusCompensated, nil},
-		{"testdata/unshippable.json", durable.StatusCompensated, []string{"reserve o-1004", "charge o-1004", "refund o-1004", "release o-1004"}},
+		{"testdata/ok.json", lambdasaga.StatusSucceeded, []string{"reserve o-1001", "charge o-1001", "ship o-1001"}},
+		{"testdata/declined.json", lambdasaga.StatusCompensated, []string{"reserve o-1002", "release o-1002"}},
+		{"testdata/nostock.json", lambdasaga.StatusCompensated, nil},
+		{"testdata/unshippable.json", lambdasaga.StatusCompensated, []string{"reserve o-1004", "charge o-1004", "refund o-1004", "release o-1004"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			svc := order.NewServices()
-			reg := engine.NewRegistry()
-			svc.Register(reg)
-			rt, err := embedded.Start(embedded.Config{Actions: reg})
+			actions := lambdasaga.NewActions()
+			svc.Register(actions)
+			local, err := lambdasaga.NewLocal(actions, lambdasaga.LocalOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer rt.Close()
+			defer local.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			st, err := rt.Run(ctx, &engine.StartParams{Plan: plan, SagaID: "t-1", Input: input(t, tt.file)})
+			s, err := local.Run(ctx, def, lambdasaga.StartOptions{ID: "t-1", Input: input(t, tt.file)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Status != tt.status || !slices.Equal(svc.Effects, tt.effects) {
-				t.Fatalf("%s with effects %v, want %s with %v (failure %v)", st.Status, svc.Effects, tt.status, tt.effects, st.Failure)
+			if s.Status != tt.status || !slices.Equal(svc.Effects, tt.effects) {
+				t.Fatalf("%s with effects %v, want %s with %v (failure %v)", s.Status, svc.Effects, tt.status, tt.effects, s.Failure)
 			}
 		})
 	}
@@ -70,12 +73,12 @@ func TestOrderSaga(t *testing.T) {
 // and their effects apply once.
 func TestServicesHonourIdempotencyKeys(t *testing.T) {
 	svc := order.NewServices()
-	reg := engine.NewRegistry()
-	svc.Register(reg)
-	call := saga.Call{SagaID: "s", Step: "charge", Action: "payments.charge", Attempt: 1, IdempotencyKey: "s/charge/2",
+	actions := lambdasaga.NewActions()
+	svc.Register(actions)
+	call := lambdasaga.Call{SagaID: "s", Step: "charge", Action: "payments.charge", Attempt: 1, IdempotencyKey: "s/charge/2",
 		Input: map[string]any{"order_id": "o-9", "amount_cents": int64(500), "currency": "EUR", "card": "4242"}}
 	for range 3 {
-		if _, err := reg.Invoke(context.Background(), call); err != nil {
+		if _, err := actions.Invoke(context.Background(), call); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,9 +8,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/lambdasaga/lambdasaga"
 	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/functions/sqshandler"
+	"github.com/lambdasaga/lambdasaga/internal/frontdoor"
 	"github.com/lambdasaga/lambdasaga/queue/memqueue"
 	"github.com/lambdasaga/lambdasaga/saga"
 	"github.com/lambdasaga/lambdasaga/store/memstore"
@@ -23,9 +25,9 @@ import (
 // the malformed one reaches the dead-letter queue untouched.
 func ExampleHandler_Handle() {
 	ctx := context.Background()
-	actions := engine.NewRegistry()
+	actions := lambdasaga.NewActions()
 	order.NewServices().Register(actions)
-	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: memstore.New(), Queue: memqueue.New(memqueue.Config{}), Actions: actions})
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: memstore.New(), Queue: memqueue.New(memqueue.Config{}), Actions: frontdoor.Registry(actions)})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -6,24 +6,12 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"os"
-
-	"github.com/aws/aws-lambda-go/lambda"
-
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga"
 	"github.com/lambdasaga/lambdasaga/examples/order"
-	"github.com/lambdasaga/lambdasaga/functions/sqshandler"
 )
 
 func main() {
-	reg := engine.NewRegistry()
-	order.NewServices().Register(reg)
-	h, err := sqshandler.FromEnvironment(context.Background(), reg)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "orderfn: %v\n", err)
-		os.Exit(1)
-	}
-	lambda.StartHandlerFunc(h.Handle)
+	actions := lambdasaga.NewActions()
+	order.NewServices().Register(actions)
+	lambdasaga.StartLambda(actions)
 }

@@ -6,13 +6,13 @@ package main
 import (
 	"os"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/sagactl"
 )
 
 func main() {
-	reg := engine.NewRegistry()
-	order.NewServices().Register(reg)
-	os.Exit(sagactl.Main(os.Args[1:], sagactl.Config{Actions: reg, Name: "ordersaga"}))
+	actions := lambdasaga.NewActions()
+	order.NewServices().Register(actions)
+	os.Exit(sagactl.Main(os.Args[1:], sagactl.Config{Actions: actions, Name: "ordersaga"}))
 }
