@@ -28,7 +28,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 FUNCTIONS := AdvanceFunction=./functions/advance CompensateFunction=./functions/compensate SweepFunction=./functions/sweep
 ORDER_FN := ./examples/order/cmd/orderfn
 
-.PHONY: help demo test unit race iam iamsim browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long soak
+.PHONY: help demo check test unit race iam iamsim browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long soak
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -43,6 +43,11 @@ demo: ## run the order saga in process: one that succeeds, one whose payment is 
 	@echo
 	@echo "== what a shipping failure would undo (nothing runs)"
 	@$(BIN)/ordersaga plan examples/order/order.yaml --fail ship
+
+check: ## the fast tier, before each commit: lint, the tests with -short and no services (those on the emulators skip), the race detector on the pure core
+	@$(MAKE) --no-print-directory lint
+	$(GO) test -short ./...
+	$(GO) test -short -race ./durable/... ./lang/... ./saga/...
 
 test: lint unit race e2e chaos iam bench-once sam-check ## everything CI runs: lint, tests with the emulators (allocation pins, the simulation), race detector, e2e and kill tests through the real binaries, the IAM check of their calls, each benchmark once, the SAM checks
 

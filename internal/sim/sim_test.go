@@ -23,10 +23,14 @@ var (
 // every invariant. A failing seed is printed; replay it with
 // make sim SEED=n (go test ./internal/sim -run TestSimulation -seed n -v).
 func TestSimulation(t *testing.T) {
-	if raceEnabled && *seed == 0 {
+	switch {
+	case raceEnabled && *seed == 0:
 		// The simulation runs on one goroutine; under the race detector a
 		// small run is enough, the full size runs in the normal build.
 		*seeds, *sagas = 2, 200
+	case testing.Short() && *seed == 0:
+		// make check: a seed of a thousand, about five seconds.
+		*seeds, *sagas = 1, 1000
 	}
 	list := make([]uint64, 0, *seeds)
 	if *seed != 0 {
