@@ -47,7 +47,7 @@ demo: ## run the order saga in process: one that succeeds, one whose payment is 
 check: ## the fast tier, before each commit: lint, the tests with -short and no services (those on the emulators skip), the race detector on the pure core
 	@$(MAKE) --no-print-directory lint
 	$(GO) test -short ./...
-	$(GO) test -short -race ./durable/... ./lang/... ./saga/...
+	$(GO) test -short -race ./durable/... ./internal/lang/... ./internal/saga/...
 
 test: lint unit race e2e chaos iam bench-once sam-check ## everything CI runs: lint, tests with the emulators (allocation pins, the simulation), race detector, e2e and kill tests through the real binaries, the IAM check of their calls, each benchmark once, the SAM checks
 
@@ -59,7 +59,7 @@ race: emulators browser ## the tests again under the race detector
 	@mkdir -p $(BIN)
 	$(WITH_EMULATORS) $(GO) test -race -count=1 ./...
 
-# The console's browser test drives Debian's chromium (console/browser_test.go).
+# The console's browser test drives Debian's chromium (internal/console/browser_test.go).
 # As root (CI) a missing one is installed, and a failed install fails; a developer
 # without root is told, and the test skips saying so (in CI, CI=true, it fails).
 browser: ## install Debian's chromium for the console's browser test when it is missing (apt-get, as root)

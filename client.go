@@ -8,9 +8,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
-	"github.com/lambdasaga/lambdasaga/saga"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
 

@@ -3,7 +3,7 @@ package lambdasaga
 import (
 	"io/fs"
 
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // Definition is a checked saga definition, ready to start: a saga that

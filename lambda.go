@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/lambdasaga/lambdasaga/functions/sqshandler"
+	"github.com/lambdasaga/lambdasaga/internal/sqshandler"
 )
 
 // LambdaHandler handles a batch of SQS records of the advance or the

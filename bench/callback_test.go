@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/accounting"
-	"github.com/lambdasaga/lambdasaga/cost"
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/internal/accounting"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/cost"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // bill is what one phase of a saga cost, as AWS bills it.

@@ -11,11 +11,11 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
 	"github.com/lambdasaga/lambdasaga/internal/frontdoor"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 	"github.com/lambdasaga/lambdasaga/internal/sagatest"
-	"github.com/lambdasaga/lambdasaga/saga"
 
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
 )
 
 // stepCost is what handling one message cost.

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/accounting"
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/internal/accounting"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // forkScaleYAML is the fan-out of issue 14's goal: a foreach over 100

@@ -10,11 +10,11 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 	"github.com/lambdasaga/lambdasaga/internal/sagatest"
-	"github.com/lambdasaga/lambdasaga/lang"
-	"github.com/lambdasaga/lambdasaga/saga"
 
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
 )
 
 // TestPayloadSize measures how write units and step latency grow with the

@@ -16,8 +16,8 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/embedded"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
+	"github.com/lambdasaga/lambdasaga/internal/embedded"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )

@@ -13,11 +13,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/client"
-	"github.com/lambdasaga/lambdasaga/console"
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/client"
+	"github.com/lambdasaga/lambdasaga/internal/console"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 func runConsole(c *Config, args []string) int {

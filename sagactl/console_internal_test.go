@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/client"
-	"github.com/lambdasaga/lambdasaga/queue/memqueue"
-	"github.com/lambdasaga/lambdasaga/store/memstore"
+	"github.com/lambdasaga/lambdasaga/internal/client"
+	"github.com/lambdasaga/lambdasaga/internal/memqueue"
+	"github.com/lambdasaga/lambdasaga/internal/memstore"
 )
 
 // lockedBuffer is a bytes.Buffer safe to write from the server's

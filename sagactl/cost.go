@@ -7,8 +7,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/cost"
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/cost"
 )
 
 func runCost(c *Config, args []string) int {

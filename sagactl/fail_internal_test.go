@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/lang"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // TestFailNamesOneThing: --fail X.compensate fails the compensation of X

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
 )
 
 // definitionFiles is what saga.CompileFile reads a definition and its

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
 )
 
 func runGraph(c *Config, args []string) int {

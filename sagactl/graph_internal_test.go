@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
 )
 
 // The graph draws a parallel step's branches, a foreach body and a child

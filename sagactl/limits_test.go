@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/lang"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
 	"github.com/lambdasaga/lambdasaga/sagactl"
 )
 

@@ -10,16 +10,16 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/embedded"
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/embedded"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 	"github.com/lambdasaga/lambdasaga/sagactl"
 )
 
 const (
-	expenseFile = "../saga/testdata/valid/expense.yaml"
-	chargeFile  = "../saga/testdata/valid/charge.yaml"
+	expenseFile = "../internal/saga/testdata/valid/expense.yaml"
+	chargeFile  = "../internal/saga/testdata/valid/charge.yaml"
 )
 
 // sagactl signal and callback on the emulators, with an embedded runtime

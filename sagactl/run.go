@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/embedded"
-	"github.com/lambdasaga/lambdasaga/engine"
-	"github.com/lambdasaga/lambdasaga/lang"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/embedded"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // ErrorTypeSimulated is the error type of a failure forced with --fail.

@@ -23,10 +23,10 @@ import (
 
 	"github.com/lambdasaga/lambdasaga"
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
 	"github.com/lambdasaga/lambdasaga/internal/frontdoor"
-	"github.com/lambdasaga/lambdasaga/lang"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // Exit codes.

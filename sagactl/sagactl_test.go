@@ -13,12 +13,12 @@ import (
 
 	"github.com/lambdasaga/lambdasaga"
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
 	"github.com/lambdasaga/lambdasaga/internal/frontdoor"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 	"github.com/lambdasaga/lambdasaga/sagactl"
 )
 
@@ -175,7 +175,7 @@ func TestBadInputGetsOneClearMessage(t *testing.T) {
 		{[]string{"cost", orderFile, "--fail", "ship.undo"}, "--fail ship.undo: saga order has no action step or compensation by that name"},
 		{[]string{"run", orderFile, "--input", "{}", "--fail", "price"}, "step price is a set step"},
 		{[]string{"run", orderFile, "--input", "{}", "--fail", "check"}, "step check is an assert step"},
-		{[]string{"run", "../saga/testdata/invalid/vars.yaml"}, "vars.yaml: 3 problem(s)"},
+		{[]string{"run", "../internal/saga/testdata/invalid/vars.yaml"}, "vars.yaml: 3 problem(s)"},
 		{[]string{"run"}, "run: name exactly one definition file (got 0)"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"plan", orderFile}, "plan: say which step fails with --fail STEP"},
@@ -198,11 +198,11 @@ func TestBadInputGetsOneClearMessage(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	r := runSagactl(t, nil, "validate", orderFile, "../saga/testdata/valid/loop.yaml")
+	r := runSagactl(t, nil, "validate", orderFile, "../internal/saga/testdata/valid/loop.yaml")
 	if r.code != sagactl.ExitOK || strings.Count(r.stdout, ": ok (saga ") != 2 {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	r = runSagactl(t, nil, "validate", orderFile, "../saga/testdata/invalid/mixed.yaml")
+	r = runSagactl(t, nil, "validate", orderFile, "../internal/saga/testdata/invalid/mixed.yaml")
 	if r.code != sagactl.ExitUsage || !strings.Contains(r.stdout, "order.yaml: ok") || !strings.Contains(r.stderr, `mixed.yaml:8:5: step reserve: next: no step has id "chrage"`) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -226,7 +226,7 @@ func TestGraph(t *testing.T) {
 			t.Errorf("graph lacks %q", want)
 		}
 	}
-	r = runSagactl(t, nil, "graph", "../saga/testdata/valid/order.yaml")
+	r = runSagactl(t, nil, "graph", "../internal/saga/testdata/valid/order.yaml")
 	if !strings.Contains(r.stdout, `s1 -->|"input.amount #gt; 1000.0"| s2`) || !strings.Contains(r.stdout, "s1 -->|default| s3") {
 		t.Fatalf("switch edges missing:\n%s", r.stdout)
 	}
@@ -239,12 +239,12 @@ func TestPlan(t *testing.T) {
 	if r.code != sagactl.ExitOK || r.stdout != want {
 		t.Fatalf("exit %d\n%s\nwant\n%s%s", r.code, r.stdout, want, r.stderr)
 	}
-	r = runSagactl(t, nil, "plan", "../saga/testdata/valid/order.yaml", "--fail", "review.x")
+	r = runSagactl(t, nil, "plan", "../internal/saga/testdata/valid/order.yaml", "--fail", "review.x")
 	if r.code != sagactl.ExitUsage {
 		t.Fatalf("bad step accepted: %s", r.stdout)
 	}
 	// A failure at the first step has nothing completed to undo.
-	r = runSagactl(t, nil, "plan", "../saga/testdata/valid/loop.yaml", "--fail", "poll", "--input", `{"job": "j"}`)
+	r = runSagactl(t, nil, "plan", "../internal/saga/testdata/valid/loop.yaml", "--fail", "poll", "--input", `{"job": "j"}`)
 	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "nothing is compensated") {
 		t.Fatalf("exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 	"github.com/lambdasaga/lambdasaga/internal/samtemplate"
-	"github.com/lambdasaga/lambdasaga/saga"
 )
 
 // maxTemplateBytes bounds what sagactl reads of a SAM template: 1 MiB,

@@ -8,7 +8,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/sagactl"
 )
 
-const coolingFile = "../saga/testdata/valid/cooling.yaml"
+const coolingFile = "../internal/saga/testdata/valid/cooling.yaml"
 
 // sagactl run, in memory, runs a saga's waits in virtual time: a 36-hour
 // cooling-off period passes at once, in order with the steps around it,

@@ -9,8 +9,8 @@ import (
 	_ "embed"
 	"sync"
 
-	"github.com/lambdasaga/lambdasaga/engine"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // Definition is expense.yaml.

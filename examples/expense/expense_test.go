@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/embedded"
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/expense"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/embedded"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // A rejection fails the check, and the claim is withdrawn; an approval

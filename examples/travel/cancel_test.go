@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/embedded"
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/travel"
-	"github.com/lambdasaga/lambdasaga/lang"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/embedded"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // A trip cancelled while its car is being booked (the parent waits on the
@@ -23,7 +23,7 @@ import (
 //
 // The kill test found it failing: the join of a fork whose record names
 // no child as failed (Failed == Children) brings neither a failure nor
-// the outputs (engine/fork.go join), so Plan.Advance refuses the
+// the outputs (internal/engine/fork.go join), so Plan.Advance refuses the
 // EventJoin ("fork has 3 children, not 0 outputs"), every delivery of the
 // join fails, it reaches the dead-letter queue, and the parent waits
 // forever.

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/embedded"
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/travel"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/embedded"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // The car is sold out, so the parallel bookings fail and the hotel and the
@@ -25,7 +25,7 @@ import (
 //
 // Failing: the trip's cursor while it undoes a failed fork's children
 // holds the children still to undo (State.UndoNext); a parked child
-// clears the cursor (saga/fork.go childUndone), and a failed fork is not
+// clears the cursor (internal/saga/fork.go childUndone), and a failed fork is not
 // on the compensation stack, so the resume goes on with the steps before
 // the fork and never undoes the hotel: the trip ends compensated with the
 // hotel booked. Resumed without the flight's branch being resumed first,

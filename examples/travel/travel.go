@@ -12,8 +12,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/lambdasaga/lambdasaga/engine"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // Definition is travel.yaml; Payment is payment.yaml, its child saga.

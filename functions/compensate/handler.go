@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 
-	"github.com/lambdasaga/lambdasaga/engine"
-	"github.com/lambdasaga/lambdasaga/functions/sqshandler"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/sqshandler"
 )
 
 // newHandler wires the stock compensate function: the same handler as

@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/engine"
-	"github.com/lambdasaga/lambdasaga/functions/emf"
-	"github.com/lambdasaga/lambdasaga/functions/sqshandler"
+	"github.com/lambdasaga/lambdasaga/internal/emf"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/sqshandler"
 )
 
 // EnvIdleFor sets how long a saga must be idle to be swept (default 20m,

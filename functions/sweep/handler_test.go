@@ -13,11 +13,11 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
-	"github.com/lambdasaga/lambdasaga/queue/memqueue"
-	"github.com/lambdasaga/lambdasaga/saga"
-	"github.com/lambdasaga/lambdasaga/store/memstore"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/memqueue"
+	"github.com/lambdasaga/lambdasaga/internal/memstore"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // failingQueue refuses the first send: a start cut off after its write.

@@ -18,8 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/lambdasaga/lambdasaga/engine"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // EnvLedgerTable names the ledger table for the function.

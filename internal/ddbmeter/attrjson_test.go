@@ -5,7 +5,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/lambdasaga/lambdasaga/accounting"
+	"github.com/lambdasaga/lambdasaga/internal/accounting"
 )
 
 // TestDecodeItem reads every attribute type of the JSON protocol into the

@@ -33,7 +33,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/lambdasaga/lambdasaga/accounting"
+	"github.com/lambdasaga/lambdasaga/internal/accounting"
 )
 
 const targetPrefix = "DynamoDB_20120810."

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/lambdasaga/lambdasaga/accounting"
+	"github.com/lambdasaga/lambdasaga/internal/accounting"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/ddbmeter"
 	"github.com/lambdasaga/lambdasaga/internal/sagatest"

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/accounting"
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/accounting"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/ddbmeter"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"

@@ -6,7 +6,7 @@
 // too.
 package frontdoor
 
-import "github.com/lambdasaga/lambdasaga/engine"
+import "github.com/lambdasaga/lambdasaga/internal/engine"
 
 // Registry returns the engine registry of a *lambdasaga.Actions (nil for
 // nil).

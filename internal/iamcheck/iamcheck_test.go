@@ -11,8 +11,8 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/iamcheck"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
 	"github.com/lambdasaga/lambdasaga/internal/samtemplate"
-	"github.com/lambdasaga/lambdasaga/lang"
 )
 
 // EnvCallsDir names the directory of the recordings that make test's
@@ -148,7 +148,7 @@ func TestDeniedCallNamesPrincipalCallAndGrant(t *testing.T) {
 }
 
 // TestTreeExpiryIsGrantedExactly holds the grant of the walk that expires
-// a finished tree (engine/expire.go) to what it needs: the advance
+// a finished tree (internal/engine/expire.go) to what it needs: the advance
 // function, which receives the expire messages, may set ttl on a child
 // saga and on a fork record; no other attribute with it, and no other
 // function.

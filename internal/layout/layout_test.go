@@ -64,11 +64,11 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			switch {
 			case path == "durable" && !standard(d):
 				t.Errorf("durable depends on %s: the contract imports only the standard library", d)
-			case path == "lang" && !standard(d) && own(d) == "" && d != "go.yaml.in/yaml/v3":
-				t.Errorf("lang depends on %s: the language needs only a YAML parser (CEL is the compiler's, in saga)", d)
-			case under(path, "store", "queue") && (strings.HasPrefix(d, "github.com/google/cel-go") || strings.HasPrefix(d, "github.com/antlr4-go") || strings.HasPrefix(d, "go.yaml.in/yaml")):
+			case path == "internal/lang" && !standard(d) && own(d) == "" && d != "go.yaml.in/yaml/v3":
+				t.Errorf("internal/lang depends on %s: the language needs only a YAML parser (CEL is the compiler's, in saga)", d)
+			case under(path, "store", "queue", "internal/memstore", "internal/memqueue") && (strings.HasPrefix(d, "github.com/google/cel-go") || strings.HasPrefix(d, "github.com/antlr4-go") || strings.HasPrefix(d, "go.yaml.in/yaml")):
 				t.Errorf("%s depends on %s: adapters and their suites compile none of the engine", path, d)
-			case under(path, "durable", "lang", "saga", "engine") && strings.HasPrefix(d, "github.com/aws/"):
+			case under(path, "durable", "internal/lang", "internal/saga", "internal/engine") && strings.HasPrefix(d, "github.com/aws/"):
 				t.Errorf("%s depends on %s: the core knows nothing of AWS", path, d)
 			case d == "github.com/aws/aws-lambda-go/lambda" && path != "." && !slices.Contains(p.deps, module) && !under(path, "functions", "examples/order/cmd", "internal/chaos/fn"):
 				t.Errorf("%s depends on aws-lambda-go/lambda: only Lambda mains do, and the root package (StartLambda) with what imports it", path)
@@ -80,14 +80,14 @@ func TestDependenciesPointOneWay(t *testing.T) {
 				continue
 			}
 			switch {
-			case under(path, "store", "queue") && !under(o, "durable") && !under(o, "internal/awslocal"):
+			case under(path, "store", "queue", "internal/memstore", "internal/memqueue") && !under(o, "durable") && !under(o, "internal/awslocal"):
 				t.Errorf("%s imports %s: an adapter imports the contract (durable), never the engine or another adapter", path, o)
-			case path == "lang" && o != "durable":
-				t.Errorf("lang imports %s: the language stands below the compiler and the runtime", o)
-			case path == "saga" && !under(o, "durable", "lang"):
-				t.Errorf("saga imports %s: the pure core imports only the contract and the language", o)
-			case path == "engine" && !under(o, "durable", "lang", "saga"):
-				t.Errorf("engine imports %s: the runtime imports only the core and the contract", o)
+			case path == "internal/lang" && o != "durable":
+				t.Errorf("internal/lang imports %s: the language stands below the compiler and the runtime", o)
+			case path == "internal/saga" && !under(o, "durable", "internal/lang"):
+				t.Errorf("internal/saga imports %s: the pure core imports only the contract and the language", o)
+			case path == "internal/engine" && !under(o, "durable", "internal/lang", "internal/saga"):
+				t.Errorf("internal/engine imports %s: the runtime imports only the core and the contract", o)
 			}
 		}
 	}

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/client"
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/chaos"
+	"github.com/lambdasaga/lambdasaga/internal/client"
 	"github.com/lambdasaga/lambdasaga/internal/local"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
 

@@ -21,15 +21,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/lambdasaga/lambdasaga/client"
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
 	"github.com/lambdasaga/lambdasaga/examples/order"
 	"github.com/lambdasaga/lambdasaga/internal/awscall"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
+	"github.com/lambdasaga/lambdasaga/internal/client"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
 	"github.com/lambdasaga/lambdasaga/internal/local"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
-	"github.com/lambdasaga/lambdasaga/saga"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
 
@@ -112,7 +112,7 @@ steps:
 // message while the scheduled function ticks and finds nothing due; its
 // firing is not covered end to end: the binaries read the system clock,
 // which a test cannot move, and 20 minutes is too long to wait. The engine
-// tests (engine/wait_test.go: ticks, a timer sent twice, a cancel while
+// tests (internal/engine/wait_test.go: ticks, a timer sent twice, a cancel while
 // waiting) and the embedded runtime's virtual-time tests cover the firing.
 //
 // Deliveries: a saga with a callback step parks once the advance function

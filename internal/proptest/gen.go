@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/lang"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // Case is one generated definition with its input and the behaviour of its

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 var (

@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
-	"github.com/lambdasaga/lambdasaga/lang"
-	"github.com/lambdasaga/lambdasaga/queue/memqueue"
-	"github.com/lambdasaga/lambdasaga/saga"
-	"github.com/lambdasaga/lambdasaga/store/memstore"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
+	"github.com/lambdasaga/lambdasaga/internal/memqueue"
+	"github.com/lambdasaga/lambdasaga/internal/memstore"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // Outcome says how far a case got.

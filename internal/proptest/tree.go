@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
-	"github.com/lambdasaga/lambdasaga/lang"
-	"github.com/lambdasaga/lambdasaga/saga"
-	"github.com/lambdasaga/lambdasaga/store/memstore"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
+	"github.com/lambdasaga/lambdasaga/internal/memstore"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // A saga with forks runs as a tree of runs: the saga, and its branches,

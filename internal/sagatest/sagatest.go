@@ -1,7 +1,7 @@
 // Package sagatest holds what the tests of saga and engine share: plans
 // compiled from definitions that must compile, inputs decoded from JSON as
 // sagactl decodes them, and the input of the order saga in
-// saga/testdata/valid/order.yaml.
+// internal/saga/testdata/valid/order.yaml.
 package sagatest
 
 import (
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // MustCompile compiles src (named test.yaml in problems) with the default
@@ -58,7 +58,7 @@ func DecodeInput(t testing.TB, src string) map[string]any {
 	return m
 }
 
-// OrderInput is an input of saga/testdata/valid/order.yaml for amount.
+// OrderInput is an input of internal/saga/testdata/valid/order.yaml for amount.
 func OrderInput(amount float64) map[string]any {
 	return map[string]any{"order_id": "o-1", "amount": amount, "items": []any{"a", "b"}}
 }

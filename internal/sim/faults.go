@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // faultyStore injects faults around the memory store and records every

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // deadline_kept over a fork saga whose deadline passes while its children

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/lang"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // forkLedger is what the fork checks need, gathered as the run goes: a

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing/fstest"
 
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // forkGen writes one generated definition with forks (parallel, foreach,

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/lang"
-	"github.com/lambdasaga/lambdasaga/saga"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // genMaxVisits is the visit bound generated plans are compiled with, so a

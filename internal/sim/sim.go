@@ -25,9 +25,9 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/engine"
-	"github.com/lambdasaga/lambdasaga/saga"
-	"github.com/lambdasaga/lambdasaga/store/memstore"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/memstore"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // Config sizes a run.

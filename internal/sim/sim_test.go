@@ -119,7 +119,7 @@ func TestSimulationCatchesSabotage(t *testing.T) {
 }
 
 // The fork checks catch a broken guarantee of forks. While the fork bugs
-// of engine/fork_bugs_test.go stand, an honest run of the seed breaks
+// of internal/engine/fork_bugs_test.go stand, an honest run of the seed breaks
 // some of these invariants too: a sabotage must break its invariant more
 // often than the honest run of the same seed does (once they are fixed,
 // the honest run breaks none, and this is the usual test).

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/store/memstore"
+	"github.com/lambdasaga/lambdasaga/internal/memstore"
 	"github.com/lambdasaga/lambdasaga/store/storetest"
 )
 

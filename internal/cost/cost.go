@@ -1,0 +1,685 @@
+// Package cost estimates what a saga costs on AWS with lambdasaga, next to
+// what the same saga would cost on Step Functions Standard, Step Functions
+// Express and Lambda durable functions. The saga's path is walked with
+// Advance (actions succeeding unless told otherwise), every transition's
+// status is kept, and each request is priced at the list prices in
+// ListPrices, counting DynamoDB's units as DynamoDB bills them.
+package cost
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
+)
+
+// Prices are AWS list prices, us-east-1, on-demand, without free tiers:
+// the one table to update when prices change. Each field names the page it
+// comes from; bench/README.md ("Cost model") lists the same pages.
+type Prices struct {
+	// https://aws.amazon.com/lambda/pricing/: $0.20 per million requests.
+	LambdaPerMillionRequests float64
+	// The same page: $0.0000133334 per GB-second on Arm (the first duration tier).
+	LambdaArmPerGBSecond float64
+	// https://aws.amazon.com/sqs/pricing/: standard queues, $0.40 per
+	// million requests, each 64 KB chunk of a payload billed as a request.
+	SQSPerMillionRequests float64
+	// https://aws.amazon.com/dynamodb/pricing/on-demand/: $0.625 per million
+	// write request units.
+	DynamoPerMillionWRU float64
+	// The same page: $0.125 per million read request units.
+	DynamoPerMillionRRU float64
+	// https://aws.amazon.com/step-functions/pricing/: Standard workflows,
+	// $25 per million state transitions, retries included.
+	StepFunctionsPerMillion float64
+	// The same page: Express workflows, $1.00 per million requests.
+	StepFunctionsExpressPerMillion float64
+	// The same page: Express workflows, $0.06 per GB-hour of duration for
+	// the first 1,000 GB-hours (0.06/3600 per GB-second); duration is
+	// rounded up to 100 ms and memory billed in 64 MB chunks
+	// (ExpressMemoryMB).
+	StepFunctionsExpressPerGBSecond float64
+	// https://aws.amazon.com/lambda/pricing/ (Lambda durable functions):
+	// $8.00 per million durable operations. That page could not be read
+	// here; the figure is its transcription in api-evangelist/aws-lambda
+	// (plans/aws-lambda-plans-pricing.yml, read 2026-09-20). Durable
+	// functions also bill the data they write and retain; no price for those
+	// was found, so they are not counted.
+	DurablePerMillionOperations float64
+}
+
+// ListPrices is the table, checked in November 2026.
+var ListPrices = Prices{
+	LambdaPerMillionRequests:        0.20,
+	LambdaArmPerGBSecond:            0.0000133334,
+	SQSPerMillionRequests:           0.40,
+	DynamoPerMillionWRU:             0.625,
+	DynamoPerMillionRRU:             0.125,
+	StepFunctionsPerMillion:         25.0,
+	StepFunctionsExpressPerMillion:  1.00,
+	StepFunctionsExpressPerGBSecond: 0.06 / 3600,
+	DurablePerMillionOperations:     8.00,
+}
+
+// ExpressMemoryMB is the memory an Express workflow of a saga is billed
+// for: 50 MB plus the definition and the execution data, billed in 64 MB
+// chunks (the Step Functions pricing page's examples 3 and 4), so 64 MB for
+// any saga whose state and definition take under 14 MB.
+const ExpressMemoryMB = 64
+
+// ExpressMaxDuration is the longest an Express workflow runs.
+const ExpressMaxDuration = 5 * time.Minute
+
+// Params describe the deployment and the measurements the estimate uses.
+// Zero means the default.
+type Params struct {
+	MemoryMB     int           // the functions' memory (template: 256)
+	Duration     time.Duration // billed duration of one invocation (one action step), measured; default 10 ms
+	StateBytes   int           // the saga's encoded state, measured (its largest); default 600
+	MessageBytes int           // one message; default 110
+	// BatchSize is how many messages one invocation handles on average
+	// (1 when traffic is light; up to the event source's batch size).
+	BatchSize float64
+	// SagaIDBytes is the length of the saga ids, which the item holds
+	// three times (its key, the index's sort key); default 36, a UUID.
+	SagaIDBytes int
+	Input       map[string]any // the input whose path is costed; nil: zero values
+	// SignalsFirst: each await's signal comes before the saga reaches the
+	// await, so it is kept (a write of the whole item, the status kept) and
+	// taken by the transition that reaches the await, which then does not
+	// wait. False: the await waits, and the signal wakes it.
+	SignalsFirst bool
+	// Signals gives the payload each signal, by name, is delivered with
+	// (plain values, as saga.CheckValue takes them): a payload can choose
+	// the path (an assert or a switch on the await's out). A signal not
+	// named is delivered with none (null).
+	Signals map[string]any
+	// Transient names the calls that fail with an error the step may retry
+	// (nil: none); the step's retry policy decides whether another attempt
+	// follows. A call the walk's fail function names fails for good instead.
+	Transient func(saga.Call) bool
+}
+
+// check refuses figures no deployment has: negative or not finite.
+func (p Params) check() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"MemoryMB", float64(p.MemoryMB)},
+		{"Duration", float64(p.Duration)},
+		{"StateBytes", float64(p.StateBytes)},
+		{"MessageBytes", float64(p.MessageBytes)},
+		{"BatchSize", p.BatchSize},
+		{"SagaIDBytes", float64(p.SagaIDBytes)},
+	} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+			return fmt.Errorf("cost.Params.%s: must be a finite number, zero (the default) or more", f.name)
+		}
+	}
+	return nil
+}
+
+func (p Params) withDefaults() Params {
+	if p.MemoryMB == 0 {
+		p.MemoryMB = 256
+	}
+	if p.Duration == 0 {
+		p.Duration = 10 * time.Millisecond
+	}
+	if p.StateBytes == 0 {
+		p.StateBytes = 600
+	}
+	if p.MessageBytes == 0 {
+		p.MessageBytes = 110
+	}
+	if p.BatchSize < 1 {
+		p.BatchSize = 1
+	}
+	if p.SagaIDBytes == 0 {
+		p.SagaIDBytes = 36
+	}
+	return p
+}
+
+// Saga counts the work of one saga on one path.
+type Saga struct {
+	Params Params // as walked, defaults filled in
+
+	Path          []string // steps run, in order
+	Compensations int      // compensations run once the saga fails; 0 when it succeeds
+	Calls         int      // actions and compensations called, every attempt
+	Retries       int      // attempts that failed and were retried
+	// RetryWait is the backoff the retries wait out, in all.
+	RetryWait time.Duration
+	// Timers counts the wait steps' timers fired: each a message handled
+	// (no action), a read, a write, and its by_due entry put and deleted.
+	Timers int
+	// TickedTimers counts those of Timers due more than a queue's delay
+	// (15 minutes) after they were set: the every-minute tick reads the
+	// saga to send the timer's message, one read more each.
+	TickedTimers int
+	// WaitTime is what the waits wait, in all.
+	WaitTime time.Duration
+	// Signals counts the signals delivered (each awaited by an await): the
+	// sender's read and write, and the write sends the next step's message.
+	Signals int
+	// SignalsKept counts those of Signals kept first (Params.SignalsFirst):
+	// their write keeps the status, and their await does not wait.
+	SignalsKept int
+	// Callbacks counts the callback steps' tokens completed, each after its
+	// action returned: the completer's read and write, which sends the next
+	// step's message.
+	Callbacks int
+	// Parked counts the awaits and callbacks that waited: each puts a
+	// by_due entry and deletes it when woken (as a wait's timer does).
+	Parked int
+	// StaleTimers counts the parked awaits and callbacks whose timeout was
+	// within 15 minutes: their timer is a delayed message, sent as they
+	// park, that still comes after the delivery woke the saga, and is
+	// received, read and dropped.
+	StaleTimers int
+	// ActionSteps counts the messages handled: one per call, and one per
+	// call whose input could not be built (its step fails in that pass).
+	ActionSteps int
+	// Children counts the child runs of forks started (branches,
+	// iterations, child sagas); their transitions are in childWrites, not
+	// Statuses. ForkCounts counts their ends counted in fork records (a
+	// message, a read of the child and a write of under 1 KB each); Joins
+	// the forks joined (a message, and a read of the parent and of each
+	// child); Undos the children undone as a whole (the undo and end
+	// messages, three reads).
+	Children, ForkCounts, Joins, Undos int
+	// LaunchReads counts the reads of the parent after a child's create,
+	// for forks whose children await signals (one a child: the signals
+	// kept for it meanwhile).
+	LaunchReads int
+	// Expires counts the items the walk that expires a finished tree
+	// marks (each child run and fork record, once the root is succeeded or
+	// compensated: an UpdateItem of ttl each); ExpireMessages its
+	// messages and ExpireReads its reads (each message reads its saga,
+	// its ancestors and its fork records; a child that can fork is read).
+	Expires, ExpireMessages, ExpireReads int
+	expireWRU                            float64
+	childWrites                          []childWrite
+	Transitions                          int // state writes, start included
+	// Statuses is the saga's status after each transition, the start's first.
+	Statuses []string
+	// StatusChanges counts the transitions whose status differs from the
+	// one before.
+	StatusChanges  int
+	SFNTransitions int // Step Functions state transitions for the same path
+	DynamoReads    int // consistent GetItems: one per action step
+	DynamoWrites   int // PutItems: one per transition
+	// ItemBytes is the largest saga item written, as DynamoDB sizes items
+	// (attribute names plus values): StateBytes plus ItemOverheadBytes.
+	ItemBytes int
+	// ItemOverheadBytes is the item's keys and other attributes (itemBytes).
+	ItemOverheadBytes int
+	// IndexEntryBytes is the by_status entry's size: its keys, the table's
+	// keys and the projected attributes.
+	IndexEntryBytes int
+	RRUPerRead      float64 // strongly consistent: 1 per 4 KB of item, rounded up
+	// TableWRU is the write units billed on the table: for each write, 1
+	// per KB of item, rounded up.
+	TableWRU float64
+	// IndexWRU is the write units billed on the by_status index, by the
+	// Developer Guide's "Global secondary indexes: writes": the create puts
+	// an entry (1 write), a transition that changes the status moves it
+	// (its key holds the status: a delete and a put, 2 writes), and one that
+	// keeps the status writes nothing, since the entry's key and projected
+	// attributes do not change with it. Each write is 1 unit per KB of
+	// entry, rounded up: 1 for any entry under 1 KB. The emulators do not
+	// report these.
+	IndexWRU        float64
+	SQSRequests     float64 // billed requests: a send per action step, a receive and a delete per batch
+	LambdaInvokes   float64 // ActionSteps over BatchSize
+	LambdaGBSeconds float64 // ActionSteps times Duration times MemoryMB/1024
+	// CostBreakdownUSD is USD per saga by part: "lambda requests", "lambda
+	// compute", "sqs", "dynamodb writes", "dynamodb reads".
+	CostBreakdownUSD map[string]float64
+	CostLambdaSaga   float64 // USD per saga with lambdasaga: the sum of CostBreakdownUSD, in Parts order
+	CostStepFnsSaga  float64 // USD per saga on Step Functions Standard, transitions only: SFNTransitions at list price
+	// Comparisons price the same path on the other services.
+	Comparisons []Comparison
+}
+
+// childWrite is a transition of a child run: its status, and whether the
+// child is listed (a child saga) or not (a branch, an iteration: no index
+// entry).
+type childWrite struct {
+	status string
+	listed bool
+	first  bool
+}
+
+// childRun is a child run of the walk, kept for its parent's undo.
+type childRun struct {
+	plan   *saga.Plan
+	st     *saga.State
+	listed bool
+}
+
+// Parts are the keys of Saga.CostBreakdownUSD, in report order.
+func Parts() []string {
+	return []string{"lambda requests", "lambda compute", "sqs", "dynamodb writes", "dynamodb reads"}
+}
+
+// dryRunStart is the walk's fixed time; retries are not waited for.
+var dryRunStart = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// walkSecret keys the walk's callback tokens (16 bytes or more).
+var walkSecret = []byte("cost walk callbacks")
+
+// maxCalls bounds a walk: a saga's action visits (saga.DefaultMaxVisits)
+// with room for their compensations and retries, as saga.DryRun does.
+const maxCalls = 3 * saga.DefaultMaxVisits
+
+// Walk runs the saga with Advance (actions succeed with their input as
+// output, except the calls fail names, which fail for good, and those
+// p.Transient names; nil fail: none), keeps each transition's status, and
+// counts what each piece of the path costs. A negative or non-finite figure
+// in p is an error.
+func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	p = p.withDefaults()
+	in, err := plan.CheckInput(p.Input)
+	if err != nil {
+		return nil, err
+	}
+	s := &Saga{Params: p, CostBreakdownUSD: map[string]float64{}}
+	onStep := func(rec saga.StepRecord) {
+		if rec.Outcome == saga.OutcomeStarted || rec.Outcome == saga.OutcomeWaiting {
+			return // counted when the step ends
+		}
+		// Step Functions bills each state entered, retries included; counted
+		// conservatively (nothing for the start or the end, one state per
+		// step, compensation or retry).
+		s.SFNTransitions++
+		switch {
+		case rec.Outcome == saga.OutcomeRetrying:
+			s.Retries++
+			s.RetryWait += rec.Delay
+		case rec.Compensation:
+			s.Compensations++
+		default:
+			s.Path = append(s.Path, rec.Step)
+		}
+	}
+	st := &saga.State{}
+	if err := plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: dryRunStart, SagaID: "cost", Input: in, OnStep: onStep, Secret: walkSecret}); err != nil {
+		return nil, err
+	}
+	s.Statuses = append(s.Statuses, string(st.Status))
+	w := &walker{s: s, fail: fail, onStep: onStep, now: dryRunStart, children: map[string]*childRun{}}
+	if err := w.drive(plan, st, func(st *saga.State) { s.Statuses = append(s.Statuses, string(st.Status)) }); err != nil {
+		return nil, err
+	}
+	if st.Status == durable.StatusSucceeded || st.Status == durable.StatusCompensated {
+		w.expire(plan, st, 0)
+	}
+	s.count(plan.Name())
+	return s, nil
+}
+
+// walker drives a walk: a saga and, one after the other, its forks'
+// children.
+type walker struct {
+	s        *Saga
+	fail     func(saga.Call) bool
+	onStep   func(saga.StepRecord)
+	now      time.Time
+	calls    int
+	children map[string]*childRun
+}
+
+// drive advances st until it is final, calling wrote after each of its
+// transitions.
+func (w *walker) drive(plan *saga.Plan, st *saga.State, wrote func(*saga.State)) error {
+	s, p, onStep := w.s, w.s.Params, w.onStep
+	for {
+		cur, pending := st.Pending()
+		if !pending {
+			return nil
+		}
+		if w.calls++; w.calls > maxCalls {
+			return fmt.Errorf("cost of saga %s: the walk did not end within %d calls: a loop its answers never leave", plan.Name(), maxCalls)
+		}
+		if cur.Fork {
+			if err := w.fork(plan, st, cur, wrote); err != nil {
+				return err
+			}
+			continue
+		}
+		if cur.Wait && !p.delivers(plan, cur) {
+			// A wait's timer: a message handled, a read and a write; no
+			// action; for a long one, the tick's read of the saga too. (The
+			// tick's queries are the deployment's fixed cost, in
+			// bench/README.md.)
+			s.Timers++
+			if st.WakeAt().Sub(w.now) > maxQueueDelay {
+				s.TickedTimers++
+			}
+			s.WaitTime += st.WakeAt().Sub(w.now)
+			w.now = st.WakeAt()
+			if err := plan.Advance(st, saga.Event{Kind: saga.EventTimer, Now: w.now, OnStep: onStep}); err != nil {
+				return err
+			}
+			wrote(st)
+			continue
+		}
+		if cur.Wait {
+			// An await's signal or a callback's completion, at once: the
+			// sender's read and write; its timer is never due.
+			if err := s.deliver(plan, st, w.now, onStep, wrote); err != nil {
+				return err
+			}
+			continue
+		}
+		s.ActionSteps++
+		var out any
+		call, callErr := plan.Call(st, w.now)
+		if callErr != nil {
+			callErr = saga.Permanent(callErr) // as in the coordinator: the step fails
+		} else {
+			s.Calls++
+			out = call.Input
+			switch {
+			case w.fail != nil && w.fail(call):
+				callErr = saga.Permanent(saga.NewError("Failed", "costed failure"))
+			case p.Transient != nil && p.Transient(call):
+				callErr = saga.NewError("Transient", "costed transient failure")
+			}
+		}
+		if err := plan.Advance(st, saga.Event{Kind: saga.EventResult, Now: w.now, Output: out, Err: callErr, OnStep: onStep}); err != nil {
+			return err
+		}
+		wrote(st)
+	}
+}
+
+// fork walks the fork st waits on: its children one after the other until
+// one fails, then the join; or the undo of the child st undoes.
+func (w *walker) fork(plan *saga.Plan, st *saga.State, cur saga.Cursor, wrote func(*saga.State)) error {
+	s := w.s
+	id := plan.StepID(cur.Step)
+	if cur.Compensating {
+		u := &saga.Undone{Child: cur.Child}
+		if c := w.children[durable.ChildID(st.SagaID, id, cur.Seq, cur.Child)]; c != nil && c.st.Status == durable.StatusSucceeded {
+			s.Undos++
+			childWrote := w.childWrote(c.listed)
+			if err := c.plan.Advance(c.st, saga.Event{Kind: saga.EventUndo, Now: w.now, OnStep: w.onStep}); err != nil {
+				return err
+			}
+			childWrote(c.st)
+			if err := w.drive(c.plan, c.st, childWrote); err != nil {
+				return err
+			}
+			if c.st.Status == durable.StatusCompensationFailed {
+				u.Parked = c.st.CompensationError
+			}
+		}
+		if err := plan.Advance(st, saga.Event{Kind: saga.EventUndone, Now: w.now, Undone: u, OnStep: w.onStep}); err != nil {
+			return err
+		}
+		wrote(st)
+		return nil
+	}
+	j := &saga.Join{Version: cur.Version}
+	outputs := make([]any, cur.Children)
+	for k := range cur.Children {
+		cp, cs, err := plan.Launch(st, k)
+		if err != nil {
+			return err
+		}
+		child := &saga.State{}
+		if err := cp.Advance(child, saga.Event{Kind: saga.EventStart, Now: w.now, SagaID: durable.ChildID(st.SagaID, id, cur.Seq, k), Input: cs.Input, Child: cs, OnStep: w.onStep, Secret: walkSecret}); err != nil {
+			return err
+		}
+		s.Children++
+		s.ForkCounts++
+		if plan.ForkTakesSignals(cur.Step) {
+			s.LaunchReads++
+		}
+		c := &childRun{plan: cp, st: child, listed: cs.Link.Saga}
+		w.children[child.SagaID] = c
+		childWrote := w.childWrote(c.listed)
+		s.childWrites = append(s.childWrites, childWrite{status: string(child.Status), listed: c.listed, first: true})
+		if err := w.drive(cp, child, childWrote); err != nil {
+			return err
+		}
+		if child.Status == durable.StatusCompensationFailed {
+			j.Parked = append(j.Parked, k)
+		}
+		if child.Status != durable.StatusSucceeded {
+			j.Failure = child.Failure
+			if j.Failure == nil {
+				j.Failure = &saga.StepError{Step: id, Type: lang.ErrorTypeGeneric, Message: "a child failed"}
+			}
+			break
+		}
+		j.Succeeded = append(j.Succeeded, k)
+		outputs[k] = child.Output
+	}
+	if j.Failure == nil {
+		j.Outputs = outputs
+	}
+	s.Joins++
+	if err := plan.Advance(st, saga.Event{Kind: saga.EventJoin, Now: w.now, Join: j, OnStep: w.onStep}); err != nil {
+		return err
+	}
+	wrote(st)
+	return nil
+}
+
+// expire walks what the message that expires a finished tree does for
+// st, at depth below the root (docs/PROTOCOL.md, "What expires"): it reads
+// st and its ancestors, and per fork visit the fork record; it marks each
+// child launched and the record; a child that can fork is read, and one
+// that forked gets a message of its own.
+func (w *walker) expire(plan *saga.Plan, st *saga.State, depth int) {
+	s := w.s
+	if len(st.Forks) == 0 {
+		return
+	}
+	s.ExpireMessages++
+	s.ExpireReads += 1 + depth + len(st.Forks)
+	for _, f := range st.Forks {
+		id, deep := plan.StepID(f.Step), plan.ChildrenFork(f.Step)
+		for k := range f.Children {
+			c := w.children[durable.ChildID(st.SagaID, id, f.Seq, k)]
+			if c == nil {
+				continue // never launched: the record says so
+			}
+			s.Expires++
+			s.expireWRU += math.Ceil(float64(s.Params.StateBytes+itemBytes(s.Params, plan.Name(), string(c.st.Status), false)) / 1024)
+			if deep {
+				s.ExpireReads++
+				w.expire(c.plan, c.st, depth+1)
+			}
+		}
+		s.Expires++
+		s.expireWRU++ // the fork record, under 1 KB
+	}
+}
+
+func (w *walker) childWrote(listed bool) func(*saga.State) {
+	return func(st *saga.State) {
+		w.s.childWrites = append(w.s.childWrites, childWrite{status: string(st.Status), listed: listed})
+	}
+}
+
+// delivers tells the cursors a delivery ends (an await, a callback) from
+// those a timer ends (a wait).
+func (p Params) delivers(plan *saga.Plan, cur saga.Cursor) bool {
+	id, _ := plan.Awaits(cur)
+	ls, ok := plan.Step(id)
+	return ok && (ls.Kind == lang.KindAwait || ls.Callback != nil)
+}
+
+// deliver sends the waiting saga what its await or callback waits for.
+// With Params.SignalsFirst an await's signal was kept before the saga
+// reached it: the transition that parked the saga is counted as the keep's
+// write (the status before it, kept) and the signal's as that transition's.
+func (s *Saga) deliver(plan *saga.Plan, st *saga.State, now time.Time, onStep func(saga.StepRecord), wrote func(*saga.State)) error {
+	cur, _ := st.Pending()
+	id, _ := plan.Awaits(cur)
+	ls, _ := plan.Step(id)
+	ev := saga.Event{Now: now, OnStep: onStep}
+	if ls.Kind == lang.KindAwait {
+		s.Signals++
+		ev.Delivery = saga.Delivery{Signal: ls.Await.Signal, ID: fmt.Sprintf("cost-%d", s.Signals), Payload: s.Params.Signals[ls.Await.Signal]}
+	} else {
+		s.Callbacks++
+		ev.Delivery = saga.Delivery{Token: plan.CallbackToken(st)}
+	}
+	n := len(s.Statuses)
+	if s.Params.SignalsFirst && ls.Kind == lang.KindAwait && n > 1 {
+		s.SignalsKept++
+		s.Statuses[n-1] = s.Statuses[n-2]
+	} else {
+		s.Parked++
+		if st.WakeAt().Sub(now) <= maxQueueDelay {
+			s.StaleTimers++
+		}
+	}
+	if _, err := plan.Receive(st, &ev); err != nil {
+		return fmt.Errorf("cost of saga %s: deliver to %s: %w", plan.Name(), id, err)
+	}
+	wrote(st)
+	return nil
+}
+
+// maxQueueDelay is SQS's longest delay: a timer within it is a delayed
+// message, a later one the tick's.
+const maxQueueDelay = 15 * time.Minute
+
+// count turns the walk into requests, units and dollars.
+func (s *Saga) count(name string) {
+	p := s.Params
+	s.Transitions = len(s.Statuses)
+	s.DynamoReads = s.ActionSteps + s.Timers + s.TickedTimers + s.Signals + s.Callbacks + s.StaleTimers
+	s.DynamoWrites = s.Transitions
+	prev := ""
+	for i, status := range s.Statuses {
+		final := i == len(s.Statuses)-1
+		item := p.StateBytes + itemBytes(p, name, status, final)
+		s.ItemBytes = max(s.ItemBytes, item)
+		s.ItemOverheadBytes = max(s.ItemOverheadBytes, item-p.StateBytes)
+		s.TableWRU += math.Ceil(float64(item) / 1024)
+		entry := indexEntryBytes(p, name, status)
+		s.IndexEntryBytes = max(s.IndexEntryBytes, entry)
+		perIndexWrite := math.Ceil(float64(entry) / 1024)
+		switch {
+		case i == 0:
+			s.IndexWRU += perIndexWrite // the entry is put
+		case status != prev:
+			s.StatusChanges++
+			s.IndexWRU += 2 * perIndexWrite // the entry moves: a delete and a put
+		}
+		prev = status
+	}
+	// Child runs: their writes, on the table, and on the index only for a
+	// child saga (a branch or an iteration has no entry); each end's count
+	// in the fork record (under 1 KB: 1 unit).
+	prevChild := ""
+	for _, cw := range s.childWrites {
+		item := p.StateBytes + itemBytes(p, name, cw.status, false)
+		s.TableWRU += math.Ceil(float64(item) / 1024)
+		if cw.listed {
+			perIndexWrite := math.Ceil(float64(indexEntryBytes(p, name, cw.status)) / 1024)
+			switch {
+			case cw.first:
+				s.IndexWRU += perIndexWrite
+			case cw.status != prevChild:
+				s.IndexWRU += 2 * perIndexWrite
+			}
+		}
+		prevChild = cw.status
+	}
+	s.TableWRU += float64(s.ForkCounts)
+	s.DynamoWrites += len(s.childWrites) + s.ForkCounts
+	s.DynamoReads += s.ForkCounts + s.Joins + s.Children + 3*s.Undos + s.LaunchReads
+	// The finished tree's expiry: an UpdateItem of ttl per item, no index
+	// write (ttl is not projected).
+	s.TableWRU += s.expireWRU
+	s.DynamoWrites += s.Expires
+	s.DynamoReads += s.ExpireReads
+	// Each timer's by_due entry: put when the saga starts waiting, deleted
+	// when the timer fires or a delivery wakes it (entries of about 100
+	// bytes: 1 unit each).
+	s.IndexWRU += 2 * float64(s.Timers+s.Parked)
+	s.RRUPerRead = math.Ceil(float64(s.ItemBytes) / 4096)
+	chunks := math.Ceil(float64(p.MessageBytes) / 65536) // SQS bills 64 KB chunks
+	// Messages handled: the action steps', the timers', and the stale
+	// timers' (dropped). A delivery's write sends the next step's message,
+	// which its action step counts.
+	messages := float64(s.ActionSteps + s.Timers + s.StaleTimers + s.ForkCounts + s.Joins + 2*s.Undos + s.ExpireMessages)
+	s.SQSRequests = messages * chunks * (1 + 2/p.BatchSize) // a send each; a receive and a delete per batch
+	s.LambdaInvokes = messages / p.BatchSize
+	s.LambdaGBSeconds = float64(s.ActionSteps) * p.Duration.Seconds() * float64(p.MemoryMB) / 1024
+	pr := ListPrices
+	s.CostBreakdownUSD["lambda requests"] = s.LambdaInvokes * pr.LambdaPerMillionRequests / 1e6
+	s.CostBreakdownUSD["lambda compute"] = s.LambdaGBSeconds * pr.LambdaArmPerGBSecond
+	s.CostBreakdownUSD["sqs"] = s.SQSRequests * pr.SQSPerMillionRequests / 1e6
+	s.CostBreakdownUSD["dynamodb writes"] = (s.TableWRU + s.IndexWRU) * pr.DynamoPerMillionWRU / 1e6
+	s.CostBreakdownUSD["dynamodb reads"] = float64(s.DynamoReads) * s.RRUPerRead * pr.DynamoPerMillionRRU / 1e6
+	for _, k := range Parts() { // one order, so one total to the last bit
+		s.CostLambdaSaga += s.CostBreakdownUSD[k]
+	}
+	s.CostStepFnsSaga = float64(s.SFNTransitions) * pr.StepFunctionsPerMillion / 1e6
+	s.Comparisons = s.compare()
+}
+
+// The saga item, as store/dynamo writes it under the status-keyed index
+// design (docs/PROTOCOL.md, "The table"), sized by the Developer Guide's
+// "DynamoDB item sizes and formats": each attribute is its name's bytes
+// plus its value's (a string's bytes, a binary's raw bytes, a number about
+// 1 byte per 2 significant digits plus 1).
+const (
+	hashBytes    = 64 // def: the definition's SHA-256, in hex
+	nanosBytes   = 11 // a Unix time in ns: 19 digits
+	secondsBytes = 6  // a Unix time in s: 10 digits
+	versionBytes = 3  // v: up to 4 digits
+)
+
+// itemBytes is the saga item without its state: pk (SAGA#<id>), sk (STATE),
+// v, st, name, def, upd, crt, state's name, gsi1pk (STATUS#<status>#<shard
+// of 2 digits>), gsi1sk (20 digits, #, id), and ttl once the saga is final.
+// A sweep's re-send counter (rs) is not counted: sweeps are not part of a
+// path.
+func itemBytes(p Params, name, status string, final bool) int {
+	n := len("pk") + len("SAGA#") + p.SagaIDBytes +
+		len("sk") + len("STATE") +
+		len("v") + versionBytes +
+		len("st") + len(status) +
+		len("name") + len(name) +
+		len("def") + hashBytes +
+		len("upd") + nanosBytes +
+		len("crt") + nanosBytes +
+		len("state") +
+		len("gsi1pk") + len("STATUS#") + len(status) + len("#00") +
+		len("gsi1sk") + 20 + 1 + p.SagaIDBytes
+	if final {
+		n += len("ttl") + secondsBytes
+	}
+	return n
+}
+
+// indexEntryBytes is a by_status entry: the index's keys, the table's keys
+// and the projected st, name, def and crt.
+func indexEntryBytes(p Params, name, status string) int {
+	return len("gsi1pk") + len("STATUS#") + len(status) + len("#00") +
+		len("gsi1sk") + 20 + 1 + p.SagaIDBytes +
+		len("pk") + len("SAGA#") + p.SagaIDBytes +
+		len("sk") + len("STATE") +
+		len("st") + len(status) +
+		len("name") + len(name) +
+		len("def") + hashBytes +
+		len("crt") + nanosBytes
+}

@@ -1,0 +1,570 @@
+package engine_test
+
+// Bugs of the fork runtime found by the fault-injection simulation
+// (internal/sim, issue 14), each reduced to a scenario driven by hand: a
+// queue whose messages are delivered in the order the test picks (a
+// message whose handling fails stays queued, as SQS redelivers it), and
+// faults placed on one send or one create. Each test fails until its bug
+// is fixed.
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/memstore"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
+)
+
+var errHandFault = errors.New("injected fault")
+
+// handQueue keeps what is sent, in order; failSend, when it returns
+// true for a batch, fails that send (nothing is queued).
+type handQueue struct {
+	msgs     []durable.Message
+	failSend func([]durable.Message) bool
+}
+
+func (q *handQueue) Send(_ context.Context, msgs []durable.Message) error {
+	if q.failSend != nil && q.failSend(msgs) {
+		return errHandFault
+	}
+	q.msgs = append(q.msgs, msgs...)
+	return nil
+}
+
+// handStore fails SagaCreate when failCreate says so.
+type handStore struct {
+	durable.Store
+	failCreate func(id string) bool
+}
+
+func (s *handStore) SagaCreate(ctx context.Context, p *durable.SagaCreateParams) error {
+	if s.failCreate != nil && s.failCreate(p.Record.SagaID) {
+		return errHandFault
+	}
+	return s.Store.SagaCreate(ctx, p)
+}
+
+// handActions runs actions: fail says which calls fail for good; calls
+// logs every call as saga/step(.compensate).
+type handActions struct {
+	fail  func(saga.Call) bool
+	calls []string
+}
+
+func (a *handActions) Invoke(_ context.Context, c saga.Call) (any, error) {
+	name := c.SagaID + "/" + c.Step
+	if c.Compensation {
+		name += ".compensate"
+	}
+	a.calls = append(a.calls, name)
+	if a.fail != nil && a.fail(c) {
+		return nil, saga.Permanent(saga.NewError("Rejected", c.Action+" rejected"))
+	}
+	return map[string]any{"id": c.IdempotencyKey}, nil
+}
+
+func (a *handActions) called(prefix string) []string {
+	var out []string
+	for _, c := range a.calls {
+		if strings.HasPrefix(c, prefix) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+type handRig struct {
+	t       *testing.T
+	q       *handQueue
+	store   *handStore
+	actions *handActions
+	coord   *engine.Coordinator
+	clock   *durable.ManualClock
+}
+
+func newHandRig(t *testing.T) *handRig {
+	r := &handRig{t: t, q: &handQueue{}, store: &handStore{Store: memstore.New()}, actions: &handActions{}, clock: durable.NewManualClock(t0)}
+	c, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: r.q, Actions: r.actions, Clock: r.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.coord = c
+	return r
+}
+
+// deliver handles the first queued message pick accepts; a message whose
+// handling fails goes back to the end of the queue. It reports whether
+// there was one, and the handler's error.
+func (r *handRig) deliver(pick func(durable.Message) bool) (bool, error) {
+	for i, m := range r.q.msgs {
+		if !pick(m) {
+			continue
+		}
+		r.q.msgs = append(r.q.msgs[:i:i], r.q.msgs[i+1:]...)
+		_, err := r.coord.Handle(context.Background(), durable.AppendMessage(nil, m))
+		if err != nil {
+			r.q.msgs = append(r.q.msgs, m)
+		}
+		return true, err
+	}
+	return false, nil
+}
+
+// drain delivers every message, delays ignored, until none is left or
+// the same ones keep failing.
+func (r *handRig) drain() {
+	for range 500 {
+		if ok, _ := r.deliver(func(durable.Message) bool { return true }); !ok {
+			return
+		}
+	}
+}
+
+func (r *handRig) get(id string) *saga.State {
+	st, err := r.coord.Get(context.Background(), id)
+	if err != nil {
+		r.t.Fatalf("get %s: %v", id, err)
+	}
+	return st
+}
+
+func forSaga(id string) func(durable.Message) bool {
+	return func(m durable.Message) bool { return m.SagaID == id }
+}
+
+// A parent cancelled while its fork's children run never joins: its stop
+// records a failure from outside the fork (the failed child one past the
+// last), the join then brings neither outputs nor a failure, and
+// EventJoin refuses it ("fork has 2 children, not 0 outputs") on every
+// delivery: the join message goes to the dead-letter queue and the parent
+// waits forever. Found by the simulation (seed 1, 300 sagas: s1-118,
+// s1-295, and the sagas whose deadline passed while children ran).
+func TestForkBugCancelWhileChildrenRunIsNeverJoined(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: cancelled
+steps:
+  - id: first
+    action: svc.first
+    compensate: {action: svc.first_undo}
+  - id: both
+    parallel:
+      - steps: [{id: left, action: svc.left, compensate: {action: svc.left_undo}}]
+      - steps: [{id: right, action: svc.right, compensate: {action: svc.right_undo}}]
+`)
+	ctx := context.Background()
+	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	r.deliver(forSaga("p")) // first runs; the fork launches both branches
+	if st := r.get("p"); st.Status != durable.StatusWaiting {
+		t.Fatalf("after first: %s, want waiting on the fork", st.Status)
+	}
+	if _, err := r.coord.Cancel(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	st := r.get("p")
+	if st.Status != durable.StatusCompensated {
+		_, err := r.deliver(func(m durable.Message) bool { return m.Kind == durable.KindJoin })
+		t.Fatalf("cancelled while its children ran: %s at version %d, want compensated (the join's error: %v)", st.Status, st.Version, err)
+	}
+	if got := r.actions.called("p/first.compensate"); len(got) == 0 {
+		t.Errorf("first was never compensated")
+	}
+}
+
+// A join whose write lands and whose send fails is never sent again: the
+// join message comes back, finds the fork joined, and is dropped as
+// stale (internal/engine/fork.go, join: "joined already") without sending the
+// outbox of the version it wrote, as the step handler does for a repeat
+// (rule 3). The parent stays running (or compensating) with nothing
+// queued; only the sweep, 35 minutes on, can move it. Found by the
+// simulation (seed 1, 300 sagas: s1-2, s1-12, s1-49, s1-83, s1-85).
+func TestForkBugJoinWrittenButNotSentIsNeverResent(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: joined
+steps:
+  - id: both
+    parallel:
+      - steps: [{id: left, action: svc.left}]
+      - steps: [{id: right, action: svc.right}]
+  - id: after
+    action: svc.after
+`)
+	ctx := context.Background()
+	failed := false
+	r.q.failSend = func(msgs []durable.Message) bool {
+		for _, m := range msgs {
+			if m.SagaID == "p" && m.Step == "after" && !failed {
+				failed = true // the join's send, once
+				return true
+			}
+		}
+		return false
+	}
+	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if !failed {
+		t.Fatal("the join's send was never tried")
+	}
+	if st := r.get("p"); st.Status != durable.StatusSucceeded {
+		t.Fatalf("after a join whose send failed once: %s at version %d with %d messages queued, want succeeded", st.Status, st.Version, len(r.q.msgs))
+	}
+}
+
+// An undo whose write lands and whose send fails is never sent again:
+// the KindUndo message comes back, finds the child undoing and not
+// final, and is dropped as stale; the child stays compensating with
+// nothing queued, and its parent waits on it. The same holds for the
+// parent's EventUndone write (the child's ended message, repeated, finds
+// the parent moved on). Found by the simulation (seed 1, 300 sagas:
+// s1-80.f2.2.1.f6.2.0, s1-284).
+func TestForkBugUndoWrittenButNotSentIsNeverResent(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: undone
+steps:
+  - id: both
+    parallel:
+      - steps: [{id: left, action: svc.left, compensate: {action: svc.left_undo}}]
+      - steps: [{id: right, action: svc.right, compensate: {action: svc.right_undo}}]
+  - id: after
+    action: svc.after
+`)
+	r.actions.fail = func(c saga.Call) bool { return c.Step == "after" }
+	failed := false
+	r.q.failSend = func(msgs []durable.Message) bool {
+		for _, m := range msgs {
+			if m.Queue == durable.QueueCompensate && m.Kind == durable.KindStep && strings.HasPrefix(m.SagaID, "p.") && !failed {
+				failed = true // the first child's undo: its compensation's send, once
+				return true
+			}
+		}
+		return false
+	}
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if !failed {
+		t.Fatal("no child's undo was sent")
+	}
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Fatalf("after an undo whose send failed once: %s at version %d with %d messages queued, want compensated", st.Status, st.Version, len(r.q.msgs))
+	}
+	for _, id := range []string{"p.both.1.0", "p.both.1.1"} {
+		if st := r.get(id); st.Status != durable.StatusCompensated {
+			t.Errorf("child %s: %s, want compensated (undone)", id, st.Status)
+		}
+	}
+}
+
+// A parent that parks while it undoes the children of a fork that
+// failed, and is resumed, never undoes the children still to undo: the
+// park clears the cursor, and the resume goes to the steps before the
+// fork (nextCompensation), forgetting UndoNext (and the fork's catch).
+// Child 0 below succeeded, is never undone, and the saga ends compensated
+// with left's effect in place. Found by the simulation (seed 1, 300
+// sagas: s1-292, whose grandchild s1-292.f2.2.1.f6.2.0 stayed succeeded
+// under a root that compensated).
+func TestForkBugResumeAfterAParkedUndoForgetsChildrenLeft(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: parked
+steps:
+  - id: three
+    parallel:
+      - steps: [{id: left, action: svc.left, compensate: {action: svc.left_undo}}]
+      - steps: [{id: mid, action: svc.mid, compensate: {action: svc.mid_undo, retry: {attempts: 1}}}]
+      - steps: [{id: right, action: svc.right}]
+`)
+	ctx := context.Background()
+	undoFails := true
+	r.actions.fail = func(c saga.Call) bool {
+		return c.Step == "right" || (c.Step == "mid" && c.Compensation && undoFails)
+	}
+	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if st := r.get("p"); st.Status != durable.StatusCompensationFailed {
+		t.Fatalf("after mid's undo failed: %s, want compensation_failed", st.Status)
+	}
+	// The operator fixes mid's undo and resumes the child, then the parent.
+	undoFails = false
+	// (The child's end reaches the parent parked on it, which goes on by
+	// itself: the parent's resume then finds nothing parked.)
+	for _, id := range []string{"p.three.1.1", "p"} {
+		if _, err := r.coord.Resume(ctx, id); err != nil && !(id == "p" && errors.Is(err, saga.ErrInvalidEvent)) {
+			t.Fatalf("resume %s: %v", id, err)
+		}
+		r.drain()
+	}
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Fatalf("after the resumes: %s, want compensated", st.Status)
+	}
+	if got := r.actions.called("p.three.1.0/left.compensate"); len(got) == 0 {
+		t.Errorf("child 0 (left) succeeded and was never undone: calls %v, child %s", r.actions.calls, r.get("p.three.1.0").Status)
+	}
+}
+
+// A launch from the fork's outbox that comes after the fork failed
+// creates its child running: the outbox's launches read nothing of the
+// fork record. Here the fork's first send dies after child 0; child 0
+// fails and its count's cancel of the other lanes dies before it creates
+// child 1 stopped; the fork's message, redelivered, sends the outbox
+// again and creates children 1 and 2 as if nothing failed: their actions
+// run after the fork failed, though no new step should start anywhere in
+// the fork (docs/PROTOCOL.md, "Failure and cancel"). Found by the
+// simulation (seed 1, 300 sagas: s1-284.f2.2.2 to .5, s1-254.f5.4.2).
+func TestForkBugLaunchAfterTheForkFailedRunsTheChild(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: late
+input: {items: list}
+steps:
+  - id: first
+    action: svc.first
+  - id: each
+    foreach: "${input.items}"
+    concurrency: 3
+    steps: [{id: work, action: svc.work}]
+`)
+	ctx := context.Background()
+	creates := 0
+	r.store.failCreate = func(id string) bool {
+		if id == "p.each.2.1" {
+			creates++
+			return creates <= 2 // the fork's launch, then the cancel's
+		}
+		return false
+	}
+	r.actions.fail = func(c saga.Call) bool { return c.SagaID == "p.each.2.0" }
+	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p", Input: map[string]any{"items": []any{"a", "b", "c"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.deliver(forSaga("p")); err == nil {
+		t.Fatal("the fork's launch of child 1 did not fail")
+	}
+	r.deliver(forSaga("p.each.2.0")) // child 0 fails and compensates
+	if _, err := r.deliver(func(m durable.Message) bool { return m.Kind == durable.KindEnded }); err == nil {
+		t.Fatal("the count's cancel of child 1 did not fail")
+	}
+	r.deliver(forSaga("p")) // the fork's message again: its outbox is sent again
+	r.drain()
+	// Child 2 was launched before child 0 failed (one launch failing does
+	// not keep the others back) and may finish; child 1, launched only
+	// when the outbox is sent again after the failure, must not run.
+	if got := r.actions.called("p.each.2.1/"); len(got) > 0 {
+		t.Errorf("a child created after the fork failed ran %v", got)
+	}
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Errorf("parent: %s, want compensated", st.Status)
+	}
+}
+
+// A repeated ended message of a child that licensed its lane's next
+// child, handled after another child failed, stops the lane though the
+// child it licensed still runs: the fork looks closed, the parent gets
+// its join, and the join finds that child running and fails with
+// ErrDamagedState, the error of a message that goes to the dead-letter
+// queue (the later count of that child sends another join, so the parent
+// goes on; the dead letter and the ERROR log remain). Here child 0's count
+// launches child 2, whose first send fails, so child 0's ended message
+// comes back after child 1 failed. The retry (internal/engine/fork.go, ended:
+// "licensed = rec.Failed < 0" read again after ErrConflict) takes the
+// failure for the lane's own and calls ForkStop, though its count had
+// licensed child 2 before the failure.
+func TestForkBugRepeatedEndedStopsALaneWhoseChildRuns(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: lanes
+input: {items: list}
+steps:
+  - id: first
+    action: svc.first
+  - id: each
+    foreach: "${input.items}"
+    concurrency: 2
+    steps: [{id: work, action: svc.work}]
+`)
+	ctx := context.Background()
+	r.actions.fail = func(c saga.Call) bool { return c.SagaID == "p.each.2.1" }
+	failed := false
+	r.q.failSend = func(msgs []durable.Message) bool {
+		for _, m := range msgs {
+			if m.SagaID == "p.each.2.2" && !failed {
+				failed = true // child 2's first message, once
+				return true
+			}
+		}
+		return false
+	}
+	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p", Input: map[string]any{"items": []any{"a", "b", "c", "d"}}}); err != nil {
+		t.Fatal(err)
+	}
+	r.deliver(forSaga("p"))          // the fork launches children 0 and 1
+	r.deliver(forSaga("p.each.2.0")) // child 0 succeeds
+	if _, err := r.deliver(func(m durable.Message) bool { return m.Kind == durable.KindEnded }); err == nil {
+		t.Fatal("child 0's count did not fail on child 2's send")
+	}
+	r.deliver(forSaga("p.each.2.1"))                                                                           // child 1 fails
+	r.deliver(func(m durable.Message) bool { return m.Kind == durable.KindEnded && m.SagaID == "p.each.2.1" }) // its count cancels child 2
+	r.deliver(func(m durable.Message) bool { return m.Kind == durable.KindEnded && m.SagaID == "p.each.2.0" }) // child 0's ended again
+	// The join, sent by the repeat, comes before child 2's action.
+	if ok, err := r.deliver(func(m durable.Message) bool { return m.Kind == durable.KindJoin }); ok && errors.Is(err, engine.ErrDamagedState) {
+		t.Fatalf("the join failed as poison while child 2 is %s: %v", r.get("p.each.2.2").Status, err)
+	}
+	for range 100 {
+		if len(r.q.msgs) == 0 {
+			break
+		}
+		if _, err := r.deliver(func(durable.Message) bool { return true }); errors.Is(err, engine.ErrDamagedState) {
+			t.Fatalf("a message failed as poison: %v (child 2: %s)", err, r.get("p.each.2.2").Status)
+		}
+	}
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Errorf("parent: %s, want compensated", st.Status)
+	}
+}
+
+// A parent waiting on its fork whose deadline is less than a queue's
+// delay (15 minutes) after the fork transition gets no message for it:
+// the fork's outbox holds the launches and no delayed timer (pause does
+// send one for a wait), and the tick skips the saga, taking that its
+// transition sent the message (internal/engine/tick.go: "the transition that set
+// it sent its message, delayed"). The parent's deadline never fires: its
+// children are never stopped by it (docs/PROTOCOL.md, "Failure and
+// cancel"), and the parent waits past it for as long as they run. In the
+// simulation, such a saga's stale timer also stalled the idle tick.
+func TestForkBugParentDeadlineUnderAQueueDelayIsNeverSent(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: deadline
+timeout: 5m
+steps:
+  - id: first
+    action: svc.first
+  - id: both
+    parallel:
+      - steps: [{id: left, action: svc.left}]
+      - steps: [{id: right, action: svc.right}]
+`)
+	ctx := context.Background()
+	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	r.deliver(forSaga("p")) // first runs; the fork launches both branches
+	if st := r.get("p"); st.Status != durable.StatusWaiting || st.WakeAt().IsZero() {
+		t.Fatalf("after the fork: %s, timer %s; want waiting on the deadline", st.Status, st.WakeAt())
+	}
+	r.clock.Advance(6 * time.Minute)
+	if _, err := r.coord.Tick(ctx, &engine.TickParams{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range r.q.msgs {
+		if m.SagaID == "p" {
+			return // the deadline's message, from the fork or the tick
+		}
+	}
+	t.Errorf("past the parent's deadline, no message for it was ever sent (queued: %d messages, all for its children)", len(r.q.msgs))
+}
+
+// A parent waiting on its fork whose deadline is further than a queue's
+// delay gets the tick's message for it, and the step handler takes that
+// message for an action's: the fork's cursor is neither a wait nor a
+// running action (DeadlinePassed), so it invokes, and EventResult refuses
+// ("waits for no action"), after calling the services with the fork step
+// as an action of no name (the simulation's services applied its
+// "effect": effects_equal_committed_steps, seeds 9 and 10 of 20 × 1,000).
+// The deadline is never applied, the message
+// fails until the dead-letter queue, and the tick sends another each
+// time its memory of the timer lapses (every 30 minutes past due): in the
+// simulation, sagas past such a deadline took 44,000 messages each
+// (seed 13, 1,000 sagas: 500,101 messages handled, the run's budget).
+func TestForkBugParentDeadlineMessageIsTakenForAnAction(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: deadline
+timeout: 20m
+steps:
+  - id: first
+    action: svc.first
+  - id: both
+    parallel:
+      - steps: [{id: left, action: svc.left}]
+      - steps: [{id: right, action: svc.right}]
+`)
+	ctx := context.Background()
+	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	r.deliver(forSaga("p")) // first runs; the fork launches both branches
+	r.clock.Advance(21 * time.Minute)
+	if res, err := r.coord.Tick(ctx, &engine.TickParams{}); err != nil || res.Sent != 1 {
+		t.Fatalf("tick past the deadline: %+v %v, want the parent's timer sent", res, err)
+	}
+	ok, err := r.deliver(forSaga("p"))
+	if !ok {
+		t.Fatal("no message for the parent")
+	}
+	if got := r.actions.called("p/both"); len(got) > 0 {
+		t.Errorf("the fork step was invoked as an action: %v", got)
+	}
+	if err != nil {
+		t.Fatalf("the parent's deadline message failed: %v", err)
+	}
+	if st := r.get("p"); st.Version == 2 {
+		t.Errorf("the parent's deadline changed nothing: %s at version %d", st.Status, st.Version)
+	}
+}
+
+// The parent's side of the same: the write of EventUndone (one child
+// undone, the next one's turn) lands and its send, the next child's
+// KindUndo, fails; the child's ended message comes back, finds the parent
+// moved on to the next child, and is dropped as stale. Nobody sends the
+// undo again: the parent waits compensating, the child stays succeeded.
+func TestForkBugUndoneWrittenButNotSentIsNeverResent(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: undone
+steps:
+  - id: both
+    parallel:
+      - steps: [{id: left, action: svc.left, compensate: {action: svc.left_undo}}]
+      - steps: [{id: right, action: svc.right, compensate: {action: svc.right_undo}}]
+  - id: after
+    action: svc.after
+`)
+	r.actions.fail = func(c saga.Call) bool { return c.Step == "after" }
+	failed := false
+	r.q.failSend = func(msgs []durable.Message) bool {
+		for _, m := range msgs {
+			if m.Kind == durable.KindUndo && m.SagaID == "p.both.1.0" && !failed {
+				failed = true // the undo of child 0, sent by the write that noted child 1 undone
+				return true
+			}
+		}
+		return false
+	}
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if !failed {
+		t.Fatal("child 0's undo was never sent")
+	}
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Fatalf("after an undone whose send failed once: %s at version %d with %d messages queued, want compensated (child 0: %s)", st.Status, st.Version, len(r.q.msgs), r.get("p.both.1.0").Status)
+	}
+}

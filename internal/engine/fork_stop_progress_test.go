@@ -1,0 +1,245 @@
+package engine_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/awstest"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+)
+
+const threeWaitingBranches = `
+saga: stopped
+steps:
+  - id: all
+    parallel:
+      - steps: [{id: a, await: {signal: go_a, timeout: 1h}}]
+      - steps: [{id: b, await: {signal: go_b, timeout: 1h}}]
+      - steps: [{id: c, await: {signal: go_c, timeout: 1h}}]
+`
+
+// A fork's stop cancels the child of every lane. A lane it has cancelled,
+// and whose messages it has sent, stays done when a later lane fails: the
+// next delivery of the stop does only the lanes left. Here delivery d
+// fails on the child of lane d-1 only, once; a stop that does every lane
+// again on each delivery fails all three, and the frig's third receive
+// moves it to the dead-letter queue with the saga waiting for ever.
+func TestForkStopKeepsTheLanesItHasCancelled(t *testing.T) {
+	r := newFrig(t, threeWaitingBranches, nil)
+	r.start("p", nil)
+	r.drain() // each branch waits on its await, the saga on the fork
+	fs, err := r.coord.Fork(context.Background(), "p")
+	if err != nil || fs == nil || len(fs.Current) != 3 {
+		t.Fatalf("the fork's current children: %+v %v", fs, err)
+	}
+	child := map[string]int{}
+	for lane, c := range fs.Current {
+		child[c.SagaID] = lane
+	}
+	deliveries := 0
+	failed := map[int]bool{}
+	r.store.setHook(func(op, key string) error {
+		if op == "forkfail" {
+			deliveries++ // each delivery of the stop fails the fork first
+			return nil
+		}
+		lane, ok := child[key]
+		if ok && op == "get" && lane == deliveries-1 && !failed[lane] {
+			failed[lane] = true
+			return errInjected
+		}
+		return nil
+	})
+	if _, err := r.coord.Cancel(context.Background(), "p"); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if n := r.dead(); n != 0 {
+		t.Fatalf("%d messages dead-lettered after %d deliveries of the stop; errors:\n%s", n, deliveries, r.handleErrors())
+	}
+	if st := r.get("p"); !st.Status.Final() {
+		t.Fatalf("the saga is %s, want it ended", st.Status)
+	}
+	for id := range child {
+		if st := r.get(id); !st.Status.Final() {
+			t.Errorf("child %s is %s, want it ended", id, st.Status)
+		}
+	}
+	if deliveries != 2 {
+		t.Errorf("the stop was delivered %d times, want 2: the first does lanes 1 and 2, the second lane 0", deliveries)
+	}
+}
+
+// A record of the lanes done that fails to be written costs a delivery,
+// never a lane: the next delivery does those lanes again (a cancel of a
+// cancelled child sends its messages again) and records them. The stop
+// is handled three times in a row, before any child moves: the first
+// fails on lane 0 and its record fails; the second does lanes 0 and 2
+// (2 again), fails on lane 1 and records 0 and 2; the third does lane 1.
+func TestForkStopWhoseRecordFailsDoesTheLanesAgain(t *testing.T) {
+	r := newFrig(t, threeWaitingBranches, nil)
+	r.start("p", nil)
+	r.drain()
+	fs, err := r.coord.Fork(context.Background(), "p")
+	if err != nil || fs == nil || len(fs.Current) != 3 {
+		t.Fatalf("the fork's current children: %+v %v", fs, err)
+	}
+	child := map[string]int{}
+	for lane, c := range fs.Current {
+		child[c.SagaID] = lane
+	}
+	deliveries, records := 0, 0
+	failed := map[int]bool{}
+	r.store.setHook(func(op, key string) error {
+		switch op {
+		case "forkfail":
+			deliveries++
+		case "forkcancelled":
+			records++
+			if records == 1 {
+				return errInjected
+			}
+		case "get":
+			if lane, ok := child[key]; ok && lane == deliveries-1 && !failed[lane] {
+				failed[lane] = true
+				return errInjected
+			}
+		}
+		return nil
+	})
+	ctx := context.Background()
+	if _, err := r.coord.Cancel(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := r.q.Receive(ctx, &durable.ReceiveParams{Queue: durable.QueueAdvance, Max: 10})
+	if err != nil || len(ds) != 1 || !strings.Contains(string(ds[0].Body), `"stop"`) {
+		t.Fatalf("after the cancel: %d messages %v, want the stop alone", len(ds), err)
+	}
+	key := durable.ForkKey("p", "all", 1)
+	for i, want := range [][]int{nil, {0, 2}, {0, 2}} {
+		_, err := r.coord.Handle(ctx, ds[0].Body)
+		if (err == nil) != (i == 2) {
+			t.Fatalf("delivery %d of the stop: %v", i+1, err)
+		}
+		rec, err := r.store.Store.ForkGet(ctx, &durable.ForkGetParams{Key: key})
+		if err != nil || !slices.Equal(rec.Cancelled, want) {
+			t.Fatalf("after delivery %d: %+v %v, want lanes %v recorded", i+1, rec, err, want)
+		}
+	}
+	if err := r.q.Delete(ctx, &durable.DeleteParams{Queue: ds[0].Queue, ReceiptHandle: ds[0].ReceiptHandle}); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if n := r.dead(); n != 0 {
+		t.Fatalf("%d messages dead-lettered; errors:\n%s", n, r.handleErrors())
+	}
+	if st := r.get("p"); !st.Status.Final() {
+		t.Fatalf("the saga is %s, want it ended", st.Status)
+	}
+	if records != 2 {
+		t.Errorf("%d records written, want 2", records)
+	}
+}
+
+// failGetOnce fails the first read of one saga.
+type failGetOnce struct {
+	durable.Store
+	id     string
+	failed bool
+}
+
+func (s *failGetOnce) SagaGet(ctx context.Context, p *durable.SagaGetParams) (*durable.SagaRecord, error) {
+	if p.SagaID == s.id && !s.failed {
+		s.failed = true
+		return nil, errInjected
+	}
+	return s.Store.SagaGet(ctx, p)
+}
+
+// The record of the lanes a stop has done is written on the emulators by
+// each function that stops forks, signed as it, so that make iam
+// evaluates the call against its policy: the advance function handles a
+// stop, the compensate function a failed child's end, the sweep a lost
+// stop, all through cancelLanes.
+func TestForkStopRecordsItsLanesOnTheEmulators(t *testing.T) {
+	b := awstest.New(t)
+	plan := mustCompile(t, threeWaitingBranches)
+	ctx := context.Background()
+	local, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: b.Store, Queue: b.Queue, Actions: engine.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// drain handles what is queued with c, failing the test on an error.
+	drain := func(c *engine.Coordinator, wantStop bool) *durable.Delivery {
+		t.Helper()
+		for idle := 0; idle < 3; time.Sleep(50 * time.Millisecond) {
+			idle++
+			for _, qn := range durable.QueueNames() {
+				ds, err := b.Queue.Receive(ctx, &durable.ReceiveParams{Queue: qn, Max: 10})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, d := range ds {
+					idle = 0
+					if wantStop && strings.Contains(string(d.Body), `"stop"`) {
+						return &d
+					}
+					if _, err := c.Handle(ctx, d.Body); err != nil {
+						t.Fatalf("handle %s: %v", d.Body, err)
+					}
+					if err := b.Queue.Delete(ctx, &durable.DeleteParams{Queue: d.Queue, ReceiptHandle: d.ReceiptHandle}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		if wantStop {
+			t.Fatal("no stop message was queued")
+		}
+		return nil
+	}
+	for _, principal := range []string{"AdvanceFunction", "CompensateFunction", "SweepFunction"} {
+		id := "stopped-" + principal
+		if _, err := local.Start(ctx, &engine.StartParams{Plan: plan, SagaID: id}); err != nil {
+			t.Fatal(err)
+		}
+		drain(local, false)
+		fs, err := local.Fork(ctx, id)
+		if err != nil || fs == nil || len(fs.Current) != 3 {
+			t.Fatalf("%s: the fork's current children: %+v %v", id, fs, err)
+		}
+		if _, err := local.Cancel(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		stop := drain(local, true)
+		store, queue := b.As(t, principal)
+		as, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: &failGetOnce{Store: store, id: fs.Current[0].SagaID}, Queue: queue, Actions: engine.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := as.Handle(ctx, stop.Body); err == nil {
+			t.Fatalf("%s: the stop succeeded though the read of lane 0's child failed", principal)
+		}
+		parts := strings.Split(fs.Current[0].SagaID, ".") // id.step.visit.index
+		seq, _ := strconv.ParseUint(parts[2], 10, 64)
+		rec, err := b.Store.ForkGet(ctx, &durable.ForkGetParams{Key: durable.ForkKey(id, "all", seq)})
+		if err != nil || !slices.Equal(rec.Cancelled, []int{1, 2}) {
+			t.Fatalf("%s: the fork record after the failed stop: %+v %v; want children 1 and 2 cancelled", principal, rec, err)
+		}
+		if _, err := as.Handle(ctx, stop.Body); err != nil {
+			t.Fatalf("%s: the stop again: %v", principal, err)
+		}
+		if err := b.Queue.Delete(ctx, &durable.DeleteParams{Queue: stop.Queue, ReceiptHandle: stop.ReceiptHandle}); err != nil {
+			t.Fatal(err)
+		}
+		drain(local, false)
+		if st, err := local.Get(ctx, id); err != nil || !st.Status.Final() {
+			t.Fatalf("%s: the saga after its stop: %+v %v, want it ended", id, st, err)
+		}
+	}
+}

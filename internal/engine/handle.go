@@ -1,0 +1,524 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
+)
+
+// unstorable reports whether a write failed for a reason that will not
+// change however often it is retried.
+func unstorable(err error) bool {
+	return errors.Is(err, durable.ErrTooLarge) || errors.Is(err, saga.ErrUnstorable)
+}
+
+// Outcome says what Handle did with a message.
+type Outcome string
+
+const (
+	HandledStep    Outcome = "step"     // ran the pending action and wrote the next version
+	HandledResent  Outcome = "resent"   // the transition had happened: re-sent its outbox
+	HandledStale   Outcome = "stale"    // an old duplicate: dropped
+	HandledNothing Outcome = "finished" // the saga waits for nothing: dropped
+	HandledTimer   Outcome = "timer"    // fired the saga's timer and wrote the next version
+	HandledEarly   Outcome = "early"    // the saga's timer is not due yet: sent again for the rest, no write
+	HandledExpired Outcome = "expired"  // marked items of a finished tree to expire with its root
+)
+
+// Handle processes one message body, as docs/PROTOCOL.md describes. A nil
+// error means the message is done and may be deleted. An error wrapping
+// durable.ErrMalformedMessage means it can never be handled: report it
+// failed so it reaches the dead-letter queue untouched. Any other error
+// (ErrNoActions among them) means try again later: leave the message for
+// redelivery.
+func (c *Coordinator) Handle(ctx context.Context, body []byte) (Outcome, error) {
+	if c.cfg.Actions == nil {
+		return "", ErrNoActions
+	}
+	msg, err := durable.DecodeMessage(body)
+	if err != nil {
+		c.log.LogAttrs(ctx, slog.LevelError, "malformed message", slog.Int("bytes", len(body)), slog.String("error", err.Error()))
+		return "", err
+	}
+	handle := c.handle
+	switch msg.Kind {
+	case durable.KindEnded:
+		handle = c.ended
+	case durable.KindJoin:
+		handle = c.join
+	case durable.KindUndo:
+		handle = c.undo
+	case durable.KindStop:
+		handle = c.stop
+	case durable.KindExpire:
+		handle = c.expire
+	case durable.KindLaunch:
+		// Done by whoever sends the outbox that holds it: never queued,
+		// so one here was never ours.
+		err := fmt.Errorf("%w: a %s message of saga %s is never queued", durable.ErrMalformedMessage, msg.Kind, msg.SagaID)
+		c.log.LogAttrs(ctx, slog.LevelError, "malformed message", slog.Int("bytes", len(body)), slog.String("error", err.Error()))
+		return "", err
+	}
+	if msg.Kind != durable.KindStep {
+		handle = c.masked(handle)
+	}
+	if c.cfg.Tracer != nil {
+		return c.traced(ctx, msg, handle)
+	}
+	return c.retrying(ctx, msg, handle)
+}
+
+// masked passes the error of a fork's message (a child's end, a join, an
+// undo, a stop) through the redactor of the saga it names, as the step
+// handler passes its own: a store or a plan may quote the saga's values,
+// and the error is logged. The saga is read again only when there is an
+// error to mask; if that read fails, the error's text is withheld (its
+// cause stays, for errors.Is).
+func (c *Coordinator) masked(handle func(context.Context, durable.Message) (Outcome, error)) func(context.Context, durable.Message) (Outcome, error) {
+	return func(ctx context.Context, msg durable.Message) (Outcome, error) {
+		out, err := handle(ctx, msg)
+		if err == nil || errors.Is(err, durable.ErrConflict) {
+			return out, err // a conflict is retried, and names no value
+		}
+		_, st, plan, lerr := c.load(ctx, msg.SagaID)
+		if lerr != nil {
+			return out, &withheld{err: err, text: fmt.Sprintf("%s message of saga %s failed; its error is withheld, as saga %s could not be read to mask its secrets (%v)", msg.Kind, msg.SagaID, msg.SagaID, lerr)}
+		}
+		return out, plan.Redactor(st).Error(err)
+	}
+}
+
+// withheld is an error whose text is not shown: it may quote values that
+// could not be masked. Its cause is kept for errors.Is and errors.As.
+type withheld struct {
+	err  error
+	text string
+}
+
+func (w *withheld) Error() string { return w.text }
+func (w *withheld) Unwrap() error { return w.err }
+
+// retrying runs handle until it does not lose a conditional write, at
+// most MaxConflictRetries times.
+func (c *Coordinator) retrying(ctx context.Context, msg durable.Message, handle func(context.Context, durable.Message) (Outcome, error)) (Outcome, error) {
+	for range c.cfg.MaxConflictRetries {
+		outcome, err := handle(ctx, msg)
+		if errors.Is(err, durable.ErrConflict) {
+			continue // another worker won: reload and look again
+		}
+		return outcome, err
+	}
+	return "", fmt.Errorf("saga %s: %w after %d tries", msg.SagaID, durable.ErrConflict, c.cfg.MaxConflictRetries)
+}
+
+func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (outcome Outcome, err error) {
+	_, st, plan, err := c.load(ctx, msg.SagaID)
+	if err == nil {
+		if red := plan.Redactor(st); red != nil {
+			// An error may quote what an action or a service said: it is
+			// logged, so it shows no secret input (its input never changes).
+			defer func() { err = red.Error(err) }()
+		}
+		ctx = c.traceMessage(ctx, st)
+	}
+	if errors.Is(err, errSagaMissing) {
+		// Sagas are written before their first message is sent: a message
+		// for a saga that does not exist was never ours.
+		return "", fmt.Errorf("%w: %w", durable.ErrMalformedMessage, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case st.Version > msg.Version+1:
+		c.logHandled(ctx, msg, st, HandledStale, 0)
+		return HandledStale, nil
+	case st.Version == msg.Version+1 && waitedFor(plan, st, msg):
+		// A cancel landed before this message was handled, and waits for
+		// this very attempt's outcome: run it at the cancel's version.
+	case st.Version == msg.Version+1 && st.FromOutside:
+		// The transition came from outside (a signal that beat this
+		// timer, a cancel): this message did not cause it, and its
+		// outbox is the sender's to send (or the sweep's). Dropped.
+		c.logHandled(ctx, msg, st, HandledStale, 0)
+		return HandledStale, nil
+	case st.Version == msg.Version+1:
+		if err := c.resendOutbox(ctx, st, plan); err != nil {
+			return "", fmt.Errorf("saga %s: re-send outbox of version %d: %w", msg.SagaID, st.Version, err)
+		}
+		c.logHandled(ctx, msg, st, HandledResent, 0)
+		return HandledResent, nil
+	case st.Version < msg.Version:
+		// Consistent reads never lag a write: the store lost one (a restore
+		// from a backup, say). The message cannot be handled: poison.
+		return "", fmt.Errorf("%w: saga %s is at version %d, behind message version %d: did the store lose a write?", ErrDamagedState, msg.SagaID, st.Version, msg.Version)
+	}
+	cur, ok := st.Pending()
+	if !ok {
+		c.logHandled(ctx, msg, st, HandledNothing, 0)
+		return HandledNothing, nil
+	}
+	if id, _ := plan.Awaits(cur); id != msg.Step || cur.Attempt != msg.Attempt || cur.Compensating != (msg.Queue == durable.QueueCompensate) {
+		return "", fmt.Errorf("%w: message for %s %s attempt %d, but saga %s version %d waits on %s attempt %d",
+			durable.ErrMalformedMessage, msg.Queue, msg.Step, msg.Attempt, msg.SagaID, st.Version, id, cur.Attempt)
+	}
+	if cur.Fork {
+		// A parent waits on its fork's children: a message for it is its
+		// deadline's timer (the tick's), or stale.
+		if !cur.Compensating && !st.WakeAt().IsZero() {
+			return c.fire(ctx, msg, st, plan)
+		}
+		c.logHandled(ctx, msg, st, HandledStale, 0)
+		return HandledStale, nil
+	}
+	if cur.Wait || st.DeadlinePassed(c.cfg.Clock.Now()) {
+		// A timer; or an action whose saga's deadline has passed: it does
+		// not run, the deadline fires.
+		return c.fire(ctx, msg, st, plan)
+	}
+	if err := c.timeLeft(ctx, plan, cur, msg); err != nil {
+		return "", err
+	}
+	now := c.cfg.Clock.Now()
+	out, took, actErr := c.invoke(ctx, plan, st, now)
+	ev := saga.Event{Kind: saga.EventResult, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Output: out, Err: actErr, Took: took}
+	var h *heard // only when someone listens: no allocation otherwise
+	if c.cfg.OnStep != nil {
+		h = &heard{}
+	}
+	// apply advances st with the action's outcome and writes it
+	// conditionally on the version st was at.
+	apply := func(st *saga.State, limit int) error {
+		ev.StoreLimit = limit
+		if h != nil {
+			ev.OnStep = c.observer(plan, h, msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating && !cur.Unknown, took: took})
+		}
+		base := st.Version
+		if err := plan.Advance(st, ev); err != nil {
+			return err
+		}
+		return c.write(ctx, st, base, h)
+	}
+	base := st.Version
+	err = apply(st, 0)
+	for range c.cfg.MaxConflictRetries {
+		if !errors.Is(err, durable.ErrConflict) {
+			break
+		}
+		// A cancel may have landed while the action ran, or a signal or
+		// callback's completion been kept: both keep the pending attempt,
+		// so this outcome still applies, to the saga as it is now
+		// (otherwise the action would run again, and a service that
+		// answers a repeated key differently could lose the effect).
+		st2, ok := c.keptDuring(ctx, msg, cur, base)
+		if !ok {
+			break
+		}
+		st, base = st2, st2.Version
+		err = apply(st, 0)
+	}
+	if unstorable(err) {
+		// The transition can never be stored (too large, too deep). Replay
+		// it on the version we read, measuring the state after each step:
+		// the step that made it too large fails in a state that can be
+		// stored, and an action that succeeded stays on the compensation
+		// stack, so the saga compensates it rather than retrying forever.
+		cause := err
+		_, st, _, err = c.load(ctx, msg.SagaID)
+		if err != nil {
+			return "", err
+		}
+		if st.Version != base && base == msg.Version {
+			// A cancel that landed while the action ran keeps its attempt
+			// pending: the outcome applies to its version.
+			if st2, ok := c.keptDuring(ctx, msg, cur, base); ok {
+				st, base = st2, st2.Version
+			}
+		}
+		if st.Version != base {
+			return "", fmt.Errorf("saga %s: %w", msg.SagaID, durable.ErrConflict)
+		}
+		if err = apply(st, saga.MaxStateBytes); err != nil && !errors.Is(err, durable.ErrConflict) {
+			red := plan.Redactor(st)
+			c.log.LogAttrs(ctx, slog.LevelError, "transition cannot be stored even after failing its step",
+				slog.String("saga_id", msg.SagaID), slog.String("step", msg.Step), slog.Uint64("version", base),
+				slog.String("cause", red.Text(cause.Error())), slog.String("error", red.Text(err.Error())))
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := c.sendOutbox(ctx, st, plan); err != nil {
+		return "", fmt.Errorf("saga %s: version %d written, outbox not sent: %w", msg.SagaID, st.Version, err)
+	}
+	c.logHandled(ctx, msg, st, HandledStep, took)
+	return HandledStep, nil
+}
+
+// fire handles the message of a waiting saga's timer: once it is due, one
+// transition (EventTimer) written and sent like any other; before, the
+// message goes out again for the time left, and nothing is written.
+func (c *Coordinator) fire(ctx context.Context, msg durable.Message, st *saga.State, plan *saga.Plan) (Outcome, error) {
+	now := c.cfg.Clock.Now()
+	if wake := st.WakeAt(); now.Before(wake) {
+		again := durable.Message{SagaID: st.SagaID, Version: st.Version, Queue: durable.QueueAdvance, Step: msg.Step, Attempt: msg.Attempt, Delay: min(wake.Sub(now), durable.MaxDelay)}
+		if err := c.send(ctx, []durable.Message{again}); err != nil {
+			return "", fmt.Errorf("saga %s: timer not due, sending it again: %w", st.SagaID, err)
+		}
+		c.logHandled(ctx, msg, st, HandledEarly, 0)
+		return HandledEarly, nil
+	}
+	var h *heard
+	if c.cfg.OnStep != nil {
+		h = &heard{}
+	}
+	base := st.Version
+	apply := func(st *saga.State, limit int) error {
+		ev := saga.Event{Kind: saga.EventTimer, Now: now, Rand: c.cfg.Rand(), StoreLimit: limit}
+		if h != nil {
+			ev.OnStep = c.observer(plan, h, msg.SagaID, st, nil)
+		}
+		if err := plan.Advance(st, ev); err != nil {
+			return err
+		}
+		return c.write(ctx, st, base, h)
+	}
+	err := apply(st, 0)
+	if unstorable(err) {
+		// The steps after the wait grew the state past what can be stored:
+		// run them again from the version read, measuring, so that the step
+		// that grew it fails in a state that can be.
+		if _, st, _, err = c.load(ctx, msg.SagaID); err != nil {
+			return "", err
+		}
+		if st.Version != base {
+			return "", fmt.Errorf("saga %s: %w", msg.SagaID, durable.ErrConflict)
+		}
+		err = apply(st, saga.MaxStateBytes)
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := c.sendOutbox(ctx, st, plan); err != nil {
+		return "", fmt.Errorf("saga %s: version %d written, outbox not sent: %w", msg.SagaID, st.Version, err)
+	}
+	c.logHandled(ctx, msg, st, HandledTimer, 0)
+	return HandledTimer, nil
+}
+
+// waitedFor reports whether st is a cancel request (written after msg's
+// version) that keeps msg's attempt pending: msg then runs it.
+func waitedFor(plan *saga.Plan, st *saga.State, msg durable.Message) bool {
+	cur, ok := st.Pending()
+	if !ok || !st.CancelRequested || cur.Compensating || msg.Queue != durable.QueueAdvance || cur.Attempt != msg.Attempt {
+		return false
+	}
+	id, _ := plan.Awaits(cur)
+	return id == msg.Step
+}
+
+// keptDuring reloads a saga whose write (at version base) just lost, and
+// returns it if the writes that won keep the very attempt msg ran pending:
+// a keep of a delivery (the same version), or a cancel request (the
+// version after msg's).
+func (c *Coordinator) keptDuring(ctx context.Context, msg durable.Message, cur saga.Cursor, base uint64) (*saga.State, bool) {
+	_, st, _, err := c.load(ctx, msg.SagaID)
+	if err != nil || !(st.Version == base || st.CancelRequested && st.Version == msg.Version+1) {
+		return nil, false
+	}
+	now, ok := st.Pending()
+	return st, ok && now == cur
+}
+
+// timeLeft reports ErrNoTime when the invocation has too little left to run
+// the pending attempt and record its outcome: under saga.ResultReserve, or
+// under the step's timeout plus saga.ResultReserve when a fresh invocation
+// (WithInvocationBudget) would give that much. A record after slow ones in
+// a batch is then handed back rather than cut short.
+func (c *Coordinator) timeLeft(ctx context.Context, plan *saga.Plan, cur saga.Cursor, msg durable.Message) error {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return nil
+	}
+	left := time.Until(dl)
+	need := saga.ResultReserve
+	_, t := plan.Awaits(cur)
+	// Only when a fresh invocation surely has the time, with room to load
+	// the saga: else the fresh one would hand it back too, forever.
+	if budget, ok := ctx.Value(budgetKey{}).(time.Duration); ok && t > 0 && t+saga.ResultReserve+handBackSlack <= budget {
+		need += t
+	}
+	if left > saga.ResultReserve && left >= need {
+		return nil
+	}
+	return fmt.Errorf("saga %s: %w: %s left before the invocation's deadline, %s needed to run %s and record it", msg.SagaID, ErrNoTime, left.Round(time.Millisecond), need, msg.Step)
+}
+
+// handBackSlack is what a fresh invocation may spend before an attempt
+// starts: a step is handed back for its timeout only if a fresh invocation
+// has that much more. Validation keeps step timeouts within it
+// (saga.StepTimeoutLimit).
+const handBackSlack = saga.StartReserve
+
+type budgetKey struct{}
+
+// WithInvocationBudget tells the coordinator how long a fresh invocation of
+// the function runs (its timeout, less its start-up): an attempt whose step
+// timeout fits a fresh invocation but not what is left of this one is
+// handed back (ErrNoTime) instead of being cut short.
+func WithInvocationBudget(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, budgetKey{}, d)
+}
+
+// FreshWouldHaveMore reports whether a fresh invocation would give a record
+// more time than the left of this one: handing a record back helps only
+// then. It is false while this invocation is itself fresh (within
+// handBackSlack of its start), so a record is never handed back from one
+// fresh invocation to the next forever; without WithInvocationBudget it is
+// true.
+func FreshWouldHaveMore(ctx context.Context, left time.Duration) bool {
+	budget, ok := ctx.Value(budgetKey{}).(time.Duration)
+	return !ok || budget-left >= handBackSlack
+}
+
+// HandBack sends msg again at once, for a message handled later by a fresh
+// invocation (after ErrNoTime): the copy is delivered anew, so the
+// original can be deleted without spending its receive count.
+func (c *Coordinator) HandBack(ctx context.Context, msg durable.Message) error {
+	msg.Delay = 0
+	return c.cfg.Queue.Send(ctx, []durable.Message{msg})
+}
+
+// errSagaMissing marks a load that found no saga (as opposed to no definition).
+var errSagaMissing = errors.New("no such saga")
+
+// mayBeWritten reports whether a write that returned err may have landed.
+func mayBeWritten(err error) bool {
+	return err == nil || !(errors.Is(err, durable.ErrConflict) || errors.Is(err, durable.ErrExists) || errors.Is(err, durable.ErrThrottled) || unstorable(err))
+}
+
+// invoke runs the pending action with its step timeout. Its error is the
+// step's: an expression error building the input is permanent.
+func (c *Coordinator) invoke(ctx context.Context, plan *saga.Plan, st *saga.State, now time.Time) (_ any, _ time.Duration, err error) {
+	call, err := plan.Call(st, now)
+	if err != nil {
+		return nil, 0, saga.Permanent(err)
+	}
+	// The action's context ends saga.ResultReserve before the invocation's,
+	// so that its outcome, whatever it is, is always written and sent; or
+	// at its step timeout, if that comes first. One context does both.
+	actx := ctx
+	cutByInvocation := false // the invocation's deadline comes before the step timeout
+	var stop time.Time
+	base := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		stop, cutByInvocation = dl.Add(-saga.ResultReserve), true
+		base = context.WithoutCancel(ctx) // the earlier deadline is set below
+	}
+	if call.Timeout > 0 {
+		if t := time.Now().Add(call.Timeout); stop.IsZero() || t.Before(stop) {
+			stop, cutByInvocation = t, false
+		}
+	}
+	if !stop.IsZero() {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithDeadline(base, stop)
+		defer cancel()
+	}
+	if c.cfg.Tracer != nil {
+		var span Span
+		actx, span = c.traceCall(actx, st, &call)
+		// The span goes to the traces an operator reads: its error shows
+		// no secret input, as the logs' do.
+		defer func() {
+			spanErr := err
+			if spanErr != nil {
+				spanErr = plan.Redactor(st).Error(spanErr)
+			}
+			c.endCall(span, st, spanErr)
+		}()
+	}
+	start := c.cfg.Clock.Now()
+	out, err := c.safeInvoke(actx, call)
+	took := c.cfg.Clock.Now().Sub(start)
+	if err != nil {
+		if actx.Err() != nil && !saga.IsPermanent(err) {
+			msg := fmt.Sprintf("action %s did not finish within %s", call.Action, call.Timeout)
+			if cutByInvocation {
+				msg = fmt.Sprintf("action %s was stopped %s before the invocation's deadline, to record its outcome", call.Action, saga.ResultReserve)
+			}
+			err = &saga.ActionError{Type: lang.ErrorTypeTimeout, Message: msg}
+		}
+		return nil, took, err
+	}
+	norm, err := saga.ActionOutput(call.Action, out)
+	return norm, took, err
+}
+
+// safeInvoke turns a panicking action into a retryable error.
+func (c *Coordinator) safeInvoke(ctx context.Context, call saga.Call) (out any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("action %s panicked: %s", call.Action, PanicText(r))
+		}
+	}()
+	return c.cfg.Actions.Invoke(ctx, call)
+}
+
+// stateBuffers recycles encoding buffers: a store copies what it writes.
+var stateBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// write stores st conditionally on the expected version. The step events
+// held in h are reported once the store has written it, or answered in a
+// way that leaves that unknown (a timeout, a crash): never for a
+// transition that lost its condition, was throttled, or was replayed
+// because it could not be stored.
+func (c *Coordinator) write(ctx context.Context, st *saga.State, expected uint64, h *heard) error {
+	bp := stateBuffers.Get().(*[]byte)
+	rec, err := st.Record((*bp)[:0])
+	if err == nil {
+		c.writing(st.SagaID)
+		err = c.cfg.Store.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: rec, ExpectedVersion: expected, ExpectedReceived: st.Received})
+		if mayBeWritten(err) {
+			h.report()
+		}
+		c.heardAll(st.SagaID)
+		if cap(rec.State) <= 1<<20 {
+			*bp = rec.State[:0]
+		}
+	}
+	stateBuffers.Put(bp)
+	return err
+}
+
+func (c *Coordinator) send(ctx context.Context, msgs []durable.Message) error {
+	if hasForkWork(msgs) {
+		// Launches are done by sendOutbox, never queued.
+		msgs = slices.DeleteFunc(slices.Clone(msgs), func(m durable.Message) bool {
+			return m.Kind == durable.KindLaunch
+		})
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	return c.cfg.Queue.Send(ctx, msgs)
+}
+
+func (c *Coordinator) logHandled(ctx context.Context, msg durable.Message, st *saga.State, outcome Outcome, took time.Duration) {
+	c.noteHandled(ctx, st)
+	if !c.log.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	c.log.LogAttrs(ctx, slog.LevelInfo, "message handled",
+		slog.String("saga_id", msg.SagaID), slog.String("step", msg.Step), slog.Int("attempt", msg.Attempt),
+		slog.Uint64("version", st.Version), slog.String("outcome", string(outcome)),
+		slog.String("status", string(st.Status)), slog.Duration("duration", took))
+}

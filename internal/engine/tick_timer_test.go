@@ -1,0 +1,97 @@
+package engine_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+)
+
+// A wait within a queue's delay is its own message; the tick, which
+// lists every timer due within its Ahead, sends it a second copy in its
+// last minute. Tick's doc says the copies "are dropped by version once
+// the first has fired it", but the copy arrives with the original, finds
+// the saga one version on, and re-sends that version's outbox (the
+// protocol's rule for a message of the version before): the next step's
+// message goes out twice. Every short wait that meets a tick thus
+// duplicates the rest of the saga's messages, and with the embedded
+// runtime's one-second tick, sixty times.
+func TestATickCopyOfATimerIsDroppedNotResent(t *testing.T) {
+	def := filepath.Join(t.TempDir(), "short.yaml")
+	src := "saga: short\nsteps:\n  - {id: reserve, action: inventory.reserve}\n  - {id: settle, wait: {for: 10m}}\n  - {id: ship, action: shipping.send}\n"
+	if err := os.WriteFile(def, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, def)
+	ctx := context.Background()
+	r.start("s-1", nil)
+	d, ok := r.receive() // reserve's message
+	if !ok {
+		t.Fatal("no message for reserve")
+	}
+	engine.HandleDelivery(ctx, r.coord, r.q, d, nil)
+	st := r.get("s-1")
+	if st.Status != durable.StatusWaiting || r.q.Len(durable.QueueAdvance) != 1 {
+		t.Fatalf("after reserve: %s with %d queued; want waiting on its own timer message", st.Status, r.q.Len(durable.QueueAdvance))
+	}
+	// The scheduled tick, in the wait's last minute.
+	r.clock.Advance(st.WakeAt().Add(-30 * time.Second).Sub(r.clock.Now()))
+	if _, err := r.coord.Tick(ctx, &engine.TickParams{}); err != nil {
+		t.Fatal(err)
+	}
+	sentBefore := r.queue.sent.Load()
+	r.drain()
+	if got := r.get("s-1"); got.Status != durable.StatusSucceeded {
+		t.Fatalf("ended %s", got.Status)
+	}
+	// After the tick: the timer fires (ship's message). A copy of the
+	// timer, dropped, sends nothing.
+	if n := r.queue.sent.Load() - sentBefore; n != 1 {
+		t.Fatalf("%d messages sent after the tick, want 1 (ship's): the tick's copy of the timer re-sent the next version's outbox", n)
+	}
+}
+
+// staleDue is a store whose due-timer listing lags, as store/dynamo's
+// by_due index does (a GSI is eventually consistent), or as any listing
+// does when the saga moves between the list and the read: it lists one
+// saga as due at a time that has passed.
+type staleDue struct {
+	durable.Store
+	sagaID string
+	wakeAt time.Time
+}
+
+func (s staleDue) SagaListDue(context.Context, *durable.SagaListDueParams) (*durable.SagaListDueResult, error) {
+	return &durable.SagaListDueResult{Sagas: []durable.SagaDue{{SagaID: s.sagaID, WakeAt: s.wakeAt}}}, nil
+}
+
+// A saga listed as due whose timer, read again, is days away (it fired
+// and the saga moved on to a longer wait, or the index lags) is skipped
+// by the tick, or sent at most a queue's delay ahead. Tick sends it with
+// the full time left as the delay, which no queue takes (SQS at most 15
+// minutes): the tick fails, and on AWS the scheduled function reports an
+// error every time an index entry lags.
+func TestATickOfASagaWhoseTimerMovedAwayDoesNotFail(t *testing.T) {
+	r := newRig(t, "../saga/testdata/valid/cooling.yaml")
+	ctx := context.Background()
+	r.start("c-1", nil)
+	r.drain() // reserve runs; the saga waits 36 hours
+	st := r.get("c-1")
+	if st.Status != durable.StatusWaiting {
+		t.Fatalf("after reserve: %s", st.Status)
+	}
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{
+		Store: staleDue{Store: r.store, sagaID: "c-1", wakeAt: r.clock.Now().Add(-time.Minute)}, Queue: r.queue, Actions: r.reg, Clock: r.clock,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := coord.Tick(ctx, &engine.TickParams{})
+	if err != nil {
+		t.Fatalf("tick of a saga whose timer is %s away: %+v, %v", st.WakeAt().Sub(r.clock.Now()), res, err)
+	}
+}

@@ -1,0 +1,151 @@
+package sqshandler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/emf"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/lambdaaction"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
+	"github.com/lambdasaga/lambdasaga/internal/otelsaga"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
+	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
+	"github.com/lambdasaga/lambdasaga/store/dynamo"
+)
+
+// Environment variables the functions read (the template sets them).
+const (
+	EnvTable              = "LAMBDASAGA_TABLE"
+	EnvAdvanceQueueURL    = "LAMBDASAGA_ADVANCE_QUEUE_URL"
+	EnvCompensateQueueURL = "LAMBDASAGA_COMPENSATE_QUEUE_URL"
+	EnvRetentionDays      = "LAMBDASAGA_RETENTION_DAYS"
+	EnvDeadlineMargin     = "LAMBDASAGA_DEADLINE_MARGIN"
+)
+
+// FromEnvironment builds a handler from the function's environment: the AWS
+// clients (endpoints and credentials from the usual AWS variables, so
+// AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL_SQS point it at emulators),
+// the DynamoDB store, the SQS queue and the coordinator. Actions are those
+// in reg; `lambda:<function>` actions run through Lambda Invoke. Each batch
+// writes its metrics to standard output in the embedded metric format
+// (package emf). Call it once, outside the handler.
+func FromEnvironment(ctx context.Context, reg *engine.Registry) (*Handler, error) {
+	if reg == nil {
+		// Without actions every record would fail and reach the
+		// dead-letter queue.
+		return nil, errors.New("sqshandler: FromEnvironment needs a registry (engine.NewRegistry(), with your actions)")
+	}
+	metrics := emf.New(emf.Config{})
+	traces, err := tracingFromEnvironment(ctx)
+	if err != nil {
+		return nil, err
+	}
+	coord, log, margin, err := coordinatorFromEnvironment(ctx, reg, metrics, traces)
+	if err != nil {
+		return nil, err
+	}
+	cfg := Config{Coordinator: coord, Logger: log, Margin: margin, Metrics: metrics}
+	if traces != nil {
+		cfg.Traces = traces
+	}
+	return New(cfg)
+}
+
+// CoordinatorFromEnvironment builds the coordinator FromEnvironment uses,
+// with its logger and the deadline margin, for functions that are not SQS
+// batch handlers (the sweep). A nil reg builds one that runs no actions.
+func CoordinatorFromEnvironment(ctx context.Context, reg *engine.Registry) (*engine.Coordinator, *slog.Logger, time.Duration, error) {
+	return coordinatorFromEnvironment(ctx, reg, nil, nil)
+}
+
+// coordinatorFromEnvironment builds the coordinator; with metrics, it
+// hears its step events and counts its lost conditional writes; with
+// traces, it opens spans (otelsaga) and its log lines carry their ids.
+func coordinatorFromEnvironment(ctx context.Context, reg *engine.Registry, metrics *emf.Recorder, traces *sdktrace.TracerProvider) (*engine.Coordinator, *slog.Logger, time.Duration, error) {
+	var missing []string
+	get := func(name string) string {
+		v := os.Getenv(name)
+		if v == "" {
+			missing = append(missing, name)
+		}
+		return v
+	}
+	table, advanceURL, compensateURL := get(EnvTable), get(EnvAdvanceQueueURL), get(EnvCompensateQueueURL)
+	if len(missing) > 0 {
+		return nil, nil, 0, fmt.Errorf("environment: %s not set", strings.Join(missing, ", "))
+	}
+	retention := 30 * 24 * time.Hour
+	if v := os.Getenv(EnvRetentionDays); v != "" {
+		days, err := strconv.Atoi(v)
+		if err != nil || days < 1 {
+			return nil, nil, 0, fmt.Errorf("environment: %s=%q is not a whole number of days", EnvRetentionDays, v)
+		}
+		retention = time.Duration(days) * 24 * time.Hour
+	}
+	margin := DefaultMargin
+	if v := os.Getenv(EnvDeadlineMargin); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, nil, 0, fmt.Errorf("environment: %s=%q is not a positive duration", EnvDeadlineMargin, v)
+		}
+		margin = d
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("aws config: %w", err)
+	}
+	store, err := dynamo.New(dynamo.Config{Client: dynamodb.NewFromConfig(awsCfg), Table: table, Retention: retention})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	queue, err := sqsqueue.New(sqsqueue.Config{Client: sqs.NewFromConfig(awsCfg), URLs: map[durable.QueueName]string{
+		durable.QueueAdvance: advanceURL, durable.QueueCompensate: compensateURL,
+	}})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	var actions engine.Invoker // none for the sweep, which runs no action
+	if reg != nil {
+		invoker := &lambdaaction.Invoker{Client: awslambda.NewFromConfig(awsCfg)}
+		reg.SetFallback(func(ctx context.Context, call saga.Call) (any, error) {
+			if strings.HasPrefix(call.Action, lambdaaction.Prefix) {
+				return invoker.Invoke(ctx, call)
+			}
+			return nil, saga.Permanent(saga.NewError(lang.ErrorTypeActionNotFound,
+				fmt.Sprintf("no action %q in this function: register it in your advance function, or use lambda:<function>", call.Action)))
+		})
+		actions = reg
+	}
+	var lh slog.Handler = lambdacontext.NewLogHandler()
+	if traces != nil {
+		lh = otelsaga.LogHandler(lh)
+	}
+	log := slog.New(lh)
+	cfg := engine.CoordinatorConfig{Store: store, Queue: queue, Actions: actions, Logger: log}
+	if traces != nil {
+		cfg.Tracer = otelsaga.New(traces)
+	}
+	if metrics != nil {
+		cfg.Store, cfg.OnStep = metrics.Store(store), metrics.OnStep
+	}
+	coord, err := engine.NewCoordinator(cfg)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return coord, log, margin, nil
+}
