@@ -135,6 +135,12 @@ func TestGetUnknownSagaAndList(t *testing.T) {
 	if _, err := l.Get(ctx, "nobody"); !errors.Is(err, lambdasaga.ErrNotFound) {
 		t.Fatalf("get of no saga: %v, want ErrNotFound", err)
 	}
+	if _, err := l.Signal(ctx, "nobody", "go", nil, lambdasaga.SignalOptions{}); !errors.Is(err, lambdasaga.ErrNotFound) {
+		t.Fatalf("signal to no saga: %v, want ErrNotFound", err)
+	}
+	if _, err := lambdasaga.ParseDefinition("bad.yaml", []byte("saga: x\nsteps: []\n")); !errors.Is(err, lambdasaga.ErrInvalidDefinition) {
+		t.Fatalf("a definition without steps: %v, want ErrInvalidDefinition", err)
+	}
 	def := parse(t, "saga: pure\nsteps:\n  - {id: done, succeed: {output: 1}}\n")
 	for _, id := range []string{"p-1", "p-2", "p-3"} {
 		if _, err := l.Run(ctx, def, lambdasaga.StartOptions{ID: id}); err != nil {
@@ -248,8 +254,11 @@ func TestClientOnTheEmulators(t *testing.T) {
 	if again, err := c.Start(ctx, def, lambdasaga.StartOptions{ID: "r-1", Input: map[string]any{"n": 1}}); err != nil || again.Version != 1 {
 		t.Fatalf("the same start again: %+v %v, want the saga as it is", again, err)
 	}
-	if _, err := c.Start(ctx, def, lambdasaga.StartOptions{ID: "r-1", Input: map[string]any{"n": 2}}); err == nil {
-		t.Fatal("a start of r-1 with another input was taken")
+	if _, err := c.Start(ctx, def, lambdasaga.StartOptions{ID: "r-1", Input: map[string]any{"n": 2}}); !errors.Is(err, lambdasaga.ErrExists) {
+		t.Fatalf("a start of r-1 with another input: %v, want ErrExists", err)
+	}
+	if _, err := c.Start(ctx, def, lambdasaga.StartOptions{ID: "r-2", Input: map[string]any{"n": "one"}}); !errors.Is(err, lambdasaga.ErrInvalidInput) {
+		t.Fatalf("an input of the wrong type: %v, want ErrInvalidInput", err)
 	}
 	got, err := c.Get(ctx, "r-1")
 	if err != nil || got.Name != "remote" || got.Step != "work" {

@@ -9,11 +9,41 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/embedded"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
-// ErrNotFound: no saga has that id.
-var ErrNotFound = durable.ErrNotFound
+// The errors a caller tells apart with errors.Is.
+var (
+	// ErrNotFound: no saga has that id.
+	ErrNotFound = durable.ErrNotFound
+	// ErrInvalidDefinition: a definition has problems; the error lists
+	// each, with its file:line, step and field.
+	ErrInvalidDefinition = lang.ErrInvalidDefinition
+	// ErrInvalidInput: a start's input does not match the definition's
+	// declared input, or an id is not one.
+	ErrInvalidInput = saga.ErrInvalidInput
+	// ErrExists: a start with the id of a saga that runs another
+	// definition or input.
+	ErrExists = durable.ErrExists
+	// ErrInvalidEvent: the saga is not where the request applies (resume
+	// of a saga not parked, say).
+	ErrInvalidEvent = saga.ErrInvalidEvent
+	// ErrNotReceiving: the saga compensates or has ended, or no await of
+	// the signal's name is anywhere in its tree.
+	ErrNotReceiving = saga.ErrNotReceiving
+	// ErrKeptFull: the saga keeps as many signals as it may (16, 64 KiB)
+	// for awaits it has not reached.
+	ErrKeptFull = saga.ErrKeptFull
+	// ErrBadToken: a callback token that is not one.
+	ErrBadToken = saga.ErrBadToken
+	// ErrTokenNotAwaited: a callback token of an attempt the saga no
+	// longer waits on.
+	ErrTokenNotAwaited = saga.ErrTokenNotAwaited
+	// ErrBadDelivery: a signal or a completion that cannot be taken (a
+	// name, payload or output out of bounds).
+	ErrBadDelivery = saga.ErrBadDelivery
+)
 
 // StartOptions says which saga to start and with what.
 type StartOptions struct {
