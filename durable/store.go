@@ -405,11 +405,24 @@ func (p *ForkFailParams) Check() error {
 type ForkCancelledParams struct {
 	Key   string // the fork (ForkKey)
 	Lanes []int  // each 0 to MaxForkLanes-1
+	// Every, when positive, records every lane of a fork of Every lanes
+	// (1 to MaxForkLanes) instead of Lanes: the stop is done in all of
+	// them. The set then holds exactly those, and needs no read to write.
+	Every int
 }
 
 // Check reports what is out of range in p, as ForkCountParams.Check
-// does, or no lane.
+// does, no lane, or both Lanes and Every.
 func (p *ForkCancelledParams) Check() error {
+	if p.Every != 0 {
+		if err := checkFork(p.Key, p.Every-1); err != nil {
+			return err
+		}
+		if len(p.Lanes) > 0 {
+			return fmt.Errorf("fork %s: cancelled lanes and every lane at once", p.Key)
+		}
+		return nil
+	}
 	if len(p.Lanes) == 0 {
 		return fmt.Errorf("fork %s: no cancelled lane to record", p.Key)
 	}

@@ -369,7 +369,7 @@ func (c *Coordinator) launchFor(ctx context.Context, l *saga.ParentLink, k int, 
 // delivery does only the lanes left: with many lanes, a stop that did
 // them all again on each delivery could fail on one lane or another every
 // time, until its message was dead-lettered. When none fails, it records
-// nothing, and a repeat does them all again, idempotently. A lane it
+// every lane, so that a repeat of the message does none again. A lane it
 // records stays done: after the fork failed, its current child changes
 // only to one created cancelled (launchFor, from a repeated count).
 func (c *Coordinator) cancelLanes(ctx context.Context, l *saga.ParentLink, rec *durable.ForkRecord) error {
@@ -398,11 +398,21 @@ func (c *Coordinator) cancelLanes(ctx context.Context, l *saga.ParentLink, rec *
 			continue
 		}
 		if joined {
-			break // the parent has joined: nothing more is launched
+			return errors.Join(errs...) // the parent has joined: nothing more is launched, nothing to record
 		}
 		done = append(done, j)
 	}
 	if len(errs) == 0 {
+		if len(done) > 0 {
+			// Every lane done: recorded, so that a repeat of the message
+			// (a lost delete, a duplicate) does none again. One write,
+			// no read; if it fails, a repeat only does the lanes again.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+			defer cancel()
+			if err := c.cfg.Store.ForkCancelled(rctx, &durable.ForkCancelledParams{Key: forkKey(l), Every: l.Lanes}); err != nil {
+				c.log.WarnContext(ctx, "fork stop: every lane done, not recorded", "fork", forkKey(l), "error", err)
+			}
+		}
 		return nil
 	}
 	if len(done) > 0 {

@@ -80,7 +80,8 @@ func TestForkStopKeepsTheLanesItHasCancelled(t *testing.T) {
 // cancelled child sends its messages again) and records them. The stop
 // is handled three times in a row, before any child moves: the first
 // fails on lane 0 and its record fails; the second does lanes 0 and 2
-// (2 again), fails on lane 1 and records 0 and 2; the third does lane 1.
+// (2 again), fails on lane 1 and records 0 and 2; the third does lane 1
+// and records every lane.
 func TestForkStopWhoseRecordFailsDoesTheLanesAgain(t *testing.T) {
 	r := newFrig(t, threeWaitingBranches, nil)
 	r.start("p", nil)
@@ -121,7 +122,7 @@ func TestForkStopWhoseRecordFailsDoesTheLanesAgain(t *testing.T) {
 		t.Fatalf("after the cancel: %d messages %v, want the stop alone", len(ds), err)
 	}
 	key := durable.ForkKey("p", "all", 1)
-	for i, want := range [][]int{nil, {0, 2}, {0, 2}} {
+	for i, want := range [][]int{nil, {0, 2}, {0, 1, 2}} {
 		_, err := r.coord.Handle(ctx, ds[0].Body)
 		if (err == nil) != (i == 2) {
 			t.Fatalf("delivery %d of the stop: %v", i+1, err)
@@ -141,8 +142,49 @@ func TestForkStopWhoseRecordFailsDoesTheLanesAgain(t *testing.T) {
 	if st := r.get("p"); !st.Status.Final() {
 		t.Fatalf("the saga is %s, want it ended", st.Status)
 	}
-	if records != 2 {
-		t.Errorf("%d records written, want 2", records)
+	if records != 3 {
+		t.Errorf("%d records written, want 3 (the last of every lane)", records)
+	}
+}
+
+// A stop that did every lane records them all, so that a repeat of its
+// message (a lost delete, a duplicate) does none again: it reads no child
+// and sends no child's messages.
+func TestForkStopRepeatedAfterItsWorkDoesNoLaneAgain(t *testing.T) {
+	r := newFrig(t, threeWaitingBranches, nil)
+	r.start("p", nil)
+	r.drain()
+	ctx := context.Background()
+	if _, err := r.coord.Cancel(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := r.q.Receive(ctx, &durable.ReceiveParams{Queue: durable.QueueAdvance, Max: 10})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("after the cancel: %d messages %v, want the stop alone", len(ds), err)
+	}
+	if _, err := r.coord.Handle(ctx, ds[0].Body); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := r.store.Store.ForkGet(ctx, &durable.ForkGetParams{Key: durable.ForkKey("p", "all", 1)})
+	if err != nil || !slices.Equal(rec.Cancelled, []int{0, 1, 2}) {
+		t.Fatalf("after the stop: %+v %v, want every lane recorded", rec, err)
+	}
+	var childReads int
+	r.store.setHook(func(op, key string) error {
+		if op == "get" && strings.HasPrefix(key, "p.all.") {
+			childReads++
+		}
+		return nil
+	})
+	if _, err := r.coord.Handle(ctx, ds[0].Body); err != nil {
+		t.Fatal(err)
+	}
+	if childReads != 0 {
+		t.Errorf("the repeated stop read %d children, want none", childReads)
+	}
+	r.drain()
+	if st := r.get("p"); !st.Status.Final() || r.dead() != 0 {
+		t.Fatalf("the saga is %s, %d dead letters", st.Status, r.dead())
 	}
 }
 

@@ -318,6 +318,13 @@ func (s *Store) ForkCancelled(_ context.Context, p *durable.ForkCancelledParams)
 		r = &durable.ForkRecord{Key: p.Key, Failed: -1}
 		s.forks[p.Key] = r
 	}
+	if p.Every > 0 {
+		r.Cancelled = make([]int, p.Every)
+		for j := range r.Cancelled {
+			r.Cancelled[j] = j
+		}
+		return nil
+	}
 	for _, j := range p.Lanes {
 		if i, ok := slices.BinarySearch(r.Cancelled, j); !ok {
 			r.Cancelled = slices.Insert(r.Cancelled, i, j)

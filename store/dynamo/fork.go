@@ -164,12 +164,28 @@ func (s *Store) ForkFail(ctx context.Context, p *durable.ForkFailParams) (*durab
 // largest record past 1 KB, and every count of it to 2 write units.
 // DynamoDB updates no bits: a consistent read of the set, then a SET
 // conditional on the set read (or on its absence), again on a conflict.
-// Only a stop that failed on some lane calls it.
+// A stop that failed on some lane records the lanes it did so; one that
+// did them all records Every lane, one write with no read.
 func (s *Store) ForkCancelled(ctx context.Context, p *durable.ForkCancelledParams) error {
 	if err := p.Check(); err != nil {
 		return err
 	}
 	names := map[string]string{"#c": attrForkCancelled}
+	if p.Every > 0 {
+		// Every lane: the whole set, whatever it held, with no read.
+		bits := make([]byte, (p.Every+7)/8)
+		for j := range p.Every {
+			bits[j/8] |= 1 << (j % 8)
+		}
+		_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: &s.table, Key: forkKey(p.Key),
+			UpdateExpression:          aws.String("SET #c = :bits"),
+			ExpressionAttributeNames:  names,
+			ExpressionAttributeValues: map[string]types.AttributeValue{":bits": &types.AttributeValueMemberB{Value: bits}},
+			ReturnConsumedCapacity:    types.ReturnConsumedCapacityTotal,
+		})
+		return wrap(interpretError(err), "record every lane of fork %s cancelled", p.Key)
+	}
 	for range maxCancelledTries {
 		out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 			// No projection: a read bills the whole item anyway, and the

@@ -373,12 +373,27 @@ func testForkCancelled(t *testing.T, s durable.Store) {
 	if !r.IsCancelled(7) || r.IsCancelled(3) {
 		t.Fatalf("IsCancelled on %v: 7 %v, 3 %v", r.Cancelled, r.IsCancelled(7), r.IsCancelled(3))
 	}
-	for _, p := range []durable.ForkCancelledParams{{Key: key}, {Key: key, Lanes: []int{3, -1}}, {Key: key, Lanes: []int{durable.MaxForkLanes}}, {Key: "", Lanes: []int{1}}} {
+	for _, p := range []durable.ForkCancelledParams{{Key: key}, {Key: key, Lanes: []int{3, -1}}, {Key: key, Lanes: []int{durable.MaxForkLanes}}, {Key: "", Lanes: []int{1}},
+		{Key: key, Every: durable.MaxForkLanes + 1}, {Key: key, Every: 2, Lanes: []int{1}}} {
 		if err := s.ForkCancelled(ctx, &p); err == nil {
 			t.Errorf("ForkCancelled(%+v) took bad params", p)
 		}
 	}
 	forkStored(t, s, want)
+
+	// Every lane of a fork of 3: exactly lanes 0 to 2.
+	if err := s.ForkCancelled(ctx, &durable.ForkCancelledParams{Key: key, Every: 3}); err != nil {
+		t.Fatal(err)
+	}
+	want.Cancelled = []int{0, 1, 2}
+	forkStored(t, s, want)
+	key3 := durable.ForkKey("p", "each", 7)
+	if err := s.ForkCancelled(ctx, &durable.ForkCancelledParams{Key: key3, Every: durable.MaxForkLanes}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.ForkGet(ctx, &durable.ForkGetParams{Key: key3}); err != nil || len(r.Cancelled) != durable.MaxForkLanes || r.Cancelled[durable.MaxForkLanes-1] != durable.MaxForkLanes-1 {
+		t.Fatalf("every lane of a fork of %d: %+v %v", durable.MaxForkLanes, r, err)
+	}
 
 	// Eight lanes at once, each from its own caller: all are kept.
 	key2 := durable.ForkKey("p", "each", 6)
