@@ -28,7 +28,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 FUNCTIONS := AdvanceFunction=./functions/advance CompensateFunction=./functions/compensate SweepFunction=./functions/sweep
 ORDER_FN := ./examples/order/cmd/orderfn
 
-.PHONY: help demo check test unit race iam iamsim browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long soak
+.PHONY: help demo check test unit norace iam iamsim browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long soak
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -49,15 +49,14 @@ check: ## the fast tier, before each commit: lint, the tests with -short and no 
 	$(GO) test -short ./...
 	$(GO) test -short -race ./durable/... ./internal/lang/... ./internal/saga/...
 
-test: lint unit race e2e chaos iam bench-once sam-check ## everything CI runs: lint, tests with the emulators (allocation pins, the simulation), race detector, e2e and kill tests through the real binaries, the IAM check of their calls, each benchmark once, the SAM checks
+test: lint unit norace e2e chaos iam bench-once sam-check ## everything CI runs: lint, every test once under the race detector with the emulators, what the race detector skips, e2e and kill tests through the real binaries, the IAM check of their calls, each benchmark once, the SAM checks
 
-unit: emulators iamsim browser ## go test ./... with the emulators started (fuzz seed corpora included) and Chromium for the console's browser test; AWS calls recorded for make iam
+unit: emulators iamsim browser ## every test once, under the race detector, with the emulators started (fuzz seed corpora included) and Chromium for the console's browser test; AWS calls recorded for make iam
 	@$(NEW_RECORDING)
-	$(RECORDING_EMULATORS) $(GO) test -count=1 ./...
+	$(RECORDING_EMULATORS) $(GO) test -race -count=1 ./...
 
-race: emulators browser ## the tests again under the race detector
-	@mkdir -p $(BIN)
-	$(WITH_EMULATORS) $(GO) test -race -count=1 ./...
+norace: ## what the race detector skips or shrinks, in the normal build: the allocation pins, the simulation and the property test at CI size, the simulation's checks that sabotage is caught
+	$(GO) test -count=1 -run 'Allocs|AllocatesNothing|^TestSimulation|^TestProperty$$' ./internal/saga ./internal/engine ./internal/sqshandler ./internal/sim ./internal/proptest
 
 # The console's browser test drives Debian's chromium (internal/console/browser_test.go).
 # As root (CI) a missing one is installed, and a failed install fails; a developer
