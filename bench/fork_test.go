@@ -15,7 +15,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
-// forkScaleYAML is the fan-out of issue 14's goal: a foreach over 100
+// forkScaleYAML is the fan-out of the fork's design goal: a foreach over 100
 // elements, 50 at a time, whose body is one action step.
 const forkScaleYAML = `saga: fan
 input: {items: list}

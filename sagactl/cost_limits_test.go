@@ -7,7 +7,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/sagactl"
 )
 
-// TestCostRefusesFiguresNoDeploymentHas (review 2 of issue 12): sagactl
+// TestCostRefusesFiguresNoDeploymentHas: sagactl
 // cost refuses figures no deployment can have, each beyond a hard AWS
 // limit, as it refuses those below zero: a state whose item is over DynamoDB's
 // 400 KB item limit (the store refuses items over dynamo.MaxItemBytes, so

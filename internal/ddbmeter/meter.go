@@ -2,7 +2,7 @@
 // proxy that sits between an application and the emulator (dynalite),
 // reads the DynamoDB JSON protocol, and computes what DynamoDB would bill
 // for each request, index writes included, which the emulators leave out
-// of their ConsumedCapacity (issue 12).
+// of their ConsumedCapacity.
 //
 // It gathers the items before and after each write itself, independently
 // of any SDK middleware: its own strongly consistent GetItem on the

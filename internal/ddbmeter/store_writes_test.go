@@ -16,7 +16,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
 
-// TestWireMeterAgreesWithMiddlewareOnStoreWrites (review 2 of issue 12)
+// TestWireMeterAgreesWithMiddlewareOnStoreWrites
 // drives the store's writes that sagactl run never makes through both
 // meters at once: the sweep's re-send count (UpdateItem SET rs), and the
 // writes whose condition fails (a duplicate start, a stale update, a stale

@@ -18,7 +18,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
-// The tests in this file pin the contract at its edges (issue 10): an
+// The tests in this file pin the contract at its edges: an
 // action that returned success is compensated if the saga compensates,
 // whatever happens after it.
 

@@ -1,7 +1,7 @@
 package engine_test
 
 // Bugs of the fork runtime found by the fault-injection simulation
-// (internal/sim, issue 14), each reduced to a scenario driven by hand: a
+// (internal/sim), each reduced to a scenario driven by hand: a
 // queue whose messages are delivered in the order the test picks (a
 // message whose handling fails stays queued, as SQS redelivers it), and
 // faults placed on one send or one create. Each test fails until its bug

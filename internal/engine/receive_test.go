@@ -205,7 +205,7 @@ func TestSignalRetryAfterALostSendSendsTheOutbox(t *testing.T) {
 	}
 }
 
-// Found by the kill test (issue 13): a signal whose write landed and whose
+// Found by the kill test: a signal whose write landed and whose
 // send was lost leaves the next attempt's message unsent; a cancel then
 // cannot tell that attempt from one in flight, so it keeps it pending and
 // sends its copy only as the fallback delayed 15 minutes (running it at

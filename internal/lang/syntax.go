@@ -15,7 +15,7 @@ const (
 	KindWait    StepKind = "wait"    // pauses the saga, status waiting, for a duration or until a time
 	KindAwait   StepKind = "await"   // pauses the saga until a named signal arrives or its timeout passes
 
-	// The kinds that fork: each runs child runs and joins them (issue 14;
+	// The kinds that fork: each runs child runs and joins them (
 	// docs/PROTOCOL.md, "Forks"). IsFork reports them.
 	KindParallel StepKind = "parallel" // runs its branches concurrently; ends when all end
 	KindForeach  StepKind = "foreach"  // runs its body once per item of a CEL list, at most Concurrency at once

@@ -791,7 +791,7 @@ func (g *gen) expr(i int) string {
 		return "dyn(input.n) * 2"
 	case 16:
 		// The last four build huge values in one library call when the
-		// input is large (the third review of issue 10).
+		// input is large.
 		return g.pick("[1, 2, 3].map(x, [x, x, x])", "input.items.filter(x, x == 1)", "{'k': input}",
 			"string(input.s).replace('', string(input.s))", "input.items.map(x, string(input.s)).join('')",
 			"input.items.map(x, input.items).flatten()", "'%s'.format([input.items.map(x, input.items)])")

@@ -66,7 +66,7 @@ func TestAWaitAsLongAsTheTimeoutEitherFailsValidationOrEnds(t *testing.T) {
 	}
 }
 
-// The saga's timeout becomes a timer (issue 13): a saga past its
+// The saga's timeout becomes a timer: a saga past its
 // deadline compensates at the deadline, not at its next step. A running
 // saga whose action fails five minutes before its deadline, with a
 // 15-minute backoff (jittered), schedules the retry past the deadline

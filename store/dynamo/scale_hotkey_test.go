@@ -6,7 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// TestScaleModelSeesAHotTableKey (review 2 of issue 12): the scale model
+// TestScaleModelSeesAHotTableKey: the scale model
 // must see a hot key on the table as it sees one on the index. Here every
 // saga's item shares one partition key (the id moved to the sort key), so
 // at 10,000 action steps a second that one key receives about 11,000 write

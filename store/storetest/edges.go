@@ -9,7 +9,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 )
 
-// exerciseEdges holds cases at the edges where review 12 found the memory
+// exerciseEdges holds cases at the edges where a review found the memory
 // store and DynamoDB disagreeing: bounds past 2262, times before 1970, a
 // status that does not exist.
 func exerciseEdges(t *testing.T, newStore NewStore) {
