@@ -24,6 +24,25 @@ steps:
       - steps: [{id: c, await: {signal: go_c, timeout: 1h}}]
 `
 
+// threeWaitingLanes starts saga p of threeWaitingBranches and runs it until
+// each branch waits on its await and the saga on the fork; child maps each
+// branch's run to its lane.
+func threeWaitingLanes(t *testing.T) (r *frig, child map[string]int) {
+	t.Helper()
+	r = newFrig(t, threeWaitingBranches, nil)
+	r.start("p", nil)
+	r.drain()
+	fs, err := r.coord.Fork(context.Background(), "p")
+	if err != nil || fs == nil || len(fs.Current) != 3 {
+		t.Fatalf("the fork's current children: %+v %v", fs, err)
+	}
+	child = map[string]int{}
+	for lane, c := range fs.Current {
+		child[c.SagaID] = lane
+	}
+	return r, child
+}
+
 // A fork's stop cancels the child of every lane. A lane it has cancelled,
 // and whose messages it has sent, stays done when a later lane fails: the
 // next delivery of the stop does only the lanes left. Here delivery d
@@ -31,17 +50,7 @@ steps:
 // again on each delivery fails all three, and the frig's third receive
 // moves it to the dead-letter queue with the saga waiting for ever.
 func TestForkStopKeepsTheLanesItHasCancelled(t *testing.T) {
-	r := newFrig(t, threeWaitingBranches, nil)
-	r.start("p", nil)
-	r.drain() // each branch waits on its await, the saga on the fork
-	fs, err := r.coord.Fork(context.Background(), "p")
-	if err != nil || fs == nil || len(fs.Current) != 3 {
-		t.Fatalf("the fork's current children: %+v %v", fs, err)
-	}
-	child := map[string]int{}
-	for lane, c := range fs.Current {
-		child[c.SagaID] = lane
-	}
+	r, child := threeWaitingLanes(t)
 	deliveries := 0
 	failed := map[int]bool{}
 	r.store.setHook(func(op, key string) error {
@@ -84,17 +93,7 @@ func TestForkStopKeepsTheLanesItHasCancelled(t *testing.T) {
 // (2 again), fails on lane 1 and records 0 and 2; the third does lane 1
 // and records every lane.
 func TestForkStopWhoseRecordFailsDoesTheLanesAgain(t *testing.T) {
-	r := newFrig(t, threeWaitingBranches, nil)
-	r.start("p", nil)
-	r.drain()
-	fs, err := r.coord.Fork(context.Background(), "p")
-	if err != nil || fs == nil || len(fs.Current) != 3 {
-		t.Fatalf("the fork's current children: %+v %v", fs, err)
-	}
-	child := map[string]int{}
-	for lane, c := range fs.Current {
-		child[c.SagaID] = lane
-	}
+	r, child := threeWaitingLanes(t)
 	deliveries, records := 0, 0
 	failed := map[int]bool{}
 	r.store.setHook(func(op, key string) error {
