@@ -521,8 +521,8 @@ func (o *oracle) timeout(cur saga.Cursor) {
 }
 
 // moved checks the pauses let time out that the saga has left: an await
-// without catch fails the saga (Timeout, or the deadline when it came
-// first); one that catches Timeout does not fail with it.
+// without catch fails the saga (Timeout, or the deadline or a cancel when
+// it came first); one that catches Timeout does not fail with it.
 func (o *oracle) moved(st *saga.State) {
 	cur, pending := st.Pending()
 	kept := o.timeouts[:0]
@@ -537,8 +537,13 @@ func (o *oracle) moved(st *saga.State) {
 		}
 		catches := catchesTimeout(s)
 		f := st.Failure
+		// A cancel applied before the timer fired wins the race: the saga
+		// fails with it, and the timer finds the await gone. A cancel
+		// after the timeout finds the saga compensating and changes
+		// nothing, so a Cancelled failure means the cancel came first.
+		cancelledFirst := f != nil && f.Type == lang.ErrorTypeCancelled
 		switch {
-		case len(s.Catch) == 0 && (f == nil || f.Step != s.ID || (f.Type != lang.ErrorTypeTimeout && f.Type != lang.ErrorTypeDeadline)):
+		case len(s.Catch) == 0 && !cancelledFirst && (f == nil || f.Step != s.ID || (f.Type != lang.ErrorTypeTimeout && f.Type != lang.ErrorTypeDeadline)):
 			o.res.violations("an await without catch timed out but the saga did not fail at it", fmt.Sprintf("step %s: status %s, failure %s", s.ID, st.Status, failureOf(f)))
 		case catches && f != nil && f.Step == s.ID && f.Type == lang.ErrorTypeTimeout:
 			o.res.violations("an await that catches Timeout failed the saga with it", fmt.Sprintf("step %s: status %s", s.ID, st.Status))
