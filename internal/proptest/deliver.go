@@ -419,7 +419,15 @@ func (o *oracle) issued(call saga.Call, step int) {
 	seq, _ := strconv.ParseUint(call.IdempotencyKey[strings.LastIndexByte(call.IdempotencyKey, '/')+1:], 10, 64)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if _, ok := o.tokens[call.CallbackToken]; ok {
+	if ref, ok := o.tokens[call.CallbackToken]; ok {
+		// The call that finds out an unknown outcome, as the saga
+		// compensates, asks again under the last attempt's key and token,
+		// numbered after the attempts (saga.Plan.Call): the token stays
+		// the attempt's. Any other repeat is two calls on one token.
+		if ref.run == call.SagaID && ref.step == step && ref.seq == seq && call.Attempt > ref.attempt {
+			o.last = call.CallbackToken
+			return
+		}
 		o.res.violations("two calls got one callback token", fmt.Sprintf("step %s attempt %d", call.Step, call.Attempt))
 	}
 	o.tokens[call.CallbackToken] = tokenRef{run: call.SagaID, stepID: call.Step, step: step, seq: seq, attempt: call.Attempt}
