@@ -272,6 +272,17 @@ func (s *Store) ForkCount(_ context.Context, p *durable.ForkCountParams) (*durab
 	return cloneFork(r), nil
 }
 
+// forkLocked returns the fork record of key, created empty if there is
+// none. s.mu must be held for writing.
+func (s *Store) forkLocked(key string) *durable.ForkRecord {
+	r := s.forks[key]
+	if r == nil {
+		r = &durable.ForkRecord{Key: key, Failed: -1}
+		s.forks[key] = r
+	}
+	return r
+}
+
 // ForkStop implements durable.Store.
 func (s *Store) ForkStop(_ context.Context, p *durable.ForkStopParams) (*durable.ForkRecord, error) {
 	if err := p.Check(); err != nil {
@@ -279,11 +290,7 @@ func (s *Store) ForkStop(_ context.Context, p *durable.ForkStopParams) (*durable
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.forks[p.Key]
-	if r == nil {
-		r = &durable.ForkRecord{Key: p.Key, Failed: -1}
-		s.forks[p.Key] = r
-	}
+	r := s.forkLocked(p.Key)
 	stop(r, p.Lane)
 	return cloneFork(r), nil
 }
@@ -295,11 +302,7 @@ func (s *Store) ForkFail(_ context.Context, p *durable.ForkFailParams) (*durable
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.forks[p.Key]
-	if r == nil {
-		r = &durable.ForkRecord{Key: p.Key, Failed: -1}
-		s.forks[p.Key] = r
-	}
+	r := s.forkLocked(p.Key)
 	if r.Failed < 0 {
 		r.Failed = p.Child
 	}
@@ -313,11 +316,7 @@ func (s *Store) ForkCancelled(_ context.Context, p *durable.ForkCancelledParams)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.forks[p.Key]
-	if r == nil {
-		r = &durable.ForkRecord{Key: p.Key, Failed: -1}
-		s.forks[p.Key] = r
-	}
+	r := s.forkLocked(p.Key)
 	if p.Every > 0 {
 		r.Cancelled = make([]int, p.Every)
 		for j := range r.Cancelled {
