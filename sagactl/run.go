@@ -233,130 +233,188 @@ type stepReport struct {
 	label    string // the id, with a fork child's iteration or branch (stepLabel)
 }
 
+// runOptions are run's flags.
+type runOptions struct {
+	input   string
+	asJSON  bool
+	id      string
+	timeout time.Duration
+	verbose bool
+	fails   stringList
+	signals stringList
+	be      backendFlags
+}
+
+// runSetup is what run has read and checked before anything starts: the
+// definition, and the input, --fail and --signal checked against it.
+type runSetup struct {
+	plan    *saga.Plan
+	input   map[string]any
+	failing failSet
+	signals []startSignal
+}
+
+// runRun runs one saga here, in memory or on the emulators, printing its
+// steps as they run and how it ended; its exit code says how it ended.
 func runRun(c *Config, args []string) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	input := fs.String("input", "", "saga input: JSON, or @FILE")
-	asJSON := fs.Bool("json", false, "print one JSON object at the end instead of progress")
-	id := fs.String("id", "", "saga id (default: random)")
-	timeout := fs.Duration("timeout", 10*time.Minute, "give up waiting after this long")
-	verbose := fs.Bool("verbose", false, "log every handled message to stderr (ids, step, version, outcome; never values)")
-	var fails, signalArgs stringList
-	fs.Var(&fails, "fail", "make STEP (or STEP.compensate) fail for good; repeatable")
-	fs.Var(&signalArgs, "signal", "send the signal NAME=JSON (or NAME=@FILE) as the saga starts; repeatable")
-	var be backendFlags
-	be.register(fs)
-	files, code, ok := c.flags(fs, args)
+	o, files, code, ok := c.runFlags(args)
 	if !ok {
 		return code
 	}
-	if !c.checkID(*id) {
-		return ExitUsage
-	}
-	if *timeout <= 0 {
-		c.errorf("--timeout: must be positive")
-		return ExitUsage
-	}
-	if (be.dynamoEndpoint == "") != (be.sqsEndpoint == "") {
-		c.errorf("--dynamodb-endpoint and --sqs-endpoint go together")
-		return ExitUsage
-	}
-	plan, _, ok := c.oneDefinition("run", files)
+	setup, ok := c.readRunSetup(&o, files)
 	if !ok {
 		return ExitUsage
 	}
-	in, ok := c.readInput(*input)
-	if !ok {
-		return ExitUsage
-	}
-	failing, ok := c.checkFails(plan, fails)
-	if !ok {
-		return ExitUsage
-	}
-	signals, ok := c.readSignals(plan, signalArgs)
-	if !ok {
-		return ExitUsage
-	}
-	if _, err := plan.CheckInput(in); err != nil {
-		c.errorf("%v", err)
-		return ExitUsage
-	}
-	awaits := map[string]*lang.Step{}
-	for _, s := range plan.StepsWithChildren() {
-		if s.Kind == lang.KindAwait {
-			awaits[s.ID] = s
-		}
-	}
-	var timedOut []string // awaits that got no signal
-	kinds := map[string]lang.StepKind{}
-	for _, s := range plan.StepsWithChildren() {
-		kinds[s.ID] = s.Kind
-	}
-	sagaID := *id
+	sagaID := o.id
 	if sagaID == "" {
 		sagaID = randomID()
 	}
-
-	var (
-		mu     sync.Mutex
-		report = runReport{Steps: []stepReport{}, Compensations: []stepReport{}}
-	)
-	onStep := func(ev engine.StepEvent) {
-		mu.Lock()
-		defer mu.Unlock()
-		label := stepLabel(sagaID, ev.SagaID, ev.Step, kinds)
-		rec := stepReport{ID: ev.Step, Status: string(ev.Outcome), Attempts: ev.Attempt, label: label}
-		if a, ok := awaits[ev.Step]; ok && !ev.Compensation && ev.Error != nil && ev.Error.Type == lang.ErrorTypeTimeout {
-			timedOut = append(timedOut, fmt.Sprintf("await %s got no signal %s: it timed out after %s", a.ID, a.Await.Signal, lang.FormatDuration(awaitTimeout(a))))
-		}
-		switch {
-		case ev.Outcome == saga.OutcomeStarted:
-			return
-		case ev.Compensation && ev.Outcome != saga.OutcomeRetrying:
-			report.Compensations = append(report.Compensations, rec)
-		case !ev.Compensation && ev.Outcome != saga.OutcomeRetrying:
-			report.Steps = append(report.Steps, rec)
-		}
-		if !*asJSON {
-			printStep(c, ev, label)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	rec := newRunRecorder(c, setup.plan, sagaID, o.asJSON)
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	coord := &coordinatorRef{}
-	rtCfg := embedded.Config{Actions: invoker{reg: c.reg, fail: failing, coord: coord}, OnStep: onStep, Visibility: 5 * time.Minute}
-	if *verbose {
-		rtCfg.Logger = slog.New(slog.NewTextHandler(c.Stderr, nil))
-	}
-	if err := be.apply(ctx, &rtCfg, c.APIOptions); err != nil {
-		c.errorf("%v", err)
+	rt, vt, ok := c.startRuntime(ctx, &o, setup.failing, rec.onStep)
+	if !ok {
 		return ExitUsage
 	}
-	// In memory, the saga runs in virtual time: its waits and retry delays
-	// pass at once (on the emulators, in real time).
-	var virtual *durable.ManualClock
-	if rtCfg.Store == nil {
-		virtual = durable.NewManualClock(time.Now())
-		rtCfg.Clock = virtual
+	defer rt.Close()
+	if !o.asJSON {
+		// Before Start: from then on, workers print steps concurrently.
+		fmt.Fprintf(c.Stdout, "saga %s (%s) started\n", sagaID, setup.plan.Name())
 	}
-	virtualStart := time.Now()
-	rt, err := embedded.Start(rtCfg)
+	started := time.Now()
+	if _, err := rt.Coordinator.Start(ctx, &engine.StartParams{Plan: setup.plan, SagaID: sagaID, Input: setup.input}); err != nil {
+		c.errorf("start: %v", err)
+		return ExitUsage
+	}
+	if !c.sendSignals(ctx, rt, rec, setup.signals) {
+		return ExitUsage
+	}
+	st, err := rt.Wait(ctx, sagaID)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// Not a usage error: the saga did not end in the time given.
+		c.stillRunning(&o, sagaID)
+		return ExitStillRunning
+	}
 	if err != nil {
 		c.errorf("%v", err)
 		return ExitUsage
 	}
-	defer rt.Close()
+	return rec.end(setup.plan, st, started, vt)
+}
+
+// runFlags parses run's arguments and checks the flags that need no
+// definition. It returns the files named; when it returns false, run ends
+// with the exit code it returns.
+func (c *Config) runFlags(args []string) (runOptions, []string, int, bool) {
+	var o runOptions
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.StringVar(&o.input, "input", "", "saga input: JSON, or @FILE")
+	fs.BoolVar(&o.asJSON, "json", false, "print one JSON object at the end instead of progress")
+	fs.StringVar(&o.id, "id", "", "saga id (default: random)")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up waiting after this long")
+	fs.BoolVar(&o.verbose, "verbose", false, "log every handled message to stderr (ids, step, version, outcome; never values)")
+	fs.Var(&o.fails, "fail", "make STEP (or STEP.compensate) fail for good; repeatable")
+	fs.Var(&o.signals, "signal", "send the signal NAME=JSON (or NAME=@FILE) as the saga starts; repeatable")
+	o.be.register(fs)
+	files, code, ok := c.flags(fs, args)
+	if !ok {
+		return o, nil, code, false
+	}
+	if !c.checkID(o.id) {
+		return o, nil, ExitUsage, false
+	}
+	if o.timeout <= 0 {
+		c.errorf("--timeout: must be positive")
+		return o, nil, ExitUsage, false
+	}
+	if (o.be.dynamoEndpoint == "") != (o.be.sqsEndpoint == "") {
+		c.errorf("--dynamodb-endpoint and --sqs-endpoint go together")
+		return o, nil, ExitUsage, false
+	}
+	return o, files, ExitOK, true
+}
+
+// readRunSetup loads the one definition in files and checks --input,
+// --fail and --signal against it, printing the first problem.
+func (c *Config) readRunSetup(o *runOptions, files []string) (runSetup, bool) {
+	plan, _, ok := c.oneDefinition("run", files)
+	if !ok {
+		return runSetup{}, false
+	}
+	in, ok := c.readInput(o.input)
+	if !ok {
+		return runSetup{}, false
+	}
+	failing, ok := c.checkFails(plan, o.fails)
+	if !ok {
+		return runSetup{}, false
+	}
+	signals, ok := c.readSignals(plan, o.signals)
+	if !ok {
+		return runSetup{}, false
+	}
+	if _, err := plan.CheckInput(in); err != nil {
+		c.errorf("%v", err)
+		return runSetup{}, false
+	}
+	return runSetup{plan: plan, input: in, failing: failing, signals: signals}, true
+}
+
+// virtualTime is the clock of a run in memory, where waits and retry
+// delays pass at once, and the real time it started at; clock is nil on
+// the emulators, where time is real.
+type virtualTime struct {
+	clock *durable.ManualClock
+	start time.Time
+}
+
+// printPassed says how much virtual time passed, when a second or more did.
+func (vt virtualTime) printPassed(c *Config) {
+	if vt.clock == nil {
+		return
+	}
+	if passed := vt.clock.Now().Sub(vt.start); passed >= time.Second {
+		fmt.Fprintf(c.Stdout, "(virtual time: its waits and retry delays, %s in all, passed at once)\n", passed.Round(time.Second))
+	}
+}
+
+// startRuntime starts the runtime that runs the saga: in memory, or on
+// the emulators --dynamodb-endpoint and --sqs-endpoint name. Its actions
+// are the registered ones, the others simulated, and those --fail names
+// fail; onStep hears every step's events.
+func (c *Config) startRuntime(ctx context.Context, o *runOptions, failing failSet, onStep func(engine.StepEvent)) (*embedded.Runtime, virtualTime, bool) {
+	coord := &coordinatorRef{}
+	rtCfg := embedded.Config{Actions: invoker{reg: c.reg, fail: failing, coord: coord}, OnStep: onStep, Visibility: 5 * time.Minute}
+	if o.verbose {
+		rtCfg.Logger = slog.New(slog.NewTextHandler(c.Stderr, nil))
+	}
+	if err := o.be.apply(ctx, &rtCfg, c.APIOptions); err != nil {
+		c.errorf("%v", err)
+		return nil, virtualTime{}, false
+	}
+	// In memory, the saga runs in virtual time: its waits and retry delays
+	// pass at once (on the emulators, in real time).
+	var vt virtualTime
+	if rtCfg.Store == nil {
+		vt.clock = durable.NewManualClock(time.Now())
+		rtCfg.Clock = vt.clock
+	}
+	vt.start = time.Now()
+	rt, err := embedded.Start(rtCfg)
+	if err != nil {
+		c.errorf("%v", err)
+		return nil, virtualTime{}, false
+	}
 	coord.c = rt.Coordinator
-	if !*asJSON {
-		// Before Start: from then on, workers print steps concurrently.
-		fmt.Fprintf(c.Stdout, "saga %s (%s) started\n", sagaID, plan.Name())
-	}
-	started := time.Now()
-	if _, err := rt.Coordinator.Start(ctx, &engine.StartParams{Plan: plan, SagaID: sagaID, Input: in}); err != nil {
-		c.errorf("start: %v", err)
-		return ExitUsage
-	}
+	return rt, vt, true
+}
+
+// sendSignals sends each --signal to the saga just started, in order,
+// and records what the saga did with it. It returns false after printing
+// an error when one could not be sent.
+func (c *Config) sendSignals(ctx context.Context, rt *embedded.Runtime, rec *runRecorder, signals []startSignal) bool {
 	for i, sg := range signals {
-		d, err := rt.Signal(ctx, sagaID, sg.name, sg.payload, embedded.SignalID(fmt.Sprintf("run-signal-%d", i+1)))
+		d, err := rt.Signal(ctx, rec.root, sg.name, sg.payload, embedded.SignalID(fmt.Sprintf("run-signal-%d", i+1)))
 		receipt := ""
 		switch {
 		case errors.Is(err, saga.ErrNotReceiving):
@@ -365,61 +423,119 @@ func runRun(c *Config, args []string) int {
 			receipt = "refused"
 		case err != nil:
 			c.errorf("--signal %s: %s", sg.name, deliveryError(err))
-			return ExitUsage
+			return false
 		default:
 			receipt = string(d.Receipt)
 		}
-		mu.Lock()
-		report.Signals = append(report.Signals, signalReport{Name: sg.name, Receipt: saga.Receipt(receipt)})
-		if !*asJSON {
-			note := ""
-			if receipt == "refused" {
-				note = ": the saga takes no signals now"
-			}
-			fmt.Fprintf(c.Stdout, "  signal %-11s %s%s\n", sg.name, receipt, note)
+		rec.signaled(sg.name, receipt)
+	}
+	return true
+}
+
+// stillRunning says that the saga had not ended at --timeout, and where
+// it is left, if anywhere.
+func (c *Config) stillRunning(o *runOptions, sagaID string) {
+	if o.be.dynamoEndpoint != "" {
+		// On the emulators the saga stays, where the commands on
+		// sagas find it.
+		c.errorf("saga %s still running at --timeout %s; it stays in table %s at --dynamodb-endpoint %s: %s status %s %s",
+			sagaID, o.timeout, o.be.table, o.be.dynamoEndpoint, c.Name, sagaID, o.be.where())
+		return
+	}
+	c.errorf("saga %s still running at --timeout %s; its state was in memory and ends with this process (give a longer --timeout, or run it on the emulators with --dynamodb-endpoint and --sqs-endpoint to keep it)",
+		sagaID, o.timeout)
+}
+
+// runRecorder gathers run's report from the steps' events and the
+// signals' receipts, and prints each as it comes unless the report is
+// printed as JSON at the end. Workers call it concurrently.
+type runRecorder struct {
+	c      *Config
+	asJSON bool
+	root   string                   // the saga's id
+	awaits map[string]*lang.Step    // the await steps, by id
+	kinds  map[string]lang.StepKind // every step's kind, by id
+
+	mu       sync.Mutex
+	report   runReport
+	timedOut []string // awaits that got no signal
+}
+
+// newRunRecorder makes the recorder of saga sagaID's run of plan.
+func newRunRecorder(c *Config, plan *saga.Plan, sagaID string, asJSON bool) *runRecorder {
+	r := &runRecorder{
+		c: c, asJSON: asJSON, root: sagaID,
+		awaits: map[string]*lang.Step{}, kinds: map[string]lang.StepKind{},
+		report: runReport{Steps: []stepReport{}, Compensations: []stepReport{}},
+	}
+	for _, s := range plan.StepsWithChildren() {
+		if s.Kind == lang.KindAwait {
+			r.awaits[s.ID] = s
 		}
-		mu.Unlock()
 	}
-	st, err := rt.Wait(ctx, sagaID)
-	if errors.Is(err, context.DeadlineExceeded) {
-		// Not a usage error: the saga did not end in the time given.
-		if be.dynamoEndpoint != "" {
-			// On the emulators the saga stays, where the commands on
-			// sagas find it.
-			c.errorf("saga %s still running at --timeout %s; it stays in table %s at --dynamodb-endpoint %s: %s status %s %s",
-				sagaID, *timeout, be.table, be.dynamoEndpoint, c.Name, sagaID, be.where())
-		} else {
-			c.errorf("saga %s still running at --timeout %s; its state was in memory and ends with this process (give a longer --timeout, or run it on the emulators with --dynamodb-endpoint and --sqs-endpoint to keep it)",
-				sagaID, *timeout)
+	for _, s := range plan.StepsWithChildren() {
+		r.kinds[s.ID] = s.Kind
+	}
+	return r
+}
+
+// onStep records a step's event, and prints it.
+func (r *runRecorder) onStep(ev engine.StepEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	label := stepLabel(r.root, ev.SagaID, ev.Step, r.kinds)
+	rec := stepReport{ID: ev.Step, Status: string(ev.Outcome), Attempts: ev.Attempt, label: label}
+	if a, ok := r.awaits[ev.Step]; ok && !ev.Compensation && ev.Error != nil && ev.Error.Type == lang.ErrorTypeTimeout {
+		r.timedOut = append(r.timedOut, fmt.Sprintf("await %s got no signal %s: it timed out after %s", a.ID, a.Await.Signal, lang.FormatDuration(awaitTimeout(a))))
+	}
+	switch {
+	case ev.Outcome == saga.OutcomeStarted:
+		return
+	case ev.Compensation && ev.Outcome != saga.OutcomeRetrying:
+		r.report.Compensations = append(r.report.Compensations, rec)
+	case !ev.Compensation && ev.Outcome != saga.OutcomeRetrying:
+		r.report.Steps = append(r.report.Steps, rec)
+	}
+	if !r.asJSON {
+		printStep(r.c, ev, label)
+	}
+}
+
+// signaled records what the saga did with --signal name, and prints it.
+func (r *runRecorder) signaled(name, receipt string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.report.Signals = append(r.report.Signals, signalReport{Name: name, Receipt: saga.Receipt(receipt)})
+	if !r.asJSON {
+		note := ""
+		if receipt == "refused" {
+			note = ": the saga takes no signals now"
 		}
-		return ExitStillRunning
+		fmt.Fprintf(r.c.Stdout, "  signal %-11s %s%s\n", name, receipt, note)
 	}
-	if err != nil {
-		c.errorf("%v", err)
-		return ExitUsage
-	}
-	mu.Lock()
-	defer mu.Unlock()
+}
+
+// end prints how the saga ended, in st: the report as JSON, or a summary
+// after the steps printed. It returns run's exit code.
+func (r *runRecorder) end(plan *saga.Plan, st *saga.State, started time.Time, vt virtualTime) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	st = plan.Redactor(st).State(st) // what is printed shows no secret input
-	report.SagaID, report.Status, report.Output = st.SagaID, st.Status, jsonable(st.Output)
-	report.Failure, report.CompensationError = st.Failure, st.CompensationError
-	if *asJSON {
-		enc := json.NewEncoder(c.Stdout)
+	r.report.SagaID, r.report.Status, r.report.Output = st.SagaID, st.Status, jsonable(st.Output)
+	r.report.Failure, r.report.CompensationError = st.Failure, st.CompensationError
+	if r.asJSON {
+		enc := json.NewEncoder(r.c.Stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
-			c.errorf("encode report: %v", err)
+		if err := enc.Encode(r.report); err != nil {
+			r.c.errorf("encode report: %v", err)
 			return ExitUsage
 		}
 	} else {
-		printSummary(c, st, report, time.Since(started))
-		for _, line := range timedOut {
-			fmt.Fprintln(c.Stdout, line)
+		printSummary(r.c, st, r.report, time.Since(started))
+		for _, line := range r.timedOut {
+			fmt.Fprintln(r.c.Stdout, line)
 		}
-		if virtual != nil {
-			if passed := virtual.Now().Sub(virtualStart); passed >= time.Second {
-				fmt.Fprintf(c.Stdout, "(virtual time: its waits and retry delays, %s in all, passed at once)\n", passed.Round(time.Second))
-			}
-		}
+		vt.printPassed(r.c)
 	}
 	switch st.Status {
 	case durable.StatusSucceeded:
