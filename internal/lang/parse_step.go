@@ -61,6 +61,29 @@ func (p *parser) stepNode(label string, n *yaml.Node, depth int) *Step {
 		return s
 	}
 	// The id first, so that every other problem names the step.
+	p.idField(s, n)
+	fields, ok := p.fieldsAndKind(s, n)
+	if !ok {
+		return s
+	}
+	p.checkKindFields(s, fields)
+	p.nextAndCatch(s, fields)
+	if IsFork(s.Kind) {
+		if v, ok := fields["out"]; ok {
+			s.Out = p.ident(v, "out")
+		}
+		if depth+1 > MaxForkDepth {
+			p.errorf(fields[string(s.Kind)], string(s.Kind), "a fork %d deep: parallel, foreach and saga steps nest at most %d deep", depth+1, MaxForkDepth)
+			return s
+		}
+	}
+	p.kindSpecific(s, n, fields, depth)
+	return s
+}
+
+// idField reads the id of step n into s, and names the step by it in
+// the problems that follow.
+func (p *parser) idField(s *Step, n *yaml.Node) {
 	for j := 0; j+1 < len(n.Content); j += 2 {
 		if n.Content[j].Value == "id" {
 			s.ID = p.stepID(n.Content[j+1], "id")
@@ -75,6 +98,12 @@ func (p *parser) stepNode(label string, n *yaml.Node, depth int) *Step {
 	if s.ID == "" && !p.hasKey(n, "id") {
 		p.errorf(n, "id", "missing: every step needs an id")
 	}
+}
+
+// fieldsAndKind reads the fields of step n, keeping their positions in s, and
+// sets the step's kind. It returns the fields by key, and false when the
+// step has no kind or more than one.
+func (p *parser) fieldsAndKind(s *Step, n *yaml.Node) (map[string]*yaml.Node, bool) {
 	var kinds []string
 	fields := map[string]*yaml.Node{}
 	p.eachField(n, "", stepFields, func(key string, k, v *yaml.Node) {
@@ -87,13 +116,19 @@ func (p *parser) stepNode(label string, n *yaml.Node, depth int) *Step {
 	switch len(kinds) {
 	case 0:
 		p.errorf(n, "", "has no kind: give it one of %s", kindList())
-		return s
+		return fields, false
 	case 1:
 		s.Kind = StepKind(kinds[0])
+		return fields, true
 	default:
 		p.errorf(n, "", "has %d kinds (%s): a step has exactly one", len(kinds), strings.Join(kinds, ", "))
-		return s
+		return fields, false
 	}
+}
+
+// checkKindFields reports each field that belongs to other kinds than
+// the step's.
+func (p *parser) checkKindFields(s *Step, fields map[string]*yaml.Node) {
 	for _, f := range extraFields {
 		v, ok := fields[f]
 		if !ok || slices.Contains(kindFields[s.Kind], f) {
@@ -110,6 +145,11 @@ func (p *parser) stepNode(label string, n *yaml.Node, depth int) *Step {
 			p.errorf(v, f, "only action steps have %s", f)
 		}
 	}
+}
+
+// nextAndCatch reads the step's next and catch, where its kind allows
+// them.
+func (p *parser) nextAndCatch(s *Step, fields map[string]*yaml.Node) {
 	if v, ok := fields["next"]; ok {
 		if s.Kind == KindSwitch || s.Kind == KindFail || s.Kind == KindSucceed {
 			p.errorf(v, "next", "a %s step ends its path or picks the next step itself: next is not allowed", s.Kind)
@@ -124,80 +164,23 @@ func (p *parser) stepNode(label string, n *yaml.Node, depth int) *Step {
 			s.Catch = p.catches(v)
 		}
 	}
-	if IsFork(s.Kind) {
-		if v, ok := fields["out"]; ok {
-			s.Out = p.ident(v, "out")
-		}
-		if depth+1 > MaxForkDepth {
-			p.errorf(fields[string(s.Kind)], string(s.Kind), "a fork %d deep: parallel, foreach and saga steps nest at most %d deep", depth+1, MaxForkDepth)
-			return s
-		}
-	}
+}
+
+// kindSpecific reads the field that names the step's kind, and the fields
+// that belong to that kind; depth is the number of forks around step n.
+func (p *parser) kindSpecific(s *Step, n *yaml.Node, fields map[string]*yaml.Node, depth int) {
 	kn := fields[string(s.Kind)]
 	switch s.Kind {
 	case KindAction:
-		s.Action = p.action(kn, "action")
-		if v, ok := fields["with"]; ok {
-			s.With = p.value(v, "with", 0)
-		}
-		if v, ok := fields["out"]; ok {
-			s.Out = p.ident(v, "out")
-		}
-		if v, ok := fields["retry"]; ok {
-			s.Retry = p.retry(v, "retry")
-		}
-		if v, ok := fields["timeout"]; ok {
-			s.Timeout = p.duration(v, "timeout", durable.MaxDelay)
-		}
-		if v, ok := fields["compensate"]; ok {
-			s.Compensate = p.compensation(v)
-		}
-		if v, ok := fields["callback"]; ok {
-			s.Callback = p.callback(v)
-		}
+		p.actionFields(s, kn, fields)
 	case KindSet:
-		p.eachField(kn, "set.", nil, func(key string, k, v *yaml.Node) {
-			if !identPattern.MatchString(key) {
-				p.errorf(k, "set."+key, "%q is not a valid variable name", key)
-				return
-			}
-			s.Set = append(s.Set, Assignment{Name: key, Value: p.value(v, "set."+key, 0)})
-		})
-		if kn.Kind == yaml.MappingNode && len(kn.Content) == 0 {
-			p.errorf(kn, "set", "assigns nothing")
-		}
+		s.Set = p.assignments(kn)
 	case KindSwitch:
 		s.Switch = p.cases(kn)
 	case KindAssert:
-		a := &Assertion{Pos: Pos{kn.Line, kn.Column}, Error: ErrorTypeAssertion}
-		p.eachField(kn, "assert.", []string{"if", "message", "error"}, func(key string, k, v *yaml.Node) {
-			switch key {
-			case "if":
-				a.If = p.condition(v, "assert.if")
-				a.Pos = Pos{v.Line, v.Column + quoteOffset(v)}
-			case "message":
-				a.Message = p.str(v, "assert.message")
-			case "error":
-				a.Error = p.str(v, "assert.error")
-			}
-		})
-		if a.If == "" && !p.hasKey(kn, "if") {
-			p.errorf(kn, "assert.if", "missing: an assert needs a condition")
-		}
-		s.Assert = a
+		s.Assert = p.assertion(kn)
 	case KindFail:
-		f := &Failure{}
-		p.eachField(kn, "fail.", []string{"error", "message"}, func(key string, k, v *yaml.Node) {
-			if key == "error" {
-				f.Error = p.str(v, "fail.error")
-			} else {
-				f.Message = p.str(v, "fail.message")
-			}
-		})
-		if f.Error == "" && !p.hasKey(kn, "error") {
-			p.errorf(kn, "fail.error", "missing: a fail step names its error type")
-		}
-		s.Fail = f
+		s.Fail = p.failure(kn)
 	case KindWait:
 		s.Wait = p.wait(kn)
 	case KindAwait:
@@ -220,14 +203,97 @@ func (p *parser) stepNode(label string, n *yaml.Node, depth int) *Step {
 			s.With = p.value(v, "with", 0)
 		}
 	case KindSucceed:
-		if kn.Kind == yaml.ScalarNode && kn.ShortTag() == "!!null" {
-			break
-		}
-		p.eachField(kn, "succeed.", []string{"output"}, func(key string, k, v *yaml.Node) {
-			s.Succeed = p.value(v, "succeed.output", 0)
-		})
+		s.Succeed = p.succeedOutput(kn)
 	}
-	return s
+}
+
+// actionFields reads an action step's action (kn) and the fields only
+// action steps have.
+func (p *parser) actionFields(s *Step, kn *yaml.Node, fields map[string]*yaml.Node) {
+	s.Action = p.action(kn, "action")
+	if v, ok := fields["with"]; ok {
+		s.With = p.value(v, "with", 0)
+	}
+	if v, ok := fields["out"]; ok {
+		s.Out = p.ident(v, "out")
+	}
+	if v, ok := fields["retry"]; ok {
+		s.Retry = p.retry(v, "retry")
+	}
+	if v, ok := fields["timeout"]; ok {
+		s.Timeout = p.duration(v, "timeout", durable.MaxDelay)
+	}
+	if v, ok := fields["compensate"]; ok {
+		s.Compensate = p.compensation(v)
+	}
+	if v, ok := fields["callback"]; ok {
+		s.Callback = p.callback(v)
+	}
+}
+
+// assignments reads a set step's {NAME: VALUE, ...}, in order.
+func (p *parser) assignments(n *yaml.Node) []Assignment {
+	var out []Assignment
+	p.eachField(n, "set.", nil, func(key string, k, v *yaml.Node) {
+		if !identPattern.MatchString(key) {
+			p.errorf(k, "set."+key, "%q is not a valid variable name", key)
+			return
+		}
+		out = append(out, Assignment{Name: key, Value: p.value(v, "set."+key, 0)})
+	})
+	if n.Kind == yaml.MappingNode && len(n.Content) == 0 {
+		p.errorf(n, "set", "assigns nothing")
+	}
+	return out
+}
+
+// assertion reads {if: CEL condition, message: TEXT, error: TYPE}.
+func (p *parser) assertion(n *yaml.Node) *Assertion {
+	a := &Assertion{Pos: Pos{n.Line, n.Column}, Error: ErrorTypeAssertion}
+	p.eachField(n, "assert.", []string{"if", "message", "error"}, func(key string, k, v *yaml.Node) {
+		switch key {
+		case "if":
+			a.If = p.condition(v, "assert.if")
+			a.Pos = Pos{v.Line, v.Column + quoteOffset(v)}
+		case "message":
+			a.Message = p.str(v, "assert.message")
+		case "error":
+			a.Error = p.str(v, "assert.error")
+		}
+	})
+	if a.If == "" && !p.hasKey(n, "if") {
+		p.errorf(n, "assert.if", "missing: an assert needs a condition")
+	}
+	return a
+}
+
+// failure reads {error: TYPE, message: TEXT}.
+func (p *parser) failure(n *yaml.Node) *Failure {
+	f := &Failure{}
+	p.eachField(n, "fail.", []string{"error", "message"}, func(key string, k, v *yaml.Node) {
+		if key == "error" {
+			f.Error = p.str(v, "fail.error")
+		} else {
+			f.Message = p.str(v, "fail.message")
+		}
+	})
+	if f.Error == "" && !p.hasKey(n, "error") {
+		p.errorf(n, "fail.error", "missing: a fail step names its error type")
+	}
+	return f
+}
+
+// succeedOutput reads a succeed step's {output: VALUE}; nil when it has
+// none (succeed: with nothing after it, or no output field).
+func (p *parser) succeedOutput(n *yaml.Node) *Value {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return nil
+	}
+	var out *Value
+	p.eachField(n, "succeed.", []string{"output"}, func(key string, k, v *yaml.Node) {
+		out = p.value(v, "succeed.output", 0)
+	})
+	return out
 }
 
 // wait reads {for: DURATION} or {until: CEL timestamp}.
