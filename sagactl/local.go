@@ -31,6 +31,21 @@ func (m mainsFlag) Set(v string) error {
 	return nil
 }
 
+// localOptions are local up's flags.
+type localOptions struct {
+	template      string
+	workers       int
+	visibility    time.Duration
+	emuDir        string
+	rie           string
+	buildDir      string
+	scheduleEvery time.Duration
+	logFile       string
+	mains         mainsFlag
+}
+
+// runLocal runs the deployed shape here (local up, the default) until
+// interrupted, or stops the one running (local down).
 func runLocal(c *Config, args []string) int {
 	sub := "up"
 	if len(args) > 0 && (args[0] == "up" || args[0] == "down") {
@@ -39,32 +54,15 @@ func runLocal(c *Config, args []string) int {
 	if sub == "down" {
 		return localDown(c)
 	}
-	fs := flag.NewFlagSet("local", flag.ContinueOnError)
-	template := fs.String("template", "infra/template.yaml", "the SAM template: the one source of the table, queues and functions")
-	workers := fs.Int("workers", 2, "workers per function, each with its own aws-lambda-rie")
-	visibility := fs.Duration("visibility", 0, "replace the queues' visibility timeout (e.g. 5s, so failed messages come back soon); default: the template's")
-	emuDir := fs.String("emulators-dir", "tools/emulators", "where the npm emulators are installed (make emulators)")
-	rie := fs.String("rie", "bin/aws-lambda-rie", "the aws-lambda-rie binary; built from the version tools/mod/go.mod pins if missing")
-	buildDir := fs.String("build-dir", "bin/local", "where the bootstraps are built")
-	scheduleEvery := fs.Duration("schedule-every", 0, "invoke every scheduled function this often instead of on its template schedule (e.g. 5s; also runs cron schedules); default: the template's rates")
-	logFile := fs.String("log", ".lambdasaga/local.log", "where the functions' output goes")
-	mains := mainsFlag{}
-	fs.Var(mains, "main", "build FUNCTION from PACKAGE instead of its CodeUri (your function with Go actions); repeatable")
-	if rest, code, ok := c.flags(fs, args); !ok {
+	o, code, ok := c.localFlags(args)
+	if !ok {
 		return code
-	} else if len(rest) > 0 {
-		c.errorf("local: unexpected arguments %v", rest)
-		return ExitUsage
-	}
-	if *visibility < 0 || *scheduleEvery < 0 || *workers < 1 {
-		c.errorf("local: --visibility and --schedule-every must not be negative and --workers must be at least 1")
-		return ExitUsage
 	}
 	// The template first, read within its limit, so that a bad or endless
 	// one is refused before anything starts.
-	src, err := readFile(*template, maxTemplateBytes, "a template")
+	src, err := readFile(o.template, maxTemplateBytes, "a template")
 	if err == nil {
-		_, err = samtemplate.Parse(*template, src)
+		_, err = samtemplate.Parse(o.template, src)
 	}
 	if err != nil {
 		c.errorf("local: %v", err)
@@ -86,33 +84,33 @@ func runLocal(c *Config, args []string) int {
 	defer lock.Close() // the lock goes with the file
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if _, err := os.Stat(*rie); err != nil {
-		fmt.Fprintf(c.Stdout, "building %s ...\n", *rie)
-		if err := local.BuildRIE(ctx, *rie); err != nil {
+	if _, err := os.Stat(o.rie); err != nil {
+		fmt.Fprintf(c.Stdout, "building %s ...\n", o.rie)
+		if err := local.BuildRIE(ctx, o.rie); err != nil {
 			c.errorf("local: %v", err)
 			return ExitUsage
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(*logFile), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(o.logFile), 0o755); err != nil {
 		c.errorf("local: %v", err)
 		return ExitUsage
 	}
-	logOut, err := os.Create(*logFile)
+	logOut, err := os.Create(o.logFile)
 	if err != nil {
 		c.errorf("local: %v", err)
 		return ExitUsage
 	}
 	defer logOut.Close()
 	fmt.Fprintf(c.Stdout, "starting the emulators ...\n")
-	emu, err := emulators.Start(ctx, emulators.Config{Dir: *emuDir, Log: logOut})
+	emu, err := emulators.Start(ctx, emulators.Config{Dir: o.emuDir, Log: logOut})
 	if err != nil {
 		c.errorf("local: %v", err)
 		return ExitUsage
 	}
 	defer emu.Stop()
-	fmt.Fprintf(c.Stdout, "creating resources from %s and building the functions ...\n", *template)
-	env, err := local.Up(ctx, local.Config{Template: *template, DynamoDBEndpoint: emu.DynamoDBEndpoint, SQSEndpoint: emu.SQSEndpoint,
-		RIE: *rie, BuildDir: *buildDir, Mains: mains, Workers: *workers, Visibility: *visibility, ScheduleEvery: *scheduleEvery, Log: logOut})
+	fmt.Fprintf(c.Stdout, "creating resources from %s and building the functions ...\n", o.template)
+	env, err := local.Up(ctx, local.Config{Template: o.template, DynamoDBEndpoint: emu.DynamoDBEndpoint, SQSEndpoint: emu.SQSEndpoint,
+		RIE: o.rie, BuildDir: o.buildDir, Mains: o.mains, Workers: o.workers, Visibility: o.visibility, ScheduleEvery: o.scheduleEvery, Log: logOut})
 	if err != nil {
 		c.errorf("local: %v", err)
 		return ExitUsage
@@ -136,10 +134,37 @@ In another terminal:
   %s start --local examples/order/order.yaml --input @examples/order/testdata/ok.json
   %s status --local SAGA_ID
 Stop with Ctrl-C or: %s local down
-`, ls.PID, ls.DynamoDBEndpoint, ls.Table, ls.SQSEndpoint, strings.Join(env.Functions, ", "), *workers, strings.Join(env.Schedules, "\n             "), *logFile, c.Name, c.Name, c.Name)
+`, ls.PID, ls.DynamoDBEndpoint, ls.Table, ls.SQSEndpoint, strings.Join(env.Functions, ", "), o.workers, strings.Join(env.Schedules, "\n             "), o.logFile, c.Name, c.Name, c.Name)
 	<-ctx.Done()
 	fmt.Fprintf(c.Stdout, "stopping ...\n")
 	return ExitOK
+}
+
+// localFlags parses local up's arguments and checks its flags; when it
+// returns false, local ends with the exit code it returns.
+func (c *Config) localFlags(args []string) (localOptions, int, bool) {
+	o := localOptions{mains: mainsFlag{}}
+	fs := flag.NewFlagSet("local", flag.ContinueOnError)
+	fs.StringVar(&o.template, "template", "infra/template.yaml", "the SAM template: the one source of the table, queues and functions")
+	fs.IntVar(&o.workers, "workers", 2, "workers per function, each with its own aws-lambda-rie")
+	fs.DurationVar(&o.visibility, "visibility", 0, "replace the queues' visibility timeout (e.g. 5s, so failed messages come back soon); default: the template's")
+	fs.StringVar(&o.emuDir, "emulators-dir", "tools/emulators", "where the npm emulators are installed (make emulators)")
+	fs.StringVar(&o.rie, "rie", "bin/aws-lambda-rie", "the aws-lambda-rie binary; built from the version tools/mod/go.mod pins if missing")
+	fs.StringVar(&o.buildDir, "build-dir", "bin/local", "where the bootstraps are built")
+	fs.DurationVar(&o.scheduleEvery, "schedule-every", 0, "invoke every scheduled function this often instead of on its template schedule (e.g. 5s; also runs cron schedules); default: the template's rates")
+	fs.StringVar(&o.logFile, "log", ".lambdasaga/local.log", "where the functions' output goes")
+	fs.Var(o.mains, "main", "build FUNCTION from PACKAGE instead of its CodeUri (your function with Go actions); repeatable")
+	if rest, code, ok := c.flags(fs, args); !ok {
+		return o, code, false
+	} else if len(rest) > 0 {
+		c.errorf("local: unexpected arguments %v", rest)
+		return o, ExitUsage, false
+	}
+	if o.visibility < 0 || o.scheduleEvery < 0 || o.workers < 1 {
+		c.errorf("local: --visibility and --schedule-every must not be negative and --workers must be at least 1")
+		return o, ExitUsage, false
+	}
+	return o, ExitOK, true
 }
 
 // localLockFile is held (flock) by a running `sagactl local` for as long
