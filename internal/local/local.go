@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/samtemplate"
 )
@@ -130,60 +132,85 @@ func Up(ctx context.Context, cfg Config) (env *Env, err error) {
 		}
 	}()
 	for _, fn := range tpl.Functions {
-		schedules, err := e.schedules(fn)
-		if err != nil {
+		if err := e.startFunction(ctx, pctx, tpl, sq, fn); err != nil {
 			return nil, err
-		}
-		if len(fn.Events) == 0 && len(schedules) == 0 {
-			e.logf("%s has neither an SQS event source nor an enabled schedule: not run", fn.Name)
-			continue
-		}
-		bootstrap, err := e.build(ctx, fn)
-		if err != nil {
-			return nil, err
-		}
-		envVars, err := e.environment(tpl, fn)
-		if err != nil {
-			return nil, err
-		}
-		e.Functions = append(e.Functions, fn.Name)
-		for w := range cfg.Workers {
-			wk := &worker{fn: fn, index: w, bootstrap: bootstrap, env: envVars}
-			addr, err := e.startRIE(ctx, wk, "")
-			if err != nil {
-				return nil, err
-			}
-			e.workers = append(e.workers, wk)
-			for _, ev := range fn.Events {
-				p := &poller{env: e, client: sq, fn: fn, event: ev, queueURL: e.QueueURLs[ev.Queue], rieURL: "http://" + addr + "/2015-03-31/functions/function/invocations", worker: w}
-				e.pollers.Go(func() { p.run(pctx) })
-			}
-		}
-		// One worker per schedule, so that the tick and the sweep of one
-		// function do not wait for each other (in Lambda they run in
-		// environments of their own).
-		for i, sc := range schedules {
-			wk := &worker{fn: fn, index: i, bootstrap: bootstrap, env: envVars}
-			if len(fn.Events) > 0 {
-				wk.index += cfg.Workers // after the pollers' workers
-			}
-			addr, err := e.startRIE(ctx, wk, "")
-			if err != nil {
-				return nil, err
-			}
-			e.workers = append(e.workers, wk)
-			every := sc.Every
-			if cfg.ScheduleEvery > 0 {
-				every = cfg.ScheduleEvery
-			}
-			s := &scheduler{env: e, fn: fn, schedule: sc, every: every, rieURL: "http://" + addr + "/2015-03-31/functions/function/invocations", worker: wk.index}
-			line := fmt.Sprintf("%s %s: %s, every %s, with %s", fn.Name, sc.Name, sc.Expression, every, eventSummary(sc))
-			e.Schedules = append(e.Schedules, line)
-			e.logf("schedule %s", line)
-			e.pollers.Go(func() { s.run(pctx) })
 		}
 	}
 	return e, nil
+}
+
+// startFunction builds fn and starts its workers, each under an RIE of
+// its own: those that poll its queues and those that invoke it on its
+// schedules. A function with neither is not run. The pollers and
+// schedulers run until pctx ends.
+func (e *Env) startFunction(ctx, pctx context.Context, tpl *samtemplate.Template, sq *sqs.Client, fn samtemplate.Function) error {
+	schedules, err := e.schedules(fn)
+	if err != nil {
+		return err
+	}
+	if len(fn.Events) == 0 && len(schedules) == 0 {
+		e.logf("%s has neither an SQS event source nor an enabled schedule: not run", fn.Name)
+		return nil
+	}
+	bootstrap, err := e.build(ctx, fn)
+	if err != nil {
+		return err
+	}
+	envVars, err := e.environment(tpl, fn)
+	if err != nil {
+		return err
+	}
+	e.Functions = append(e.Functions, fn.Name)
+	if err := e.startPollers(ctx, pctx, sq, fn, bootstrap, envVars); err != nil {
+		return err
+	}
+	return e.startSchedulers(ctx, pctx, fn, schedules, bootstrap, envVars)
+}
+
+// startPollers starts Config.Workers workers of fn, each with a poller
+// on every queue of fn's event sources.
+func (e *Env) startPollers(ctx, pctx context.Context, sq *sqs.Client, fn samtemplate.Function, bootstrap string, envVars []string) error {
+	for w := range e.cfg.Workers {
+		wk := &worker{fn: fn, index: w, bootstrap: bootstrap, env: envVars}
+		addr, err := e.startRIE(ctx, wk, "")
+		if err != nil {
+			return err
+		}
+		e.workers = append(e.workers, wk)
+		for _, ev := range fn.Events {
+			p := &poller{env: e, client: sq, fn: fn, event: ev, queueURL: e.QueueURLs[ev.Queue], rieURL: "http://" + addr + "/2015-03-31/functions/function/invocations", worker: w}
+			e.pollers.Go(func() { p.run(pctx) })
+		}
+	}
+	return nil
+}
+
+// startSchedulers starts one worker of fn per schedule, with a scheduler
+// that invokes it on that schedule (or every Config.ScheduleEvery), so
+// that the tick and the sweep of one function do not wait for each other
+// (in Lambda they run in environments of their own).
+func (e *Env) startSchedulers(ctx, pctx context.Context, fn samtemplate.Function, schedules []samtemplate.Schedule, bootstrap string, envVars []string) error {
+	for i, sc := range schedules {
+		wk := &worker{fn: fn, index: i, bootstrap: bootstrap, env: envVars}
+		if len(fn.Events) > 0 {
+			wk.index += e.cfg.Workers // after the pollers' workers
+		}
+		addr, err := e.startRIE(ctx, wk, "")
+		if err != nil {
+			return err
+		}
+		e.workers = append(e.workers, wk)
+		every := sc.Every
+		if e.cfg.ScheduleEvery > 0 {
+			every = e.cfg.ScheduleEvery
+		}
+		s := &scheduler{env: e, fn: fn, schedule: sc, every: every, rieURL: "http://" + addr + "/2015-03-31/functions/function/invocations", worker: wk.index}
+		line := fmt.Sprintf("%s %s: %s, every %s, with %s", fn.Name, sc.Name, sc.Expression, every, eventSummary(sc))
+		e.Schedules = append(e.Schedules, line)
+		e.logf("schedule %s", line)
+		e.pollers.Go(func() { s.run(pctx) })
+	}
+	return nil
 }
 
 // schedules returns the function's schedules that the local loop runs:
