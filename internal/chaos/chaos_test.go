@@ -719,9 +719,23 @@ func TestChaos(t *testing.T) {
 			where := "unread"
 			if st, err := cl.Status(ctx, id); err == nil {
 				cur, _ := st.Pending()
-				where = fmt.Sprintf("%s at version %d, %+v", st.Status, st.Version, cur)
+				where = fmt.Sprintf("%s at version %d, %+v; history %s", st.Status, st.Version, cur, historyLine(st))
+				if cur.Fork {
+					if plan, err := cl.Plan(ctx, st); err != nil {
+						where += fmt.Sprintf("; its plan: %v", err)
+					} else if _, cs, err := plan.Launch(st, 0); err == nil {
+						rec, err := dropStore.ForkGet(ctx, &durable.ForkGetParams{Key: durable.ForkKey(id, cs.Link.Step, cs.Link.Seq)})
+						where += fmt.Sprintf("; fork record %+v (%v)", rec, err)
+					}
+				}
 			}
-			violate("no_saga_lost", "fork saga %s (script %+v) did not finish: %s", id, r.sc, where)
+			var kids []string
+			for run, ch := range r.children {
+				cur, _ := ch.Pending()
+				kids = append(kids, fmt.Sprintf("%s: %s v%d cancel=%v pending %+v, history %s", run, ch.Status, ch.Version, ch.CancelRequested, cur, historyLine(ch)))
+			}
+			sort.Strings(kids)
+			violate("no_saga_lost", "fork saga %s (script %+v) did not finish: %s; children: %s", id, r.sc, where, strings.Join(kids, " | "))
 			continue
 		}
 		if r.final.Status == durable.StatusSucceeded {
