@@ -28,7 +28,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 FUNCTIONS := AdvanceFunction=./functions/advance CompensateFunction=./functions/compensate SweepFunction=./functions/sweep
 ORDER_FN := ./examples/order/cmd/orderfn
 
-.PHONY: help demo check test unit norace iam iamsim browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long soak
+.PHONY: help demo check test tools unit norace iam iamsim browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long soak
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -49,14 +49,19 @@ check: ## the fast tier, before each commit: lint, the tests with -short and no 
 	$(GO) test -short ./...
 	$(GO) test -short -race ./durable/... ./internal/lang/... ./internal/saga/...
 
-test: lint unit norace e2e chaos iam bench-once sam-check ## everything CI runs: lint, every test once under the race detector with the emulators, what the race detector skips, e2e and kill tests through the real binaries, the IAM check of their calls, each benchmark once, the SAM checks
+test: lint tools unit norace e2e chaos iam sam-check ## everything CI runs: lint, every test once under the race detector with the emulators, what the race detector skips with each benchmark once, e2e and kill tests through the real binaries, the IAM check of their calls, the SAM checks
+
+# The installs wait on the network and the disk, not the processors: four at once.
+tools: ## install what the tests need, in parallel: the emulators, the IAM policy engine, Chromium (as root), the SAM CLI
+	@$(MAKE) --no-print-directory -j4 emulators iamsim browser $(SAM_VENV)/bin/sam
 
 unit: emulators iamsim browser ## every test once, under the race detector, with the emulators started (fuzz seed corpora included) and Chromium for the console's browser test; AWS calls recorded for make iam
 	@$(NEW_RECORDING)
 	$(RECORDING_EMULATORS) $(GO) test -race -count=1 ./...
 
-norace: ## what the race detector skips or shrinks, in the normal build: the allocation pins, the simulation and the property test at CI size, the simulation's checks that sabotage is caught
-	$(GO) test -count=1 -run 'Allocs|AllocatesNothing|^TestSimulation|^TestProperty$$' ./internal/saga ./internal/engine ./internal/sqshandler ./internal/sim ./internal/proptest
+# One build of every package's tests without the race detector serves both.
+norace: ## what the race detector skips or shrinks, in the normal build: the allocation pins, the simulation and the property test at CI size, the simulation's checks that sabotage is caught; and every benchmark once (bench-once)
+	$(GO) test -count=1 -run 'Allocs|AllocatesNothing|^TestSimulation|^TestProperty$$' -bench . -benchtime=1x ./...
 
 # The console's browser test drives Debian's chromium (internal/console/browser_test.go).
 # As root (CI) a missing one is installed, and a failed install fails; a developer
@@ -72,7 +77,7 @@ browser: ## install Debian's chromium for the console's browser test when it is 
 	command -v chromium
 
 console-screenshot: browser ## the console's screenshot for the README (docs/console.png), taken by its browser test
-	LAMBDASAGA_CONSOLE_SCREENSHOT=$(CURDIR)/docs/console.png $(GO) test -count=1 -run 'TestBrowser$$' ./console
+	LAMBDASAGA_CONSOLE_SCREENSHOT=$(CURDIR)/docs/console.png $(GO) test -count=1 -run 'TestBrowser$$' ./internal/console
 
 emulators: $(EMU)/node_modules/.installed ## install the DynamoDB and SQS emulators (npm dynalite, fauxqs)
 
