@@ -422,7 +422,7 @@ func TestChaos(t *testing.T) {
 			if st, err := cl.Status(ctx, id); err == nil {
 				cur, _ := st.Pending()
 				step, _ := cl.Step(ctx, st, cur.Step)
-				where = fmt.Sprintf("%s at version %d, step %s attempt %d, %d kept", st.Status, st.Version, step, cur.Attempt, len(st.Kept))
+				where = fmt.Sprintf("%s at version %d, step %s attempt %d, %d kept; history %s", st.Status, st.Version, step, cur.Attempt, len(st.Kept), historyLine(st))
 			}
 			violate("no_saga_lost", "saga %s (script %+v, fail_at %q) did not finish: %s (deliveries %s)", id, scripts[id], fail, where, drv.answersFor(id))
 			continue
