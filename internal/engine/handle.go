@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -497,19 +496,6 @@ func (c *Coordinator) write(ctx context.Context, st *saga.State, expected uint64
 	}
 	stateBuffers.Put(bp)
 	return err
-}
-
-func (c *Coordinator) send(ctx context.Context, msgs []durable.Message) error {
-	if hasForkWork(msgs) {
-		// Launches are done by sendOutbox, never queued.
-		msgs = slices.DeleteFunc(slices.Clone(msgs), func(m durable.Message) bool {
-			return m.Kind == durable.KindLaunch
-		})
-	}
-	if len(msgs) == 0 {
-		return nil
-	}
-	return c.cfg.Queue.Send(ctx, msgs)
 }
 
 func (c *Coordinator) logHandled(ctx context.Context, msg durable.Message, st *saga.State, outcome Outcome, took time.Duration) {
