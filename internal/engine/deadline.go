@@ -11,9 +11,9 @@ import (
 
 // The deadline rules of an invocation: how much time a record needs to
 // start (timeLeft), when a record is handed back to a fresh invocation
-// rather than cut short (WithInvocationBudget, FreshWouldHaveMore,
-// HandBack). The reserves
-// themselves (saga.ResultReserve, saga.StartReserve) are the validator's
+// rather than cut short (WithInvocationBudget, NoTimeToStart,
+// HandBack), and when an action's context ends (actionContext). The
+// reserves themselves (saga.ResultReserve, saga.StartReserve) are the validator's
 // too: a step timeout must fit a fresh invocation.
 
 // timeLeft reports ErrNoTime when the invocation has too little left to run
@@ -56,13 +56,21 @@ func WithInvocationBudget(ctx context.Context, d time.Duration) context.Context 
 	return context.WithValue(ctx, budgetKey{}, d)
 }
 
-// FreshWouldHaveMore reports whether a fresh invocation would give a record
-// more time than the left of this one: handing a record back helps only
-// then. It is false while this invocation is itself fresh (within
-// handBackSlack of its start), so a record is never handed back from one
-// fresh invocation to the next forever; without WithInvocationBudget it is
-// true.
-func FreshWouldHaveMore(ctx context.Context, left time.Duration) bool {
+// NoTimeToStart reports whether a record should be handed back rather
+// than started: the invocation has less than margin left, and a fresh one
+// would give the record more. A fresh invocation (within handBackSlack of
+// its start) never hands back, so a record is never handed from one
+// fresh invocation to the next forever. Without a deadline it is false;
+// without WithInvocationBudget, a fresh invocation is taken to have more.
+func NoTimeToStart(ctx context.Context, margin time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return false
+	}
+	left := time.Until(dl)
+	if left >= margin {
+		return false
+	}
 	budget, ok := ctx.Value(budgetKey{}).(time.Duration)
 	return !ok || budget-left >= handBackSlack
 }
@@ -73,4 +81,28 @@ func FreshWouldHaveMore(ctx context.Context, left time.Duration) bool {
 func (c *Coordinator) HandBack(ctx context.Context, msg durable.Message) error {
 	msg.Delay = 0
 	return c.cfg.Queue.Send(ctx, []durable.Message{msg})
+}
+
+// actionContext is the context an action runs in: it ends
+// saga.ResultReserve before the invocation's, so that the action's
+// outcome, whatever it is, is always written and sent; or at the step's
+// timeout, if that comes first. cutByInvocation: the invocation's end
+// comes first.
+func actionContext(ctx context.Context, timeout time.Duration) (_ context.Context, _ context.CancelFunc, cutByInvocation bool) {
+	var stop time.Time
+	base := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		stop, cutByInvocation = dl.Add(-saga.ResultReserve), true
+		base = context.WithoutCancel(ctx) // the earlier deadline is set below
+	}
+	if timeout > 0 {
+		if t := time.Now().Add(timeout); stop.IsZero() || t.Before(stop) {
+			stop, cutByInvocation = t, false
+		}
+	}
+	if stop.IsZero() {
+		return ctx, func() {}, false
+	}
+	actx, cancel := context.WithDeadline(base, stop)
+	return actx, cancel, cutByInvocation
 }

@@ -352,27 +352,8 @@ func (c *Coordinator) invoke(ctx context.Context, plan *saga.Plan, st *saga.Stat
 	if err != nil {
 		return nil, 0, saga.Permanent(err)
 	}
-	// The action's context ends saga.ResultReserve before the invocation's,
-	// so that its outcome, whatever it is, is always written and sent; or
-	// at its step timeout, if that comes first. One context does both.
-	actx := ctx
-	cutByInvocation := false // the invocation's deadline comes before the step timeout
-	var stop time.Time
-	base := ctx
-	if dl, ok := ctx.Deadline(); ok {
-		stop, cutByInvocation = dl.Add(-saga.ResultReserve), true
-		base = context.WithoutCancel(ctx) // the earlier deadline is set below
-	}
-	if call.Timeout > 0 {
-		if t := time.Now().Add(call.Timeout); stop.IsZero() || t.Before(stop) {
-			stop, cutByInvocation = t, false
-		}
-	}
-	if !stop.IsZero() {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithDeadline(base, stop)
-		defer cancel()
-	}
+	actx, cancel, cutByInvocation := actionContext(ctx, call.Timeout)
+	defer cancel()
 	if c.cfg.Tracer != nil {
 		var span Span
 		actx, span = c.traceCall(actx, st, &call)

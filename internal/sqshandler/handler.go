@@ -84,7 +84,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	var failed []string
 	handled, handedBack := 0, 0
 	for i, r := range recs {
-		if left := time.Until(deadline); hasDeadline && left < h.margin && engine.FreshWouldHaveMore(ctx, left) {
+		if engine.NoTimeToStart(ctx, h.margin) {
 			for _, rest := range recs[i:] {
 				if rest.Err == nil && h.handBack(ctx, rest) {
 					handedBack++
