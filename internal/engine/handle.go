@@ -47,6 +47,15 @@ func (c *Coordinator) Handle(ctx context.Context, body []byte) (Outcome, error) 
 		c.log.LogAttrs(ctx, slog.LevelError, "malformed message", slog.Int("bytes", len(body)), slog.String("error", err.Error()))
 		return "", err
 	}
+	return c.HandleMessage(ctx, msg)
+}
+
+// HandleMessage is Handle for a message already decoded (an SQS record
+// the handler decoded to log it): the body is not decoded again.
+func (c *Coordinator) HandleMessage(ctx context.Context, msg durable.Message) (Outcome, error) {
+	if c.cfg.Actions == nil {
+		return "", ErrNoActions
+	}
 	handle := c.handle
 	switch msg.Kind {
 	case durable.KindEnded:
@@ -63,7 +72,7 @@ func (c *Coordinator) Handle(ctx context.Context, body []byte) (Outcome, error) 
 		// Done by whoever sends the outbox that holds it: never queued,
 		// so one here was never ours.
 		err := fmt.Errorf("%w: a %s message of saga %s is never queued", durable.ErrMalformedMessage, msg.Kind, msg.SagaID)
-		c.log.LogAttrs(ctx, slog.LevelError, "malformed message", slog.Int("bytes", len(body)), slog.String("error", err.Error()))
+		c.log.LogAttrs(ctx, slog.LevelError, "malformed message", slog.String("error", err.Error()))
 		return "", err
 	}
 	if msg.Kind != durable.KindStep {

@@ -132,7 +132,7 @@ func TestHandlerAllocs(t *testing.T) {
 	for _, c := range []struct {
 		metrics bool
 		pinned  float64
-	}{{false, 231}, {true, 271}} {
+	}{{false, 211}, {true, 251}} {
 		bp := newBatchPass(t, 10, c.metrics)
 		for range 3 { // the Recorder's tables and the pools warm up
 			bp.once(t)

@@ -205,6 +205,6 @@ func (h *Handler) handleRecord(ctx context.Context, r sqsqueue.Record) (err erro
 			slog.String("panic", what), slog.String("stack", string(debug.Stack())))
 		err = fmt.Errorf("saga %s: %w: %s", r.Message.SagaID, errPanicked, what)
 	}()
-	_, err = h.coord.Handle(ctx, r.Body)
+	_, err = h.coord.HandleMessage(ctx, r.Message)
 	return err
 }
