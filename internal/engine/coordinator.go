@@ -175,20 +175,9 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (st *saga.State
 		}()
 	}
 	var h heard
-	first := func(limit int) (*saga.State, durable.SagaRecord, error) {
-		st := &saga.State{Trace: trace}
-		if err := plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: now, Rand: rnd, SagaID: id, Input: input, Secret: secret, OnStep: c.observer(plan, &h, id, st, nil), StoreLimit: limit}); err != nil {
-			return nil, durable.SagaRecord{}, err
-		}
-		rec, err := st.Record(nil)
-		return st, rec, err
-	}
-	st, rec, err := first(0)
-	if unstorable(err) {
-		// The first steps grew the state past what can be stored: run them
-		// again measuring, so the saga fails in a state that can be.
-		st, rec, err = first(saga.MaxStateBytes)
-	}
+	st, rec, err := first(func(st *saga.State, limit int) error {
+		return plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: now, Rand: rnd, SagaID: id, Input: input, Secret: secret, OnStep: c.observer(plan, &h, id, st, nil), StoreLimit: limit})
+	}, trace)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
@@ -308,18 +297,21 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind saga.EventK
 			return st, nil
 		}
 		var h heard
-		if err := plan.Advance(st, saga.Event{Kind: kind, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Skip: skip, OnStep: c.observer(plan, &h, sagaID, st, nil)}); err != nil {
-			return nil, err
+		s := subject{sagaID: sagaID, plan: plan}
+		t := transition{
+			advance: func(st *saga.State, limit int) error {
+				return plan.Advance(st, saga.Event{Kind: kind, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Skip: skip, StoreLimit: limit, OnStep: c.observer(plan, &h, sagaID, st, nil)})
+			},
 		}
-		err = c.write(ctx, st, rec.Version, &h)
+		st, err = c.commit(ctx, &s, &t, &h, st, rec.Version)
 		if errors.Is(err, durable.ErrConflict) {
-			continue
+			continue // read it again: the cancel or resume may be done, or refused, now
 		}
 		if err != nil {
 			return nil, err
 		}
-		if err := c.sendOutbox(ctx, st, plan); err != nil {
-			return st, fmt.Errorf("%s %s: written, not sent: %w", kind, sagaID, err)
+		if err := c.publish(ctx, st, plan); err != nil {
+			return st, fmt.Errorf("%s %s: %w", kind, sagaID, err)
 		}
 		return st, nil
 	}

@@ -55,14 +55,56 @@ func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, e
 	if !closed(fork, l) {
 		return HandledStale, nil // not every child has ended: a later count joins
 	}
-	children := make([]*saga.State, cur.Children)
+	children, err := c.readChildren(ctx, l, cur.Children)
+	if err != nil {
+		return "", err
+	}
+	j, err := joinOf(l, cur, fork, children)
+	if err != nil {
+		return "", err
+	}
+	var h heard
+	s := subject{sagaID: st.SagaID, step: msg.Step, plan: plan}
+	t := transition{
+		advance: func(st *saga.State, limit int) error {
+			return plan.Advance(st, saga.Event{Kind: saga.EventJoin, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Join: j, StoreLimit: limit, OnStep: c.observer(plan, &h, st.SagaID, st, nil)})
+		},
+		// The outputs (or what follows the fork) take the state past what
+		// can be stored: join again measuring, so that the fork fails, its
+		// children are undone, and the saga compensates. A keep since
+		// leaves the fork pending: the join still applies.
+		reread: func(ctx context.Context, _ uint64) (*saga.State, uint64, error) {
+			rec, st, _, err := c.load(ctx, msg.SagaID)
+			if err != nil {
+				return nil, 0, err
+			}
+			if cur2, ok := st.Pending(); !ok || cur2 != cur {
+				return nil, 0, fmt.Errorf("saga %s: %w", msg.SagaID, durable.ErrConflict)
+			}
+			return st, rec.Version, nil
+		},
+	}
+	if st, err = c.commit(ctx, &s, &t, &h, st, rec.Version); err != nil {
+		return "", err
+	}
+	if err := c.publish(ctx, st, plan); err != nil {
+		return "", err
+	}
+	c.logHandled(ctx, msg, st, HandledStep, 0)
+	return HandledStep, nil
+}
+
+// readChildren reads the children of the fork l, at most maxJoinReads at
+// once; a child never created is nil.
+func (c *Coordinator) readChildren(ctx context.Context, l *saga.ParentLink, n int) ([]*saga.State, error) {
+	children := make([]*saga.State, n)
 	var (
 		mu   sync.Mutex
 		errs []error
 		wg   sync.WaitGroup
 		sem  = make(chan struct{}, maxJoinReads)
 	)
-	for k := range cur.Children {
+	for k := range n {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
@@ -88,8 +130,14 @@ func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, e
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return "", err
+		return nil, err
 	}
+	return children, nil
+}
+
+// joinOf is the join of the fork l, which cur waits on, from its record
+// and its children as read.
+func joinOf(l *saga.ParentLink, cur saga.Cursor, fork *durable.ForkRecord, children []*saga.State) (*saga.Join, error) {
 	j := &saga.Join{Version: cur.Version}
 	if fork.Failed < 0 {
 		j.Outputs = make([]any, cur.Children)
@@ -97,7 +145,7 @@ func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, e
 	for k, child := range children {
 		if child == nil {
 			if fork.Failed < 0 {
-				return "", fmt.Errorf("%w: fork %s closed without child %d", ErrDamagedState, forkKey(l), k)
+				return nil, fmt.Errorf("%w: fork %s closed without child %d", ErrDamagedState, forkKey(l), k)
 			}
 			continue
 		}
@@ -117,7 +165,7 @@ func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, e
 		case child.Status == durable.StatusCompensationFailed:
 			j.Parked = append(j.Parked, k)
 		case !child.Status.Final():
-			return "", fmt.Errorf("%w: fork %s closed while child %d is %s", ErrDamagedState, forkKey(l), k, child.Status)
+			return nil, fmt.Errorf("%w: fork %s closed while child %d is %s", ErrDamagedState, forkKey(l), k, child.Status)
 		}
 	}
 	if fork.Failed >= 0 && fork.Failed < len(children) && children[fork.Failed] != nil {
@@ -131,32 +179,5 @@ func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, e
 	case fork.Failed >= 0 && j.Failure == nil:
 		j.Failure = &saga.StepError{Step: l.Step, Type: lang.ErrorTypeGeneric, Message: fmt.Sprintf("child %d of %s failed", fork.Failed, l.Step)}
 	}
-	var h heard
-	apply := func(st *saga.State, base uint64, limit int) error {
-		if err := plan.Advance(st, saga.Event{Kind: saga.EventJoin, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Join: j, StoreLimit: limit, OnStep: c.observer(plan, &h, st.SagaID, st, nil)}); err != nil {
-			return err
-		}
-		return c.write(ctx, st, base, &h)
-	}
-	err = apply(st, rec.Version, 0)
-	if unstorable(err) {
-		// The outputs (or what follows the fork) take the state past what
-		// can be stored: join again measuring, so that the fork fails, its
-		// children are undone, and the saga compensates.
-		if rec, st, _, err = c.load(ctx, msg.SagaID); err != nil {
-			return "", err
-		}
-		if cur2, ok := st.Pending(); !ok || cur2 != cur {
-			return "", fmt.Errorf("saga %s: %w", msg.SagaID, durable.ErrConflict)
-		}
-		err = apply(st, rec.Version, saga.MaxStateBytes)
-	}
-	if err != nil {
-		return "", err
-	}
-	if err := c.sendOutbox(ctx, st, plan); err != nil {
-		return "", fmt.Errorf("saga %s: version %d written, outbox not sent: %w", st.SagaID, st.Version, err)
-	}
-	c.logHandled(ctx, msg, st, HandledStep, 0)
-	return HandledStep, nil
+	return j, nil
 }

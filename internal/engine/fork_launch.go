@@ -51,19 +51,11 @@ func (c *Coordinator) launch(ctx context.Context, parent *saga.State, plan *saga
 		}
 	}
 	var h heard
-	st := &saga.State{Trace: parent.Trace} // one trace for the whole tree
-	ev := saga.Event{Kind: saga.EventStart, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), SagaID: id, Input: cs.Input, Secret: secret, Child: cs, OnStep: c.observer(childPlan, &h, id, st, nil)}
-	if err := childPlan.Advance(st, ev); err != nil {
-		return fmt.Errorf("child %s: %w", id, err)
-	}
-	rec, err := st.Record(nil)
-	if unstorable(err) {
-		st = &saga.State{Trace: parent.Trace}
-		ev.StoreLimit, ev.OnStep = saga.MaxStateBytes, c.observer(childPlan, &h, id, st, nil)
-		if err = childPlan.Advance(st, ev); err == nil {
-			rec, err = st.Record(nil)
-		}
-	}
+	ev := saga.Event{Kind: saga.EventStart, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), SagaID: id, Input: cs.Input, Secret: secret, Child: cs}
+	st, rec, err := first(func(st *saga.State, limit int) error {
+		ev.StoreLimit, ev.OnStep = limit, c.observer(childPlan, &h, id, st, nil)
+		return childPlan.Advance(st, ev)
+	}, parent.Trace)
 	if err != nil {
 		return fmt.Errorf("child %s: %w", id, err)
 	}

@@ -37,14 +37,17 @@ func (c *Coordinator) undo(ctx context.Context, msg durable.Message) (Outcome, e
 		return c.undone(ctx, st) // it compensated itself: nothing of it to undo
 	}
 	var h heard
-	if err := plan.Advance(st, saga.Event{Kind: saga.EventUndo, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), OnStep: c.observer(plan, &h, st.SagaID, st, nil)}); err != nil {
+	s := subject{sagaID: st.SagaID, step: msg.Step, plan: plan}
+	t := transition{
+		advance: func(st *saga.State, limit int) error {
+			return plan.Advance(st, saga.Event{Kind: saga.EventUndo, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), StoreLimit: limit, OnStep: c.observer(plan, &h, st.SagaID, st, nil)})
+		},
+	}
+	if st, err = c.commit(ctx, &s, &t, &h, st, rec.Version); err != nil {
 		return "", err
 	}
-	if err := c.write(ctx, st, rec.Version, &h); err != nil {
+	if err := c.publish(ctx, st, plan); err != nil {
 		return "", err
-	}
-	if err := c.sendOutbox(ctx, st, plan); err != nil {
-		return "", fmt.Errorf("saga %s: version %d written, outbox not sent: %w", st.SagaID, st.Version, err)
 	}
 	c.logHandled(ctx, msg, st, HandledStep, 0)
 	return HandledStep, nil
@@ -77,14 +80,17 @@ func (c *Coordinator) undone(ctx context.Context, child *saga.State) (Outcome, e
 		u.Parked = child.CompensationError
 	}
 	var h heard
-	if err := plan.Advance(st, saga.Event{Kind: saga.EventUndone, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Undone: u, OnStep: c.observer(plan, &h, st.SagaID, st, nil)}); err != nil {
+	s := subject{sagaID: st.SagaID, step: l.Step, plan: plan}
+	t := transition{
+		advance: func(st *saga.State, limit int) error {
+			return plan.Advance(st, saga.Event{Kind: saga.EventUndone, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Undone: u, StoreLimit: limit, OnStep: c.observer(plan, &h, st.SagaID, st, nil)})
+		},
+	}
+	if st, err = c.commit(ctx, &s, &t, &h, st, rec.Version); err != nil {
 		return "", err
 	}
-	if err := c.write(ctx, st, rec.Version, &h); err != nil {
+	if err := c.publish(ctx, st, plan); err != nil {
 		return "", err
-	}
-	if err := c.sendOutbox(ctx, st, plan); err != nil {
-		return "", fmt.Errorf("saga %s: version %d written, outbox not sent: %w", st.SagaID, st.Version, err)
 	}
 	c.log.LogAttrs(ctx, slog.LevelInfo, "child undone", slog.String("saga_id", st.SagaID), slog.String("child", child.SagaID))
 	return HandledStep, nil

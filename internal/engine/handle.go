@@ -192,6 +192,13 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (outcome 
 		// not run, the deadline fires.
 		return c.fire(ctx, msg, st, plan)
 	}
+	return c.runAction(ctx, msg, st, plan, cur)
+}
+
+// runAction runs the attempt msg carries, the pending one of st, and
+// commits its outcome: the action's result, error or timeout is the
+// event of one transition, written and its outbox sent.
+func (c *Coordinator) runAction(ctx context.Context, msg durable.Message, st *saga.State, plan *saga.Plan, cur saga.Cursor) (Outcome, error) {
 	if err := c.timeLeft(ctx, plan, cur, msg); err != nil {
 		return "", err
 	}
@@ -202,70 +209,51 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (outcome 
 	if c.cfg.OnStep != nil {
 		h = &heard{}
 	}
-	// apply advances st with the action's outcome and writes it
-	// conditionally on the version st was at.
-	apply := func(st *saga.State, limit int) error {
-		ev.StoreLimit = limit
-		if h != nil {
-			ev.OnStep = c.observer(plan, h, msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating && !cur.Unknown, took: took})
-		}
-		base := st.Version
-		if err := plan.Advance(st, ev); err != nil {
-			return err
-		}
-		return c.write(ctx, st, base, h)
-	}
-	base := st.Version
-	err = apply(st, 0)
-	for range c.cfg.MaxConflictRetries {
-		if !errors.Is(err, durable.ErrConflict) {
-			break
-		}
+	s := subject{sagaID: msg.SagaID, step: msg.Step, plan: plan}
+	t := transition{
+		advance: func(st *saga.State, limit int) error {
+			ev.StoreLimit = limit
+			if h != nil {
+				ev.OnStep = c.observer(plan, h, msg.SagaID, st, &stepTiming{step: msg.Step, comp: cur.Compensating && !cur.Unknown, took: took})
+			}
+			return plan.Advance(st, ev)
+		},
 		// A cancel may have landed while the action ran, or a signal or
 		// callback's completion been kept: both keep the pending attempt,
 		// so this outcome still applies, to the saga as it is now
 		// (otherwise the action would run again, and a service that
 		// answers a repeated key differently could lose the effect).
-		st2, ok := c.keptDuring(ctx, msg, cur, base)
-		if !ok {
-			break
-		}
-		st, base = st2, st2.Version
-		err = apply(st, 0)
-	}
-	if unstorable(err) {
-		// The transition can never be stored (too large, too deep). Replay
-		// it on the version we read, measuring the state after each step:
-		// the step that made it too large fails in a state that can be
-		// stored, and an action that succeeded stays on the compensation
-		// stack, so the saga compensates it rather than retrying forever.
-		cause := err
-		_, st, _, err = c.load(ctx, msg.SagaID)
-		if err != nil {
-			return "", err
-		}
-		if st.Version != base && base == msg.Version {
-			// A cancel that landed while the action ran keeps its attempt
-			// pending: the outcome applies to its version.
-			if st2, ok := c.keptDuring(ctx, msg, cur, base); ok {
-				st, base = st2, st2.Version
+		onConflict: func(ctx context.Context, base uint64) (*saga.State, uint64, bool) {
+			st, ok := c.keptDuring(ctx, msg, cur, base)
+			if !ok {
+				return nil, 0, false
 			}
-		}
-		if st.Version != base {
-			return "", fmt.Errorf("saga %s: %w", msg.SagaID, durable.ErrConflict)
-		}
-		if err = apply(st, saga.MaxStateBytes); err != nil && !errors.Is(err, durable.ErrConflict) {
-			red := plan.Redactor(st)
-			c.log.LogAttrs(ctx, slog.LevelError, "transition cannot be stored even after failing its step",
-				slog.String("saga_id", msg.SagaID), slog.String("step", msg.Step), slog.Uint64("version", base),
-				slog.String("cause", red.Text(cause.Error())), slog.String("error", red.Text(err.Error())))
-		}
+			return st, st.Version, true
+		},
+		reread: func(ctx context.Context, base uint64) (*saga.State, uint64, error) {
+			_, st, _, err := c.load(ctx, msg.SagaID)
+			if err != nil {
+				return nil, 0, err
+			}
+			if st.Version != base && base == msg.Version {
+				// A cancel that landed while the action ran keeps its
+				// attempt pending: the outcome applies to its version.
+				if st2, ok := c.keptDuring(ctx, msg, cur, base); ok {
+					st, base = st2, st2.Version
+				}
+			}
+			if st.Version != base {
+				return nil, 0, fmt.Errorf("saga %s: %w", msg.SagaID, durable.ErrConflict)
+			}
+			return st, base, nil
+		},
 	}
+	st, err := c.commit(ctx, &s, &t, h, st, st.Version)
 	if err != nil {
 		return "", err
 	}
-	if err := c.sendOutbox(ctx, st, plan); err != nil {
-		return "", fmt.Errorf("saga %s: version %d written, outbox not sent: %w", msg.SagaID, st.Version, err)
+	if err := c.publish(ctx, st, plan); err != nil {
+		return "", err
 	}
 	c.logHandled(ctx, msg, st, HandledStep, took)
 	return HandledStep, nil
@@ -288,35 +276,22 @@ func (c *Coordinator) fire(ctx context.Context, msg durable.Message, st *saga.St
 	if c.cfg.OnStep != nil {
 		h = &heard{}
 	}
-	base := st.Version
-	apply := func(st *saga.State, limit int) error {
-		ev := saga.Event{Kind: saga.EventTimer, Now: now, Rand: c.cfg.Rand(), StoreLimit: limit}
-		if h != nil {
-			ev.OnStep = c.observer(plan, h, msg.SagaID, st, nil)
-		}
-		if err := plan.Advance(st, ev); err != nil {
-			return err
-		}
-		return c.write(ctx, st, base, h)
+	s := subject{sagaID: msg.SagaID, step: msg.Step, plan: plan}
+	t := transition{
+		advance: func(st *saga.State, limit int) error {
+			ev := saga.Event{Kind: saga.EventTimer, Now: now, Rand: c.cfg.Rand(), StoreLimit: limit}
+			if h != nil {
+				ev.OnStep = c.observer(plan, h, msg.SagaID, st, nil)
+			}
+			return plan.Advance(st, ev)
+		},
 	}
-	err := apply(st, 0)
-	if unstorable(err) {
-		// The steps after the wait grew the state past what can be stored:
-		// run them again from the version read, measuring, so that the step
-		// that grew it fails in a state that can be.
-		if _, st, _, err = c.load(ctx, msg.SagaID); err != nil {
-			return "", err
-		}
-		if st.Version != base {
-			return "", fmt.Errorf("saga %s: %w", msg.SagaID, durable.ErrConflict)
-		}
-		err = apply(st, saga.MaxStateBytes)
-	}
+	st, err := c.commit(ctx, &s, &t, h, st, st.Version)
 	if err != nil {
 		return "", err
 	}
-	if err := c.sendOutbox(ctx, st, plan); err != nil {
-		return "", fmt.Errorf("saga %s: version %d written, outbox not sent: %w", msg.SagaID, st.Version, err)
+	if err := c.publish(ctx, st, plan); err != nil {
+		return "", err
 	}
 	c.logHandled(ctx, msg, st, HandledTimer, 0)
 	return HandledTimer, nil

@@ -129,46 +129,41 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 		}
 		switch receipt {
 		case saga.ReceiptDuplicate:
-			// A retry of a delivery whose write landed and whose send may
-			// not have: send the stored outbox again, as a fallback delayed
-			// as long as a queue allows, so that it never runs an attempt
-			// beside a worker running it now (the copy finds a later
-			// version by then, and is dropped, unless the first send was
-			// lost).
-			if err := c.send(ctx, delayed(st.Outbox)); err != nil {
+			if err := c.resendDuplicate(ctx, st, plan); err != nil {
 				return nil, fmt.Errorf("%s to saga %s: re-send: %w", what, sagaID, err)
-			}
-			if hasForkWork(st.Outbox) {
-				// Launches are idempotent, and nothing runs them if
-				// they were lost: do them now.
-				work := *st // a shallow copy, read only
-				work.Outbox = forkWork(st.Outbox)
-				if err := c.resendOutbox(ctx, &work, plan); err != nil {
-					return nil, fmt.Errorf("%s to saga %s: re-send: %w", what, sagaID, err)
-				}
 			}
 			return &Delivered{Receipt: receipt, State: st}, nil
 		case saga.ReceiptKept:
 			err = c.writeKept(ctx, st, rec.Version, &h)
 		default:
-			err = c.write(ctx, st, rec.Version, &h)
-			if unstorable(err) {
+			s := subject{sagaID: sagaID, plan: plan}
+			t := transition{
 				// What follows the await grew the state past what can be
 				// stored: apply it again measuring, so that the step that
 				// grew it fails in a state that can be.
-				if rec, st, plan, err = c.load(ctx, sagaID); err != nil {
-					return nil, err
-				}
-				ev = saga.Event{Now: ev.Now, Rand: ev.Rand, Delivery: d, StoreLimit: saga.MaxStateBytes, OnStep: c.observer(plan, &h, sagaID, st, nil)}
-				if receipt, err = plan.Receive(st, &ev); err != nil {
-					return nil, err
-				}
-				if receipt == saga.ReceiptKept {
-					err = c.writeKept(ctx, st, rec.Version, &h)
-				} else {
-					err = c.write(ctx, st, rec.Version, &h)
-				}
+				advance: func(st *saga.State, limit int) error {
+					ev = saga.Event{Now: ev.Now, Rand: ev.Rand, Delivery: d, StoreLimit: limit, OnStep: c.observer(plan, &h, sagaID, st, nil)}
+					var rerr error
+					receipt, rerr = plan.Receive(st, &ev)
+					return rerr
+				},
+				write: func(ctx context.Context, st *saga.State, base uint64) error {
+					if receipt == saga.ReceiptKept {
+						return c.writeKept(ctx, st, base, &h)
+					}
+					return c.write(ctx, st, base, &h)
+				},
+				// Received again on the saga as it is now, whatever its
+				// version: a delivery is not tied to one.
+				reread: func(ctx context.Context, _ uint64) (*saga.State, uint64, error) {
+					rec, st, _, err := c.load(ctx, sagaID)
+					if err != nil {
+						return nil, 0, err
+					}
+					return st, rec.Version, nil
+				},
 			}
+			st, err = c.settle(ctx, &s, &t, &h, st, rec.Version, t.write(ctx, st, rec.Version))
 		}
 		if errors.Is(err, durable.ErrConflict) {
 			continue
@@ -181,8 +176,8 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 		}
 		if receipt == saga.ReceiptApplied {
 			// A keep sends nothing: the messages in flight carry on.
-			if err := c.sendOutbox(ctx, st, plan); err != nil {
-				return nil, fmt.Errorf("%s to saga %s: version %d written, outbox not sent (send it again, with the same id, or the sweep sends it): %w", what, sagaID, st.Version, err)
+			if err := c.publish(ctx, st, plan); err != nil {
+				return nil, fmt.Errorf("%s: %w (send it again, with the same id, or the sweep sends it)", what, err)
 			}
 		}
 		c.log.LogAttrs(ctx, slog.LevelInfo, "delivered", slog.String("saga_id", sagaID), slog.String("what", what),
@@ -449,4 +444,23 @@ func (c *Coordinator) currentChildren(ctx context.Context, st *saga.State, plan 
 		}
 	}
 	return lanes, nil
+}
+
+// resendDuplicate answers a delivery st has taken before: a retry of one
+// whose write landed and whose send may not have. The stored outbox goes
+// again, as a fallback delayed as long as a queue allows, so that it
+// never runs an attempt beside a worker running it now (the copy finds a
+// later version by then, and is dropped, unless the first send was
+// lost). Launches are idempotent, and nothing runs them if they were
+// lost: they are done now.
+func (c *Coordinator) resendDuplicate(ctx context.Context, st *saga.State, plan *saga.Plan) error {
+	if err := c.send(ctx, delayed(st.Outbox)); err != nil {
+		return err
+	}
+	if !hasForkWork(st.Outbox) {
+		return nil
+	}
+	work := *st // a shallow copy, read only
+	work.Outbox = forkWork(st.Outbox)
+	return c.resendOutbox(ctx, &work, plan)
 }
