@@ -13,7 +13,7 @@ import (
 // write): the cancel sends the undo of the child being undone again, so
 // that the saga moves on either way (the child's undo is idempotent).
 func TestCancelWhileAFailedForkIsUndoneSendsTheUndoAgain(t *testing.T) {
-	p, st := review2Start(t, map[string]string{"main.yaml": `saga: m
+	p, st := startFiles(t, map[string]string{"main.yaml": `saga: m
 steps:
   - id: both
     parallel:

@@ -8,15 +8,13 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
-// The refusal of a secret given to a child saga's field not declared
-// secret (docs/DEFINITIONS.md, "Secrets: what is hidden where") looks only
-// at what the with reads of input directly: the same secret copied into a
-// var first, or given as a foreach's item, reaches the child saga's input
-// in a field it does not declare secret, and the child's status, history
-// and console then show it (a child run's Redactor knows only its own
-// definition's secrets). Either fix passes: refusing such a with, or
-// masking the parent's secrets in the child.
-func TestReview15ChildSagaGetsSecretThroughVarsOrItem(t *testing.T) {
+// A secret given to a child saga's field not declared secret is refused
+// (docs/DEFINITIONS.md, "Secrets: what is hidden where"); the same secret
+// copied into a var first, or given as a foreach's item, must not reach
+// the child's status, history and console either. Either way of keeping
+// it hidden passes: refusing such a with at compile time, or masking the
+// parent's secrets in the child's shown input.
+func TestChildSagaMasksAParentSecretPassedThroughAVarOrItem(t *testing.T) {
 	pay := "saga: p\ninput: {card: string}\nsteps: [{id: b, action: w}]\n"
 	for name, tc := range map[string]struct {
 		main  string

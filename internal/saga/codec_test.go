@@ -250,8 +250,8 @@ func FuzzStateDecode(f *testing.F) {
 	})
 }
 
-// Found by FuzzStateDecode: the Unix epoch is a time like any other, not
-// "no time", and the zero time stays zero.
+// The Unix epoch is a time like any other, not "no time", and the zero
+// time stays zero (FuzzStateDecode reaches both).
 func TestStateTimesAtTheEpoch(t *testing.T) {
 	st := &saga.State{SagaID: "e", CreatedAt: time.Unix(0, 0).UTC(), UpdatedAt: time.Unix(-1, 0).UTC()}
 	b, err := st.MarshalBinary()
@@ -267,8 +267,8 @@ func TestStateTimesAtTheEpoch(t *testing.T) {
 	}
 }
 
-// Found measuring payload sizes: a saga that ends without a succeed step has
-// its vars as output, and the state must not hold them twice.
+// A saga that ends without a succeed step has its vars as output, and the
+// state must not hold them twice: the payload would double.
 func TestStateOutputThatIsVarsIsStoredOnce(t *testing.T) {
 	blob := strings.Repeat("x", 100_000)
 	st := &saga.State{SagaID: "s", Vars: map[string]any{"r0": map[string]any{"blob": blob}}}

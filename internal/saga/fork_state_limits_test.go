@@ -10,9 +10,9 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
-// review2Start compiles files (main.yaml the saga) and starts saga s-1
+// startFiles compiles files (main.yaml the saga) and starts saga s-1
 // with no input.
-func review2Start(t *testing.T, files map[string]string) (*saga.Plan, *saga.State) {
+func startFiles(t *testing.T, files map[string]string) (*saga.Plan, *saga.State) {
 	t.Helper()
 	p, err := compileFiles(files, forks)
 	if err != nil {
@@ -25,9 +25,9 @@ func review2Start(t *testing.T, files map[string]string) (*saga.Plan, *saga.Stat
 	return p, st
 }
 
-// review2Child starts child k of the fork st waits on, as the coordinator's
+// launchChild starts child k of the fork st waits on, as the coordinator's
 // launch does.
-func review2Child(t *testing.T, p *saga.Plan, st *saga.State, k int) (*saga.Plan, *saga.State) {
+func launchChild(t *testing.T, p *saga.Plan, st *saga.State, k int) (*saga.Plan, *saga.State) {
 	t.Helper()
 	cp, cs, err := p.Launch(st, k)
 	if err != nil {
@@ -43,17 +43,15 @@ func review2Child(t *testing.T, p *saga.Plan, st *saga.State, k int) (*saga.Plan
 
 // A branch whose last step writes a large out (160 KiB: the state holds
 // it once, well within saga.MaxStateBytes) ends with that value as its
-// output too, so its state holds it twice (Vars and Output; only the
-// whole vars map is shared by the codec) and is past the limit, and
-// nothing measured it: the end of a branch (branchEnded, internal/saga/fork.go)
-// has no fits check, and Advance's last check skips a succeeded saga.
-// The coordinator's write then fails with ErrTooLarge, its replay with
-// StoreLimit gives the same state, and every delivery of the action's
-// result fails the same way: the child never ends and its parent waits
-// on the fork forever. docs/PROTOCOL.md, "Limits": past 300 KiB "the step
-// that grew it fails with StateTooLarge, and the saga compensates";
-// DESIGN 2.1: what validation accepts "never gets stuck".
-func TestReview2BranchOutputTwiceInStateIsNeverStorable(t *testing.T) {
+// output too, so its state would hold it twice (Vars and Output; only the
+// whole vars map is shared by the codec). The branch's end, measured
+// against saga.MaxStateBytes, must leave a state the store can hold:
+// otherwise every delivery of the action's result fails with ErrTooLarge,
+// the child never ends and its parent waits on the fork forever.
+// docs/PROTOCOL.md, "Limits": past 300 KiB "the step that grew it fails
+// with StateTooLarge, and the saga compensates"; DESIGN 2.1: what
+// validation accepts "never gets stuck".
+func TestBranchWhoseOutputDoublesItsStateEndsStorable(t *testing.T) {
 	p, err := compileFiles(map[string]string{"main.yaml": `saga: m
 steps:
   - id: both
@@ -69,7 +67,7 @@ steps:
 	if err := p.Advance(st, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "s-1", Input: map[string]any{}}); err != nil {
 		t.Fatal(err)
 	}
-	cp, child := review2Child(t, p, st, 0)
+	cp, child := launchChild(t, p, st, 0)
 	if _, err := cp.Call(child, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -82,14 +80,13 @@ steps:
 	}
 }
 
-// A secret any's map keys are not secrets to the Redactor: textForms
-// (internal/saga/redact.go) lists the values inside a map, never its keys. A
-// secret field holding {"tok_live_9f8e7d6c": ...} (an API key used as a
-// key, a card number mapping to its holder) shows in full wherever the
-// saga copies it: its vars in status and the console, an error message.
+// The map keys inside a secret any are secrets too. A secret field
+// holding {"tok_live_9f8e7d6c": ...} (an API key used as a key, a card
+// number mapping to its holder) must not show wherever the saga copies
+// it: its vars in status and the console, an error message.
 // docs/DEFINITIONS.md, "Secrets: what is hidden where": the Redactor
 // masks "every string and number inside a secret any".
-func TestReview2SecretAnyMapKeyShows(t *testing.T) {
+func TestSecretAnyMasksItsMapKeys(t *testing.T) {
 	p, err := compileFiles(map[string]string{"main.yaml": `saga: m
 input: {extra: secret any}
 steps:
@@ -123,14 +120,13 @@ steps:
 
 // A child saga whose input is not declared takes its with whole; a map
 // whose KEY is a secret of its parent (copied into a var first) becomes a
-// top-level key of the child's input. The child inherits the text
-// (Redactor.within walks map keys), but Redactor.Input masks only the
-// values of the input's fields, never their names, so the child's status
-// and console page show the secret as a field name of its input.
-// docs/DEFINITIONS.md, "Secrets: what is hidden where": a secret that
-// reaches the child "another way (copied into a var first ...)" is
-// masked by the child's Redactor "as its own".
-func TestReview2ChildSagaInputKeyHoldsParentSecret(t *testing.T) {
+// top-level key of the child's input. The child inherits the secret, and
+// its shown input masks it as a field name as well as a value, so its
+// status and console page never show it. docs/DEFINITIONS.md, "Secrets:
+// what is hidden where": a secret that reaches the child "another way
+// (copied into a var first ...)" is masked by the child's Redactor "as
+// its own".
+func TestChildSagaMasksAParentSecretUsedAsAnInputKey(t *testing.T) {
 	p, err := compileFiles(map[string]string{
 		"main.yaml": `saga: m
 input: {card: secret string}
@@ -154,7 +150,7 @@ steps:
 	if err := p.Advance(st, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "s-1", Input: in}); err != nil {
 		t.Fatal(err)
 	}
-	cp, child := review2Child(t, p, st, 0)
+	cp, child := launchChild(t, p, st, 0)
 	if len(child.Inherited) == 0 {
 		t.Fatalf("the child inherited nothing; its input is %v", child.Input)
 	}
@@ -167,17 +163,16 @@ steps:
 
 // A foreach over a list in vars, whose body also reads that list (a
 // neighbour, its size), gives each iteration a copy of the list and its
-// item besides (State.Scope): the iteration's state holds the item twice.
-// The parent's state, with the list once (280 KiB), is within
-// saga.MaxStateBytes; an iteration's is about 420 KiB, past even the 380
-// KiB of a failed saga, and its start measures nothing that could shrink
-// it (startChild, internal/saga/fork.go: no fits check). The coordinator's launch
-// gets ErrTooLarge, replays the start with StoreLimit, and gets it again:
+// item besides (State.Scope): the iteration's state would hold the item
+// twice. The parent's state, with the list once (280 KiB), is within
+// saga.MaxStateBytes; an iteration's would be about 420 KiB, past even
+// the 380 KiB of a failed saga. The iteration's start, measured against
+// saga.MaxStateBytes, must leave a state the store can hold: otherwise
 // the launch fails on every delivery and the parent waits on its fork
 // forever. docs/PROTOCOL.md, "Limits", and DESIGN 2.1: what validation
 // accepts "never gets stuck"; the step that grows the state past its
 // limit fails with StateTooLarge and the saga compensates.
-func TestReview2ForeachIterationWithItemTwiceIsNeverStorable(t *testing.T) {
+func TestForeachIterationHoldingItsItemTwiceStartsStorable(t *testing.T) {
 	p, err := compileFiles(map[string]string{"main.yaml": `saga: m
 steps:
   - id: load
@@ -206,25 +201,24 @@ steps:
 	if _, err := st.Record(nil); err != nil {
 		t.Fatalf("the parent cannot be stored: %v", err)
 	}
-	_, child := review2Child(t, p, st, 0)
+	_, child := launchChild(t, p, st, 0)
 	if _, err := child.Record(nil); err != nil {
 		t.Fatalf("iteration 0 started %s (%v), measured against saga.MaxStateBytes, yet its state cannot be stored: %v", child.Status, child.Failure, err)
 	}
 }
 
-// A fork's catch does not take a child's failure whose type is
-// SagaDeadlineExceeded or Cancelled, though neither came from outside the
-// fork: routed and forkFailed (internal/saga/fork.go) treat the type as "a cancel
-// or the deadline of this saga" whatever its origin. So a child saga that
-// runs past its OWN timeout (timeout: 10m in its file; the parent has
-// none), or a branch whose action fails with the type Cancelled (an
-// order cancelled upstream; the same catch on the same action outside a
-// fork takes it), makes the parent compensate everything instead of
-// going to the catch's step. docs/DEFINITIONS.md, "Forks": a saga step's
+// A fork's catch takes a child's failure of type SagaDeadlineExceeded or
+// Cancelled when it came from inside the fork: a child saga that runs
+// past its OWN timeout (timeout: 10m in its file; the parent has none),
+// or a branch whose action fails with the type Cancelled (an order
+// cancelled upstream; the same catch on the same action outside a fork
+// takes it), goes to the catch's step rather than making the parent
+// compensate everything. The type alone does not say "a cancel or the
+// deadline of this saga". docs/DEFINITIONS.md, "Forks": a saga step's
 // failure "fails the step with the child's error type"; "catch on a fork
 // routes the fork's failure, once the children it ran are undone"; only
 // "past the saga's deadline" (the parent's) does no catch take it.
-func TestReview2ForkCatchIgnoresChildDeadlineOrCancelledType(t *testing.T) {
+func TestForkCatchTakesAChildsOwnDeadlineOrCancelledType(t *testing.T) {
 	for name, tc := range map[string]struct {
 		files map[string]string
 		fail  func(cp *saga.Plan, child *saga.State) error // ends the child, failed
@@ -264,9 +258,9 @@ steps:
 		}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p, st := review2Start(t, tc.files)
+			p, st := startFiles(t, tc.files)
 			cur, _ := st.Pending()
-			cp, child := review2Child(t, p, st, 0)
+			cp, child := launchChild(t, p, st, 0)
 			if err := tc.fail(cp, child); err != nil {
 				t.Fatal(err)
 			}
@@ -308,7 +302,7 @@ steps:
 		"deadline": {saga.Event{Kind: saga.EventTimer, Now: t0.Add(time.Hour)}, "SagaDeadlineExceeded"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p, st := review2Start(t, map[string]string{"main.yaml": main})
+			p, st := startFiles(t, map[string]string{"main.yaml": main})
 			cur, _ := st.Pending()
 			if err := p.Advance(st, tc.stop); err != nil {
 				t.Fatal(err)

@@ -130,7 +130,7 @@ func TestSagaTimeoutBounded(t *testing.T) {
 }
 
 // An action without out, then a set, then a read of the set var: the var
-// flow used to stop after the step that writes nothing.
+// flow goes on past the step that writes nothing.
 func TestVarFlowPastStepsThatWriteNothing(t *testing.T) {
 	accepted(t, `saga: x
 steps:
@@ -292,7 +292,7 @@ func TestCompensateSuffixReserved(t *testing.T) {
 }
 
 // The same definition gives the same problems, in the same order, on every
-// compile: suggestions used to come from iterating a map.
+// compile, though suggestions are drawn from a map.
 func TestProblemsDeterministic(t *testing.T) {
 	src := `saga: x
 steps:
