@@ -17,7 +17,7 @@ import (
 // status nor its recorded exception may hold the card, as the logs and the
 // step events hold it masked (docs/DEFINITIONS.md, "Secrets: what is
 // hidden where").
-func TestReview15TraceSecretInActionError(t *testing.T) {
+func TestTraceMasksASecretInAnActionError(t *testing.T) {
 	const card = "4111111111111111"
 	r := newRig(t)
 	r.plan = sagatest.MustCompile(t, `
