@@ -11,14 +11,12 @@ import (
 
 // A callback step whose output is kept with its completion (its var is
 // written by another step too) fails with StateTooLarge when the token's
-// output does not fit: callbackResult puts the action's own output back
-// on the stack for the compensation, unless that output was null (it
-// tests keptOut != nil). The compensation then reads the output of the
-// completion the saga refused: 30 KiB here, where an action that returned
-// "pending" has the compensation read "pending".
-func TestReview4ACallbackOutputTooLargeLeavesTheActionsOutputForItsCompensation(t *testing.T) {
+// output does not fit, and its compensation reads the action's own
+// output, whatever it was ("pending", or null): never the output of the
+// completion the saga refused (30 KiB here).
+func TestCallbackOutputTooLargeLeavesTheActionsOutputForItsCompensation(t *testing.T) {
 	for _, immediate := range []any{"pending", nil} {
-		r := review4Rig(t, `saga: big
+		r := newTextRig(t, `saga: big
 steps:
   - id: load
     action: p.load

@@ -15,10 +15,10 @@ import (
 // An action ran and returned success, but the worker died before its
 // write landed; its message comes again after the saga's deadline. The
 // attempt may have taken effect, so it runs again (same idempotency key)
-// and its success is recorded; the deadline then compensates it. (It once
-// fired the deadline "before attempt 1" instead: the effect was never
-// recorded nor compensated. Found by internal/sim: success_compensated,
-// effects_equal_committed_steps.)
+// and its success is recorded; the deadline then compensates it. Firing
+// the deadline "before attempt 1" instead would leave the effect neither
+// recorded nor compensated (internal/sim checks it: success_compensated,
+// effects_equal_committed_steps).
 func TestDeadlineAfterACrashedActionWriteCompensatesItsEffect(t *testing.T) {
 	def := filepath.Join(t.TempDir(), "d.yaml")
 	if err := os.WriteFile(def, []byte(`saga: d

@@ -627,8 +627,8 @@ steps:
 		{src, "4111111111111111", "4111111111111111"},
 		{strings.Replace(src, "input.m[input.s]", "timestamp(input.s)", 1), "4111111111111111", "4111111111111111"},
 		{strings.Replace(src, "input.m[input.s]", "input.l[input.n]", 1), "4111111111111111", "-7777"},
-		// A value that contains the word "overload" used to pass the
-		// redaction whole.
+		// A value that contains the word "overload" is masked like any
+		// other.
 		{src, "SECRET-4111 overload", "SECRET-4111"},
 		{strings.Replace(src, "input.m[input.s]", "timestamp(input.s)", 1), "SECRET-4111 overload", "SECRET-4111"},
 		{strings.Replace(src, "input.m[input.s]", "input.s.matches(input.s)", 1), "SECRET( no overload", "SECRET("},

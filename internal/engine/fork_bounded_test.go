@@ -76,13 +76,12 @@ func newTouchRig(t *testing.T) (*handRig, *touchStore) {
 // fork of its own stops that fork. The stop is a message of the
 // sibling's, not work done inside the failed child's ended message: one
 // message reaches only its own fork's lanes, however deep the forks nest.
-// Done inline, every delivery of the ended message cancelled the whole
-// tree below it again (each cancel found done re-sends its outbox, whose
-// stop cancels the next level, and so on), and failed if any one of
-// those reads, writes or sends did: in the simulation (seed 5, 1,000
-// sagas) such messages crossed 30 to 300 faulty calls a delivery,
-// failed all 20 deliveries and went to the dead-letter queue
-// (dead_letters_only_poison: s5-401.f2.2.2, s5-68.f2.2.6).
+// Done inline, every delivery of the ended message would cancel the
+// whole tree below it again (each cancel found done re-sends its outbox,
+// whose stop cancels the next level, and so on), and fail if any one of
+// those reads, writes or sends did: under the simulation's faults such
+// a message crosses 30 to 300 faulty calls a delivery, fails every
+// delivery and goes to the dead-letter queue (dead_letters_only_poison).
 func TestForkStopOfANestedForkIsAMessageOfItsOwn(t *testing.T) {
 	r, store := newTouchRig(t)
 	q, actions, coord := r.q, r.actions, r.coord

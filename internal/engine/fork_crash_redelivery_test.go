@@ -7,8 +7,9 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 )
 
-// Review 14: crash windows of a fork. An injected error stands for a
-// crash at that point: the handler returns it, the message comes back.
+// Crash windows of a fork. An injected error stands for a crash at that
+// point: the handler returns it, the message comes back, and redelivery
+// alone must finish the saga with each effect applied once.
 
 const shipYAML = `saga: ship
 input: {items: list}
@@ -63,7 +64,7 @@ func checkShipped(t *testing.T, r *frig, in map[string]any, want durable.Status)
 }
 
 // Each window fails once; redelivery alone (no sweep) must finish the saga.
-func TestReview14ForkCrashWindowsRecoverOnRedelivery(t *testing.T) {
+func TestForkCrashWindowsRecoverOnRedelivery(t *testing.T) {
 	cases := []struct {
 		name  string
 		store func(op, key string) bool
@@ -114,7 +115,7 @@ func TestReview14ForkCrashWindowsRecoverOnRedelivery(t *testing.T) {
 }
 
 // The same windows while the fork fails and its children are undone.
-func TestReview14FailedForkCrashWindowsRecoverOnRedelivery(t *testing.T) {
+func TestFailedForkCrashWindowsRecoverOnRedelivery(t *testing.T) {
 	cases := []struct {
 		name  string
 		store func(op, key string) bool
@@ -168,7 +169,7 @@ func TestReview14FailedForkCrashWindowsRecoverOnRedelivery(t *testing.T) {
 
 // Every message is delivered twice: the fork's counts, joins, undos and
 // launches are idempotent; each item ships once and is recalled once.
-func TestReview14ForkUnderDuplicateDelivery(t *testing.T) {
+func TestForkUnderDuplicateDeliveryShipsAndRecallsOnce(t *testing.T) {
 	for _, fail := range []bool{false, true} {
 		for _, conc := range []int{1, 3} {
 			t.Run(fmt.Sprintf("fail %v concurrency %d", fail, conc), func(t *testing.T) {

@@ -10,7 +10,8 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/lang"
 )
 
-// Review 14: a fork at its limits.
+// A fork at its limits: the widest foreach, the most branches, the
+// deepest nesting, and outputs too large to keep.
 
 const wideYAML = `saga: wide
 input: {items: list}
@@ -25,7 +26,7 @@ steps:
 
 // A foreach of 10,000 elements at concurrency 100 (100 lanes) runs every
 // element once and joins; one of 10,001 fails its step before forking.
-func TestReview14ForeachOfTenThousand(t *testing.T) {
+func TestForeachOfMaxItemsRunsAndOneMoreFailsTheStep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10,000 children")
 	}
@@ -59,7 +60,7 @@ func TestReview14ForeachOfTenThousand(t *testing.T) {
 }
 
 // A parallel of 20 branches (lang.MaxBranches) all run and join in order.
-func TestReview14ParallelOfTwentyBranches(t *testing.T) {
+func TestParallelOfMaxBranchesJoinsInOrder(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("saga: twenty\nsteps:\n  - id: fan\n    parallel:\n")
 	for i := range lang.MaxBranches {
@@ -83,7 +84,7 @@ func TestReview14ParallelOfTwentyBranches(t *testing.T) {
 // A branch's action returns more than a saga's state holds: the branch
 // fails with StateTooLarge, the fork fails, and the other branch and the
 // step before are undone.
-func TestReview14AChildOutputTooLarge(t *testing.T) {
+func TestBranchOutputTooLargeFailsTheForkAndUndoesTheRest(t *testing.T) {
 	src := `saga: huge
 steps:
   - {id: first, action: first.do, with: {arg: first}, compensate: {action: first.undo, with: {arg: first}}}
@@ -111,7 +112,7 @@ steps:
 
 // A foreach list computed from saga.now is kept at the fork: an element
 // launched a minute later sees the value the list had at the fork.
-func TestReview14AnUnstableListIsKept(t *testing.T) {
+func TestForeachListFromSagaNowIsKeptAtTheFork(t *testing.T) {
 	src := `saga: now
 steps:
   - {id: w0, action: w.do, with: {arg: w0}}
@@ -132,7 +133,7 @@ steps:
 }
 
 // Forks nested lang.MaxForkDepth deep run and join.
-func TestReview14ForksNestedAtMaxForkDepth(t *testing.T) {
+func TestForksNestedAtMaxForkDepthJoin(t *testing.T) {
 	inner := "{id: leaf, action: leaves.do, with: {arg: leaf}, out: l}"
 	for d := lang.MaxForkDepth; d >= 1; d-- {
 		inner = fmt.Sprintf("{id: f%d, parallel: [{steps: [%s]}, {steps: [{id: s%d, action: ss.do, with: {arg: s%d}}]}], out: o%d}", d, inner, d, d, d)

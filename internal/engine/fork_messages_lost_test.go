@@ -1,11 +1,11 @@
 package engine_test
 
-// Bugs of the fork runtime found by the fault-injection simulation
-// (internal/sim), each reduced to a scenario driven by hand: a
+// Fork messages lost, repeated or delivered out of order: scenarios of
+// the fault-injection simulation (internal/sim) driven by hand, with a
 // queue whose messages are delivered in the order the test picks (a
 // message whose handling fails stays queued, as SQS redelivers it), and
-// faults placed on one send or one create. Each test fails until its bug
-// is fixed.
+// faults placed on one send or one create. Each asserts that the saga
+// still ends, and ends as the protocol says.
 
 import (
 	"context"
@@ -138,14 +138,13 @@ func forSaga(id string) func(durable.Message) bool {
 	return func(m durable.Message) bool { return m.SagaID == id }
 }
 
-// A parent cancelled while its fork's children run never joins: its stop
-// records a failure from outside the fork (the failed child one past the
-// last), the join then brings neither outputs nor a failure, and
-// EventJoin refuses it ("fork has 2 children, not 0 outputs") on every
-// delivery: the join message goes to the dead-letter queue and the parent
-// waits forever. Found by the simulation (seed 1, 300 sagas: s1-118,
-// s1-295, and the sagas whose deadline passed while children ran).
-func TestForkBugCancelWhileChildrenRunIsNeverJoined(t *testing.T) {
+// A parent cancelled while its fork's children run joins and
+// compensates. Its stop records a failure from outside the fork (the
+// failed child one past the last), so the join brings neither outputs nor
+// a child's failure; the join must still be accepted, or it goes to the
+// dead-letter queue and the parent waits forever. The same holds for a
+// parent whose deadline passes while its children run.
+func TestCancelWhileChildrenRunJoinsAndCompensates(t *testing.T) {
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: cancelled
@@ -180,14 +179,12 @@ steps:
 	}
 }
 
-// A join whose write lands and whose send fails is never sent again: the
-// join message comes back, finds the fork joined, and is dropped as
-// stale (internal/engine/fork.go, join: "joined already") without sending the
-// outbox of the version it wrote, as the step handler does for a repeat
-// (rule 3). The parent stays running (or compensating) with nothing
-// queued; only the sweep, 35 minutes on, can move it. Found by the
-// simulation (seed 1, 300 sagas: s1-2, s1-12, s1-49, s1-83, s1-85).
-func TestForkBugJoinWrittenButNotSentIsNeverResent(t *testing.T) {
+// A join whose write lands and whose send fails is sent again when the
+// join message comes back: it finds the fork joined and sends the outbox
+// of the version it wrote, as the step handler does for a repeat (rule
+// 3). Otherwise the parent stays running (or compensating) with nothing
+// queued, and only the sweep, 35 minutes on, can move it.
+func TestJoinWhoseSendFailedIsSentAgain(t *testing.T) {
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: joined
@@ -222,14 +219,11 @@ steps:
 	}
 }
 
-// An undo whose write lands and whose send fails is never sent again:
-// the KindUndo message comes back, finds the child undoing and not
-// final, and is dropped as stale; the child stays compensating with
-// nothing queued, and its parent waits on it. The same holds for the
-// parent's EventUndone write (the child's ended message, repeated, finds
-// the parent moved on). Found by the simulation (seed 1, 300 sagas:
-// s1-80.f2.2.1.f6.2.0, s1-284).
-func TestForkBugUndoWrittenButNotSentIsNeverResent(t *testing.T) {
+// An undo whose write lands and whose send fails is sent again when the
+// KindUndo message comes back and finds the child undoing and not final.
+// Otherwise the child stays compensating with nothing queued, and its
+// parent waits on it.
+func TestUndoWhoseSendFailedIsSentAgain(t *testing.T) {
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: undone
@@ -270,14 +264,11 @@ steps:
 }
 
 // A parent that parks while it undoes the children of a fork that
-// failed, and is resumed, never undoes the children still to undo: the
-// park clears the cursor, and the resume goes to the steps before the
-// fork (nextCompensation), forgetting UndoNext (and the fork's catch).
-// Child 0 below succeeded, is never undone, and the saga ends compensated
-// with left's effect in place. Found by the simulation (seed 1, 300
-// sagas: s1-292, whose grandchild s1-292.f2.2.1.f6.2.0 stayed succeeded
-// under a root that compensated).
-func TestForkBugResumeAfterAParkedUndoForgetsChildrenLeft(t *testing.T) {
+// failed, and is resumed, undoes the children still to undo before the
+// steps before the fork: the park keeps the fork's undo list (UndoNext).
+// Child 0 below succeeded and must be undone, or the saga ends
+// compensated with left's effect in place.
+func TestResumeAfterAParkedUndoUndoesTheChildrenLeft(t *testing.T) {
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: parked
@@ -318,16 +309,14 @@ steps:
 	}
 }
 
-// A launch from the fork's outbox that comes after the fork failed
-// creates its child running: the outbox's launches read nothing of the
-// fork record. Here the fork's first send dies after child 0; child 0
-// fails and its count's cancel of the other lanes dies before it creates
-// child 1 stopped; the fork's message, redelivered, sends the outbox
-// again and creates children 1 and 2 as if nothing failed: their actions
-// run after the fork failed, though no new step should start anywhere in
-// the fork (docs/PROTOCOL.md, "Failure and cancel"). Found by the
-// simulation (seed 1, 300 sagas: s1-284.f2.2.2 to .5, s1-254.f5.4.2).
-func TestForkBugLaunchAfterTheForkFailedRunsTheChild(t *testing.T) {
+// A launch from the fork's outbox that comes after the fork failed never
+// runs its child: no new step starts anywhere in a failed fork
+// (docs/PROTOCOL.md, "Failure and cancel"). Here the fork's first send
+// dies after child 0; child 0 fails and its count's cancel of the other
+// lanes dies before it creates child 1 stopped; the fork's message,
+// redelivered, sends the outbox again, and the launch of child 1 must
+// read the fork record and find it failed.
+func TestChildLaunchedAfterTheForkFailedNeverRuns(t *testing.T) {
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: late
@@ -374,18 +363,15 @@ steps:
 }
 
 // A repeated ended message of a child that licensed its lane's next
-// child, handled after another child failed, stops the lane though the
-// child it licensed still runs: the fork looks closed, the parent gets
-// its join, and the join finds that child running and fails with
-// ErrDamagedState, the error of a message that goes to the dead-letter
-// queue (the later count of that child sends another join, so the parent
-// goes on; the dead letter and the ERROR log remain). Here child 0's count
-// launches child 2, whose first send fails, so child 0's ended message
-// comes back after child 1 failed. The retry (internal/engine/fork.go, ended:
-// "licensed = rec.Failed < 0" read again after ErrConflict) takes the
-// failure for the lane's own and calls ForkStop, though its count had
-// licensed child 2 before the failure.
-func TestForkBugRepeatedEndedStopsALaneWhoseChildRuns(t *testing.T) {
+// child, handled after another child failed, does not stop the lane while
+// the child it licensed still runs. Stopping it would make the fork look
+// closed: the parent would get its join, find that child running and
+// fail with ErrDamagedState, the error of a message that goes to the
+// dead-letter queue. Here child 0's count launches child 2, whose first
+// send fails, so child 0's ended message comes back after child 1
+// failed; its count had licensed child 2 before the failure, and the
+// repeat must not take the failure for the lane's own.
+func TestRepeatedEndedNeverStopsALaneWhoseChildRuns(t *testing.T) {
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: lanes
@@ -439,15 +425,11 @@ steps:
 }
 
 // A parent waiting on its fork whose deadline is less than a queue's
-// delay (15 minutes) after the fork transition gets no message for it:
-// the fork's outbox holds the launches and no delayed timer (pause does
-// send one for a wait), and the tick skips the saga, taking that its
-// transition sent the message (internal/engine/tick.go: "the transition that set
-// it sent its message, delayed"). The parent's deadline never fires: its
-// children are never stopped by it (docs/PROTOCOL.md, "Failure and
-// cancel"), and the parent waits past it for as long as they run. In the
-// simulation, such a saga's stale timer also stalled the idle tick.
-func TestForkBugParentDeadlineUnderAQueueDelayIsNeverSent(t *testing.T) {
+// delay (15 minutes) after the fork transition gets a message for it,
+// from the fork's outbox or from the tick. Without one the deadline never
+// fires: the children are never stopped by it (docs/PROTOCOL.md, "Failure
+// and cancel"), and the parent waits past it for as long as they run.
+func TestParentDeadlineWithinAQueueDelayIsSent(t *testing.T) {
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: deadline
@@ -481,18 +463,14 @@ steps:
 }
 
 // A parent waiting on its fork whose deadline is further than a queue's
-// delay gets the tick's message for it, and the step handler takes that
-// message for an action's: the fork's cursor is neither a wait nor a
-// running action (DeadlinePassed), so it invokes, and EventResult refuses
-// ("waits for no action"), after calling the services with the fork step
-// as an action of no name (the simulation's services applied its
-// "effect": effects_equal_committed_steps, seeds 9 and 10 of 20 × 1,000).
-// The deadline is never applied, the message
-// fails until the dead-letter queue, and the tick sends another each
-// time its memory of the timer lapses (every 30 minutes past due): in the
-// simulation, sagas past such a deadline took 44,000 messages each
-// (seed 13, 1,000 sagas: 500,101 messages handled, the run's budget).
-func TestForkBugParentDeadlineMessageIsTakenForAnAction(t *testing.T) {
+// delay gets the tick's message for it, and the step handler applies the
+// deadline: the fork's cursor is neither a wait nor a running action, and
+// the message must not be taken for an action's. Taken for one, it would
+// call the services with the fork step as an action of no name, fail
+// until the dead-letter queue, and the tick would send another each time
+// its memory of the timer lapsed (every 30 minutes past due): tens of
+// thousands of messages per saga, and the deadline never applied.
+func TestParentDeadlineMessageIsNeverTakenForAnAction(t *testing.T) {
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: deadline
@@ -529,12 +507,12 @@ steps:
 	}
 }
 
-// The parent's side of the same: the write of EventUndone (one child
-// undone, the next one's turn) lands and its send, the next child's
-// KindUndo, fails; the child's ended message comes back, finds the parent
-// moved on to the next child, and is dropped as stale. Nobody sends the
-// undo again: the parent waits compensating, the child stays succeeded.
-func TestForkBugUndoneWrittenButNotSentIsNeverResent(t *testing.T) {
+// The parent's side of an undo whose send failed: the write of
+// EventUndone (one child undone, the next one's turn) lands and its send,
+// the next child's KindUndo, fails; the child's ended message comes back,
+// finds the parent moved on to the next child, and sends that undo again.
+// Otherwise the parent waits compensating and the child stays succeeded.
+func TestUndoneWhoseSendFailedIsSentAgain(t *testing.T) {
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: undone

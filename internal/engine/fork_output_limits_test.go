@@ -12,29 +12,29 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
-// review2Actions answers each call with out's value, and notes the
+// outActions answers each call with out's value, and notes the
 // steps it was called for.
-type review2Actions struct {
+type outActions struct {
 	out   func(saga.Call) any
 	mu    *sync.Mutex
 	steps *[]string
 }
 
-func (a review2Actions) Invoke(_ context.Context, c saga.Call) (any, error) {
+func (a outActions) Invoke(_ context.Context, c saga.Call) (any, error) {
 	a.mu.Lock()
 	*a.steps = append(*a.steps, c.Action)
 	a.mu.Unlock()
 	return a.out(c), nil
 }
 
-// review2Run starts plan as saga p on a memory store, with the
+// runToTheEnd starts plan as saga p on a memory store, with the
 // hand-delivered queue of fork_messages_lost_test.go, and delivers every message
 // (a message whose handling fails goes back to the end, as SQS
 // redelivers it) until none is left or 500 deliveries were made.
-func review2Run(t *testing.T, plan *saga.Plan, out func(saga.Call) any) (*review2Rig, []error) {
+func runToTheEnd(t *testing.T, plan *saga.Plan, out func(saga.Call) any) (*outRig, []error) {
 	t.Helper()
-	r := &review2Rig{handRig: &handRig{t: t, q: &handQueue{}, store: &handStore{Store: memstore.New()}, clock: durable.NewManualClock(t0)}}
-	c, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: r.q, Actions: review2Actions{out, &r.mu, &r.actions}, Clock: r.clock})
+	r := &outRig{handRig: &handRig{t: t, q: &handQueue{}, store: &handStore{Store: memstore.New()}, clock: durable.NewManualClock(t0)}}
+	c, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: r.q, Actions: outActions{out, &r.mu, &r.actions}, Clock: r.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,21 +55,21 @@ func review2Run(t *testing.T, plan *saga.Plan, out func(saga.Call) any) (*review
 	return r, errs
 }
 
-type review2Rig struct {
+type outRig struct {
 	*handRig
 	mu      sync.Mutex
 	actions []string
 }
 
 // calls lists the actions called, in order.
-func (r *review2Rig) calls() string {
+func (r *outRig) calls() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return strings.Join(r.actions, " ")
 }
 
-// review2Final returns saga p, failing the test unless it is final.
-func review2Final(t *testing.T, r *review2Rig, errs []error) *saga.State {
+// finalParent returns saga p, failing the test unless it is final.
+func finalParent(t *testing.T, r *outRig, errs []error) *saga.State {
 	t.Helper()
 	st := r.get("p")
 	if !st.Status.Final() {
@@ -83,18 +83,17 @@ func review2Final(t *testing.T, r *review2Rig, errs []error) *saga.State {
 }
 
 // A parallel branch whose last step writes a 160 KiB out (its state
-// holds it once: well within saga.MaxStateBytes) never ends: the branch's
-// end makes that value its output too, the state holds it twice (320
-// KiB), and nothing measured it (internal/saga/fork.go, branchEnded: no fits
-// check; Advance's last check skips a succeeded saga). Every delivery of
-// the action's result fails with ErrTooLarge, also after the
-// coordinator's replay with StoreLimit; the message would go to the
-// dead-letter queue and the parent waits on its fork forever, with the
-// other branch's effect never compensated. DESIGN 2.1: what validation
-// accepts "never gets stuck, and ends in a final status or a wait";
-// docs/PROTOCOL.md, "Limits": the step that grows the state past 300 KiB
-// fails with StateTooLarge, and the saga compensates.
-func TestReview2BranchWithLargeOutNeverEnds(t *testing.T) {
+// holds it once: well within saga.MaxStateBytes) ends, and the parent
+// joins with its output: the branch's end makes that value its output
+// too, and the state that would hold it twice (320 KiB) must still be
+// storable. Otherwise every delivery of the action's result fails with
+// ErrTooLarge, the message goes to the dead-letter queue and the parent
+// waits on its fork forever, with the other branch's effect never
+// compensated. DESIGN 2.1: what validation accepts "never gets stuck,
+// and ends in a final status or a wait"; docs/PROTOCOL.md, "Limits": the
+// step that grows the state past 300 KiB fails with StateTooLarge, and
+// the saga compensates.
+func TestBranchWithALargeOutJoins(t *testing.T) {
 	plan := mustCompile(t, `
 saga: large
 steps:
@@ -105,13 +104,13 @@ steps:
     out: outs
 `)
 	blob := strings.Repeat("x", 160<<10)
-	r, errs := review2Run(t, plan, func(c saga.Call) any {
+	r, errs := runToTheEnd(t, plan, func(c saga.Call) any {
 		if c.Step == "big" {
 			return blob
 		}
 		return map[string]any{"ok": true}
 	})
-	st := review2Final(t, r, errs)
+	st := finalParent(t, r, errs)
 	outs, _ := st.Vars["outs"].([]any)
 	if st.Status != durable.StatusSucceeded || len(outs) != 2 || outs[0] != blob {
 		t.Fatalf("the parent %s (%v) with %d outputs, want succeeded with the big branch's output first", st.Status, st.Failure, len(outs))
@@ -121,12 +120,12 @@ steps:
 // An iteration of a foreach over a list in vars, whose body also reads
 // the list, holds the list (its copy of the vars it reads) and its item
 // (State.Scope): 280 KiB of list in the parent, which fits, make an
-// iteration of 420 KiB, past even the 380 KiB of a failed saga. Its
-// launch fails on every delivery (internal/saga/fork.go, startChild measures
-// nothing; the launch's replay with StoreLimit cannot shrink it), and
-// the parent waits on its fork forever. DESIGN 2.1: what validation
-// accepts "never gets stuck".
-func TestReview2ForeachIterationTooLargeNeverLaunches(t *testing.T) {
+// iteration of 420 KiB, past even the 380 KiB of a failed saga. The
+// foreach step fails with StateTooLarge and the saga compensates, no
+// iteration run; a launch that failed on every delivery instead would
+// leave the parent waiting on its fork forever. DESIGN 2.1: what
+// validation accepts "never gets stuck".
+func TestForeachIterationTooLargeFailsTheStep(t *testing.T) {
 	plan := mustCompile(t, `
 saga: items
 steps:
@@ -141,13 +140,13 @@ steps:
       - {id: one, action: svc.one, with: {item: "${item}", of: "${size(vars.list)}"}}
 `)
 	list := []any{strings.Repeat("a", 140<<10), strings.Repeat("b", 140<<10)}
-	r, errs := review2Run(t, plan, func(c saga.Call) any {
+	r, errs := runToTheEnd(t, plan, func(c saga.Call) any {
 		if c.Step == "load" {
 			return list
 		}
 		return map[string]any{"ok": true}
 	})
-	st := review2Final(t, r, errs)
+	st := finalParent(t, r, errs)
 	if st.Status != durable.StatusCompensated || st.Failure == nil || st.Failure.Type != "StateTooLarge" {
 		t.Fatalf("the parent %s (%v), want compensated with StateTooLarge", st.Status, st.Failure)
 	}

@@ -39,12 +39,11 @@ steps:
 // The children's outputs take the parent past saga.MaxStateBytes at the
 // join (40 outputs of 10 KiB: 400 KiB). The join must fail the fork step
 // with StateTooLarge, undo every child and compensate the step before the
-// fork. Found: the join is advanced without a StoreLimit, so
-// saga.runner.fits never measures (it is true when StoreLimit is 0); the
-// write then fails with ErrTooLarge on every delivery, the join message
-// goes to the dead-letter queue and the parent waits on its fork for
-// ever, its children never undone.
-func TestReview14JoinPastMaxStateBytesUndoesTheChildren(t *testing.T) {
+// fork: the join is measured against the store's limit. Unmeasured, its
+// write would fail with ErrTooLarge on every delivery, the join message
+// would go to the dead-letter queue and the parent would wait on its fork
+// for ever, its children never undone.
+func TestJoinPastMaxStateBytesUndoesTheChildren(t *testing.T) {
 	r := newFrig(t, bigForeachYAML, nil)
 	r.outs["blobs.make"] = func() any { return strings.Repeat("x", 10<<10) }
 	items := []any{}
@@ -92,11 +91,10 @@ steps:
 // The join message reaches the dead-letter queue (its handler throttled
 // on every receive: here ForkGet fails while the queue gives up on it).
 // PROTOCOL "The sweep" promises to send again "the message of a saga
-// whose message went to a dead-letter queue". Found: for a parent waiting
-// on a fork the sweep only looks at each lane's current child; with every
-// lane exhausted it sends nothing, and the parent waits for ever although
-// every child ended.
-func TestReview14SweepRecoversAJoinThatWentToTheDeadLetterQueue(t *testing.T) {
+// whose message went to a dead-letter queue": for a parent waiting on a
+// fork whose lanes are all exhausted, the sweep sends the join again,
+// or the parent waits for ever although every child ended.
+func TestSweepRecoversAJoinThatWentToTheDeadLetterQueue(t *testing.T) {
 	r := newFrig(t, twoBranchYAML, nil)
 	forkKey := durable.ForkKey("p", "book", 1)
 	reads := 0
@@ -139,12 +137,12 @@ steps:
 // stop (the message that does the ForkFail and the cancel of the running
 // children) fails; the caller never calls Cancel again. PROTOCOL: the
 // sweep closes "a start, cancel or resume whose write landed and whose
-// send did not, when the caller never tries again". Found: the sweep,
-// seeing a parent waiting on a fork, only re-sends children's outboxes and
-// never the parent's own (its stop): the branch that awaits a signal keeps
+// send did not, when the caller never tries again". For a parent waiting
+// on a fork, the sweep sends the parent's own outbox (its stop) as well as
+// its children's; otherwise the branch that awaits a signal keeps
 // waiting, and the cancelled saga only compensates when the await times
 // out, 72 hours later.
-func TestReview14SweepRedoesTheStopOfACancelWhoseSendFailed(t *testing.T) {
+func TestSweepRedoesTheStopOfACancelWhoseSendFailed(t *testing.T) {
 	r := newFrig(t, waitingBranchYAML, nil)
 	ctx := context.Background()
 	r.start("p", nil)
@@ -175,12 +173,11 @@ func TestReview14SweepRedoesTheStopOfACancelWhoseSendFailed(t *testing.T) {
 
 // The saga's deadline passes while it waits on a fork whose branch awaits
 // a signal: the tick sends the parent's timer message (its WakeAt is the
-// deadline). Found: Handle does not take that message as a timer (the
-// cursor is a fork's, not a wait's, and DeadlinePassed is only for a
-// running saga), tries to invoke the fork step as an action, and fails:
-// the parent's deadline message is an error on every delivery and ends in
-// the dead-letter queue.
-func TestReview14DeadlineOfAParentWaitingOnAFork(t *testing.T) {
+// deadline), and Handle takes it as the deadline firing, though the
+// cursor is a fork's, not a wait's. The saga compensates with
+// SagaDeadlineExceeded; the message must not be an error on every
+// delivery and end in the dead-letter queue.
+func TestDeadlineOfAParentWaitingOnAForkCompensates(t *testing.T) {
 	src := strings.Replace(waitingBranchYAML, "saga: slow\n", "saga: slow\ntimeout: 2h\n", 1)
 	src = strings.Replace(src, "timeout: 72h", "timeout: 119m", 1)
 	r := newFrig(t, src, nil)
@@ -235,12 +232,11 @@ steps:
 
 // A branch fails and its own compensation fails for good: the branch parks
 // (compensation_failed), a1's effect still in place. The parent then must
-// not report that everything was undone. Found: the parked child is
-// counted as failed like any other, the join undoes the other branch and
-// the parent ends "compensated" (and a catch on the fork would let it go
-// on), hiding a branch that an operator has to repair. DEFINITIONS: "A
-// child that parks (compensation_failed) parks its parent".
-func TestReview14ABranchThatParksParksItsParent(t *testing.T) {
+// not report that everything was undone, nor let a catch on the fork go
+// on: it parks too, so the branch an operator has to repair is not hidden.
+// DEFINITIONS: "A child that parks (compensation_failed) parks its
+// parent".
+func TestABranchThatParksParksItsParent(t *testing.T) {
 	r := newFrig(t, parkingBranchYAML, nil)
 	r.fail["a.two(a2)"] = true
 	r.fail["a.undo(a1)"] = true
@@ -267,10 +263,10 @@ steps:
 
 // A signal leads the saga into a fork; the signal's write lands and its
 // outbox (the launches) fails. The error says "send it again, with the
-// same id, or the sweep sends it". Found: the retry with the same id is a
-// duplicate, and a duplicate re-sends the outbox through Coordinator.send,
-// which drops launches: no child is ever created until the sweep comes.
-func TestReview14ASignalRetriedWithItsIDLaunchesTheFork(t *testing.T) {
+// same id, or the sweep sends it": the retry with the same id is a
+// duplicate, and its re-sent outbox launches the children, rather than
+// leave them uncreated until the sweep comes.
+func TestASignalRetriedWithItsIDLaunchesTheFork(t *testing.T) {
 	r := newFrig(t, awaitThenForkYAML, nil)
 	ctx := context.Background()
 	r.start("p", nil)
@@ -311,7 +307,7 @@ steps:
 // A cancel that lands while a failed fork undoes its children (the parent
 // is running, the fork's catch will route the failure): the cancel is
 // accepted, so it must win over the catch.
-func TestReview14CancelWhileAFailedForkUndoesBeatsItsCatch(t *testing.T) {
+func TestCancelWhileAFailedForkUndoesBeatsItsCatch(t *testing.T) {
 	r := newFrig(t, catchForkYAML, nil)
 	r.fail["b.one(b1)"] = true
 	r.start("p", nil)
@@ -335,12 +331,11 @@ func TestReview14CancelWhileAFailedForkUndoesBeatsItsCatch(t *testing.T) {
 
 // The join's write lands and its outbox (the parent's next action) is not
 // sent (a crash between them). PROTOCOL, crash windows: "the message comes
-// back and finds m + 1: the stored outbox is sent (rule 3)". Found: the
-// join handler has no rule 3: the join's redelivery finds the parent no
-// longer waiting on the fork and is dropped as stale, so the parent sits
-// in running with its next message unsent until a sweep finds it idle
-// (20 to 35 minutes, and only with a sweep deployed).
-func TestReview14AJoinWhoseOutboxWasLostIsSentOnRedelivery(t *testing.T) {
+// back and finds m + 1: the stored outbox is sent (rule 3)". The join
+// handler follows rule 3 too: dropped as stale instead, the parent would
+// sit in running with its next message unsent until a sweep found it
+// idle (20 to 35 minutes, and only with a sweep deployed).
+func TestAJoinWhoseOutboxWasLostIsSentOnRedelivery(t *testing.T) {
 	r := newFrig(t, twoBranchYAML, nil)
 	fails := 1
 	r.queue.setHook(func(m durable.Message) (bool, error) {
@@ -371,12 +366,11 @@ steps:
 
 // A failed fork undoes the branches that succeeded, highest first (b,
 // then a); b's compensation fails for good, b parks and the parent parks.
-// The operator fixes b's service and resumes b, then the parent. Found:
-// the parent's resume goes straight to the compensation stack (first) and
-// never undoes a: the rest of the failed fork's undo list (UndoNext) is
-// forgotten when the parent parks, so a's booking is never cancelled
-// although the saga ends "compensated".
-func TestReview14ResumeAfterAParkedUndoOfAFailedForkUndoesTheRest(t *testing.T) {
+// The operator fixes b's service and resumes b, then the parent. The rest
+// of the failed fork's undo list (UndoNext) survives the park: a is
+// undone before the compensation stack (first), or a's booking would
+// never be cancelled although the saga ends "compensated".
+func TestResumeAfterAParkedUndoOfAFailedForkUndoesTheRest(t *testing.T) {
 	r := newFrig(t, threeBranchYAML, nil)
 	ctx := context.Background()
 	r.fail["c.do(c)"] = true
@@ -421,9 +415,9 @@ steps:
 // A fork that succeeded is undone child by child when a later step fails
 // (c, b, a); b's compensation fails for good and the parent parks. The
 // operator undoes b by hand and skips it (SkipCompensation, "without
-// running the compensation that failed"). Found: the skip pops the fork's
-// whole entry off the stack, so a, which nobody undid, is skipped too.
-func TestReview14SkipOfAParkedChildSkipsOnlyThatChild(t *testing.T) {
+// running the compensation that failed"). The skip leaves the fork's
+// entry on the stack, so a, which nobody undid yet, is still undone.
+func TestSkipOfAParkedChildSkipsOnlyThatChild(t *testing.T) {
 	r := newFrig(t, threeBranchLaterFailYAML, nil)
 	ctx := context.Background()
 	r.fail["last.do(last)"] = true
@@ -444,18 +438,16 @@ func TestReview14SkipOfAParkedChildSkipsOnlyThatChild(t *testing.T) {
 }
 
 // A child's id is <parent>.<step>.<visit>.<index>, and a saga id may hold
-// dots: a saga someone started as "p.fan.1.0" is taken for the first
-// branch of saga p's fork. Found: the launch meets ErrExists and takes
-// the stranger for its child (re-sending its outbox if it is at version
-// 1); the branch never runs and the fork never closes (the stranger never
-// reports to p), or, once the stranger ends, p joins the stranger's
-// output as its branch's.
-func TestReview14AChildIDCannotBeTakenByAnotherSaga(t *testing.T) {
+// dots: a saga someone starts as "p.fan.1.0" would be taken for the first
+// branch of saga p's fork, the branch would never run, and the fork would
+// never close, or join the stranger's output as its branch's. A start
+// with an id of a child's form is refused, and the launch checks that a
+// saga it meets is its child.
+func TestAChildIDCannotBeTakenByAnotherSaga(t *testing.T) {
 	r := newFrig(t, twoBranchYAML, nil)
 	ctx := context.Background()
 	other := mustCompile(t, "saga: other\nsteps:\n  - {id: o, action: others.do, with: {arg: other}}\n")
-	// Fixed by refusing such ids at the start: no saga can take a
-	// child's id, and the launch checks that a saga it meets is its child.
+	// No saga can take a child's id.
 	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: other, SagaID: "p.book.1.0"}); err == nil || !strings.Contains(err.Error(), "has the form of a child run's id") {
 		t.Fatalf("a start with a child's id: %v", err)
 	}
@@ -470,10 +462,10 @@ func TestReview14AChildIDCannotBeTakenByAnotherSaga(t *testing.T) {
 
 // The same parked branch, seen by an operator: listing the sagas in
 // compensation_failed (sagactl list, the alarm's runbook) must show the
-// branch or its parent. Found: neither: branches are unlisted, and the
-// parent ended compensated, so the unrepaired a1 is invisible (and the
-// parent expires with the table's TTL).
-func TestReview14AParkedBranchCanBeFound(t *testing.T) {
+// branch or its parent. Branches are unlisted, so the parent must park:
+// otherwise the unrepaired a1 is invisible (and the parent expires with
+// the table's TTL).
+func TestAParkedBranchCanBeFound(t *testing.T) {
 	r := newFrig(t, parkingBranchYAML, nil)
 	r.fail["a.two(a2)"] = true
 	r.fail["a.undo(a1)"] = true
@@ -494,7 +486,7 @@ func TestReview14AParkedBranchCanBeFound(t *testing.T) {
 // still waits on the fork. The branch ends compensated, its repeated end
 // is handled, and once the fork closes the parent compensates with both
 // branches' effects undone once.
-func TestReview14ResumeOfAParkedChildWhileItsParentWaits(t *testing.T) {
+func TestResumeOfAParkedChildWhileItsParentWaits(t *testing.T) {
 	src := `saga: park2
 steps:
   - id: fan
@@ -533,12 +525,11 @@ steps:
 // A fork that succeeded is undone when a later step fails; b's
 // compensation fails for good, b parks and so does the parent. The
 // operator repairs b's service and resumes the parent ("Resume continues
-// the compensation of a saga parked in compensation_failed"). Found: the
-// parent's resume sends b an undo, b is still parked (nobody resumed it),
-// and answers at once that it parked: the parent parks again. Resuming the
-// parent never makes progress; only a resume of the branch, whose id the
-// parent's state names, does.
-func TestReview14ResumeOfAParentParkedOnAChildResumesTheChild(t *testing.T) {
+// the compensation of a saga parked in compensation_failed"). The
+// parent's resume resumes b, which is still parked: an undo sent to a
+// parked b would answer at once that it parked, and the parent would park
+// again, never making progress.
+func TestResumeOfAParentParkedOnAChildResumesTheChild(t *testing.T) {
 	r := newFrig(t, threeBranchLaterFailYAML, nil)
 	ctx := context.Background()
 	r.fail["last.do(last)"] = true
@@ -565,7 +556,7 @@ func TestReview14ResumeOfAParentParkedOnAChildResumesTheChild(t *testing.T) {
 // A fork visited twice (a loop back to it) is two entries on the stack:
 // when the saga compensates, the children of both visits are undone, the
 // later visit's first.
-func TestReview14AForkVisitedTwiceIsUndoneTwice(t *testing.T) {
+func TestAForkVisitedTwiceIsUndoneTwice(t *testing.T) {
 	src := `saga: twice
 steps:
   - {id: init, set: {n: "${0}"}}
@@ -593,7 +584,7 @@ steps:
 // A cancel lands between the fork's write and its launches (the launcher
 // died): the cancel's stop creates the children stopped, and the saga
 // compensates without running any branch.
-func TestReview14CancelBeforeTheLaunches(t *testing.T) {
+func TestCancelBeforeTheLaunchesRunsNoBranch(t *testing.T) {
 	r := newFrig(t, twoBranchYAML, nil)
 	ctx := context.Background()
 	r.store.setHook(func(op, key string) error {
@@ -619,12 +610,12 @@ func TestReview14CancelBeforeTheLaunches(t *testing.T) {
 
 // A branch awaits a signal; the caller signals the saga it started (the
 // parent: branch ids are derived and unlisted, and no document says to
-// signal them). Found: the parent, waiting on its fork, keeps the signal
-// for an await of its own that does not exist (ReceiptKept, "delivered"),
-// the branch never sees it, its await times out and the saga compensates.
-// Either the signal reaches the branch that awaits it, or the caller is
-// told it went nowhere.
-func TestReview14ASignalForABranchsAwaitIsNotSwallowedByTheParent(t *testing.T) {
+// signal them). The parent, waiting on its fork, must not keep the signal
+// for an await of its own that does not exist (ReceiptKept, "delivered")
+// while the branch's await times out and the saga compensates. Either the
+// signal reaches the branch that awaits it, or the caller is told it went
+// nowhere.
+func TestASignalForABranchsAwaitIsNotSwallowedByTheParent(t *testing.T) {
 	src := `saga: approve
 steps:
   - id: fan
@@ -657,15 +648,12 @@ steps:
 // A cancel of a saga whose fork's branch itself waits on a fork must
 // reach every level although one store call among the many it makes
 // fails once, and the caller does not call Cancel again (a client gives
-// up; the sweep is not due for an hour). Found by the simulation: the
-// stop was done inside the caller's Cancel, level by level (a cancel of
-// each branch, whose own stop cancels its branches), so one failure
-// anywhere in the tree failed the whole call; a client that retried 20
-// times under faults still gave up, and the grandchild kept waiting, its
-// parents with it, until the sweep. The stop is a queued message now:
+// up; the sweep is not due for an hour). The stop is a queued message:
 // Cancel writes the saga and sends it, and its handler, retried as any
-// message is, stops one level.
-func TestReview14ACancelReachesEveryLevelOfNestedForksWithoutTheCaller(t *testing.T) {
+// message is, stops one level. Done inside the caller's Cancel, one
+// failure anywhere in the tree would fail the whole call, and the
+// grandchild would keep waiting, its parents with it, until the sweep.
+func TestACancelReachesEveryLevelOfNestedForksWithoutTheCaller(t *testing.T) {
 	const src = `saga: nest
 steps:
   - id: outer
@@ -719,7 +707,7 @@ steps:
 // that branch: the fork record says the fork failed, so the sweep's
 // check for a lost stop (no failure recorded) does not see it, and the
 // branch's own outbox, sent again, does not stop it.
-func TestReview14SweepCancelsABranchItsForksStopMissed(t *testing.T) {
+func TestSweepCancelsABranchItsForksStopMissed(t *testing.T) {
 	r := newFrig(t, waitingBranchYAML, nil)
 	ctx := context.Background()
 	r.start("p", nil)
@@ -750,11 +738,10 @@ func TestReview14SweepCancelsABranchItsForksStopMissed(t *testing.T) {
 
 // A failed fork with a catch undoes its children before the catch takes
 // the failure, the saga "running" meanwhile. Its undo parks on a child,
-// and an operator resumes it after the saga's deadline. Found by the
-// simulation: the resume set the saga running again (the catch would
-// take the failure), past its deadline; the deadline goes past every
-// catch, so the saga compensates from the resume on.
-func TestReview14AResumePastTheDeadlineOfACaughtForksUndoCompensates(t *testing.T) {
+// and an operator resumes it after the saga's deadline. The deadline goes
+// past every catch, so the saga compensates from the resume on: the
+// resume must not set it running again for the catch to take the failure.
+func TestAResumePastTheDeadlineOfACaughtForksUndoCompensates(t *testing.T) {
 	src := strings.Replace(catchForkYAML, "saga: caught\n", "saga: caught\ntimeout: 10m\n", 1)
 	r := newFrig(t, src, nil)
 	r.fail["b.one(b1)"] = true
@@ -782,14 +769,13 @@ func TestReview14AResumePastTheDeadlineOfACaughtForksUndoCompensates(t *testing.
 // A resume of a parent parked on a child resumes the child first. The
 // operator's resume fails after the child's resume was written and
 // before its message was sent; the operator resumes again, and that
-// resume's own send fails too; then once more. Found by the simulation:
-// the second resume found the child compensating, not parked, took it
-// for resumed and sent it nothing, so the child's compensation never ran;
-// and a parent whose resume set it running (a caught fork's undo) refused
-// a repeated resume as invalid, so its own lost send was never redone.
-// Each must go on as a resume repeated after a lost send does: its
-// stored messages sent again.
-func TestReview14ARepeatedResumeSendsWhatALostSendDidNot(t *testing.T) {
+// resume's own send fails too; then once more. Each repeat goes on as a
+// resume repeated after a lost send does, its stored messages sent
+// again: a child found compensating, not parked, is sent its message
+// again (not taken for resumed and sent nothing), and a parent whose
+// resume set it running (a caught fork's undo) accepts the repeat (not
+// refused as invalid, its own lost send never redone).
+func TestARepeatedResumeSendsWhatALostSendDidNot(t *testing.T) {
 	for _, tc := range []struct {
 		name, src string
 		fail      []string

@@ -17,7 +17,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
-// frig is review 14's rig for forks: the memory store and queue behind
+// frig is the rig for forks: the memory store and queue behind
 // wrappers that can fail or drop any call, a manual clock, and actions
 // that log what they did. Messages are handled one at a time, as a worker
 // does: deleted when handled, visible again after the visibility timeout

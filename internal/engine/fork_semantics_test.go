@@ -10,12 +10,12 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/engine"
 )
 
-// Review 14: what a fork means. These passed when written unless their
-// comment says otherwise; they pin behaviour the docs promise.
+// What a fork means: the order of its undo, the scope of a branch's vars,
+// items and indexes, child sagas, and signals; behaviour the docs promise.
 
 // A fork that succeeded is undone branch by branch, highest index first,
 // each branch newest step first, and then the step before the fork.
-func TestReview14CompensationOrderAcrossBranchesAndParent(t *testing.T) {
+func TestForkIsUndoneHighestBranchFirstThenTheStepBefore(t *testing.T) {
 	src := `saga: order
 steps:
   - {id: first, action: first.do, with: {arg: first}, compensate: {action: first.undo, with: {arg: first}}}
@@ -45,7 +45,7 @@ steps:
 
 // A branch that ends with succeed gives its output; vars a branch writes
 // do not reach the parent; a next loop inside a body runs.
-func TestReview14BranchSucceedVarsAndLoops(t *testing.T) {
+func TestBranchSucceedOutputVarScopeAndLoops(t *testing.T) {
 	src := `saga: sem
 steps:
   - id: s0
@@ -96,7 +96,7 @@ steps:
 // the outer's (other names), the inner index hides the outer's; the inner
 // list reads the outer item (a stable list, evaluated again at each
 // launch from the outer iteration's state) and the parent's input.
-func TestReview14NestedForeachItemsAndIndexes(t *testing.T) {
+func TestNestedForeachItemsAndIndexes(t *testing.T) {
 	src := `saga: nest
 input: {groups: list, tag: string}
 steps:
@@ -144,7 +144,7 @@ steps:
 
 // A child saga with a callback step: the child gets its own secret, and
 // its token completes it; the parent goes on with the child's output.
-func TestReview14ChildSagaWithACallback(t *testing.T) {
+func TestChildSagaCompletedByItsCallback(t *testing.T) {
 	parent := `saga: main
 steps:
   - id: pay
@@ -183,7 +183,7 @@ steps:
 
 // A child saga that itself forks is undone as a whole when the parent
 // compensates: its branches' steps are undone, then its own.
-func TestReview14UndoOfAChildSagaThatForks(t *testing.T) {
+func TestChildSagaThatForksIsUndoneAsAWhole(t *testing.T) {
 	parent := `saga: main
 steps:
   - {id: first, action: first.do, with: {arg: first}, compensate: {action: first.undo, with: {arg: first}}}
@@ -213,7 +213,7 @@ steps:
 
 // A signal sent to a parent while it waits on a fork is kept, and the
 // await after the fork takes it at once.
-func TestReview14ASignalToAParentWaitingOnAFork(t *testing.T) {
+func TestSignalToAParentWaitingOnAForkIsKeptForItsAwait(t *testing.T) {
 	src := `saga: sig
 steps:
   - id: fan

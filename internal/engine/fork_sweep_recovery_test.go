@@ -7,7 +7,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 )
 
-// Review 14: what the sweep recovers of a fork. A message "lost" here is
+// What the sweep recovers of a fork. A message "lost" here is
 // one that went to the dead-letter queue (its handler failed on each of
 // its three receives), as PROTOCOL "The sweep" describes.
 
@@ -36,7 +36,7 @@ func sweepUntilDone(t *testing.T, r *frig, want durable.Status) {
 
 // A lost ended message (its count throttled on every receive): the sweep
 // sends the child's outbox again.
-func TestReview14SweepRecoversALostEnded(t *testing.T) {
+func TestSweepRecoversALostEnded(t *testing.T) {
 	r, in := shipRig(t, 2, 4)
 	r.start("p", in)
 	off := failFor(r, func(op, key string) bool { return op == "forkcount" })
@@ -51,7 +51,7 @@ func TestReview14SweepRecoversALostEnded(t *testing.T) {
 
 // A lost launch: the count of child 0 landed, the create of its successor
 // failed on every receive of the ended message.
-func TestReview14SweepRecoversALostLaunch(t *testing.T) {
+func TestSweepRecoversALostLaunch(t *testing.T) {
 	r, in := shipRig(t, 1, 3)
 	r.start("p", in)
 	off := failFor(r, func(op, key string) bool { return op == "create" && key == durable.ChildID("p", "each", 2, 1) })
@@ -65,7 +65,7 @@ func TestReview14SweepRecoversALostLaunch(t *testing.T) {
 }
 
 // A lost undo: the child's EventUndo write failed on every receive.
-func TestReview14SweepRecoversALostUndo(t *testing.T) {
+func TestSweepRecoversALostUndo(t *testing.T) {
 	r, in := shipRig(t, 2, 4)
 	r.fail["last.do(last)"] = true
 	r.start("p", in)
@@ -81,7 +81,7 @@ func TestReview14SweepRecoversALostUndo(t *testing.T) {
 
 // A lost ended message two forks down: a branch waits on its own foreach,
 // whose child's end was never counted.
-func TestReview14SweepRecoversALostEndedOneForkDown(t *testing.T) {
+func TestSweepRecoversALostEndedOneForkDown(t *testing.T) {
 	src := `saga: nested
 steps:
   - id: outer

@@ -10,10 +10,10 @@ import (
 )
 
 // Keeping a signal is one write beside the version, which changes neither
-// the version nor the outbox: it sends nothing (found by bench's
-// TestCallbackCost: it once sent the outbox again, a copy of the action's
-// message that cost a send, a receive, a read, a delete and an invocation,
-// or a second handling of the same version).
+// the version nor the outbox: it sends nothing. A copy of the action's
+// message would cost a send, a receive, a read, a delete and an
+// invocation, or a second handling of the same version (bench's
+// TestCallbackCost counts them).
 func TestAKeptSignalSendsNoMessage(t *testing.T) {
 	r := newRig(t, "../saga/testdata/valid/expense.yaml")
 	r.start("e-kept", map[string]any{"amount": 3})

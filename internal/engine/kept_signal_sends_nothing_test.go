@@ -10,16 +10,15 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
-// Keeping a delivery is no transition: deliver does not call Advance, so
-// st.Outbox is still the stored outbox of the version, and deliver sends
-// it after writeKept like an applied delivery's. Every signal kept while an
-// action is pending (and every early callback completion) sends that
-// action's message again at once, and a second worker that takes the copy
-// runs the attempt beside the one running it. docs/PROTOCOL.md says of a
-// keep "the messages in flight stay valid: nothing is re-sent"; the
-// cancel's fallback copy is delayed by durable.MaxDelay precisely so that
-// "no second worker runs the action beside the one running it now".
-func TestReview4AKeptSignalSendsNothing(t *testing.T) {
+// Keeping a delivery is no transition: the stored outbox of the version
+// is not sent again. A signal kept while an action is pending (or an
+// early callback completion) that sent the action's message again at once
+// would let a second worker take the copy and run the attempt beside the
+// one running it. docs/PROTOCOL.md says of a keep "the messages in flight
+// stay valid: nothing is re-sent"; the cancel's fallback copy is delayed
+// by durable.MaxDelay precisely so that "no second worker runs the action
+// beside the one running it now".
+func TestAKeptSignalNeverRunsThePendingActionTwice(t *testing.T) {
 	r := newRig(t, "../saga/testdata/valid/expense.yaml")
 	ctx := context.Background()
 	var files atomic.Int64

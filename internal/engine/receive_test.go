@@ -205,8 +205,8 @@ func TestSignalRetryAfterALostSendSendsTheOutbox(t *testing.T) {
 	}
 }
 
-// Found by the kill test: a signal whose write landed and whose
-// send was lost leaves the next attempt's message unsent; a cancel then
+// A signal whose write landed and whose send was lost (the kill test
+// makes it happen) leaves the next attempt's message unsent; a cancel then
 // cannot tell that attempt from one in flight, so it keeps it pending and
 // sends its copy only as the fallback delayed 15 minutes (running it at
 // once could run it beside a worker running it now). So the saga runs the

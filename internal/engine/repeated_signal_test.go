@@ -10,13 +10,13 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
-// A repeated signal (a webhook retried) re-sends the saga's stored outbox
-// at once (commit 5911e59, "as a repeated cancel does"; but the cancel's
-// copy of a running action's message is delayed by durable.MaxDelay, this
-// one is not). When the saga has moved on to an action that is running
-// meanwhile, the copy of its message runs the same attempt again beside
-// it: a sender's retry makes an action run twice.
-func TestReview4ARepeatedSignalDoesNotRunThePendingActionAgain(t *testing.T) {
+// A repeated signal (a webhook retried) while the saga's next action runs
+// does not run that action again: a copy of its message visible at once
+// would run the same attempt beside the one running it, and a sender's
+// retry would make an action run twice. (A repeated cancel's copy of a
+// running action's message is delayed by durable.MaxDelay for the same
+// reason.)
+func TestARepeatedSignalDoesNotRunThePendingActionAgain(t *testing.T) {
 	r := newRig(t, "../saga/testdata/valid/expense.yaml")
 	ctx := context.Background()
 	var pays atomic.Int64

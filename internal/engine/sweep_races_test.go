@@ -15,8 +15,7 @@ import (
 // lost its send (the case the sweep exists for) meets sweeps whose sends
 // fail too (the same SQS trouble); it must not be left for an operator
 // without ever having been re-sent: the remedy then (redrive the
-// dead-letter queue) would have nothing to redrive. (Review 12 found the
-// count kept when the send failed.)
+// dead-letter queue) would have nothing to redrive.
 func TestSweepAFailedSendDoesNotUseUpAResend(t *testing.T) {
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	ctx := context.Background()
@@ -74,8 +73,7 @@ func (s *barrierStore) SagaSetResends(ctx context.Context, p *durable.SagaSetRes
 // Two sweeps at once (the scheduled one and an operator's sagactl sweep,
 // or a Lambda retry of a sweep that returned an error) re-send a saga at
 // MaxResends-1 once between them: the claim is a compare-and-set of the
-// count as read. (Review 12 found the cap passed when the count's
-// condition was on the version only.)
+// count as read, not a condition on the version only, which both pass.
 func TestConcurrentSweepsKeepMaxResends(t *testing.T) {
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	ctx := context.Background()

@@ -13,13 +13,12 @@ import (
 
 // A wait within a queue's delay is its own message; the tick, which
 // lists every timer due within its Ahead, sends it a second copy in its
-// last minute. Tick's doc says the copies "are dropped by version once
-// the first has fired it", but the copy arrives with the original, finds
-// the saga one version on, and re-sends that version's outbox (the
-// protocol's rule for a message of the version before): the next step's
-// message goes out twice. Every short wait that meets a tick thus
-// duplicates the rest of the saga's messages, and with the embedded
-// runtime's one-second tick, sixty times.
+// last minute. The copies "are dropped by version once the first has
+// fired it" (Tick's doc): the copy arrives with the original, finds the
+// saga one version on, and is dropped rather than re-sending that
+// version's outbox. Otherwise the next step's message goes out twice, and
+// every short wait that meets a tick duplicates the rest of the saga's
+// messages: with the embedded runtime's one-second tick, sixty times.
 func TestATickCopyOfATimerIsDroppedNotResent(t *testing.T) {
 	def := filepath.Join(t.TempDir(), "short.yaml")
 	src := "saga: short\nsteps:\n  - {id: reserve, action: inventory.reserve}\n  - {id: settle, wait: {for: 10m}}\n  - {id: ship, action: shipping.send}\n"
@@ -71,9 +70,9 @@ func (s staleDue) SagaListDue(context.Context, *durable.SagaListDueParams) (*dur
 
 // A saga listed as due whose timer, read again, is days away (it fired
 // and the saga moved on to a longer wait, or the index lags) is skipped
-// by the tick, or sent at most a queue's delay ahead. Tick sends it with
-// the full time left as the delay, which no queue takes (SQS at most 15
-// minutes): the tick fails, and on AWS the scheduled function reports an
+// by the tick, or sent at most a queue's delay ahead. Sent with the full
+// time left as the delay, which no queue takes (SQS at most 15 minutes),
+// the tick would fail, and on AWS the scheduled function would report an
 // error every time an index entry lags.
 func TestATickOfASagaWhoseTimerMovedAwayDoesNotFail(t *testing.T) {
 	r := newRig(t, "../saga/testdata/valid/cooling.yaml")

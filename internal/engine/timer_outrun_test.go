@@ -12,8 +12,8 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
-// review4Rig is a rig on a definition given as text.
-func review4Rig(t *testing.T, src string) *rig {
+// newTextRig is a rig on a definition given as text.
+func newTextRig(t *testing.T, src string) *rig {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "saga.yaml")
 	if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
@@ -24,16 +24,15 @@ func review4Rig(t *testing.T, src string) *rig {
 
 // The timer message of an await (or of a callback's wait) that a delivery
 // completed is a message of the version before the delivery's transition.
-// When it comes due while the saga still is at that next version, Handle
-// takes it for the message whose transition was written and not sent
-// (rule 3) and sends that version's messages again: a second copy of the
-// next timer, or of the next action's message, with nothing lost to
-// recover. internal/engine/receive_test.go says of this timer that it "finds the
-// next version and is dropped"; it is re-sent instead, in the ordinary
-// run of things, not after a crash.
-func TestReview4ATimerOutrunByItsDeliveryIsDropped(t *testing.T) {
+// When it comes due while the saga still is at that next version, it
+// "finds the next version and is dropped" (receive_test.go): Handle must
+// not take it for the message whose transition was written and not sent
+// (rule 3), or it would send that version's messages again, a second copy
+// of the next timer or of the next action's message, in the ordinary run
+// of things with nothing lost to recover.
+func TestATimerOutrunByItsDeliveryIsDropped(t *testing.T) {
 	t.Run("await", func(t *testing.T) {
-		r := review4Rig(t, `saga: aw
+		r := newTextRig(t, `saga: aw
 steps:
   - id: first
     action: a.first
@@ -72,7 +71,7 @@ steps:
 		}
 	})
 	t.Run("callback", func(t *testing.T) {
-		r := review4Rig(t, `saga: cb
+		r := newTextRig(t, `saga: cb
 steps:
   - id: charge
     action: p.charge
