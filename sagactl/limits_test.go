@@ -115,8 +115,8 @@ func TestInputThatIsNotAnObjectSaysItsType(t *testing.T) {
 }
 
 // A named pipe nobody writes to, or whose writer stalls, ends in a clear
-// error: opening it used to block forever (validate, run --input @FIFO,
-// validate --template FIFO all hung).
+// error rather than blocking forever (validate, run --input @FIFO,
+// validate --template FIFO).
 func TestPipesThatNeverDeliverEnd(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "never")

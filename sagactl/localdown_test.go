@@ -14,7 +14,7 @@ import (
 
 // local down signals only a local loop that is running: a state file left
 // behind whose pid now belongs to another process is cleaned up, and that
-// process is left alone (it used to get SIGTERM, and pid 1 would have).
+// process is left alone (a SIGTERM could reach any process, pid 1 too).
 func TestLocalDownSignalsOnlyARunningLocalLoop(t *testing.T) {
 	t.Chdir(t.TempDir())
 	other := exec.Command("sleep", "60")

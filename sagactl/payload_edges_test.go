@@ -16,14 +16,13 @@ import (
 	"github.com/lambdasaga/lambdasaga/sagactl"
 )
 
-// Found in review 5, fixed. A signal's payload or a callback's output with a number
-// in it is refused before anything is sent: checkDelivery decodes the JSON
-// with UseNumber and hands saga.CheckDelivery json.Number values, which it
-// does not store ("a json.Number cannot be stored"). So
-// `sagactl signal ID approved --payload '{"cents": 5}'`, `run --signal
-// 'approved={"cents": 5}'`, `plan --signal ...` and `callback TOKEN
-// --output '{"id": 1}'` all fail with exit 1; only payloads without numbers pass (the tests and
-// examples send none).
+// A signal's payload or a callback's output with a number in it is
+// accepted: `sagactl signal ID approved --payload '{"cents": 5}'`, `run
+// --signal 'approved={"cents": 5}'`, `plan --signal ...` and `callback
+// TOKEN --output '{"id": 1}'` get past the payload's check (decoded with
+// UseNumber, a json.Number must not reach saga.CheckDelivery, which
+// cannot store it). The examples send no numbers, so only this test
+// covers them.
 func TestPayloadsWithNumbersAreAccepted(t *testing.T) {
 	// run --signal: in memory, nothing else needed.
 	r := runSagactl(t, nil, "run", expenseExample, "--input", claimInput, "--signal", `approved={"approved": true, "by": "maria", "cents": 5}`)
@@ -88,11 +87,12 @@ func callbackToken(t *testing.T) string {
 	return ""
 }
 
-// Found in review 5, fixed. In sagactl run a simulated action of a callback step
-// "completes its token with its input as output" (README, docs). An input
-// over lang.MaxSignalBytes (32 KiB; the saga's input may be 128 KiB) makes
-// that completion fail as an invalid delivery: the step is retried and
-// fails, and a saga that nothing was told to fail compensates (exit 2).
+// In sagactl run a simulated action of a callback step "completes its
+// token with its input as output" (README, docs). An input over
+// lang.MaxSignalBytes (32 KiB; the saga's input may be 128 KiB) still
+// completes it: a saga that nothing was told to fail succeeds (exit 0),
+// rather than retry and compensate on a completion refused as an invalid
+// delivery.
 func TestRunSimulatedCallbackWithLargeInput(t *testing.T) {
 	dir := t.TempDir()
 	def := filepath.Join(dir, "bigcb.yaml")
@@ -110,19 +110,19 @@ func TestRunSimulatedCallbackWithLargeInput(t *testing.T) {
 	}
 }
 
-// Found in review 5, fixed. run --signal sends its signals after the saga has
-// started, one by one. When a step before the awaits fails (--fail), the
-// saga compensates while the signals are still being sent: the next one is
-// refused (ErrNotReceiving) and run exits 1, a usage error, without the
-// saga's outcome, instead of 2 (compensated). In memory the window is
-// short; on the emulators, where each signal is a round trip, it is hit
-// every time from the third signal on.
+// run --signal sends its signals after the saga has started, one by one.
+// When a step before the awaits fails (--fail), the saga compensates while
+// the signals are still being sent, and the next one is refused
+// (ErrNotReceiving): run still reports the saga's outcome and exits 2
+// (compensated), not 1, a usage error. In memory the window is short; on
+// the emulators, where each signal is a round trip, it is hit every time
+// from the third signal on.
 func TestRunSignalsAfterAFailingStepOnEmulators(t *testing.T) {
 	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
 	sq := awslocal.Endpoint(t, awslocal.EnvSQS)
 	var def strings.Builder
 	def.WriteString("saga: manyawaits\nsteps:\n  - {id: a, action: svc.a}\n")
-	args := []string{"run", "", "--fail", "a", "--json", "--dynamodb-endpoint", dyn, "--sqs-endpoint", sq, "--table", "sagactl-review5", "--queue-prefix", "sagactl-review5-"}
+	args := []string{"run", "", "--fail", "a", "--json", "--dynamodb-endpoint", dyn, "--sqs-endpoint", sq, "--table", "sagactl-payload-edges", "--queue-prefix", "sagactl-payload-edges-"}
 	for i := range 12 {
 		def.WriteString("  - {id: w" + string(rune('a'+i)) + ", await: {signal: s" + string(rune('a'+i)) + ", timeout: 1h}}\n")
 		args = append(args, "--signal", "s"+string(rune('a'+i))+"={}")
@@ -139,13 +139,12 @@ func TestRunSignalsAfterAFailingStepOnEmulators(t *testing.T) {
 	}
 }
 
-// Found in review 5 (low), fixed. The local loop's state file "is trusted only while
-// its lock is held" (local.go, localLockFile), and local down honours
-// that; --local does not: with a state file a crashed `sagactl local` left
-// behind, signal, callback and status --local talk to whatever listens at
-// its endpoints now, and when nothing does the user gets the SDK's
-// "connection refused" retries instead of "is `sagactl local` running in
-// this directory?".
+// The local loop's state file "is trusted only while its lock is held"
+// (local.go, localLockFile), by local down and by --local alike: with a
+// state file a crashed `sagactl local` left behind, signal, callback and
+// status --local refuse with "is `sagactl local` running in this
+// directory?", rather than talk to whatever listens at its endpoints now,
+// or give the SDK's "connection refused" retries when nothing does.
 func TestLocalFlagDistrustsAStaleStateFile(t *testing.T) {
 	t.Chdir(t.TempDir())
 	if err := os.MkdirAll(filepath.Dir(sagactl.LocalStateFile), 0o755); err != nil {
