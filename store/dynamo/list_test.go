@@ -20,8 +20,8 @@ import (
 // Paging through the sweep's listing (pages of 100) of 3,200 sagas long in
 // running reads each index entry about once: a page reads what it returns
 // and a few entries per shard, which the next page reads again. The bound,
-// 3 entries read per saga listed, leaves room for those. (Review 12 found
-// 16.5 when every page asked each shard for a page's worth.)
+// 3 entries read per saga listed, leaves room for those; a page that asks
+// each shard for a page's worth reads about 16.5.
 func TestListingReadsEachEntryAboutOnce(t *testing.T) {
 	b := awstest.New(t)
 	ctx := context.Background()
