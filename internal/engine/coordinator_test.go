@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,124 +17,6 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/memstore"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
-
-// rig is a coordinator on the memory store and queue with a manual clock.
-type rig struct {
-	t      *testing.T
-	store  *faultyStore
-	queue  *faultyQueue
-	q      *memqueue.Queue
-	clock  *durable.ManualClock
-	reg    *engine.Registry
-	coord  *engine.Coordinator
-	calls  sync.Map // idempotency key -> *atomic.Int64
-	plan   *saga.Plan
-	events []engine.StepEvent
-	mu     sync.Mutex
-}
-
-// faultyStore and faultyQueue let a test step in before a call.
-type faultyStore struct {
-	durable.Store
-	beforeUpdate func(p *durable.SagaUpdateParams)
-}
-
-func (s *faultyStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParams) error {
-	if f := s.beforeUpdate; f != nil {
-		s.beforeUpdate = nil
-		f(p)
-	}
-	return s.Store.SagaUpdate(ctx, p)
-}
-
-type faultyQueue struct {
-	durable.Queue
-	failSends atomic.Int64
-	sent      atomic.Int64
-}
-
-func (q *faultyQueue) Send(ctx context.Context, msgs []durable.Message) error {
-	if q.failSends.Load() > 0 {
-		q.failSends.Add(-1)
-		return errors.New("injected send failure")
-	}
-	q.sent.Add(int64(len(msgs)))
-	return q.Queue.Send(ctx, msgs)
-}
-
-func newRig(t *testing.T, defFile string) *rig {
-	r := &rig{t: t, clock: durable.NewManualClock(t0), reg: engine.NewRegistry()}
-	r.q = memqueue.New(memqueue.Config{Clock: r.clock, MaxReceives: 3, Visibility: 10 * time.Second})
-	r.store = &faultyStore{Store: memstore.New()}
-	r.queue = &faultyQueue{Queue: r.q}
-	r.plan = mustCompileFile(t, defFile)
-	r.reg.SetFallback(func(ctx context.Context, c saga.Call) (any, error) {
-		n, _ := r.calls.LoadOrStore(c.IdempotencyKey, new(atomic.Int64))
-		n.(*atomic.Int64).Add(1)
-		return map[string]any{"id": c.Step + "-1", "status": "captured"}, nil
-	})
-	var err error
-	r.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{
-		Store: r.store, Queue: r.queue, Actions: r.reg, Clock: r.clock, Rand: func() float64 { return 0.5 },
-		OnStep: func(ev engine.StepEvent) { r.mu.Lock(); r.events = append(r.events, ev); r.mu.Unlock() },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
-func (r *rig) start(id string, input map[string]any) *saga.State {
-	r.t.Helper()
-	st, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: id, Input: input})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return st
-}
-
-// receive takes the next message from either queue, moving the clock past delays.
-func (r *rig) receive() (durable.Delivery, bool) {
-	r.t.Helper()
-	for range 100 {
-		for _, q := range durable.QueueNames() {
-			ds, err := r.q.Receive(context.Background(), &durable.ReceiveParams{Queue: q, Max: 1})
-			if err != nil {
-				r.t.Fatal(err)
-			}
-			if len(ds) == 1 {
-				return ds[0], true
-			}
-		}
-		if r.q.Len(durable.QueueAdvance)+r.q.Len(durable.QueueCompensate) == 0 {
-			return durable.Delivery{}, false
-		}
-		r.clock.Advance(time.Second)
-	}
-	return durable.Delivery{}, false
-}
-
-// drain handles messages until none are left.
-func (r *rig) drain() {
-	r.t.Helper()
-	for range 200 {
-		d, ok := r.receive()
-		if !ok {
-			return
-		}
-		engine.HandleDelivery(context.Background(), r.coord, r.q, d, nil)
-	}
-	r.t.Fatal("queues did not drain")
-}
-
-func (r *rig) get(id string) *saga.State {
-	r.t.Helper()
-	st, err := r.coord.Get(context.Background(), id)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return st
-}
 
 func TestCoordinatorRunsSagaToTheEnd(t *testing.T) {
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
@@ -411,15 +292,6 @@ func TestCoordinatorCancelResumeAndStoredDefinitions(t *testing.T) {
 	if _, err := fresh.Cancel(context.Background(), "missing"); !errors.Is(err, durable.ErrNotFound) {
 		t.Fatalf("cancel of a missing saga: %v", err)
 	}
-}
-
-func mustRead(t *testing.T, path string) string {
-	t.Helper()
-	b, err := osReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // A resume (or cancel) whose write landed but whose send failed must be

@@ -1,86 +1,12 @@
 package engine_test
 
 import (
-	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/internal/engine"
-	"github.com/lambdasaga/lambdasaga/internal/memstore"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
-
-// outActions answers each call with out's value, and notes the
-// steps it was called for.
-type outActions struct {
-	out   func(saga.Call) any
-	mu    *sync.Mutex
-	steps *[]string
-}
-
-func (a outActions) Invoke(_ context.Context, c saga.Call) (any, error) {
-	a.mu.Lock()
-	*a.steps = append(*a.steps, c.Action)
-	a.mu.Unlock()
-	return a.out(c), nil
-}
-
-// runToTheEnd starts plan as saga p on a memory store, with the
-// hand-delivered queue of fork_messages_lost_test.go, and delivers every message
-// (a message whose handling fails goes back to the end, as SQS
-// redelivers it) until none is left or 500 deliveries were made.
-func runToTheEnd(t *testing.T, plan *saga.Plan, out func(saga.Call) any) (*outRig, []error) {
-	t.Helper()
-	r := &outRig{handRig: &handRig{t: t, q: &handQueue{}, store: &handStore{Store: memstore.New()}, clock: durable.NewManualClock(t0)}}
-	c, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: r.q, Actions: outActions{out, &r.mu, &r.actions}, Clock: r.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.coord = c
-	if _, err := c.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
-		t.Fatal(err)
-	}
-	var errs []error
-	for range 500 {
-		ok, err := r.deliver(func(durable.Message) bool { return true })
-		if !ok {
-			break
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return r, errs
-}
-
-type outRig struct {
-	*handRig
-	mu      sync.Mutex
-	actions []string
-}
-
-// calls lists the actions called, in order.
-func (r *outRig) calls() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return strings.Join(r.actions, " ")
-}
-
-// finalParent returns saga p, failing the test unless it is final.
-func finalParent(t *testing.T, r *outRig, errs []error) *saga.State {
-	t.Helper()
-	st := r.get("p")
-	if !st.Status.Final() {
-		var first error
-		if len(errs) > 0 {
-			first = errs[0]
-		}
-		t.Fatalf("the parent is %s after every message was delivered (%d handlings failed, the first: %v), want it final", st.Status, len(errs), first)
-	}
-	return st
-}
 
 // A parallel branch whose last step writes a 160 KiB out (its state
 // holds it once: well within saga.MaxStateBytes) ends, and the parent

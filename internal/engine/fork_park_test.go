@@ -15,7 +15,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
-// Forks under crashes, races and limits; the rig is in fork_rig_test.go.
+// Forks under crashes, races and limits; the rig is in rig_test.go.
 
 const bigForeachYAML = `saga: big
 input: {items: list}
@@ -66,14 +66,6 @@ func TestJoinPastMaxStateBytesUndoesTheChildren(t *testing.T) {
 	if log[len(log)-1] != "orders.close(close)" {
 		t.Errorf("the step before the fork not undone last: %v", log)
 	}
-}
-
-func firstLines(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = append(lines[:n], fmt.Sprintf("... (%d more)", len(lines)-n))
-	}
-	return strings.Join(lines, "\n")
 }
 
 const twoBranchYAML = `saga: trip

@@ -13,92 +13,12 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
 	"github.com/lambdasaga/lambdasaga/internal/lang"
-	"github.com/lambdasaga/lambdasaga/internal/memqueue"
-	"github.com/lambdasaga/lambdasaga/internal/memstore"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // The tests in this file pin the contract at its edges: an
 // action that returned success is compensated if the saga compensates,
 // whatever happens after it.
-
-// edgeRig runs sagas of an inline definition on the memory store and
-// queue, with actions answered by act and every call remembered.
-type edgeRig struct {
-	*rig
-	mu    sync.Mutex
-	log   []string // "step" or "step.compensate" for each call that returned success, by idempotency key order
-	okKey map[string]bool
-}
-
-func newEdgeRig(t *testing.T, src string, act func(ctx context.Context, c saga.Call) (any, error)) *edgeRig {
-	t.Helper()
-	r := &rig{t: t, clock: durable.NewManualClock(t0), reg: engine.NewRegistry()}
-	r.q = memqueue.New(memqueue.Config{Clock: r.clock, MaxReceives: 3, Visibility: 10 * time.Second})
-	r.store = &faultyStore{Store: memstore.New()}
-	r.queue = &faultyQueue{Queue: r.q}
-	r.plan = mustCompile(t, src)
-	e := &edgeRig{rig: r, okKey: map[string]bool{}}
-	r.reg.SetFallback(func(ctx context.Context, c saga.Call) (any, error) {
-		var out any = map[string]any{"id": c.Step + "-1"}
-		var err error
-		if act != nil {
-			out, err = act(ctx, c)
-		}
-		if err == nil {
-			name := c.Step
-			if c.Compensation {
-				name += ".compensate"
-			}
-			e.mu.Lock()
-			e.log = append(e.log, name)
-			e.okKey[c.IdempotencyKey] = true
-			e.mu.Unlock()
-		}
-		return out, err
-	})
-	var err error
-	r.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: r.queue, Actions: r.reg, Clock: r.clock, Rand: func() float64 { return 0.5 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
-
-// succeeded lists the calls that returned success, in order.
-func (e *edgeRig) succeeded() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return strings.Join(e.log, " ")
-}
-
-// ended fails unless saga id ended in status with a failure of failType at
-// failStep, after exactly the successful calls given.
-func (e *edgeRig) ended(t *testing.T, id string, status durable.Status, failType, failStep, calls string) {
-	t.Helper()
-	st := e.get(id)
-	if st.Status != status {
-		t.Fatalf("status %s, want %s (failure %v)", st.Status, status, st.Failure)
-	}
-	if st.Failure == nil || st.Failure.Type != failType || st.Failure.Step != failStep {
-		t.Fatalf("failure %+v, want %s at %s", st.Failure, failType, failStep)
-	}
-	if got := e.succeeded(); got != calls {
-		t.Fatalf("calls %q, want %q", got, calls)
-	}
-}
-
-// checkCompensated fails unless every forward action that returned
-// success had its compensation return success too.
-func (e *edgeRig) checkCompensated(t *testing.T, compensable ...string) {
-	t.Helper()
-	calls := " " + e.succeeded() + " "
-	for _, s := range compensable {
-		if strings.Contains(calls, " "+s+" ") && !strings.Contains(calls, " "+s+".compensate ") {
-			t.Errorf("%s returned success and was never compensated; calls: %s", s, strings.TrimSpace(calls))
-		}
-	}
-}
 
 const bigOutputSaga = `
 saga: big

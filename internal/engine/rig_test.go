@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -15,7 +18,243 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/memqueue"
 	"github.com/lambdasaga/lambdasaga/internal/memstore"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
+	"github.com/lambdasaga/lambdasaga/internal/sagatest"
 )
+
+// The package's test rigs: coordinators on the memory store and queue,
+// with a manual clock, behind wrappers that let a test fail, drop, watch
+// or reorder any call.
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+var (
+	mustCompile     = sagatest.MustCompile
+	mustCompileOpts = sagatest.MustCompileWith
+	mustCompileFile = sagatest.MustCompileFile
+	decodeInput     = sagatest.DecodeInput
+	orderIn         = sagatest.OrderInput
+)
+
+func join(xs []string) string { return strings.Join(xs, " ") }
+
+func equalValues(a, b any) bool { return fmt.Sprintf("%#v", a) == fmt.Sprintf("%#v", b) }
+
+var osReadFile = os.ReadFile
+
+// rig is a coordinator on the memory store and queue with a manual clock.
+type rig struct {
+	t      *testing.T
+	store  *faultyStore
+	queue  *faultyQueue
+	q      *memqueue.Queue
+	clock  *durable.ManualClock
+	reg    *engine.Registry
+	coord  *engine.Coordinator
+	calls  sync.Map // idempotency key -> *atomic.Int64
+	plan   *saga.Plan
+	events []engine.StepEvent
+	mu     sync.Mutex
+}
+
+// faultyStore and faultyQueue let a test step in before a call.
+type faultyStore struct {
+	durable.Store
+	beforeUpdate func(p *durable.SagaUpdateParams)
+}
+
+func (s *faultyStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParams) error {
+	if f := s.beforeUpdate; f != nil {
+		s.beforeUpdate = nil
+		f(p)
+	}
+	return s.Store.SagaUpdate(ctx, p)
+}
+
+type faultyQueue struct {
+	durable.Queue
+	failSends atomic.Int64
+	sent      atomic.Int64
+}
+
+func (q *faultyQueue) Send(ctx context.Context, msgs []durable.Message) error {
+	if q.failSends.Load() > 0 {
+		q.failSends.Add(-1)
+		return errors.New("injected send failure")
+	}
+	q.sent.Add(int64(len(msgs)))
+	return q.Queue.Send(ctx, msgs)
+}
+
+func newRig(t *testing.T, defFile string) *rig {
+	r := &rig{t: t, clock: durable.NewManualClock(t0), reg: engine.NewRegistry()}
+	r.q = memqueue.New(memqueue.Config{Clock: r.clock, MaxReceives: 3, Visibility: 10 * time.Second})
+	r.store = &faultyStore{Store: memstore.New()}
+	r.queue = &faultyQueue{Queue: r.q}
+	r.plan = mustCompileFile(t, defFile)
+	r.reg.SetFallback(func(ctx context.Context, c saga.Call) (any, error) {
+		n, _ := r.calls.LoadOrStore(c.IdempotencyKey, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+		return map[string]any{"id": c.Step + "-1", "status": "captured"}, nil
+	})
+	var err error
+	r.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{
+		Store: r.store, Queue: r.queue, Actions: r.reg, Clock: r.clock, Rand: func() float64 { return 0.5 },
+		OnStep: func(ev engine.StepEvent) { r.mu.Lock(); r.events = append(r.events, ev); r.mu.Unlock() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *rig) start(id string, input map[string]any) *saga.State {
+	r.t.Helper()
+	st, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: id, Input: input})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return st
+}
+
+// receive takes the next message from either queue, moving the clock past delays.
+func (r *rig) receive() (durable.Delivery, bool) {
+	r.t.Helper()
+	for range 100 {
+		for _, q := range durable.QueueNames() {
+			ds, err := r.q.Receive(context.Background(), &durable.ReceiveParams{Queue: q, Max: 1})
+			if err != nil {
+				r.t.Fatal(err)
+			}
+			if len(ds) == 1 {
+				return ds[0], true
+			}
+		}
+		if r.q.Len(durable.QueueAdvance)+r.q.Len(durable.QueueCompensate) == 0 {
+			return durable.Delivery{}, false
+		}
+		r.clock.Advance(time.Second)
+	}
+	return durable.Delivery{}, false
+}
+
+// drain handles messages until none are left.
+func (r *rig) drain() {
+	r.t.Helper()
+	for range 200 {
+		d, ok := r.receive()
+		if !ok {
+			return
+		}
+		engine.HandleDelivery(context.Background(), r.coord, r.q, d, nil)
+	}
+	r.t.Fatal("queues did not drain")
+}
+
+func (r *rig) get(id string) *saga.State {
+	r.t.Helper()
+	st, err := r.coord.Get(context.Background(), id)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return st
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := osReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// newTextRig is a rig on a definition given as text.
+func newTextRig(t *testing.T, src string) *rig {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "saga.yaml")
+	if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return newRig(t, p)
+}
+
+// edgeRig runs sagas of an inline definition on the memory store and
+// queue, with actions answered by act and every call remembered.
+type edgeRig struct {
+	*rig
+	mu    sync.Mutex
+	log   []string // "step" or "step.compensate" for each call that returned success, by idempotency key order
+	okKey map[string]bool
+}
+
+func newEdgeRig(t *testing.T, src string, act func(ctx context.Context, c saga.Call) (any, error)) *edgeRig {
+	t.Helper()
+	r := &rig{t: t, clock: durable.NewManualClock(t0), reg: engine.NewRegistry()}
+	r.q = memqueue.New(memqueue.Config{Clock: r.clock, MaxReceives: 3, Visibility: 10 * time.Second})
+	r.store = &faultyStore{Store: memstore.New()}
+	r.queue = &faultyQueue{Queue: r.q}
+	r.plan = mustCompile(t, src)
+	e := &edgeRig{rig: r, okKey: map[string]bool{}}
+	r.reg.SetFallback(func(ctx context.Context, c saga.Call) (any, error) {
+		var out any = map[string]any{"id": c.Step + "-1"}
+		var err error
+		if act != nil {
+			out, err = act(ctx, c)
+		}
+		if err == nil {
+			name := c.Step
+			if c.Compensation {
+				name += ".compensate"
+			}
+			e.mu.Lock()
+			e.log = append(e.log, name)
+			e.okKey[c.IdempotencyKey] = true
+			e.mu.Unlock()
+		}
+		return out, err
+	})
+	var err error
+	r.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: r.queue, Actions: r.reg, Clock: r.clock, Rand: func() float64 { return 0.5 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// succeeded lists the calls that returned success, in order.
+func (e *edgeRig) succeeded() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return strings.Join(e.log, " ")
+}
+
+// ended fails unless saga id ended in status with a failure of failType at
+// failStep, after exactly the successful calls given.
+func (e *edgeRig) ended(t *testing.T, id string, status durable.Status, failType, failStep, calls string) {
+	t.Helper()
+	st := e.get(id)
+	if st.Status != status {
+		t.Fatalf("status %s, want %s (failure %v)", st.Status, status, st.Failure)
+	}
+	if st.Failure == nil || st.Failure.Type != failType || st.Failure.Step != failStep {
+		t.Fatalf("failure %+v, want %s at %s", st.Failure, failType, failStep)
+	}
+	if got := e.succeeded(); got != calls {
+		t.Fatalf("calls %q, want %q", got, calls)
+	}
+}
+
+// checkCompensated fails unless every forward action that returned
+// success had its compensation return success too.
+func (e *edgeRig) checkCompensated(t *testing.T, compensable ...string) {
+	t.Helper()
+	calls := " " + e.succeeded() + " "
+	for _, s := range compensable {
+		if strings.Contains(calls, " "+s+" ") && !strings.Contains(calls, " "+s+".compensate ") {
+			t.Errorf("%s returned success and was never compensated; calls: %s", s, strings.TrimSpace(calls))
+		}
+	}
+}
 
 // frig is the rig for forks: the memory store and queue behind
 // wrappers that can fail or drop any call, a manual clock, and actions
@@ -334,4 +573,204 @@ func countOf(log []string, s string) int {
 		}
 	}
 	return n
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], fmt.Sprintf("... (%d more)", len(lines)-n))
+	}
+	return strings.Join(lines, "\n")
+}
+
+var errHandFault = errors.New("injected fault")
+
+// handQueue keeps what is sent, in order; failSend, when it returns
+// true for a batch, fails that send (nothing is queued).
+type handQueue struct {
+	msgs     []durable.Message
+	failSend func([]durable.Message) bool
+}
+
+func (q *handQueue) Send(_ context.Context, msgs []durable.Message) error {
+	if q.failSend != nil && q.failSend(msgs) {
+		return errHandFault
+	}
+	q.msgs = append(q.msgs, msgs...)
+	return nil
+}
+
+// handStore fails SagaCreate when failCreate says so.
+type handStore struct {
+	durable.Store
+	failCreate func(id string) bool
+}
+
+func (s *handStore) SagaCreate(ctx context.Context, p *durable.SagaCreateParams) error {
+	if s.failCreate != nil && s.failCreate(p.Record.SagaID) {
+		return errHandFault
+	}
+	return s.Store.SagaCreate(ctx, p)
+}
+
+// handActions runs actions: fail says which calls fail for good; calls
+// logs every call as saga/step(.compensate).
+type handActions struct {
+	fail  func(saga.Call) bool
+	calls []string
+}
+
+func (a *handActions) Invoke(_ context.Context, c saga.Call) (any, error) {
+	name := c.SagaID + "/" + c.Step
+	if c.Compensation {
+		name += ".compensate"
+	}
+	a.calls = append(a.calls, name)
+	if a.fail != nil && a.fail(c) {
+		return nil, saga.Permanent(saga.NewError("Rejected", c.Action+" rejected"))
+	}
+	return map[string]any{"id": c.IdempotencyKey}, nil
+}
+
+func (a *handActions) called(prefix string) []string {
+	var out []string
+	for _, c := range a.calls {
+		if strings.HasPrefix(c, prefix) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// handRig is a coordinator on the memory store whose queue the test
+// delivers by hand: messages in the order the test picks, delays ignored
+// (a message whose handling fails stays queued, as SQS redelivers it),
+// with faults placed on one send or one create.
+type handRig struct {
+	t       *testing.T
+	q       *handQueue
+	store   *handStore
+	actions *handActions
+	coord   *engine.Coordinator
+	clock   *durable.ManualClock
+}
+
+func newHandRig(t *testing.T) *handRig {
+	r := &handRig{t: t, q: &handQueue{}, store: &handStore{Store: memstore.New()}, actions: &handActions{}, clock: durable.NewManualClock(t0)}
+	c, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: r.q, Actions: r.actions, Clock: r.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.coord = c
+	return r
+}
+
+// deliver handles the first queued message pick accepts; a message whose
+// handling fails goes back to the end of the queue. It reports whether
+// there was one, and the handler's error.
+func (r *handRig) deliver(pick func(durable.Message) bool) (bool, error) {
+	for i, m := range r.q.msgs {
+		if !pick(m) {
+			continue
+		}
+		r.q.msgs = append(r.q.msgs[:i:i], r.q.msgs[i+1:]...)
+		_, err := r.coord.Handle(context.Background(), durable.AppendMessage(nil, m))
+		if err != nil {
+			r.q.msgs = append(r.q.msgs, m)
+		}
+		return true, err
+	}
+	return false, nil
+}
+
+// drain delivers every message, delays ignored, until none is left or
+// the same ones keep failing.
+func (r *handRig) drain() {
+	for range 500 {
+		if ok, _ := r.deliver(func(durable.Message) bool { return true }); !ok {
+			return
+		}
+	}
+}
+
+func (r *handRig) get(id string) *saga.State {
+	st, err := r.coord.Get(context.Background(), id)
+	if err != nil {
+		r.t.Fatalf("get %s: %v", id, err)
+	}
+	return st
+}
+
+func forSaga(id string) func(durable.Message) bool {
+	return func(m durable.Message) bool { return m.SagaID == id }
+}
+
+// outActions answers each call with out's value, and notes the
+// steps it was called for.
+type outActions struct {
+	out   func(saga.Call) any
+	mu    *sync.Mutex
+	steps *[]string
+}
+
+func (a outActions) Invoke(_ context.Context, c saga.Call) (any, error) {
+	a.mu.Lock()
+	*a.steps = append(*a.steps, c.Action)
+	a.mu.Unlock()
+	return a.out(c), nil
+}
+
+// runToTheEnd starts plan as saga p on a memory store, with handRig's
+// hand-delivered queue, and delivers every message (a message whose
+// handling fails goes back to the end, as SQS redelivers it) until none
+// is left or 500 deliveries were made.
+func runToTheEnd(t *testing.T, plan *saga.Plan, out func(saga.Call) any) (*outRig, []error) {
+	t.Helper()
+	r := &outRig{handRig: &handRig{t: t, q: &handQueue{}, store: &handStore{Store: memstore.New()}, clock: durable.NewManualClock(t0)}}
+	c, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: r.q, Actions: outActions{out, &r.mu, &r.actions}, Clock: r.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.coord = c
+	if _, err := c.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	var errs []error
+	for range 500 {
+		ok, err := r.deliver(func(durable.Message) bool { return true })
+		if !ok {
+			break
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return r, errs
+}
+
+type outRig struct {
+	*handRig
+	mu      sync.Mutex
+	actions []string
+}
+
+// calls lists the actions called, in order.
+func (r *outRig) calls() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.actions, " ")
+}
+
+// finalParent returns saga p, failing the test unless it is final.
+func finalParent(t *testing.T, r *outRig, errs []error) *saga.State {
+	t.Helper()
+	st := r.get("p")
+	if !st.Status.Final() {
+		var first error
+		if len(errs) > 0 {
+			first = errs[0]
+		}
+		t.Fatalf("the parent is %s after every message was delivered (%d handlings failed, the first: %v), want it final", st.Status, len(errs), first)
+	}
+	return st
 }

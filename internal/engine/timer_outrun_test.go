@@ -2,8 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,16 +9,6 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/engine"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
-
-// newTextRig is a rig on a definition given as text.
-func newTextRig(t *testing.T, src string) *rig {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "saga.yaml")
-	if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return newRig(t, p)
-}
 
 // The timer message of an await (or of a callback's wait) that a delivery
 // completed is a message of the version before the delivery's transition.
