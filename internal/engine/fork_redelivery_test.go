@@ -1,15 +1,26 @@
 package engine_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
-// Crash windows of a fork. An injected error stands for a crash at that
-// point: the handler returns it, the message comes back, and redelivery
-// alone must finish the saga with each effect applied once.
+// A fork's messages lost, repeated or redelivered. Redelivery alone (no
+// sweep) must finish the saga with each effect applied once.
+//
+// The first tests inject an error in each crash window of a fork: the
+// error stands for a crash at that point; the handler returns it, and the
+// message comes back. The tests after them are scenarios of the
+// fault-injection simulation (internal/sim) driven by hand on handRig,
+// whose queue delivers messages in the order the test picks, with faults
+// placed on one send or one create.
 
 const shipYAML = `saga: ship
 input: {items: list}
@@ -185,5 +196,322 @@ func TestForkUnderDuplicateDeliveryShipsAndRecallsOnce(t *testing.T) {
 				checkShipped(t, r, in, want)
 			})
 		}
+	}
+}
+
+// A join whose write lands and whose send fails is sent again when the
+// join message comes back: it finds the fork joined and sends the outbox
+// of the version it wrote, as the step handler does for a repeat (rule
+// 3). Otherwise the parent stays running (or compensating) with nothing
+// queued, and only the sweep, 35 minutes on, can move it.
+func TestJoinWhoseSendFailedIsSentAgain(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: joined
+steps:
+  - id: both
+    parallel:
+      - steps: [{id: left, action: svc.left}]
+      - steps: [{id: right, action: svc.right}]
+  - id: after
+    action: svc.after
+`)
+	ctx := context.Background()
+	failed := false
+	r.q.failSend = func(msgs []durable.Message) bool {
+		for _, m := range msgs {
+			if m.SagaID == "p" && m.Step == "after" && !failed {
+				failed = true // the join's send, once
+				return true
+			}
+		}
+		return false
+	}
+	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if !failed {
+		t.Fatal("the join's send was never tried")
+	}
+	if st := r.get("p"); st.Status != durable.StatusSucceeded {
+		t.Fatalf("after a join whose send failed once: %s at version %d with %d messages queued, want succeeded", st.Status, st.Version, len(r.q.msgs))
+	}
+}
+
+// An undo whose write lands and whose send fails is sent again when the
+// KindUndo message comes back and finds the child undoing and not final.
+// Otherwise the child stays compensating with nothing queued, and its
+// parent waits on it.
+func TestUndoWhoseSendFailedIsSentAgain(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: undone
+steps:
+  - id: both
+    parallel:
+      - steps: [{id: left, action: svc.left, compensate: {action: svc.left_undo}}]
+      - steps: [{id: right, action: svc.right, compensate: {action: svc.right_undo}}]
+  - id: after
+    action: svc.after
+`)
+	r.actions.fail = func(c saga.Call) bool { return c.Step == "after" }
+	failed := false
+	r.q.failSend = func(msgs []durable.Message) bool {
+		for _, m := range msgs {
+			if m.Queue == durable.QueueCompensate && m.Kind == durable.KindStep && strings.HasPrefix(m.SagaID, "p.") && !failed {
+				failed = true // the first child's undo: its compensation's send, once
+				return true
+			}
+		}
+		return false
+	}
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if !failed {
+		t.Fatal("no child's undo was sent")
+	}
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Fatalf("after an undo whose send failed once: %s at version %d with %d messages queued, want compensated", st.Status, st.Version, len(r.q.msgs))
+	}
+	for _, id := range []string{"p.both.1.0", "p.both.1.1"} {
+		if st := r.get(id); st.Status != durable.StatusCompensated {
+			t.Errorf("child %s: %s, want compensated (undone)", id, st.Status)
+		}
+	}
+}
+
+// The parent's side of an undo whose send failed: the write of
+// EventUndone (one child undone, the next one's turn) lands and its send,
+// the next child's KindUndo, fails; the child's ended message comes back,
+// finds the parent moved on to the next child, and sends that undo again.
+// Otherwise the parent waits compensating and the child stays succeeded.
+func TestUndoneWhoseSendFailedIsSentAgain(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: undone
+steps:
+  - id: both
+    parallel:
+      - steps: [{id: left, action: svc.left, compensate: {action: svc.left_undo}}]
+      - steps: [{id: right, action: svc.right, compensate: {action: svc.right_undo}}]
+  - id: after
+    action: svc.after
+`)
+	r.actions.fail = func(c saga.Call) bool { return c.Step == "after" }
+	failed := false
+	r.q.failSend = func(msgs []durable.Message) bool {
+		for _, m := range msgs {
+			if m.Kind == durable.KindUndo && m.SagaID == "p.both.1.0" && !failed {
+				failed = true // the undo of child 0, sent by the write that noted child 1 undone
+				return true
+			}
+		}
+		return false
+	}
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if !failed {
+		t.Fatal("child 0's undo was never sent")
+	}
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Fatalf("after an undone whose send failed once: %s at version %d with %d messages queued, want compensated (child 0: %s)", st.Status, st.Version, len(r.q.msgs), r.get("p.both.1.0").Status)
+	}
+}
+
+// A launch from the fork's outbox that comes after the fork failed never
+// runs its child: no new step starts anywhere in a failed fork
+// (docs/PROTOCOL.md, "Failure and cancel"). Here the fork's first send
+// dies after child 0; child 0 fails and its count's cancel of the other
+// lanes dies before it creates child 1 stopped; the fork's message,
+// redelivered, sends the outbox again, and the launch of child 1 must
+// read the fork record and find it failed.
+func TestChildLaunchedAfterTheForkFailedNeverRuns(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: late
+input: {items: list}
+steps:
+  - id: first
+    action: svc.first
+  - id: each
+    foreach: "${input.items}"
+    concurrency: 3
+    steps: [{id: work, action: svc.work}]
+`)
+	ctx := context.Background()
+	creates := 0
+	r.store.failCreate = func(id string) bool {
+		if id == "p.each.2.1" {
+			creates++
+			return creates <= 2 // the fork's launch, then the cancel's
+		}
+		return false
+	}
+	r.actions.fail = func(c saga.Call) bool { return c.SagaID == "p.each.2.0" }
+	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p", Input: map[string]any{"items": []any{"a", "b", "c"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.deliver(forSaga("p")); err == nil {
+		t.Fatal("the fork's launch of child 1 did not fail")
+	}
+	r.deliver(forSaga("p.each.2.0")) // child 0 fails and compensates
+	if _, err := r.deliver(func(m durable.Message) bool { return m.Kind == durable.KindEnded }); err == nil {
+		t.Fatal("the count's cancel of child 1 did not fail")
+	}
+	r.deliver(forSaga("p")) // the fork's message again: its outbox is sent again
+	r.drain()
+	// Child 2 was launched before child 0 failed (one launch failing does
+	// not keep the others back) and may finish; child 1, launched only
+	// when the outbox is sent again after the failure, must not run.
+	if got := r.actions.called("p.each.2.1/"); len(got) > 0 {
+		t.Errorf("a child created after the fork failed ran %v", got)
+	}
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Errorf("parent: %s, want compensated", st.Status)
+	}
+}
+
+// A repeated ended message of a child that licensed its lane's next
+// child, handled after another child failed, does not stop the lane while
+// the child it licensed still runs. Stopping it would make the fork look
+// closed: the parent would get its join, find that child running and
+// fail with ErrDamagedState, the error of a message that goes to the
+// dead-letter queue. Here child 0's count launches child 2, whose first
+// send fails, so child 0's ended message comes back after child 1
+// failed; its count had licensed child 2 before the failure, and the
+// repeat must not take the failure for the lane's own.
+func TestRepeatedEndedNeverStopsALaneWhoseChildRuns(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: lanes
+input: {items: list}
+steps:
+  - id: first
+    action: svc.first
+  - id: each
+    foreach: "${input.items}"
+    concurrency: 2
+    steps: [{id: work, action: svc.work}]
+`)
+	ctx := context.Background()
+	r.actions.fail = func(c saga.Call) bool { return c.SagaID == "p.each.2.1" }
+	failed := false
+	r.q.failSend = func(msgs []durable.Message) bool {
+		for _, m := range msgs {
+			if m.SagaID == "p.each.2.2" && !failed {
+				failed = true // child 2's first message, once
+				return true
+			}
+		}
+		return false
+	}
+	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p", Input: map[string]any{"items": []any{"a", "b", "c", "d"}}}); err != nil {
+		t.Fatal(err)
+	}
+	r.deliver(forSaga("p"))          // the fork launches children 0 and 1
+	r.deliver(forSaga("p.each.2.0")) // child 0 succeeds
+	if _, err := r.deliver(func(m durable.Message) bool { return m.Kind == durable.KindEnded }); err == nil {
+		t.Fatal("child 0's count did not fail on child 2's send")
+	}
+	r.deliver(forSaga("p.each.2.1"))                                                                           // child 1 fails
+	r.deliver(func(m durable.Message) bool { return m.Kind == durable.KindEnded && m.SagaID == "p.each.2.1" }) // its count cancels child 2
+	r.deliver(func(m durable.Message) bool { return m.Kind == durable.KindEnded && m.SagaID == "p.each.2.0" }) // child 0's ended again
+	// The join, sent by the repeat, comes before child 2's action.
+	if ok, err := r.deliver(func(m durable.Message) bool { return m.Kind == durable.KindJoin }); ok && errors.Is(err, engine.ErrDamagedState) {
+		t.Fatalf("the join failed as poison while child 2 is %s: %v", r.get("p.each.2.2").Status, err)
+	}
+	for range 100 {
+		if len(r.q.msgs) == 0 {
+			break
+		}
+		if _, err := r.deliver(func(durable.Message) bool { return true }); errors.Is(err, engine.ErrDamagedState) {
+			t.Fatalf("a message failed as poison: %v (child 2: %s)", err, r.get("p.each.2.2").Status)
+		}
+	}
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Errorf("parent: %s, want compensated", st.Status)
+	}
+}
+
+const twoBranchYAML = `saga: trip
+steps:
+  - id: book
+    parallel:
+      - steps:
+          - {id: hotel, action: hotels.book, with: {arg: hotel}, out: h, compensate: {action: hotels.cancel, with: {arg: hotel}}}
+      - steps:
+          - {id: flight, action: flights.book, with: {arg: flight}, out: f, compensate: {action: flights.cancel, with: {arg: flight}}}
+    out: booked
+  - {id: pay, action: cards.charge, with: {arg: pay}}
+`
+
+// The join's write lands and its outbox (the parent's next action) is not
+// sent (a crash between them). PROTOCOL, crash windows: "the message comes
+// back and finds m + 1: the stored outbox is sent (rule 3)". The join
+// handler follows rule 3 too: dropped as stale instead, the parent would
+// sit in running with its next message unsent until a sweep found it
+// idle (20 to 35 minutes, and only with a sweep deployed).
+func TestAJoinWhoseOutboxWasLostIsSentOnRedelivery(t *testing.T) {
+	r := newFrig(t, twoBranchYAML, nil)
+	fails := 1
+	r.queue.setHook(func(m durable.Message) (bool, error) {
+		if m.SagaID == "p" && m.Step == "pay" && fails > 0 {
+			fails--
+			return false, errInjected
+		}
+		return false, nil
+	})
+	r.start("p", nil)
+	r.drain()
+	if st := r.get("p"); st.Status != durable.StatusSucceeded {
+		t.Fatalf("parent %s at version %d after the join's redelivery, no sweep: want succeeded (handle errors: %s)",
+			st.Status, st.Version, firstLines(r.handleErrors(), 2))
+	}
+}
+
+const awaitThenForkYAML = `saga: gated
+steps:
+  - {id: gate, await: {signal: go, timeout: 72h}}
+  - id: fan
+    parallel:
+      - steps: [{id: x, action: xs.do, with: {arg: x}}]
+      - steps: [{id: y, action: ys.do, with: {arg: y}}]
+  - {id: after, action: after.run, with: {arg: after}}
+`
+
+// A signal leads the saga into a fork; the signal's write lands and its
+// outbox (the launches) fails. The error says "send it again, with the
+// same id, or the sweep sends it": the retry with the same id is a
+// duplicate, and its re-sent outbox launches the children, rather than
+// leave them uncreated until the sweep comes.
+func TestASignalRetriedWithItsIDLaunchesTheFork(t *testing.T) {
+	r := newFrig(t, awaitThenForkYAML, nil)
+	ctx := context.Background()
+	r.start("p", nil)
+	r.drain()
+	fails := 1
+	r.store.setHook(func(op, key string) error {
+		if op == "create" && key != "p" && fails > 0 {
+			fails--
+			return errInjected
+		}
+		return nil
+	})
+	if _, err := r.coord.Signal(ctx, &engine.SignalParams{SagaID: "p", Name: "go", ID: "go-1"}); err == nil {
+		t.Fatal("setup: the launch did not fail")
+	}
+	d, err := r.coord.Signal(ctx, &engine.SignalParams{SagaID: "p", Name: "go", ID: "go-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if st := r.get("p"); st.Status != durable.StatusSucceeded {
+		_, cerr := r.coord.Get(ctx, durable.ChildID("p", "fan", 2, 0))
+		t.Fatalf("after the retried signal (%s): parent %s, child 0: %v; want the fork launched and the saga done", d.Receipt, st.Status, cerr)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lambdasaga/lambdasaga/durable"
@@ -232,5 +233,56 @@ steps:
 	r.drain()
 	if st := r.get("p"); st.Status != durable.StatusSucceeded || !slices.Contains(r.effects(), "after.do(yes)") {
 		t.Fatalf("signal %s; parent %s, effects %v", d.Receipt, st.Status, r.effects())
+	}
+}
+
+// A fork visited twice (a loop back to it) is two entries on the stack:
+// when the saga compensates, the children of both visits are undone, the
+// later visit's first.
+func TestAForkVisitedTwiceIsUndoneTwice(t *testing.T) {
+	src := `saga: twice
+steps:
+  - {id: init, set: {n: "${0}"}}
+  - id: fan
+    parallel:
+      - steps: [{id: a, action: a.do, with: {arg: "${vars.n}"}, compensate: {action: a.undo, with: {arg: "${vars.n}"}}}]
+  - {id: inc, set: {n: "${vars.n + 1}"}}
+  - id: again
+    switch:
+      - {if: "${vars.n < 2}", next: fan}
+      - {default: last}
+  - {id: last, action: last.do, with: {arg: last}}
+`
+	r := newFrig(t, src, nil)
+	r.fail["last.do(last)"] = true
+	r.start("p", nil)
+	r.drain()
+	log := r.effects()
+	want := []string{"a.do(0)", "a.do(1)", "a.undo(1)", "a.undo(0)"}
+	if st := r.get("p"); st.Status != durable.StatusCompensated || !slices.Equal(log, want) {
+		t.Fatalf("parent %s, effects %v, want %v", st.Status, log, want)
+	}
+}
+
+// A child's id is <parent>.<step>.<visit>.<index>, and a saga id may hold
+// dots: a saga someone starts as "p.fan.1.0" would be taken for the first
+// branch of saga p's fork, the branch would never run, and the fork would
+// never close, or join the stranger's output as its branch's. A start
+// with an id of a child's form is refused, and the launch checks that a
+// saga it meets is its child.
+func TestAChildIDCannotBeTakenByAnotherSaga(t *testing.T) {
+	r := newFrig(t, twoBranchYAML, nil)
+	ctx := context.Background()
+	other := mustCompile(t, "saga: other\nsteps:\n  - {id: o, action: others.do, with: {arg: other}}\n")
+	// No saga can take a child's id.
+	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: other, SagaID: "p.book.1.0"}); err == nil || !strings.Contains(err.Error(), "has the form of a child run's id") {
+		t.Fatalf("a start with a child's id: %v", err)
+	}
+	r.start("p", nil)
+	r.drain()
+	log := r.effects()
+	st := r.get("p")
+	if !slices.Contains(log, "hotels.book(hotel)") || st.Status != durable.StatusSucceeded {
+		t.Fatalf("parent %s, effects %v: the hotel branch never ran (its id belongs to another saga)", st.Status, log)
 	}
 }

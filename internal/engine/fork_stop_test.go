@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,7 +13,11 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
 )
+
+// A fork's stop: the message that a cancel, the saga's deadline or a
+// failed child sends to cancel the fork's running children, lane by lane.
 
 const threeWaitingBranches = `
 saga: stopped
@@ -283,5 +288,190 @@ func TestForkStopRecordsItsLanesOnTheEmulators(t *testing.T) {
 		if st, err := local.Get(ctx, id); err != nil || !st.Status.Final() {
 			t.Fatalf("%s: the saga after its stop: %+v %v, want it ended", id, st, err)
 		}
+	}
+}
+
+// A parent cancelled while its fork's children run joins and
+// compensates. Its stop records a failure from outside the fork (the
+// failed child one past the last), so the join brings neither outputs nor
+// a child's failure; the join must still be accepted, or it goes to the
+// dead-letter queue and the parent waits forever. The same holds for a
+// parent whose deadline passes while its children run.
+func TestCancelWhileChildrenRunJoinsAndCompensates(t *testing.T) {
+	r := newHandRig(t)
+	plan := mustCompile(t, `
+saga: cancelled
+steps:
+  - id: first
+    action: svc.first
+    compensate: {action: svc.first_undo}
+  - id: both
+    parallel:
+      - steps: [{id: left, action: svc.left, compensate: {action: svc.left_undo}}]
+      - steps: [{id: right, action: svc.right, compensate: {action: svc.right_undo}}]
+`)
+	ctx := context.Background()
+	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	r.deliver(forSaga("p")) // first runs; the fork launches both branches
+	if st := r.get("p"); st.Status != durable.StatusWaiting {
+		t.Fatalf("after first: %s, want waiting on the fork", st.Status)
+	}
+	if _, err := r.coord.Cancel(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	st := r.get("p")
+	if st.Status != durable.StatusCompensated {
+		_, err := r.deliver(func(m durable.Message) bool { return m.Kind == durable.KindJoin })
+		t.Fatalf("cancelled while its children ran: %s at version %d, want compensated (the join's error: %v)", st.Status, st.Version, err)
+	}
+	if got := r.actions.called("p/first.compensate"); len(got) == 0 {
+		t.Errorf("first was never compensated")
+	}
+}
+
+// A cancel lands between the fork's write and its launches (the launcher
+// died): the cancel's stop creates the children stopped, and the saga
+// compensates without running any branch.
+func TestCancelBeforeTheLaunchesRunsNoBranch(t *testing.T) {
+	r := newFrig(t, twoBranchYAML, nil)
+	ctx := context.Background()
+	r.store.setHook(func(op, key string) error {
+		if op == "create" && key != "p" {
+			return errInjected
+		}
+		return nil
+	})
+	// The first step forks at once: the start's launches fail.
+	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: r.plan, SagaID: "p"}); err == nil {
+		t.Fatal("setup: the launches did not fail")
+	}
+	r.store.setHook(nil)
+	if _, err := r.coord.Cancel(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	st := r.get("p")
+	if st.Status != durable.StatusCompensated || len(r.effects()) != 0 {
+		t.Fatalf("parent %s %+v, effects %v", st.Status, st.Failure, r.effects())
+	}
+}
+
+// A cancel that lands while a failed fork undoes its children (the parent
+// is running, the fork's catch will route the failure): the cancel is
+// accepted, so it must win over the catch.
+func TestCancelWhileAFailedForkUndoesBeatsItsCatch(t *testing.T) {
+	r := newFrig(t, catchForkYAML, nil)
+	r.fail["b.one(b1)"] = true
+	r.start("p", nil)
+	undoing := func() bool {
+		st := r.get("p")
+		cur, ok := st.Pending()
+		return ok && cur.Fork && cur.Compensating
+	}
+	if !r.drainUntil(undoing) {
+		t.Fatalf("setup: the parent never undid its children: %s", r.get("p").Status)
+	}
+	if _, err := r.coord.Cancel(context.Background(), "p"); err != nil {
+		t.Logf("cancel refused: %v", err)
+		return // refusing is fine too
+	}
+	r.drain()
+	if st := r.get("p"); st.Status != durable.StatusCompensated || st.Failure == nil || st.Failure.Type != lang.ErrorTypeCancelled {
+		t.Fatalf("a cancel accepted while the fork was undone: parent %s, output %v; want compensated, cancelled", st.Status, st.Output)
+	}
+}
+
+// A cancel of a saga whose fork's branch itself waits on a fork must
+// reach every level although one store call among the many it makes
+// fails once, and the caller does not call Cancel again (a client gives
+// up; the sweep is not due for an hour). The stop is a queued message:
+// Cancel writes the saga and sends it, and its handler, retried as any
+// message is, stops one level. Done inside the caller's Cancel, one
+// failure anywhere in the tree would fail the whole call, and the
+// grandchild would keep waiting, its parents with it, until the sweep.
+func TestACancelReachesEveryLevelOfNestedForksWithoutTheCaller(t *testing.T) {
+	const src = `saga: nest
+steps:
+  - id: outer
+    parallel:
+      - steps:
+          - {id: book, action: rooms.book, with: {arg: room}, compensate: {action: rooms.cancel, with: {arg: room}}}
+          - id: inner
+            parallel:
+              - steps:
+                  - {id: hold, await: {signal: go, timeout: 72h}}
+              - steps:
+                  - {id: pay, action: cards.charge, with: {arg: card}, compensate: {action: cards.refund, with: {arg: card}}}
+      - steps:
+          - {id: car, action: cars.book, with: {arg: car}, compensate: {action: cars.cancel, with: {arg: car}}}
+`
+	r := newFrig(t, src, nil)
+	ctx := context.Background()
+	r.start("p", nil)
+	r.drain() // the grandchild awaits its signal; everything else succeeded
+	branch := durable.ChildID("p", "outer", 1, 0)
+	held := durable.ChildID(branch, "inner", 2, 0)
+	if st := r.get(held); st.Status != durable.StatusWaiting {
+		t.Fatalf("setup: the grandchild is %s", st.Status)
+	}
+	failed := false
+	r.store.setHook(func(op, key string) error {
+		if op == "update" && key == held && !failed {
+			failed = true
+			return errInjected // the grandchild's cancel fails, once
+		}
+		return nil
+	})
+	_, err := r.coord.Cancel(ctx, "p")
+	t.Logf("cancel: %v", err) // the caller does not try again
+	r.drain()
+	for _, id := range []string{"p", branch, held} {
+		if st := r.get(id); !st.Status.Final() {
+			t.Errorf("%s is %s after the cancel and every message handled: the cancel never reached it (handle errors: %s)", id, st.Status, r.handleErrors())
+		}
+	}
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Errorf("the saga is %s, want compensated", st.Status)
+	}
+	if e := r.effects(); countOf(e, "rooms.cancel(room)") != 1 || countOf(e, "cards.refund(card)") != 1 || countOf(e, "cars.cancel(car)") != 1 {
+		t.Errorf("effects %v: want each booking undone once", e)
+	}
+}
+
+// A fork stopped from outside (a cancel) while a lane's child has ended
+// uncounted (its end's message lost): the stop sends that child's
+// message again. When the read of the child it needs for that fails, the
+// stop fails with it and comes back, rather than going on without it and
+// leaving the saga waiting on the fork for good.
+func TestForkStopRetriesWhenItCannotReadAnEndedChild(t *testing.T) {
+	r := newFrig(t, twoBranchYAML, nil)
+	flight := durable.ChildID("p", "book", 1, 1)
+	r.queue.setHook(func(m durable.Message) (bool, error) {
+		return m.Kind == durable.KindEnded && m.SagaID == flight, nil // its end's message is lost
+	})
+	r.start("p", nil)
+	r.drain()
+	r.queue.setHook(nil)
+	if st := r.get("p"); st.Status != durable.StatusWaiting {
+		t.Fatalf("the saga is %s, want waiting on the fork", st.Status)
+	}
+	gets := 0
+	r.store.setHook(func(op, key string) error {
+		if op == "get" && key == flight {
+			if gets++; gets == 2 { // the cancel's read passes; the stop's, after it, fails
+				return fmt.Errorf("%w: %w", durable.ErrThrottled, errInjected)
+			}
+		}
+		return nil
+	})
+	if _, err := r.coord.Cancel(context.Background(), "p"); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Fatalf("the saga is %s after its cancel (%d reads of the flight), want compensated", st.Status, gets)
 	}
 }

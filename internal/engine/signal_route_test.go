@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
@@ -150,5 +151,42 @@ func TestSignalKeptByTheRunningChildThatWillAwaitIt(t *testing.T) {
 	r.drain()
 	if st := r.get("o-3"); st.Status != durable.StatusSucceeded {
 		t.Fatalf("the saga is %s (%v), want succeeded", st.Status, st.Failure)
+	}
+}
+
+// A branch awaits a signal; the caller signals the saga it started (the
+// parent: branch ids are derived and unlisted, and no document says to
+// signal them). The parent, waiting on its fork, must not keep the signal
+// for an await of its own that does not exist (ReceiptKept, "delivered")
+// while the branch's await times out and the saga compensates. Either the
+// signal reaches the branch that awaits it, or the caller is told it went
+// nowhere.
+func TestASignalForABranchsAwaitIsNotSwallowedByTheParent(t *testing.T) {
+	src := `saga: approve
+steps:
+  - id: fan
+    parallel:
+      - steps:
+          - {id: ask, action: asks.send, with: {arg: ask}}
+          - {id: wait_ok, await: {signal: approved, timeout: 1h}, out: ok}
+      - steps: [{id: other, action: others.do, with: {arg: other}}]
+  - {id: after, action: after.do, with: {arg: after}}
+`
+	r := newFrig(t, src, nil)
+	ctx := context.Background()
+	r.start("p", nil)
+	r.drain() // the branch waits on its signal
+	d, err := r.coord.Signal(ctx, &engine.SignalParams{SagaID: "p", Name: "approved", Payload: map[string]any{"by": "boss"}, ID: "ok-1"})
+	if err != nil {
+		t.Logf("the signal was refused (fine): %v", err)
+		return
+	}
+	r.clock.Advance(2 * time.Hour)
+	if _, err := r.coord.Tick(ctx, &engine.TickParams{}); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if st := r.get("p"); st.Status != durable.StatusSucceeded {
+		t.Fatalf("the signal was answered %s, yet the branch never got it: parent %s %+v", d.Receipt, st.Status, st.Failure)
 	}
 }
