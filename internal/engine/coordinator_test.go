@@ -528,3 +528,16 @@ func TestOperationsRefuseIDsThatCannotNameASaga(t *testing.T) {
 		}
 	}
 }
+
+func TestEdgeRegistryRefusesNamesNoDefinitionCanCall(t *testing.T) {
+	reg := engine.NewRegistry()
+	noop := func(context.Context, saga.Call) (any, error) { return nil, nil }
+	for _, name := range []string{" ", "pay ments.charge", "lambda:fn", "1abc"} {
+		if err := reg.Register(name, noop); err == nil {
+			t.Errorf("Register(%q) accepted a name no definition can call", name)
+		}
+	}
+	if err := reg.Register("payments.charge", noop); err != nil {
+		t.Fatal(err)
+	}
+}

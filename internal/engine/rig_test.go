@@ -179,7 +179,10 @@ func newTextRig(t *testing.T, src string) *rig {
 }
 
 // edgeRig runs sagas of an inline definition on the memory store and
-// queue, with actions answered by act and every call remembered.
+// queue, with actions answered by act and every call remembered. Its
+// tests pin the contract at its edges: an action that returned success
+// is compensated if the saga compensates, whatever happens after it
+// (checkCompensated).
 type edgeRig struct {
 	*rig
 	mu    sync.Mutex
@@ -255,6 +258,28 @@ func (e *edgeRig) checkCompensated(t *testing.T, compensable ...string) {
 		}
 	}
 }
+
+// bigOutputSaga is the edge rig's usual saga: three compensable actions
+// around a set that grows the state by three copies of input.blob.
+const bigOutputSaga = `
+saga: big
+input: {blob: string}
+steps:
+  - id: reserve
+    action: inv.reserve
+    out: reservation
+    compensate: {action: inv.release, with: {id: "${vars.reservation.id}"}}
+  - id: charge
+    action: pay.charge
+    out: payment
+    compensate: {action: pay.refund}
+  - id: grow
+    set: {copy: "${input.blob + input.blob + input.blob}"}
+  - id: ship
+    action: ship.send
+    out: shipment
+    compensate: {action: ship.cancel}
+`
 
 // frig is the rig for forks: the memory store and queue behind
 // wrappers that can fail or drop any call, a manual clock, and actions

@@ -145,3 +145,44 @@ func TestSecretInputCheckNamesTheField(t *testing.T) {
 		}
 	}
 }
+
+func TestEdgeExpressionErrorsDoNotEchoValues(t *testing.T) {
+	src := `
+saga: echo
+input: {m: map, s: string, l: list, n: int}
+steps:
+  - {id: a, set: {x: "${input.m[input.s]}"}}
+`
+	for _, tt := range []struct{ src, s, secret string }{
+		{src, "4111111111111111", "4111111111111111"},
+		{strings.Replace(src, "input.m[input.s]", "timestamp(input.s)", 1), "4111111111111111", "4111111111111111"},
+		{strings.Replace(src, "input.m[input.s]", "input.l[input.n]", 1), "4111111111111111", "-7777"},
+		// A value that contains the word "overload" is masked like any
+		// other.
+		{src, "SECRET-4111 overload", "SECRET-4111"},
+		{strings.Replace(src, "input.m[input.s]", "timestamp(input.s)", 1), "SECRET-4111 overload", "SECRET-4111"},
+		{strings.Replace(src, "input.m[input.s]", "input.s.matches(input.s)", 1), "SECRET( no overload", "SECRET("},
+	} {
+		e := newEdgeRig(t, tt.src, nil)
+		e.start("s-1", map[string]any{"m": map[string]any{}, "s": tt.s, "l": []any{}, "n": -7777})
+		st := e.get("s-1")
+		if st.Failure == nil || strings.Contains(st.Failure.Message, tt.secret) {
+			t.Errorf("failure %+v echoes the input's value", st.Failure)
+		}
+	}
+}
+
+func TestEdgePanicTextHidesValues(t *testing.T) {
+	var runtimeErr any
+	func() {
+		defer func() { runtimeErr = recover() }()
+		var m map[string]int
+		m["x"] = 1 //lint:ignore SA5000 the test needs a real runtime panic
+	}()
+	if got := engine.PanicText(runtimeErr); !strings.Contains(got, "nil map") {
+		t.Errorf("runtime panic described as %q, want the runtime's text", got)
+	}
+	if got := engine.PanicText("card 4111111111111111"); strings.Contains(got, "4111") || !strings.Contains(got, "string") {
+		t.Errorf("panic value described as %q, want its type only", got)
+	}
+}
