@@ -337,116 +337,6 @@ func TestCoordinatorResumeAndCancelRetryAfterFailedSend(t *testing.T) {
 	}
 }
 
-// A saga whose message was never sent (a crash between the write and the
-// send, and a caller that never retried) is picked up by a sweep, which
-// re-sends the outbox of sagas idle for too long.
-func TestCoordinatorSweepResendsStrandedSagas(t *testing.T) {
-	r := newRig(t, "../saga/testdata/valid/order.yaml")
-	r.queue.failSends.Store(1)
-	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "stranded", Input: orderIn(10)}); err == nil {
-		t.Fatal("start reported success without sending")
-	}
-	r.start("moving", orderIn(10))
-	if r.q.Len(durable.QueueAdvance) != 1 {
-		t.Fatalf("%d messages", r.q.Len(durable.QueueAdvance))
-	}
-	// Nothing is idle long enough yet: the sweep reads no saga at all.
-	res, err := r.coord.Sweep(context.Background(), &engine.SweepParams{IdleFor: 10 * time.Minute})
-	if err != nil || res.Resent != 0 || res.Checked != 0 {
-		t.Fatalf("early sweep: %+v %v", res, err)
-	}
-	r.clock.Advance(11 * time.Minute)
-	res, err = r.coord.Sweep(context.Background(), &engine.SweepParams{IdleFor: 10 * time.Minute})
-	if err != nil || res.Resent != 2 {
-		t.Fatalf("sweep: %+v %v", res, err)
-	}
-	r.drain()
-	for _, id := range []string{"stranded", "moving"} {
-		if st := r.get(id); st.Status != durable.StatusSucceeded {
-			t.Fatalf("%s: %s", id, st.Status)
-		}
-	}
-	// Finished sagas are left alone.
-	res, _ = r.coord.Sweep(context.Background(), &engine.SweepParams{IdleFor: 0})
-	if res.Resent != 0 {
-		t.Fatalf("a sweep re-sent for finished sagas: %+v", res)
-	}
-}
-
-// The sweep reads only the sagas that have been in their status for
-// IdleFor, and re-sends only those of them not updated for as long: a saga
-// that keeps moving is never re-sent, one that just started is not read.
-func TestSweepReadsOnlySagasLongInTheirStatus(t *testing.T) {
-	r := newRig(t, "../saga/testdata/valid/order.yaml")
-	r.start("old", orderIn(10))
-	// "old" moves one step (keeping its status, running) just before the sweep.
-	r.clock.Advance(25 * time.Minute)
-	d, ok := r.receive()
-	if !ok {
-		t.Fatal("no message")
-	}
-	if _, err := r.coord.Handle(context.Background(), d.Body); err != nil {
-		t.Fatal(err)
-	}
-	if st := r.get("old"); st.Status != durable.StatusRunning || !st.StatusSince.Equal(st.CreatedAt) {
-		t.Fatalf("old: %s since %s, created %s: a step that keeps the status keeps StatusSince", st.Status, st.StatusSince, st.CreatedAt)
-	}
-	r.start("young", orderIn(10))
-	res, err := r.coord.Sweep(context.Background(), &engine.SweepParams{IdleFor: 20 * time.Minute})
-	if err != nil || res.Checked != 1 || res.Resent != 0 {
-		t.Fatalf("sweep: %+v %v; want 1 checked (old, long running but moving), none re-sent, young not read", res, err)
-	}
-}
-
-// A saga whose message keeps failing is re-sent MaxResends times per
-// version, then left for an operator; progress starts the count again.
-func TestSweepLeavesASagaForAnOperatorAfterMaxResends(t *testing.T) {
-	r := newRig(t, "../saga/testdata/valid/order.yaml")
-	r.start("poison", orderIn(10))
-	ctx := context.Background()
-	sweep := func() *engine.SweepResult {
-		t.Helper()
-		r.clock.Advance(30 * time.Minute)
-		res, err := r.coord.Sweep(ctx, &engine.SweepParams{IdleFor: 20 * time.Minute, MaxResends: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
-	for i := 1; i <= 2; i++ {
-		if res := sweep(); res.Resent != 1 || res.LeftForOperator != 0 {
-			t.Fatalf("sweep %d: %+v, want 1 re-sent", i, res)
-		}
-		if st := r.get("poison"); st.Resends != i {
-			t.Fatalf("after sweep %d: Resends %d", i, st.Resends)
-		}
-	}
-	before := r.q.Len(durable.QueueAdvance)
-	if res := sweep(); res.Resent != 0 || res.LeftForOperator != 1 || res.Checked != 1 {
-		t.Fatalf("third sweep: %+v, want the saga left for an operator", res)
-	}
-	if r.q.Len(durable.QueueAdvance) != before {
-		t.Fatal("the third sweep sent a message")
-	}
-	// The operator redrives its message: the saga moves, the count clears.
-	d, ok := r.receive()
-	if !ok {
-		t.Fatal("no message")
-	}
-	if _, err := r.coord.Handle(ctx, d.Body); err != nil {
-		t.Fatal(err)
-	}
-	if st := r.get("poison"); st.Resends != 0 {
-		t.Fatalf("after progress: Resends %d", st.Resends)
-	}
-	if res := sweep(); res.Resent != 1 {
-		t.Fatalf("sweep after progress: %+v, want it re-sent again", res)
-	}
-	if _, err := r.coord.Sweep(ctx, &engine.SweepParams{MaxResends: -1}); err == nil || !strings.Contains(err.Error(), "MaxResends") {
-		t.Fatalf("negative MaxResends: %v", err)
-	}
-}
-
 // A coordinator without actions (a client, the sweep) starts and reads
 // sagas, but leaves their messages for one that can run them.
 func TestCoordinatorWithoutActionsLeavesMessages(t *testing.T) {
@@ -476,32 +366,6 @@ func TestCoordinatorWithoutActionsLeavesMessages(t *testing.T) {
 	r.drain() // the rig's own coordinator, which has actions, finishes it
 	if got := r.get("o-1"); got.Status != durable.StatusSucceeded {
 		t.Fatalf("status %s after the coordinator with actions took the message", got.Status)
-	}
-}
-
-// One saga that cannot be read does not stop the sweep: the sagas listed
-// after it are still re-sent, and the error names the bad one.
-func TestSweepGoesOnPastASagaItCannotRead(t *testing.T) {
-	r := newRig(t, "../saga/testdata/valid/order.yaml")
-	r.queue.failSends.Store(1)
-	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "stranded", Input: orderIn(10)}); err == nil {
-		t.Fatal("start reported success without sending")
-	}
-	r.clock.Advance(time.Minute)
-	// A newer saga whose stored state does not decode, listed first.
-	if err := r.store.SagaCreate(context.Background(), &durable.SagaCreateParams{Record: durable.SagaRecord{
-		SagaID: "damaged", Version: 1, Status: durable.StatusRunning, Name: "order", DefinitionHash: r.plan.Hash(),
-		CreatedAt: r.clock.Now(), StatusSince: r.clock.Now(), UpdatedAt: r.clock.Now(), State: []byte{0xff, 0xfe},
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	r.clock.Advance(30 * time.Minute)
-	res, err := r.coord.Sweep(context.Background(), &engine.SweepParams{IdleFor: 20 * time.Minute})
-	if err == nil || !strings.Contains(err.Error(), "damaged") {
-		t.Fatalf("sweep error %v, want one naming the damaged saga", err)
-	}
-	if res.Resent != 1 || r.q.Len(durable.QueueAdvance) != 1 {
-		t.Fatalf("resent %d, advance queue %d: the stranded saga behind the damaged one was not re-sent", res.Resent, r.q.Len(durable.QueueAdvance))
 	}
 }
 
@@ -539,5 +403,46 @@ func TestEdgeRegistryRefusesNamesNoDefinitionCanCall(t *testing.T) {
 	}
 	if err := reg.Register("payments.charge", noop); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A message whose version is 2^64-1 was taken as a stale duplicate (the
+// coordinator adds one to it, which wrapped to 0) and deleted; it is
+// malformed, so it fails and reaches the dead-letter queue.
+func TestHandleRefusesImpossibleVersion(t *testing.T) {
+	r := newRig(t, "../saga/testdata/valid/order.yaml")
+	r.start("o-1", orderIn(10))
+	body := durable.AppendMessage(nil, durable.Message{SagaID: "o-1", Version: 1<<64 - 1, Queue: durable.QueueAdvance, Step: "reserve", Attempt: 1})
+	outcome, err := r.coord.Handle(context.Background(), body)
+	if !errors.Is(err, durable.ErrMalformedMessage) {
+		t.Fatalf("outcome %q, err %v: want ErrMalformedMessage", outcome, err)
+	}
+	if st := r.get("o-1"); st.Version != 1 {
+		t.Fatalf("saga moved to v%d", st.Version)
+	}
+}
+
+// A fork's message is not a step's: one that could never have been sent
+// to this saga (ended or undo of a saga that is no child, a launch, which
+// is never queued) is malformed; a join or a stop of a saga that waits on
+// no fork is stale. None changes the saga or runs its action.
+func TestHandleRefusesForkMessagesThatAreNotOurs(t *testing.T) {
+	r := newRig(t, "../saga/testdata/valid/order.yaml")
+	r.start("o-1", orderIn(10))
+	for _, kind := range []durable.MessageKind{durable.KindEnded, durable.KindUndo, durable.KindLaunch} {
+		body := durable.AppendMessage(nil, durable.Message{SagaID: "o-1", Version: 1, Queue: durable.QueueAdvance, Step: "reserve", Attempt: 1, Kind: kind})
+		outcome, err := r.coord.Handle(context.Background(), body)
+		if !errors.Is(err, durable.ErrMalformedMessage) {
+			t.Fatalf("%s: outcome %q, err %v: want ErrMalformedMessage", kind, outcome, err)
+		}
+	}
+	for _, kind := range []durable.MessageKind{durable.KindJoin, durable.KindStop} {
+		body := durable.AppendMessage(nil, durable.Message{SagaID: "o-1", Version: 1, Queue: durable.QueueAdvance, Step: "reserve", Attempt: 1, Kind: kind})
+		if outcome, err := r.coord.Handle(context.Background(), body); err != nil || outcome != engine.HandledStale {
+			t.Fatalf("%s: outcome %q, err %v: want stale", kind, outcome, err)
+		}
+	}
+	if st := r.get("o-1"); st.Version != 1 {
+		t.Fatalf("saga moved to v%d", st.Version)
 	}
 }

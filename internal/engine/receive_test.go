@@ -279,3 +279,106 @@ func TestAKeepThatWouldNotFitIsRefused(t *testing.T) {
 		t.Fatalf("after the awaited signal pay ran %d times, want 1", paid.Load())
 	}
 }
+
+// Keeping a signal is one write beside the version, which changes neither
+// the version nor the outbox: it sends nothing. A copy of the action's
+// message would cost a send, a receive, a read, a delete and an
+// invocation, or a second handling of the same version (bench's
+// TestCallbackCost counts them).
+func TestAKeptSignalSendsNoMessage(t *testing.T) {
+	r := newRig(t, "../saga/testdata/valid/expense.yaml")
+	r.start("e-kept", map[string]any{"amount": 3})
+	if n := r.q.Len(durable.QueueAdvance); n != 1 {
+		t.Fatalf("after the start the advance queue holds %d messages, want file's 1", n)
+	}
+	d, err := r.coord.Signal(context.Background(), &engine.SignalParams{SagaID: "e-kept", Name: "approved", Payload: map[string]any{"by": "ann"}, ID: "s-1"})
+	if err != nil || d.Receipt != saga.ReceiptKept {
+		t.Fatalf("signal before the await: %+v %v", d, err)
+	}
+	if n := r.q.Len(durable.QueueAdvance); n != 1 {
+		t.Errorf("after a kept signal the advance queue holds %d messages, want 1: the kept write sent the outbox again", n)
+	}
+}
+
+// Keeping a delivery is no transition: the stored outbox of the version
+// is not sent again. A signal kept while an action is pending (or an
+// early callback completion) that sent the action's message again at once
+// would let a second worker take the copy and run the attempt beside the
+// one running it. docs/PROTOCOL.md says of a keep "the messages in flight
+// stay valid: nothing is re-sent"; the cancel's fallback copy is delayed
+// by durable.MaxDelay precisely so that "no second worker runs the action
+// beside the one running it now".
+func TestAKeptSignalNeverRunsThePendingActionTwice(t *testing.T) {
+	r := newRig(t, "../saga/testdata/valid/expense.yaml")
+	ctx := context.Background()
+	var files atomic.Int64
+	r.reg.Register("expenses.file", func(ctx context.Context, c saga.Call) (any, error) {
+		if files.Add(1) == 1 {
+			// Another worker takes whatever message is queued now.
+			ds, err := r.q.Receive(ctx, &durable.ReceiveParams{Queue: durable.QueueAdvance, Max: 1})
+			if err != nil {
+				t.Error(err)
+			}
+			for _, d := range ds {
+				engine.HandleDelivery(ctx, r.coord, r.q, d, nil)
+			}
+		}
+		return map[string]any{"id": "claim-1"}, nil
+	})
+	r.start("e-1", map[string]any{"amount": 3})
+	sent := r.queue.sent.Load()
+	if d, err := r.coord.Signal(ctx, &engine.SignalParams{SagaID: "e-1", Name: "approved", Payload: map[string]any{"by": "ann"}, ID: "mail-1"}); err != nil || d.Receipt != saga.ReceiptKept {
+		t.Fatalf("the signal: %+v %v", d, err)
+	}
+	if n := r.queue.sent.Load() - sent; n != 0 {
+		t.Errorf("keeping the signal sent %d messages (the pending action's message again), want none", n)
+	}
+	r.drain()
+	if st := r.get("e-1"); st.Status != durable.StatusSucceeded {
+		t.Fatalf("saga %s %+v", st.Status, st.Failure)
+	}
+	if n := files.Load(); n != 1 {
+		t.Fatalf("expenses.file ran %d times for one attempt, concurrently: the keep sent its message again", n)
+	}
+}
+
+// A repeated signal (a webhook retried) while the saga's next action runs
+// does not run that action again: a copy of its message visible at once
+// would run the same attempt beside the one running it, and a sender's
+// retry would make an action run twice. (A repeated cancel's copy of a
+// running action's message is delayed by durable.MaxDelay for the same
+// reason.)
+func TestARepeatedSignalDoesNotRunThePendingActionAgain(t *testing.T) {
+	r := newRig(t, "../saga/testdata/valid/expense.yaml")
+	ctx := context.Background()
+	var pays atomic.Int64
+	r.reg.Register("payments.pay", func(ctx context.Context, c saga.Call) (any, error) {
+		if pays.Add(1) == 1 {
+			// While pay runs, the approval's sender retries its signal.
+			if d, err := r.coord.Signal(ctx, &engine.SignalParams{SagaID: c.SagaID, Name: "approved", Payload: map[string]any{"by": "ann"}, ID: "mail-1"}); err != nil || d.Receipt != saga.ReceiptDuplicate {
+				t.Errorf("the repeat: %+v %v", d, err)
+			}
+			// Another worker takes whatever message is queued now.
+			ds, err := r.q.Receive(ctx, &durable.ReceiveParams{Queue: durable.QueueAdvance, Max: 1})
+			if err != nil {
+				t.Error(err)
+			}
+			for _, d := range ds {
+				engine.HandleDelivery(ctx, r.coord, r.q, d, nil)
+			}
+		}
+		return map[string]any{"id": "pay-1"}, nil
+	})
+	r.start("e-1", map[string]any{"amount": 3})
+	r.drain() // file runs; the saga awaits the approval (72h: no timer message)
+	if d, err := r.coord.Signal(ctx, &engine.SignalParams{SagaID: "e-1", Name: "approved", Payload: map[string]any{"by": "ann"}, ID: "mail-1"}); err != nil || d.Receipt != saga.ReceiptApplied {
+		t.Fatalf("the signal: %+v %v", d, err)
+	}
+	r.drain()
+	if st := r.get("e-1"); st.Status != durable.StatusSucceeded {
+		t.Fatalf("saga %s %+v", st.Status, st.Failure)
+	}
+	if n := pays.Load(); n != 1 {
+		t.Fatalf("payments.pay ran %d times for one attempt, concurrently: the repeated signal re-sent its message while it ran", n)
+	}
+}
