@@ -17,7 +17,7 @@ import (
 // about to be retried: the action's outcome is recorded once, the action
 // never runs twice side by side, and what succeeded is compensated.
 
-func TestEdgeCancelWhileAnActionRuns(t *testing.T) {
+func TestCancelWhileAnActionRuns(t *testing.T) {
 	// The cancel lands while charge runs; charge then answers. The service
 	// answers a repeated key differently (Declined): the first answer must
 	// be the one recorded, never lost to the cancel's write and asked again;
@@ -66,7 +66,7 @@ func TestEdgeCancelWhileAnActionRuns(t *testing.T) {
 // message where a second worker would take it at once and run the action
 // again beside the first: the message already in flight is the one that
 // runs it, at the cancel's version.
-func TestEdgeCancelDuringActionStartsNoSecondRun(t *testing.T) {
+func TestCancelDuringActionStartsNoSecondRun(t *testing.T) {
 	charges := 0
 	var e *edgeRig
 	e = newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c saga.Call) (any, error) {
@@ -96,7 +96,7 @@ func TestEdgeCancelDuringActionStartsNoSecondRun(t *testing.T) {
 // The message of an attempt that a cancel keeps pending still runs it when
 // it arrives after the cancel (its worker crashed, or it had not been
 // received yet): the cancel waits for exactly that attempt.
-func TestEdgeAttemptMessageRunsAfterTheCancelThatWaitsForIt(t *testing.T) {
+func TestAttemptMessageRunsAfterTheCancelThatWaitsForIt(t *testing.T) {
 	e := newEdgeRig(t, bigOutputSaga, nil)
 	e.start("s-1", map[string]any{"blob": "b"})
 	d, _ := e.receive() // reserve
@@ -117,7 +117,7 @@ func TestEdgeAttemptMessageRunsAfterTheCancelThatWaitsForIt(t *testing.T) {
 // A cancel within the clock-skew margin of the retry's due time waits for
 // that attempt, which another worker's clock may already have started: it
 // does not compensate at once.
-func TestEdgeCancelNearTheRetryTimeWaitsForTheAttempt(t *testing.T) {
+func TestCancelNearTheRetryTimeWaitsForTheAttempt(t *testing.T) {
 	src := `
 saga: r
 steps:
@@ -142,7 +142,7 @@ steps:
 	}
 }
 
-func TestEdgeCancelDuringBackoffCompensatesAtOnce(t *testing.T) {
+func TestCancelDuringBackoffCompensatesAtOnce(t *testing.T) {
 	src := `
 saga: r
 steps:

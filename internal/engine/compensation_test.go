@@ -14,7 +14,7 @@ import (
 
 // What a compensation reads, and how an operator skips one that failed.
 
-func TestEdgeSkipCompensationAfterManualUndo(t *testing.T) {
+func TestSkipCompensationAfterManualUndo(t *testing.T) {
 	// The charge's refund reads an output that could not be kept: the saga
 	// parks; the operator refunds by hand and resumes with skip, and the
 	// compensations before it run.
@@ -59,7 +59,7 @@ steps:
 // resume already sent the failed compensation on its way, so the skip is
 // refused (the operator who undid the step by hand must not see it undone
 // a second time behind a success).
-func TestEdgeSkipAfterAResumeIsRefused(t *testing.T) {
+func TestSkipAfterAResumeIsRefused(t *testing.T) {
 	src := `
 saga: skip
 steps:
@@ -100,7 +100,7 @@ steps:
 	}
 }
 
-func TestEdgeCompensationReadsItsOwnOutput(t *testing.T) {
+func TestCompensationReadsItsOwnOutput(t *testing.T) {
 	// Two steps write vars.p, and a set overwrites it: each refund must
 	// read the payment of its own step.
 	src := `
@@ -131,7 +131,7 @@ steps:
 	}
 }
 
-func TestEdgeDroppedOutputIsNotReadFromAnEarlierStep(t *testing.T) {
+func TestDroppedOutputIsNotReadFromAnEarlierStep(t *testing.T) {
 	// Two steps write vars.p; the second's output is too large to keep. Its
 	// refund must not be built from the first step's p.
 	src := `

@@ -393,7 +393,7 @@ func TestOperationsRefuseIDsThatCannotNameASaga(t *testing.T) {
 	}
 }
 
-func TestEdgeRegistryRefusesNamesNoDefinitionCanCall(t *testing.T) {
+func TestRegistryRefusesNamesNoDefinitionCanCall(t *testing.T) {
 	reg := engine.NewRegistry()
 	noop := func(context.Context, saga.Call) (any, error) { return nil, nil }
 	for _, name := range []string{" ", "pay ments.charge", "lambda:fn", "1abc"} {

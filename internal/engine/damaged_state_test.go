@@ -13,7 +13,7 @@ import (
 // A damaged stored state is an error of its message, never a panic of
 // the worker.
 
-func TestEdgeDamagedStateIsAnErrorNotAPanic(t *testing.T) {
+func TestDamagedStateIsAnErrorNotAPanic(t *testing.T) {
 	e := newEdgeRig(t, bigOutputSaga, nil)
 	st := e.start("s-1", map[string]any{"blob": "b"})
 	d, _ := e.receive()
@@ -51,7 +51,7 @@ func TestEdgeDamagedStateIsAnErrorNotAPanic(t *testing.T) {
 	}
 }
 
-func TestEdgeStateWithoutVarsIsHandled(t *testing.T) {
+func TestStateWithoutVarsIsHandled(t *testing.T) {
 	e := newEdgeRig(t, bigOutputSaga, nil)
 	st := e.start("s-1", map[string]any{"blob": "b"})
 	d, _ := e.receive()

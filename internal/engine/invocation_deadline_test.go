@@ -17,7 +17,7 @@ import (
 // sent; a message with too little time left for its step is handed back,
 // unless no invocation could give it more.
 
-func TestEdgeActionRunningIntoTheInvocationDeadlineIsRecorded(t *testing.T) {
+func TestActionRunningIntoTheInvocationDeadlineIsRecorded(t *testing.T) {
 	src := `
 saga: slow
 steps:
@@ -57,7 +57,7 @@ steps:
 	e.checkCompensated(t, "first")
 }
 
-func TestEdgeNoTimeLeftHandsTheMessageBack(t *testing.T) {
+func TestNoTimeLeftHandsTheMessageBack(t *testing.T) {
 	ran := false
 	e := newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c saga.Call) (any, error) { ran = true; return nil, nil })
 	e.start("s-1", map[string]any{"blob": "b"})
@@ -72,7 +72,7 @@ func TestEdgeNoTimeLeftHandsTheMessageBack(t *testing.T) {
 	}
 }
 
-func TestEdgeStepTimeoutThatNoLongerFitsIsHandedBack(t *testing.T) {
+func TestStepTimeoutThatNoLongerFitsIsHandedBack(t *testing.T) {
 	src := `
 saga: t
 steps:
@@ -103,7 +103,7 @@ steps:
 	}
 }
 
-func TestEdgeAFreshInvocationNeverHandsBack(t *testing.T) {
+func TestAFreshInvocationNeverHandsBack(t *testing.T) {
 	// A step whose timeout and the reserve all but fill a fresh invocation:
 	// what is left after loading is a few microseconds short. Handing it
 	// back would hand it back again forever; it must run.
@@ -130,7 +130,7 @@ steps:
 // invocation's deadline is cut by its own step timeout, so an action
 // given the whole invocation would pass it: this one checks the
 // deadline itself.)
-func TestEdgeActionContextEndsBeforeTheInvocation(t *testing.T) {
+func TestActionContextEndsBeforeTheInvocation(t *testing.T) {
 	for _, tc := range []struct {
 		name, timeout string
 		want          func(invocation time.Time) time.Time

@@ -18,7 +18,7 @@ import (
 // one fails the step that reached it, and what it did is still
 // compensated.
 
-func TestEdgeOutputTooLargeIsStillCompensated(t *testing.T) {
+func TestOutputTooLargeIsStillCompensated(t *testing.T) {
 	big := strings.Repeat("x", saga.MaxStateBytes)
 	e := newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c saga.Call) (any, error) {
 		if c.Step == "charge" && !c.Compensation {
@@ -31,7 +31,7 @@ func TestEdgeOutputTooLargeIsStillCompensated(t *testing.T) {
 	e.ended(t, "s-1", durable.StatusCompensated, lang.ErrorTypeStateTooLarge, "charge", "reserve charge charge.compensate reserve.compensate")
 }
 
-func TestEdgeSetAfterActionGrowsStateIsBlamedOnTheSet(t *testing.T) {
+func TestSetAfterActionGrowsStateIsBlamedOnTheSet(t *testing.T) {
 	blob := strings.Repeat("y", 90<<10) // three copies and the input pass the state limit
 	e := newEdgeRig(t, bigOutputSaga, nil)
 	e.start("s-1", map[string]any{"blob": blob})
@@ -39,7 +39,7 @@ func TestEdgeSetAfterActionGrowsStateIsBlamedOnTheSet(t *testing.T) {
 	e.ended(t, "s-1", durable.StatusCompensated, lang.ErrorTypeStateTooLarge, "grow", "reserve charge charge.compensate reserve.compensate")
 }
 
-func TestEdgeLargeInputEchoedByActionsIsCompensated(t *testing.T) {
+func TestLargeInputEchoedByActionsIsCompensated(t *testing.T) {
 	// The order saga with 120 items of 1,000 characters: each action echoes
 	// its input, so the state grows past the limit at ship.
 	src := `
@@ -75,7 +75,7 @@ steps:
 	e.checkCompensated(t, "reserve", "charge", "ship")
 }
 
-func TestEdgeCatchRoutingGrowthEnds(t *testing.T) {
+func TestCatchRoutingGrowthEnds(t *testing.T) {
 	// StateTooLarge cannot be caught: a catch could only route it into more growth.
 	src := `
 saga: grow
@@ -107,7 +107,7 @@ steps:
 	e.checkCompensated(t, "first", "act")
 }
 
-func TestEdgeDepthLimitIsOneLimit(t *testing.T) {
+func TestDepthLimitIsOneLimit(t *testing.T) {
 	nest := func(n int) any {
 		var v any = "leaf"
 		for range n {
@@ -141,7 +141,7 @@ func TestEdgeDepthLimitIsOneLimit(t *testing.T) {
 	}
 }
 
-func TestEdgeDeepActionOutputFailsTheStepOnce(t *testing.T) {
+func TestDeepActionOutputFailsTheStepOnce(t *testing.T) {
 	var v any = "leaf"
 	for range saga.MaxDataDepth + 5 {
 		v = map[string]any{"k": v}
@@ -163,7 +163,7 @@ func TestEdgeDeepActionOutputFailsTheStepOnce(t *testing.T) {
 	e.checkCompensated(t, "reserve", "charge")
 }
 
-func TestEdgeDeepInputWithinTheLimitRuns(t *testing.T) {
+func TestDeepInputWithinTheLimitRuns(t *testing.T) {
 	var v any = "leaf"
 	for range saga.MaxDataDepth - 1 {
 		v = []any{v}
@@ -187,7 +187,7 @@ steps:
 	}
 }
 
-func TestEdgeCatchLoopsEnd(t *testing.T) {
+func TestCatchLoopsEnd(t *testing.T) {
 	tests := []struct{ name, src string }{
 		{"action caught into an earlier step", `
 saga: loop
@@ -234,7 +234,7 @@ steps:
 	}
 }
 
-func TestEdgeErrorMessagesAreBounded(t *testing.T) {
+func TestErrorMessagesAreBounded(t *testing.T) {
 	huge := strings.Repeat("e", 1<<20)
 	e := newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c saga.Call) (any, error) {
 		if c.Step == "ship" {
@@ -254,7 +254,7 @@ func TestEdgeErrorMessagesAreBounded(t *testing.T) {
 	e.checkCompensated(t, "reserve", "charge")
 }
 
-func TestEdgeTooDeepSaysSoOnce(t *testing.T) {
+func TestTooDeepSaysSoOnce(t *testing.T) {
 	var v any = "leaf"
 	for range saga.MaxDataDepth + 3 {
 		v = map[string]any{"k": []any{v}}
@@ -265,7 +265,7 @@ func TestEdgeTooDeepSaysSoOnce(t *testing.T) {
 	}
 }
 
-func TestEdgeHugeCELResultFailsTheStep(t *testing.T) {
+func TestHugeCELResultFailsTheStep(t *testing.T) {
 	src := `
 saga: bomb
 input: {l: list}
@@ -292,14 +292,14 @@ steps:
 	e.checkCompensated(t, "a")
 }
 
-func TestEdgeInputSizeIsTheJSONTheUserSent(t *testing.T) {
+func TestInputSizeIsTheJSONTheUserSent(t *testing.T) {
 	p := mustCompile(t, "saga: s\ninput: {s: string}\nsteps: [{id: a, action: x.y}]\n")
 	if _, err := p.CheckInput(map[string]any{"s": strings.Repeat("<", 25000)}); err != nil {
 		t.Fatalf("25,000 '<' (25 kB as JSON) refused: %v", err)
 	}
 }
 
-func TestEdgeLibraryCallsCannotBuildHugeValues(t *testing.T) {
+func TestLibraryCallsCannotBuildHugeValues(t *testing.T) {
 	// Each of these builds gigabytes from a 100 KB string in one library
 	// call; each must fail its step before the value is built.
 	for _, expr := range []string{
@@ -341,7 +341,7 @@ func TestEdgeLibraryCallsCannotBuildHugeValues(t *testing.T) {
 	}
 }
 
-func TestEdgeGuardedLibraryCallsStillWork(t *testing.T) {
+func TestGuardedLibraryCallsStillWork(t *testing.T) {
 	src := `
 saga: ok
 input: {s: string}
@@ -364,7 +364,7 @@ steps:
 	}
 }
 
-func TestEdgeFailedSetWritesNothingWhenMeasured(t *testing.T) {
+func TestFailedSetWritesNothingWhenMeasured(t *testing.T) {
 	// v2 grows the state past its limit, then v3 fails: the start must
 	// still store a failed saga (it stored nothing: state too large).
 	src := `

@@ -146,7 +146,7 @@ func TestSecretInputCheckNamesTheField(t *testing.T) {
 	}
 }
 
-func TestEdgeExpressionErrorsDoNotEchoValues(t *testing.T) {
+func TestExpressionErrorsDoNotEchoValues(t *testing.T) {
 	src := `
 saga: echo
 input: {m: map, s: string, l: list, n: int}
@@ -172,7 +172,7 @@ steps:
 	}
 }
 
-func TestEdgePanicTextHidesValues(t *testing.T) {
+func TestPanicTextHidesValues(t *testing.T) {
 	var runtimeErr any
 	func() {
 		defer func() { runtimeErr = recover() }()

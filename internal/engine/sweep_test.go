@@ -15,7 +15,7 @@ import (
 // A saga whose message was never sent (a crash between the write and the
 // send, and a caller that never retried) is picked up by a sweep, which
 // re-sends the outbox of sagas idle for too long.
-func TestCoordinatorSweepResendsStrandedSagas(t *testing.T) {
+func TestSweepResendsStrandedSagas(t *testing.T) {
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.queue.failSends.Store(1)
 	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "stranded", Input: orderIn(10)}); err == nil {

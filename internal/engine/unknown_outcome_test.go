@@ -504,7 +504,7 @@ steps:
 		t.Fatalf("after the timeout: status %s, cursor %+v; want the call that finds out pending", st.Status, cur)
 	}
 	d, _ = e.receive()
-	// As in TestEdgeStepTimeoutThatNoLongerFitsIsHandedBack: 2.5 s left of
+	// As in TestStepTimeoutThatNoLongerFitsIsHandedBack: 2.5 s left of
 	// an invocation that had 10 s; the 1 s step timeout and the 2 s reserve
 	// do not fit.
 	ctx, cancel := context.WithTimeout(engine.WithInvocationBudget(context.Background(), 10*time.Second), 2500*time.Millisecond)
