@@ -2,16 +2,21 @@ package saga_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
+// What a fork's failure does to its parent: which failures the fork's
+// catch takes, and how a cancel meets the undo of a failed fork.
+
 // A cancel that lands while a failed fork's succeeded children are being
-// undone (the saga running: a catch takes the failure after) replaces the saga's version, and with it the outbox of the one
-// before, which may never have been sent (a crash after the join's
-// write): the cancel sends the undo of the child being undone again, so
-// that the saga moves on either way (the child's undo is idempotent).
+// undone (the saga running: a catch takes the failure after) replaces
+// the saga's version, and with it the outbox of the one before, which
+// may never have been sent (a crash after the join's write): the cancel
+// sends the undo of the child being undone again, so that the saga moves
+// on either way (the child's undo is idempotent).
 func TestCancelWhileAFailedForkIsUndoneSendsTheUndoAgain(t *testing.T) {
 	p, st := startFiles(t, map[string]string{"main.yaml": `saga: m
 steps:
@@ -48,4 +53,119 @@ func hasUndo(out []durable.Message, want durable.Message) bool {
 		}
 	}
 	return false
+}
+
+// A fork's catch takes a child's failure of type SagaDeadlineExceeded or
+// Cancelled when it came from inside the fork: a child saga that runs
+// past its OWN timeout (timeout: 10m in its file; the parent has none),
+// or a branch whose action fails with the type Cancelled (an order
+// cancelled upstream; the same catch on the same action outside a fork
+// takes it), goes to the catch's step rather than making the parent
+// compensate everything. The type alone does not say "a cancel or the
+// deadline of this saga". docs/DEFINITIONS.md, "Forks": a saga step's
+// failure "fails the step with the child's error type"; "catch on a fork
+// routes the fork's failure, once the children it ran are undone"; only
+// "past the saga's deadline" (the parent's) does no catch take it.
+func TestForkCatchTakesAChildsOwnDeadlineOrCancelledType(t *testing.T) {
+	for name, tc := range map[string]struct {
+		files map[string]string
+		fail  func(cp *saga.Plan, child *saga.State) error // ends the child, failed
+	}{
+		"a child saga past its own timeout": {map[string]string{
+			"main.yaml": `saga: m
+steps:
+  - id: pay
+    saga: pay.yaml
+    catch: [{errors: ["*"], next: fallback}]
+  - id: fallback
+    action: w
+`,
+			"pay.yaml": `saga: p
+timeout: 10m
+steps:
+  - id: charge
+    action: w
+  - id: confirm
+    action: w
+`}, func(cp *saga.Plan, child *saga.State) error {
+			// charge returns after the child's deadline: confirm does not start.
+			return cp.Advance(child, saga.Event{Kind: saga.EventResult, Now: t0.Add(11 * time.Minute), Output: map[string]any{}})
+		}},
+		"a branch whose action fails with type Cancelled": {map[string]string{
+			"main.yaml": `saga: m
+steps:
+  - id: both
+    parallel:
+      - steps: [{id: order, action: w}]
+      - steps: [{id: other, action: w}]
+    catch: [{errors: [Cancelled], next: fallback}]
+  - id: fallback
+    action: w
+`}, func(cp *saga.Plan, child *saga.State) error {
+			return cp.Advance(child, saga.Event{Kind: saga.EventResult, Now: t0.Add(time.Minute), Err: saga.Permanent(saga.NewError("Cancelled", "the order was cancelled upstream"))})
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, st := startFiles(t, tc.files)
+			cur, _ := st.Pending()
+			cp, child := launchChild(t, p, st, 0)
+			if err := tc.fail(cp, child); err != nil {
+				t.Fatal(err)
+			}
+			if child.Status != durable.StatusCompensated || child.Failure == nil {
+				t.Fatalf("the child is %s (%v), want compensated", child.Status, child.Failure)
+			}
+			t.Logf("the child failed: %s", child.Failure.Error())
+			if err := p.Advance(st, saga.Event{Kind: saga.EventJoin, Now: t0.Add(12 * time.Minute), Join: &saga.Join{Version: cur.Version, Failure: child.Failure}}); err != nil {
+				t.Fatal(err)
+			}
+			next, ok := st.Pending()
+			if st.Status != durable.StatusRunning || !ok || p.StepID(next.Step) != "fallback" {
+				t.Errorf("after the child's %s failure the parent is %s (failure %v), want running the catch's step fallback", child.Failure.Type, st.Status, st.Failure)
+			}
+		})
+	}
+}
+
+// The other side of the catch's rule: the saga's own cancel, and its own
+// deadline passing while the children run, go past a fork's catch ["*"]
+// (docs/DEFINITIONS.md, "Forks").
+func TestForkCatchNeverTakesTheSagasOwnCancelOrDeadline(t *testing.T) {
+	const main = `saga: m
+timeout: 1h
+steps:
+  - id: both
+    parallel:
+      - steps: [{id: a, action: w}]
+      - steps: [{id: b, action: w}]
+    catch: [{errors: ["*"], next: fallback}]
+  - id: fallback
+    action: w
+`
+	for name, tc := range map[string]struct {
+		stop saga.Event
+		want string
+	}{
+		"cancel":   {saga.Event{Kind: saga.EventCancel, Now: t0.Add(time.Minute)}, "Cancelled"},
+		"deadline": {saga.Event{Kind: saga.EventTimer, Now: t0.Add(time.Hour)}, "SagaDeadlineExceeded"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, st := startFiles(t, map[string]string{"main.yaml": main})
+			cur, _ := st.Pending()
+			if err := p.Advance(st, tc.stop); err != nil {
+				t.Fatal(err)
+			}
+			// The stop cancelled both children before they did anything:
+			// the fork's record names no child, as the coordinator's stop
+			// writes it.
+			stopped := &saga.StepError{Step: "both", Type: "Cancelled", Message: "the fork was stopped"}
+			if err := p.Advance(st, saga.Event{Kind: saga.EventJoin, Now: t0.Add(time.Hour + time.Minute), Join: &saga.Join{Version: cur.Version, Failure: stopped}}); err != nil {
+				t.Fatal(err)
+			}
+			if st.Status != durable.StatusCompensated || st.Failure == nil || st.Failure.Type != tc.want {
+				next, _ := st.Pending()
+				t.Fatalf("after its own %s the saga is %s (failure %v, next %s), want compensated with %s", name, st.Status, st.Failure, p.StepID(next.Step), tc.want)
+			}
+		})
+	}
 }

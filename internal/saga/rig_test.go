@@ -106,3 +106,34 @@ func join(xs []string) string { return strings.Join(xs, " ") }
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func equalValues(a, b any) bool { return fmt.Sprintf("%#v", a) == fmt.Sprintf("%#v", b) }
+
+// startFiles compiles files (main.yaml the saga) and starts saga s-1
+// with no input.
+func startFiles(t *testing.T, files map[string]string) (*saga.Plan, *saga.State) {
+	t.Helper()
+	p, err := compileFiles(files, forks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &saga.State{}
+	if err := p.Advance(st, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "s-1", Input: map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	return p, st
+}
+
+// launchChild starts child k of the fork st waits on, as the coordinator's
+// launch does.
+func launchChild(t *testing.T, p *saga.Plan, st *saga.State, k int) (*saga.Plan, *saga.State) {
+	t.Helper()
+	cp, cs, err := p.Launch(st, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := &saga.State{}
+	id := durable.ChildID(st.SagaID, cs.Link.Step, cs.Link.Seq, k)
+	if err := cp.Advance(child, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: id, Input: cs.Input, Child: cs, StoreLimit: saga.MaxStateBytes}); err != nil {
+		t.Fatal(err)
+	}
+	return cp, child
+}
