@@ -40,3 +40,27 @@ func TestLocalDownSignalsOnlyARunningLocalLoop(t *testing.T) {
 		t.Fatalf("state file still there: %v", err)
 	}
 }
+
+// The local loop's state file "is trusted only while its lock is held"
+// (local.go, localLockFile), by local down and by --local alike: with a
+// state file a crashed `sagactl local` left behind, signal, callback and
+// status --local refuse with "is `sagactl local` running in this
+// directory?", rather than talk to whatever listens at its endpoints now,
+// or give the SDK's "connection refused" retries when nothing does.
+func TestLocalFlagDistrustsAStaleStateFile(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := os.MkdirAll(filepath.Dir(sagactl.LocalStateFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"pid": 999999, "dynamodb_endpoint": "http://127.0.0.1:1", "sqs_endpoint": "http://127.0.0.1:1", "table": "t",
+		"advance_queue_url": "http://127.0.0.1:1/q/a", "compensate_queue_url": "http://127.0.0.1:1/q/c"})
+	if err := os.WriteFile(sagactl.LocalStateFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"signal", "s-1", "approved", "--local"}, {"status", "s-1", "--local"}} {
+		r := runSagactl(t, nil, args...)
+		if r.code != sagactl.ExitUsage || !strings.Contains(r.stderr, "sagactl local") || strings.Contains(r.stderr, "connection refused") {
+			t.Errorf("%v with a stale state file: exit %d\n%s", args, r.code, r.stderr)
+		}
+	}
+}

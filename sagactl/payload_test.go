@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/embedded"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
@@ -107,58 +106,5 @@ func TestRunSimulatedCallbackWithLargeInput(t *testing.T) {
 	r := runSagactl(t, nil, "run", def, "--input", "@"+input)
 	if r.code != sagactl.ExitOK {
 		t.Fatalf("a valid saga, nothing --fail'ed: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
-}
-
-// run --signal sends its signals after the saga has started, one by one.
-// When a step before the awaits fails (--fail), the saga compensates while
-// the signals are still being sent, and the next one is refused
-// (ErrNotReceiving): run still reports the saga's outcome and exits 2
-// (compensated), not 1, a usage error. In memory the window is short; on
-// the emulators, where each signal is a round trip, it is hit every time
-// from the third signal on.
-func TestRunSignalsAfterAFailingStepOnEmulators(t *testing.T) {
-	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
-	sq := awslocal.Endpoint(t, awslocal.EnvSQS)
-	var def strings.Builder
-	def.WriteString("saga: manyawaits\nsteps:\n  - {id: a, action: svc.a}\n")
-	args := []string{"run", "", "--fail", "a", "--json", "--dynamodb-endpoint", dyn, "--sqs-endpoint", sq, "--table", "sagactl-payload-edges", "--queue-prefix", "sagactl-payload-edges-"}
-	for i := range 12 {
-		def.WriteString("  - {id: w" + string(rune('a'+i)) + ", await: {signal: s" + string(rune('a'+i)) + ", timeout: 1h}}\n")
-		args = append(args, "--signal", "s"+string(rune('a'+i))+"={}")
-	}
-	file := filepath.Join(t.TempDir(), "manyawaits.yaml")
-	if err := os.WriteFile(file, []byte(def.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	args[1] = file
-	r := runSagactl(t, nil, args...)
-	var rep report
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != sagactl.ExitCompensated || rep.Status != "compensated" {
-		t.Fatalf("--fail a with signals for later awaits: exit %d (want %d) %+v %v\n%s%s", r.code, sagactl.ExitCompensated, rep, err, r.stdout, r.stderr)
-	}
-}
-
-// The local loop's state file "is trusted only while its lock is held"
-// (local.go, localLockFile), by local down and by --local alike: with a
-// state file a crashed `sagactl local` left behind, signal, callback and
-// status --local refuse with "is `sagactl local` running in this
-// directory?", rather than talk to whatever listens at its endpoints now,
-// or give the SDK's "connection refused" retries when nothing does.
-func TestLocalFlagDistrustsAStaleStateFile(t *testing.T) {
-	t.Chdir(t.TempDir())
-	if err := os.MkdirAll(filepath.Dir(sagactl.LocalStateFile), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(map[string]any{"pid": 999999, "dynamodb_endpoint": "http://127.0.0.1:1", "sqs_endpoint": "http://127.0.0.1:1", "table": "t",
-		"advance_queue_url": "http://127.0.0.1:1/q/a", "compensate_queue_url": "http://127.0.0.1:1/q/c"})
-	if err := os.WriteFile(sagactl.LocalStateFile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{{"signal", "s-1", "approved", "--local"}, {"status", "s-1", "--local"}} {
-		r := runSagactl(t, nil, args...)
-		if r.code != sagactl.ExitUsage || !strings.Contains(r.stderr, "sagactl local") || strings.Contains(r.stderr, "connection refused") {
-			t.Errorf("%v with a stale state file: exit %d\n%s", args, r.code, r.stderr)
-		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
 	"github.com/lambdasaga/lambdasaga/internal/embedded"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
@@ -178,4 +179,33 @@ func pausedToken(t *testing.T, r result) string {
 	}
 	token, _, _ := strings.Cut(rest, "\n")
 	return token
+}
+
+// run --signal sends its signals after the saga has started, one by one.
+// When a step before the awaits fails (--fail), the saga compensates while
+// the signals are still being sent, and the next one is refused
+// (ErrNotReceiving): run still reports the saga's outcome and exits 2
+// (compensated), not 1, a usage error. In memory the window is short; on
+// the emulators, where each signal is a round trip, it is hit every time
+// from the third signal on.
+func TestRunSignalsAfterAFailingStepOnEmulators(t *testing.T) {
+	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
+	sq := awslocal.Endpoint(t, awslocal.EnvSQS)
+	var def strings.Builder
+	def.WriteString("saga: manyawaits\nsteps:\n  - {id: a, action: svc.a}\n")
+	args := []string{"run", "", "--fail", "a", "--json", "--dynamodb-endpoint", dyn, "--sqs-endpoint", sq, "--table", "sagactl-payload-edges", "--queue-prefix", "sagactl-payload-edges-"}
+	for i := range 12 {
+		def.WriteString("  - {id: w" + string(rune('a'+i)) + ", await: {signal: s" + string(rune('a'+i)) + ", timeout: 1h}}\n")
+		args = append(args, "--signal", "s"+string(rune('a'+i))+"={}")
+	}
+	file := filepath.Join(t.TempDir(), "manyawaits.yaml")
+	if err := os.WriteFile(file, []byte(def.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args[1] = file
+	r := runSagactl(t, nil, args...)
+	var rep report
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != sagactl.ExitCompensated || rep.Status != "compensated" {
+		t.Fatalf("--fail a with signals for later awaits: exit %d (want %d) %+v %v\n%s%s", r.code, sagactl.ExitCompensated, rep, err, r.stdout, r.stderr)
+	}
 }
