@@ -18,6 +18,7 @@ import (
 // never runs twice side by side, and what succeeded is compensated.
 
 func TestCancelWhileAnActionRuns(t *testing.T) {
+	t.Parallel()
 	// The cancel lands while charge runs; charge then answers. The service
 	// answers a repeated key differently (Declined): the first answer must
 	// be the one recorded, never lost to the cancel's write and asked again;
@@ -67,6 +68,7 @@ func TestCancelWhileAnActionRuns(t *testing.T) {
 // again beside the first: the message already in flight is the one that
 // runs it, at the cancel's version.
 func TestCancelDuringActionStartsNoSecondRun(t *testing.T) {
+	t.Parallel()
 	charges := 0
 	var e *edgeRig
 	e = newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c saga.Call) (any, error) {
@@ -97,6 +99,7 @@ func TestCancelDuringActionStartsNoSecondRun(t *testing.T) {
 // it arrives after the cancel (its worker crashed, or it had not been
 // received yet): the cancel waits for exactly that attempt.
 func TestAttemptMessageRunsAfterTheCancelThatWaitsForIt(t *testing.T) {
+	t.Parallel()
 	e := newEdgeRig(t, bigOutputSaga, nil)
 	e.start("s-1", map[string]any{"blob": "b"})
 	d, _ := e.receive() // reserve
@@ -118,6 +121,7 @@ func TestAttemptMessageRunsAfterTheCancelThatWaitsForIt(t *testing.T) {
 // that attempt, which another worker's clock may already have started: it
 // does not compensate at once.
 func TestCancelNearTheRetryTimeWaitsForTheAttempt(t *testing.T) {
+	t.Parallel()
 	src := `
 saga: r
 steps:
@@ -143,6 +147,7 @@ steps:
 }
 
 func TestCancelDuringBackoffCompensatesAtOnce(t *testing.T) {
+	t.Parallel()
 	src := `
 saga: r
 steps:

@@ -15,6 +15,7 @@ import (
 // What a compensation reads, and how an operator skips one that failed.
 
 func TestSkipCompensationAfterManualUndo(t *testing.T) {
+	t.Parallel()
 	// The charge's refund reads an output that could not be kept: the saga
 	// parks; the operator refunds by hand and resumes with skip, and the
 	// compensations before it run.
@@ -60,6 +61,7 @@ steps:
 // refused (the operator who undid the step by hand must not see it undone
 // a second time behind a success).
 func TestSkipAfterAResumeIsRefused(t *testing.T) {
+	t.Parallel()
 	src := `
 saga: skip
 steps:
@@ -101,6 +103,7 @@ steps:
 }
 
 func TestCompensationReadsItsOwnOutput(t *testing.T) {
+	t.Parallel()
 	// Two steps write vars.p, and a set overwrites it: each refund must
 	// read the payment of its own step.
 	src := `
@@ -132,6 +135,7 @@ steps:
 }
 
 func TestDroppedOutputIsNotReadFromAnEarlierStep(t *testing.T) {
+	t.Parallel()
 	// Two steps write vars.p; the second's output is too large to keep. Its
 	// refund must not be built from the first step's p.
 	src := `

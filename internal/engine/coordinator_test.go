@@ -19,6 +19,7 @@ import (
 )
 
 func TestCoordinatorRunsSagaToTheEnd(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	st := r.start("o-1", orderIn(10))
 	if st.Status != durable.StatusRunning || st.Version != 1 || r.queue.sent.Load() != 1 {
@@ -49,6 +50,7 @@ func TestCoordinatorRunsSagaToTheEnd(t *testing.T) {
 }
 
 func TestCoordinatorDropsStaleDuplicate(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("o-1", orderIn(10))
 	d, _ := r.receive()
@@ -67,6 +69,7 @@ func TestCoordinatorDropsStaleDuplicate(t *testing.T) {
 }
 
 func TestCoordinatorResendsOutboxAfterCrashBeforeSend(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("o-1", orderIn(10))
 	d, _ := r.receive()
@@ -96,6 +99,7 @@ func TestCoordinatorResendsOutboxAfterCrashBeforeSend(t *testing.T) {
 }
 
 func TestCoordinatorConflictWithSecondWorker(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("o-1", orderIn(10))
 	d, _ := r.receive()
@@ -125,6 +129,7 @@ func TestCoordinatorConflictWithSecondWorker(t *testing.T) {
 }
 
 func TestCoordinatorPoisonMessages(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("o-1", orderIn(10))
 	poison := [][]byte{
@@ -164,6 +169,7 @@ func TestCoordinatorPoisonMessages(t *testing.T) {
 }
 
 func TestCoordinatorStartIsIdempotent(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.queue.failSends.Store(1)
 	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "o-1", Input: orderIn(10)}); err == nil {
@@ -189,6 +195,7 @@ func TestCoordinatorStartIsIdempotent(t *testing.T) {
 }
 
 func TestCoordinatorActionBehaviours(t *testing.T) {
+	t.Parallel()
 	type receipt struct {
 		ID     string `json:"id"`
 		Status string `json:"status"`
@@ -252,6 +259,7 @@ func TestCoordinatorActionBehaviours(t *testing.T) {
 }
 
 func TestCoordinatorCancelResumeAndStoredDefinitions(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	failRelease := true
 	r.reg.MustRegister("inventory.release", func(ctx context.Context, c saga.Call) (any, error) {
@@ -297,6 +305,7 @@ func TestCoordinatorCancelResumeAndStoredDefinitions(t *testing.T) {
 // A resume (or cancel) whose write landed but whose send failed must be
 // retryable: the retry re-sends the stored outbox instead of being refused.
 func TestCoordinatorResumeAndCancelRetryAfterFailedSend(t *testing.T) {
+	t.Parallel()
 	for _, op := range []string{"resume", "cancel"} {
 		t.Run(op, func(t *testing.T) {
 			r := newRig(t, "../saga/testdata/valid/order.yaml")
@@ -340,6 +349,7 @@ func TestCoordinatorResumeAndCancelRetryAfterFailedSend(t *testing.T) {
 // A coordinator without actions (a client, the sweep) starts and reads
 // sagas, but leaves their messages for one that can run them.
 func TestCoordinatorWithoutActionsLeavesMessages(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	bare, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: r.queue, Clock: r.clock})
 	if err != nil {
@@ -372,6 +382,7 @@ func TestCoordinatorWithoutActionsLeavesMessages(t *testing.T) {
 // A negative conflict bound would fail every Handle and Cancel; it is
 // refused when the coordinator is built.
 func TestNegativeConflictRetriesRefused(t *testing.T) {
+	t.Parallel()
 	_, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: memstore.New(), Queue: memqueue.New(memqueue.Config{}), MaxConflictRetries: -1})
 	if err == nil || !strings.Contains(err.Error(), "MaxConflictRetries") {
 		t.Fatalf("err %v, want MaxConflictRetries refused", err)
@@ -380,6 +391,7 @@ func TestNegativeConflictRetriesRefused(t *testing.T) {
 
 // An id that cannot name a saga is refused before the store is asked.
 func TestOperationsRefuseIDsThatCannotNameASaga(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	ctx := context.Background()
 	for name, op := range map[string]func() error{
@@ -394,6 +406,7 @@ func TestOperationsRefuseIDsThatCannotNameASaga(t *testing.T) {
 }
 
 func TestRegistryRefusesNamesNoDefinitionCanCall(t *testing.T) {
+	t.Parallel()
 	reg := engine.NewRegistry()
 	noop := func(context.Context, saga.Call) (any, error) { return nil, nil }
 	for _, name := range []string{" ", "pay ments.charge", "lambda:fn", "1abc"} {
@@ -410,6 +423,7 @@ func TestRegistryRefusesNamesNoDefinitionCanCall(t *testing.T) {
 // coordinator adds one to it, which wrapped to 0) and deleted; it is
 // malformed, so it fails and reaches the dead-letter queue.
 func TestHandleRefusesImpossibleVersion(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("o-1", orderIn(10))
 	body := durable.AppendMessage(nil, durable.Message{SagaID: "o-1", Version: 1<<64 - 1, Queue: durable.QueueAdvance, Step: "reserve", Attempt: 1})
@@ -427,6 +441,7 @@ func TestHandleRefusesImpossibleVersion(t *testing.T) {
 // is never queued) is malformed; a join or a stop of a saga that waits on
 // no fork is stale. None changes the saga or runs its action.
 func TestHandleRefusesForkMessagesThatAreNotOurs(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("o-1", orderIn(10))
 	for _, kind := range []durable.MessageKind{durable.KindEnded, durable.KindUndo, durable.KindLaunch} {

@@ -14,6 +14,7 @@ import (
 // the worker.
 
 func TestDamagedStateIsAnErrorNotAPanic(t *testing.T) {
+	t.Parallel()
 	e := newEdgeRig(t, bigOutputSaga, nil)
 	st := e.start("s-1", map[string]any{"blob": "b"})
 	d, _ := e.receive()
@@ -52,6 +53,7 @@ func TestDamagedStateIsAnErrorNotAPanic(t *testing.T) {
 }
 
 func TestStateWithoutVarsIsHandled(t *testing.T) {
+	t.Parallel()
 	e := newEdgeRig(t, bigOutputSaga, nil)
 	st := e.start("s-1", map[string]any{"blob": "b"})
 	d, _ := e.receive()

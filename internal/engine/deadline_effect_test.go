@@ -20,6 +20,7 @@ import (
 // recorded nor compensated (internal/sim checks it: success_compensated,
 // effects_equal_committed_steps).
 func TestDeadlineAfterACrashedActionWriteCompensatesItsEffect(t *testing.T) {
+	t.Parallel()
 	def := filepath.Join(t.TempDir(), "d.yaml")
 	if err := os.WriteFile(def, []byte(`saga: d
 input: {}

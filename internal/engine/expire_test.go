@@ -157,6 +157,7 @@ func marked(t *testing.T, ts *treeStore, root *saga.State, want bool) {
 }
 
 func TestTreeExpiresWithItsRootThatSucceeded(t *testing.T) {
+	t.Parallel()
 	for _, batch := range []int{0, 3} { // the default, and a walk in many messages
 		r, ts := newTreeRig(t, batch)
 		root := runTree(t, r, "t-1")
@@ -172,6 +173,7 @@ func TestTreeExpiresWithItsRootThatSucceeded(t *testing.T) {
 }
 
 func TestTreeExpiresWithItsRootThatCompensated(t *testing.T) {
+	t.Parallel()
 	r, ts := newTreeRig(t, 2)
 	r.actions.fail = func(c saga.Call) bool {
 		return c.Step == "right" && c.SagaID == durable.ChildID(durable.ChildID("t-2", "each", 2, 2), "both", 2, 1)
@@ -184,6 +186,7 @@ func TestTreeExpiresWithItsRootThatCompensated(t *testing.T) {
 }
 
 func TestParkedRootKeepsItsTreeUntilResumedToTheEnd(t *testing.T) {
+	t.Parallel()
 	r, ts := newTreeRig(t, 0)
 	failing := true
 	r.actions.fail = func(c saga.Call) bool {
@@ -218,6 +221,7 @@ func TestParkedRootKeepsItsTreeUntilResumedToTheEnd(t *testing.T) {
 
 // A saga that never forked ends as before: no message more.
 func TestRootWithoutForksSendsNoExpire(t *testing.T) {
+	t.Parallel()
 	r, _ := newTreeRig(t, 0)
 	plan := mustCompile(t, `
 saga: flat
@@ -242,6 +246,7 @@ steps:
 // those it launched, not every element of its list (each mark of a child
 // never created would bill a write unit for a condition that fails).
 func TestFailedForkWalksOnlyTheChildrenItLaunched(t *testing.T) {
+	t.Parallel()
 	r, ts := newTreeRig(t, 0)
 	plan := mustCompile(t, `
 saga: early
@@ -278,6 +283,7 @@ steps:
 // again, and the walk's continuations are sent only once their batch is
 // marked.
 func TestExpireWalkCutOffLosesNothing(t *testing.T) {
+	t.Parallel()
 	r, ts := newTreeRig(t, 4)
 	failures := 0
 	ts.failMark = func(id string) bool {
@@ -302,6 +308,7 @@ func TestExpireWalkCutOffLosesNothing(t *testing.T) {
 // tree never expires). Here the k-th child of the foreach fails its
 // (k+1)-th mark: each start over fails at the next child.
 func TestExpireWalkGoesOnFromWhereAMarkFailed(t *testing.T) {
+	t.Parallel()
 	r, ts := newTreeRig(t, 1000)
 	calls := map[string]int{}
 	ts.failMark = func(id string) bool {
@@ -343,6 +350,7 @@ func TestExpireWalkGoesOnFromWhereAMarkFailed(t *testing.T) {
 // mark in twenty failing (the simulation's 5%), a foreach of 300 children
 // bills under twice 300 marks.
 func TestExpireWalkMarksAtMostAWindowAgainAfterAFailedMark(t *testing.T) {
+	t.Parallel()
 	r, ts := newTreeRig(t, 1000)
 	plan := mustCompile(t, `
 saga: wide
@@ -397,6 +405,7 @@ steps:
 // continuation; both end, and every item of the tree is marked. Marks
 // fail here and there, so continuations of failed marks are sent too.
 func TestExpireWalkMessageRedeliveredAfterItsContinuationEnds(t *testing.T) {
+	t.Parallel()
 	r, ts := newTreeRig(t, 3)
 	calls := 0
 	ts.failMark = func(string) bool { calls++; return calls%4 == 0 }
@@ -463,6 +472,7 @@ func (s *failForks) ForkExpire(ctx context.Context, p *durable.ForkExpireParams)
 // from that visit (from its end, for the record's mark), which fails
 // while nothing gets marked and then ends: every item is marked.
 func TestExpireWalkGoesOnAfterAForkRecordFails(t *testing.T) {
+	t.Parallel()
 	eachKey := durable.ForkKey("t-8", "each", 2)
 	gets, expires := 0, 0
 	expire := func(key string) bool { expires++; return key == eachKey && expires <= 3 }

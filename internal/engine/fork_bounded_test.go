@@ -83,6 +83,7 @@ func newTouchRig(t *testing.T) (*handRig, *touchStore) {
 // a message crosses 30 to 300 faulty calls a delivery, fails every
 // delivery and goes to the dead-letter queue (dead_letters_only_poison).
 func TestForkStopOfANestedForkIsAMessageOfItsOwn(t *testing.T) {
+	t.Parallel()
 	r, store := newTouchRig(t)
 	q, actions, coord := r.q, r.actions, r.coord
 	plan := mustCompile(t, `
@@ -160,6 +161,7 @@ steps:
 // 1,000 sagas) such messages failed all 20 deliveries, and went to the
 // dead-letter queue.
 func TestForkOutboxSentAgainReadsItsChildrenOnly(t *testing.T) {
+	t.Parallel()
 	r, store := newTouchRig(t)
 	plan := mustCompile(t, `
 saga: resent

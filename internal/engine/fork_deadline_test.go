@@ -20,6 +20,7 @@ import (
 // have, the join compensates the saga with the deadline's failure; no
 // child step starts past it.
 func TestForkDeadlinePassesWhileChildrenWait(t *testing.T) {
+	t.Parallel()
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: late
@@ -112,6 +113,7 @@ steps:
 // fires: the children are never stopped by it (docs/PROTOCOL.md, "Failure
 // and cancel"), and the parent waits past it for as long as they run.
 func TestParentDeadlineWithinAQueueDelayIsSent(t *testing.T) {
+	t.Parallel()
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: deadline
@@ -153,6 +155,7 @@ steps:
 // its memory of the timer lapsed (every 30 minutes past due): tens of
 // thousands of messages per saga, and the deadline never applied.
 func TestParentDeadlineMessageIsNeverTakenForAnAction(t *testing.T) {
+	t.Parallel()
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: deadline
@@ -196,6 +199,7 @@ steps:
 // SagaDeadlineExceeded; the message must not be an error on every
 // delivery and end in the dead-letter queue.
 func TestDeadlineOfAParentWaitingOnAForkCompensates(t *testing.T) {
+	t.Parallel()
 	src := strings.Replace(waitingBranchYAML, "saga: slow\n", "saga: slow\ntimeout: 2h\n", 1)
 	src = strings.Replace(src, "timeout: 72h", "timeout: 119m", 1)
 	r := newFrig(t, src, nil)
@@ -242,6 +246,7 @@ func TestDeadlineOfAParentWaitingOnAForkCompensates(t *testing.T) {
 // past every catch, so the saga compensates from the resume on: the
 // resume must not set it running again for the catch to take the failure.
 func TestAResumePastTheDeadlineOfACaughtForksUndoCompensates(t *testing.T) {
+	t.Parallel()
 	src := strings.Replace(catchForkYAML, "saga: caught\n", "saga: caught\ntimeout: 10m\n", 1)
 	r := newFrig(t, src, nil)
 	r.fail["b.one(b1)"] = true

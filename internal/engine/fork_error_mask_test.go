@@ -16,6 +16,7 @@ import (
 // or a service may quote an item, and a secret input must not reach the
 // logs through them.
 func TestForkMessageErrorsMaskTheSagasSecrets(t *testing.T) {
+	t.Parallel()
 	const card = "4111111111111111"
 	r := newFrig(t, `
 saga: pay
@@ -73,6 +74,7 @@ steps:
 // unmasked: its text names the message and why, its cause stays
 // (errors.Is) for what the handler decides on it.
 func TestForkMessageErrorIsWithheldWhenTheSagaCannotBeReadToMaskIt(t *testing.T) {
+	t.Parallel()
 	const card = "4111111111111111"
 	r := newFrig(t, `
 saga: pay

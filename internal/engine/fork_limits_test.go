@@ -29,11 +29,13 @@ steps:
 // A foreach of 10,000 elements at concurrency 100 (100 lanes) runs every
 // element once and joins; one of 10,001 fails its step before forking.
 func TestForeachOfMaxItemsRunsAndOneMoreFailsTheStep(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("10,000 children")
 	}
 	for _, n := range []int{lang.MaxForeachItems, lang.MaxForeachItems + 1} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			t.Parallel()
 			r := newFrig(t, wideYAML, nil)
 			items := make([]any, n)
 			for i := range items {
@@ -63,6 +65,7 @@ func TestForeachOfMaxItemsRunsAndOneMoreFailsTheStep(t *testing.T) {
 
 // A parallel of 20 branches (lang.MaxBranches) all run and join in order.
 func TestParallelOfMaxBranchesJoinsInOrder(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("saga: twenty\nsteps:\n  - id: fan\n    parallel:\n")
 	for i := range lang.MaxBranches {
@@ -87,6 +90,7 @@ func TestParallelOfMaxBranchesJoinsInOrder(t *testing.T) {
 // fails with StateTooLarge, the fork fails, and the other branch and the
 // step before are undone.
 func TestBranchOutputTooLargeFailsTheForkAndUndoesTheRest(t *testing.T) {
+	t.Parallel()
 	src := `saga: huge
 steps:
   - {id: first, action: first.do, with: {arg: first}, compensate: {action: first.undo, with: {arg: first}}}
@@ -115,6 +119,7 @@ steps:
 // A foreach list computed from saga.now is kept at the fork: an element
 // launched a minute later sees the value the list had at the fork.
 func TestForeachListFromSagaNowIsKeptAtTheFork(t *testing.T) {
+	t.Parallel()
 	src := `saga: now
 steps:
   - {id: w0, action: w.do, with: {arg: w0}}
@@ -136,6 +141,7 @@ steps:
 
 // Forks nested lang.MaxForkDepth deep run and join.
 func TestForksNestedAtMaxForkDepthJoin(t *testing.T) {
+	t.Parallel()
 	inner := "{id: leaf, action: leaves.do, with: {arg: leaf}, out: l}"
 	for d := lang.MaxForkDepth; d >= 1; d-- {
 		inner = fmt.Sprintf("{id: f%d, parallel: [{steps: [%s]}, {steps: [{id: s%d, action: ss.do, with: {arg: s%d}}]}], out: o%d}", d, inner, d, d, d)
@@ -165,6 +171,7 @@ func TestForksNestedAtMaxForkDepthJoin(t *testing.T) {
 // step that grows the state past 300 KiB fails with StateTooLarge, and
 // the saga compensates.
 func TestBranchWithALargeOutJoins(t *testing.T) {
+	t.Parallel()
 	plan := mustCompile(t, `
 saga: large
 steps:
@@ -197,6 +204,7 @@ steps:
 // leave the parent waiting on its fork forever. DESIGN 2.1: what
 // validation accepts "never gets stuck".
 func TestForeachIterationTooLargeFailsTheStep(t *testing.T) {
+	t.Parallel()
 	plan := mustCompile(t, `
 saga: items
 steps:
@@ -253,6 +261,7 @@ steps:
 // would go to the dead-letter queue and the parent would wait on its fork
 // for ever, its children never undone.
 func TestJoinPastMaxStateBytesUndoesTheChildren(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, bigForeachYAML, nil)
 	r.outs["blobs.make"] = func() any { return strings.Repeat("x", 10<<10) }
 	items := []any{}
@@ -284,6 +293,7 @@ func TestJoinPastMaxStateBytesUndoesTheChildren(t *testing.T) {
 // developer's machine: 1,000 elements 0.22 s as is, 2.9 s mapped; 2,000:
 // 0.53 s and 14.7 s; 4,000: 1.5 s and 1 min 51 s).
 func TestCostOfAStableListBuiltByAnExpression(t *testing.T) {
+	// Not parallel: it measures time.
 	if os.Getenv("LAMBDASAGA_MEASURE_STABLE_LIST") == "" {
 		t.Skip("a measurement (about 20 s): set LAMBDASAGA_MEASURE_STABLE_LIST=1")
 	}

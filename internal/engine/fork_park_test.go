@@ -33,6 +33,7 @@ steps:
 // DEFINITIONS: "A child that parks (compensation_failed) parks its
 // parent".
 func TestABranchThatParksParksItsParent(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, parkingBranchYAML, nil)
 	r.fail["a.two(a2)"] = true
 	r.fail["a.undo(a1)"] = true
@@ -76,6 +77,7 @@ steps:
 // undone before the compensation stack (first), or a's booking would
 // never be cancelled although the saga ends "compensated".
 func TestResumeAfterAParkedUndoOfAFailedForkUndoesTheRest(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, threeBranchYAML, nil)
 	ctx := context.Background()
 	r.fail["c.do(c)"] = true
@@ -123,6 +125,7 @@ steps:
 // running the compensation that failed"). The skip leaves the fork's
 // entry on the stack, so a, which nobody undid yet, is still undone.
 func TestSkipOfAParkedChildSkipsOnlyThatChild(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, threeBranchLaterFailYAML, nil)
 	ctx := context.Background()
 	r.fail["last.do(last)"] = true
@@ -148,6 +151,7 @@ func TestSkipOfAParkedChildSkipsOnlyThatChild(t *testing.T) {
 // unlisted, so the parent must park: otherwise the unrepaired a1 is
 // invisible (and the parent expires with the table's TTL).
 func TestAParkedBranchCanBeFound(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, parkingBranchYAML, nil)
 	r.fail["a.two(a2)"] = true
 	r.fail["a.undo(a1)"] = true
@@ -169,6 +173,7 @@ func TestAParkedBranchCanBeFound(t *testing.T) {
 // is handled, and once the fork closes the parent compensates with both
 // branches' effects undone once.
 func TestResumeOfAParkedChildWhileItsParentWaits(t *testing.T) {
+	t.Parallel()
 	src := `saga: park2
 steps:
   - id: fan
@@ -212,6 +217,7 @@ steps:
 // parked b would answer at once that it parked, and the parent would park
 // again, never making progress.
 func TestResumeOfAParentParkedOnAChildResumesTheChild(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, threeBranchLaterFailYAML, nil)
 	ctx := context.Background()
 	r.fail["last.do(last)"] = true
@@ -245,6 +251,7 @@ func TestResumeOfAParentParkedOnAChildResumesTheChild(t *testing.T) {
 // resume set it running (a caught fork's undo) accepts the repeat (not
 // refused as invalid, its own lost send never redone).
 func TestARepeatedResumeSendsWhatALostSendDidNot(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, src string
 		fail      []string
@@ -291,6 +298,7 @@ func TestARepeatedResumeSendsWhatALostSendDidNot(t *testing.T) {
 // Child 0 below succeeded and must be undone, or the saga ends
 // compensated with left's effect in place.
 func TestResumeAfterAParkedUndoUndoesTheChildrenLeft(t *testing.T) {
+	t.Parallel()
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: parked

@@ -76,6 +76,7 @@ func checkShipped(t *testing.T, r *frig, in map[string]any, want durable.Status)
 
 // Each window fails once; redelivery alone (no sweep) must finish the saga.
 func TestForkCrashWindowsRecoverOnRedelivery(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		store func(op, key string) bool
@@ -93,6 +94,7 @@ func TestForkCrashWindowsRecoverOnRedelivery(t *testing.T) {
 	for _, tc := range cases {
 		for _, conc := range []int{1, 3} {
 			t.Run(fmt.Sprintf("%s/concurrency %d", tc.name, conc), func(t *testing.T) {
+				t.Parallel()
 				r, in := shipRig(t, conc, 5)
 				r.start("p", in)
 				r.drainUntil(func() bool { return r.get("p").Status == durable.StatusWaiting }) // open runs: the parent forks
@@ -127,6 +129,7 @@ func TestForkCrashWindowsRecoverOnRedelivery(t *testing.T) {
 
 // The same windows while the fork fails and its children are undone.
 func TestFailedForkCrashWindowsRecoverOnRedelivery(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		store func(op, key string) bool
@@ -146,6 +149,7 @@ func TestFailedForkCrashWindowsRecoverOnRedelivery(t *testing.T) {
 	for _, tc := range cases {
 		for _, conc := range []int{1, 3} {
 			t.Run(fmt.Sprintf("%s/concurrency %d", tc.name, conc), func(t *testing.T) {
+				t.Parallel()
 				r, in := shipRig(t, conc, 6)
 				r.fail["shipping.send(s04)"] = true
 				r.start("p", in)
@@ -181,9 +185,11 @@ func TestFailedForkCrashWindowsRecoverOnRedelivery(t *testing.T) {
 // Every message is delivered twice: the fork's counts, joins, undos and
 // launches are idempotent; each item ships once and is recalled once.
 func TestForkUnderDuplicateDeliveryShipsAndRecallsOnce(t *testing.T) {
+	t.Parallel()
 	for _, fail := range []bool{false, true} {
 		for _, conc := range []int{1, 3} {
 			t.Run(fmt.Sprintf("fail %v concurrency %d", fail, conc), func(t *testing.T) {
+				t.Parallel()
 				r, in := shipRig(t, conc, 7)
 				want := durable.StatusSucceeded
 				if fail {
@@ -205,6 +211,7 @@ func TestForkUnderDuplicateDeliveryShipsAndRecallsOnce(t *testing.T) {
 // 3). Otherwise the parent stays running (or compensating) with nothing
 // queued, and only the sweep, 35 minutes on, can move it.
 func TestJoinWhoseSendFailedIsSentAgain(t *testing.T) {
+	t.Parallel()
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: joined
@@ -244,6 +251,7 @@ steps:
 // Otherwise the child stays compensating with nothing queued, and its
 // parent waits on it.
 func TestUndoWhoseSendFailedIsSentAgain(t *testing.T) {
+	t.Parallel()
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: undone
@@ -289,6 +297,7 @@ steps:
 // finds the parent moved on to the next child, and sends that undo again.
 // Otherwise the parent waits compensating and the child stays succeeded.
 func TestUndoneWhoseSendFailedIsSentAgain(t *testing.T) {
+	t.Parallel()
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: undone
@@ -331,6 +340,7 @@ steps:
 // redelivered, sends the outbox again, and the launch of child 1 must
 // read the fork record and find it failed.
 func TestChildLaunchedAfterTheForkFailedNeverRuns(t *testing.T) {
+	t.Parallel()
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: late
@@ -386,6 +396,7 @@ steps:
 // failed; its count had licensed child 2 before the failure, and the
 // repeat must not take the failure for the lane's own.
 func TestRepeatedEndedNeverStopsALaneWhoseChildRuns(t *testing.T) {
+	t.Parallel()
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: lanes
@@ -457,6 +468,7 @@ steps:
 // sit in running with its next message unsent until a sweep found it
 // idle (20 to 35 minutes, and only with a sweep deployed).
 func TestAJoinWhoseOutboxWasLostIsSentOnRedelivery(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, twoBranchYAML, nil)
 	fails := 1
 	r.queue.setHook(func(m durable.Message) (bool, error) {
@@ -490,6 +502,7 @@ steps:
 // duplicate, and its re-sent outbox launches the children, rather than
 // leave them uncreated until the sweep comes.
 func TestASignalRetriedWithItsIDLaunchesTheFork(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, awaitThenForkYAML, nil)
 	ctx := context.Background()
 	r.start("p", nil)

@@ -17,6 +17,7 @@ import (
 // A fork that succeeded is undone branch by branch, highest index first,
 // each branch newest step first, and then the step before the fork.
 func TestForkIsUndoneHighestBranchFirstThenTheStepBefore(t *testing.T) {
+	t.Parallel()
 	src := `saga: order
 steps:
   - {id: first, action: first.do, with: {arg: first}, compensate: {action: first.undo, with: {arg: first}}}
@@ -47,6 +48,7 @@ steps:
 // A branch that ends with succeed gives its output; vars a branch writes
 // do not reach the parent; a next loop inside a body runs.
 func TestBranchSucceedOutputVarScopeAndLoops(t *testing.T) {
+	t.Parallel()
 	src := `saga: sem
 steps:
   - id: s0
@@ -98,6 +100,7 @@ steps:
 // list reads the outer item (a stable list, evaluated again at each
 // launch from the outer iteration's state) and the parent's input.
 func TestNestedForeachItemsAndIndexes(t *testing.T) {
+	t.Parallel()
 	src := `saga: nest
 input: {groups: list, tag: string}
 steps:
@@ -146,6 +149,7 @@ steps:
 // A child saga with a callback step: the child gets its own secret, and
 // its token completes it; the parent goes on with the child's output.
 func TestChildSagaCompletedByItsCallback(t *testing.T) {
+	t.Parallel()
 	parent := `saga: main
 steps:
   - id: pay
@@ -185,6 +189,7 @@ steps:
 // A child saga that itself forks is undone as a whole when the parent
 // compensates: its branches' steps are undone, then its own.
 func TestChildSagaThatForksIsUndoneAsAWhole(t *testing.T) {
+	t.Parallel()
 	parent := `saga: main
 steps:
   - {id: first, action: first.do, with: {arg: first}, compensate: {action: first.undo, with: {arg: first}}}
@@ -215,6 +220,7 @@ steps:
 // A signal sent to a parent while it waits on a fork is kept, and the
 // await after the fork takes it at once.
 func TestSignalToAParentWaitingOnAForkIsKeptForItsAwait(t *testing.T) {
+	t.Parallel()
 	src := `saga: sig
 steps:
   - id: fan
@@ -240,6 +246,7 @@ steps:
 // when the saga compensates, the children of both visits are undone, the
 // later visit's first.
 func TestAForkVisitedTwiceIsUndoneTwice(t *testing.T) {
+	t.Parallel()
 	src := `saga: twice
 steps:
   - {id: init, set: {n: "${0}"}}
@@ -271,6 +278,7 @@ steps:
 // with an id of a child's form is refused, and the launch checks that a
 // saga it meets is its child.
 func TestAChildIDCannotBeTakenByAnotherSaga(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, twoBranchYAML, nil)
 	ctx := context.Background()
 	other := mustCompile(t, "saga: other\nsteps:\n  - {id: o, action: others.do, with: {arg: other}}\n")

@@ -55,6 +55,7 @@ func threeWaitingLanes(t *testing.T) (r *frig, child map[string]int) {
 // again on each delivery fails all three, and the frig's third receive
 // moves it to the dead-letter queue with the saga waiting for ever.
 func TestForkStopKeepsTheLanesItHasCancelled(t *testing.T) {
+	t.Parallel()
 	r, child := threeWaitingLanes(t)
 	deliveries := 0
 	failed := map[int]bool{}
@@ -98,6 +99,7 @@ func TestForkStopKeepsTheLanesItHasCancelled(t *testing.T) {
 // (2 again), fails on lane 1 and records 0 and 2; the third does lane 1
 // and records every lane.
 func TestForkStopWhoseRecordFailsDoesTheLanesAgain(t *testing.T) {
+	t.Parallel()
 	r, child := threeWaitingLanes(t)
 	deliveries, records := 0, 0
 	failed := map[int]bool{}
@@ -156,6 +158,7 @@ func TestForkStopWhoseRecordFailsDoesTheLanesAgain(t *testing.T) {
 // message (a lost delete, a duplicate) does none again: it reads no child
 // and sends no child's messages.
 func TestForkStopRepeatedAfterItsWorkDoesNoLaneAgain(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, threeWaitingBranches, nil)
 	r.start("p", nil)
 	r.drain()
@@ -298,6 +301,7 @@ func TestForkStopRecordsItsLanesOnTheEmulators(t *testing.T) {
 // dead-letter queue and the parent waits forever. The same holds for a
 // parent whose deadline passes while its children run.
 func TestCancelWhileChildrenRunJoinsAndCompensates(t *testing.T) {
+	t.Parallel()
 	r := newHandRig(t)
 	plan := mustCompile(t, `
 saga: cancelled
@@ -336,6 +340,7 @@ steps:
 // died): the cancel's stop creates the children stopped, and the saga
 // compensates without running any branch.
 func TestCancelBeforeTheLaunchesRunsNoBranch(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, twoBranchYAML, nil)
 	ctx := context.Background()
 	r.store.setHook(func(op, key string) error {
@@ -363,6 +368,7 @@ func TestCancelBeforeTheLaunchesRunsNoBranch(t *testing.T) {
 // is running, the fork's catch will route the failure): the cancel is
 // accepted, so it must win over the catch.
 func TestCancelWhileAFailedForkUndoesBeatsItsCatch(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, catchForkYAML, nil)
 	r.fail["b.one(b1)"] = true
 	r.start("p", nil)
@@ -393,6 +399,7 @@ func TestCancelWhileAFailedForkUndoesBeatsItsCatch(t *testing.T) {
 // failure anywhere in the tree would fail the whole call, and the
 // grandchild would keep waiting, its parents with it, until the sweep.
 func TestACancelReachesEveryLevelOfNestedForksWithoutTheCaller(t *testing.T) {
+	t.Parallel()
 	const src = `saga: nest
 steps:
   - id: outer
@@ -447,6 +454,7 @@ steps:
 // stop fails with it and comes back, rather than going on without it and
 // leaving the saga waiting on the fork for good.
 func TestForkStopRetriesWhenItCannotReadAnEndedChild(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, twoBranchYAML, nil)
 	flight := durable.ChildID("p", "book", 1, 1)
 	r.queue.setHook(func(m durable.Message) (bool, error) {

@@ -15,6 +15,7 @@ import (
 // list branches and iterations, looks at each lane's current child of the
 // parent waiting on the fork and sends its message again.
 func TestSweepSendsAgainWhatAForksChildrenNeed(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "testdata/fork.yaml")
 	r.queue.failSends.Store(2) // both lanes' first messages
 	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "fan-1", Input: map[string]any{"items": []any{"a", "b", "c"}}}); err == nil {
@@ -39,6 +40,7 @@ func TestSweepSendsAgainWhatAForksChildrenNeed(t *testing.T) {
 // MaxResends times per version, as any saga is, and then left for an
 // operator: counted in LeftForOperator, never silently skipped.
 func TestSweepLeavesAForksStuckChildForAnOperator(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "testdata/fork.yaml")
 	r.queue.failSends.Store(2) // both lanes' first messages
 	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "fan-2", Input: map[string]any{"items": []any{"a", "b", "c"}}}); err == nil {
@@ -105,6 +107,7 @@ func sweepUntilDone(t *testing.T, r *frig, want durable.Status) {
 // A lost ended message (its count throttled on every receive): the sweep
 // sends the child's outbox again.
 func TestSweepRecoversALostEnded(t *testing.T) {
+	t.Parallel()
 	r, in := shipRig(t, 2, 4)
 	r.start("p", in)
 	off := failFor(r, func(op, key string) bool { return op == "forkcount" })
@@ -120,6 +123,7 @@ func TestSweepRecoversALostEnded(t *testing.T) {
 // A lost launch: the count of child 0 landed, the create of its successor
 // failed on every receive of the ended message.
 func TestSweepRecoversALostLaunch(t *testing.T) {
+	t.Parallel()
 	r, in := shipRig(t, 1, 3)
 	r.start("p", in)
 	off := failFor(r, func(op, key string) bool { return op == "create" && key == durable.ChildID("p", "each", 2, 1) })
@@ -134,6 +138,7 @@ func TestSweepRecoversALostLaunch(t *testing.T) {
 
 // A lost undo: the child's EventUndo write failed on every receive.
 func TestSweepRecoversALostUndo(t *testing.T) {
+	t.Parallel()
 	r, in := shipRig(t, 2, 4)
 	r.fail["last.do(last)"] = true
 	r.start("p", in)
@@ -150,6 +155,7 @@ func TestSweepRecoversALostUndo(t *testing.T) {
 // A lost ended message two forks down: a branch waits on its own foreach,
 // whose child's end was never counted.
 func TestSweepRecoversALostEndedOneForkDown(t *testing.T) {
+	t.Parallel()
 	src := `saga: nested
 steps:
   - id: outer
@@ -181,6 +187,7 @@ steps:
 // fork whose lanes are all exhausted, the sweep sends the join again,
 // or the parent waits for ever although every child ended.
 func TestSweepRecoversAJoinThatWentToTheDeadLetterQueue(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, twoBranchYAML, nil)
 	forkKey := durable.ForkKey("p", "book", 1)
 	reads := 0
@@ -229,6 +236,7 @@ steps:
 // waiting, and the cancelled saga only compensates when the await times
 // out, 72 hours later.
 func TestSweepRedoesTheStopOfACancelWhoseSendFailed(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, waitingBranchYAML, nil)
 	ctx := context.Background()
 	r.start("p", nil)
@@ -263,6 +271,7 @@ func TestSweepRedoesTheStopOfACancelWhoseSendFailed(t *testing.T) {
 // check for a lost stop (no failure recorded) does not see it, and the
 // branch's own outbox, sent again, does not stop it.
 func TestSweepCancelsABranchItsForksStopMissed(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, waitingBranchYAML, nil)
 	ctx := context.Background()
 	r.start("p", nil)

@@ -18,6 +18,7 @@ import (
 // unless no invocation could give it more.
 
 func TestActionRunningIntoTheInvocationDeadlineIsRecorded(t *testing.T) {
+	t.Parallel()
 	src := `
 saga: slow
 steps:
@@ -58,6 +59,7 @@ steps:
 }
 
 func TestNoTimeLeftHandsTheMessageBack(t *testing.T) {
+	t.Parallel()
 	ran := false
 	e := newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c saga.Call) (any, error) { ran = true; return nil, nil })
 	e.start("s-1", map[string]any{"blob": "b"})
@@ -73,6 +75,7 @@ func TestNoTimeLeftHandsTheMessageBack(t *testing.T) {
 }
 
 func TestStepTimeoutThatNoLongerFitsIsHandedBack(t *testing.T) {
+	t.Parallel()
 	src := `
 saga: t
 steps:
@@ -104,6 +107,7 @@ steps:
 }
 
 func TestAFreshInvocationNeverHandsBack(t *testing.T) {
+	t.Parallel()
 	// A step whose timeout and the reserve all but fill a fresh invocation:
 	// what is left after loading is a few microseconds short. Handing it
 	// back would hand it back again forever; it must run.
@@ -131,6 +135,7 @@ steps:
 // given the whole invocation would pass it: this one checks the
 // deadline itself.)
 func TestActionContextEndsBeforeTheInvocation(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, timeout string
 		want          func(invocation time.Time) time.Time

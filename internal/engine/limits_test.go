@@ -19,6 +19,7 @@ import (
 // compensated.
 
 func TestOutputTooLargeIsStillCompensated(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("x", saga.MaxStateBytes)
 	e := newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c saga.Call) (any, error) {
 		if c.Step == "charge" && !c.Compensation {
@@ -32,6 +33,7 @@ func TestOutputTooLargeIsStillCompensated(t *testing.T) {
 }
 
 func TestSetAfterActionGrowsStateIsBlamedOnTheSet(t *testing.T) {
+	t.Parallel()
 	blob := strings.Repeat("y", 90<<10) // three copies and the input pass the state limit
 	e := newEdgeRig(t, bigOutputSaga, nil)
 	e.start("s-1", map[string]any{"blob": blob})
@@ -40,6 +42,7 @@ func TestSetAfterActionGrowsStateIsBlamedOnTheSet(t *testing.T) {
 }
 
 func TestLargeInputEchoedByActionsIsCompensated(t *testing.T) {
+	t.Parallel()
 	// The order saga with 120 items of 1,000 characters: each action echoes
 	// its input, so the state grows past the limit at ship.
 	src := `
@@ -76,6 +79,7 @@ steps:
 }
 
 func TestCatchRoutingGrowthEnds(t *testing.T) {
+	t.Parallel()
 	// StateTooLarge cannot be caught: a catch could only route it into more growth.
 	src := `
 saga: grow
@@ -108,6 +112,7 @@ steps:
 }
 
 func TestDepthLimitIsOneLimit(t *testing.T) {
+	t.Parallel()
 	nest := func(n int) any {
 		var v any = "leaf"
 		for range n {
@@ -142,6 +147,7 @@ func TestDepthLimitIsOneLimit(t *testing.T) {
 }
 
 func TestDeepActionOutputFailsTheStepOnce(t *testing.T) {
+	t.Parallel()
 	var v any = "leaf"
 	for range saga.MaxDataDepth + 5 {
 		v = map[string]any{"k": v}
@@ -164,6 +170,7 @@ func TestDeepActionOutputFailsTheStepOnce(t *testing.T) {
 }
 
 func TestDeepInputWithinTheLimitRuns(t *testing.T) {
+	t.Parallel()
 	var v any = "leaf"
 	for range saga.MaxDataDepth - 1 {
 		v = []any{v}
@@ -188,6 +195,7 @@ steps:
 }
 
 func TestCatchLoopsEnd(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, src string }{
 		{"action caught into an earlier step", `
 saga: loop
@@ -235,6 +243,7 @@ steps:
 }
 
 func TestErrorMessagesAreBounded(t *testing.T) {
+	t.Parallel()
 	huge := strings.Repeat("e", 1<<20)
 	e := newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c saga.Call) (any, error) {
 		if c.Step == "ship" {
@@ -255,6 +264,7 @@ func TestErrorMessagesAreBounded(t *testing.T) {
 }
 
 func TestTooDeepSaysSoOnce(t *testing.T) {
+	t.Parallel()
 	var v any = "leaf"
 	for range saga.MaxDataDepth + 3 {
 		v = map[string]any{"k": []any{v}}
@@ -266,6 +276,7 @@ func TestTooDeepSaysSoOnce(t *testing.T) {
 }
 
 func TestHugeCELResultFailsTheStep(t *testing.T) {
+	t.Parallel()
 	src := `
 saga: bomb
 input: {l: list}
@@ -293,6 +304,7 @@ steps:
 }
 
 func TestInputSizeIsTheJSONTheUserSent(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, "saga: s\ninput: {s: string}\nsteps: [{id: a, action: x.y}]\n")
 	if _, err := p.CheckInput(map[string]any{"s": strings.Repeat("<", 25000)}); err != nil {
 		t.Fatalf("25,000 '<' (25 kB as JSON) refused: %v", err)
@@ -300,6 +312,7 @@ func TestInputSizeIsTheJSONTheUserSent(t *testing.T) {
 }
 
 func TestLibraryCallsCannotBuildHugeValues(t *testing.T) {
+	// Not parallel: it measures the process's allocations.
 	// Each of these builds gigabytes from a 100 KB string in one library
 	// call; each must fail its step before the value is built.
 	for _, expr := range []string{
@@ -342,6 +355,7 @@ func TestLibraryCallsCannotBuildHugeValues(t *testing.T) {
 }
 
 func TestGuardedLibraryCallsStillWork(t *testing.T) {
+	t.Parallel()
 	src := `
 saga: ok
 input: {s: string}
@@ -365,6 +379,7 @@ steps:
 }
 
 func TestFailedSetWritesNothingWhenMeasured(t *testing.T) {
+	t.Parallel()
 	// v2 grows the state past its limit, then v3 fails: the start must
 	// still store a failed saga (it stored nothing: state too large).
 	src := `
@@ -390,6 +405,7 @@ steps:
 // output, whatever it was ("pending", or null): never the output of the
 // completion the saga refused (30 KiB here).
 func TestCallbackOutputTooLargeLeavesTheActionsOutputForItsCompensation(t *testing.T) {
+	t.Parallel()
 	for _, immediate := range []any{"pending", nil} {
 		r := newTextRig(t, `saga: big
 steps:

@@ -27,6 +27,7 @@ func callsOf(r *rig, key string) int64 {
 // is applied to the saga as it is now (the action does not run again), and
 // the await takes the signal without pausing.
 func TestSignalWhileTheActionBeforeItsAwaitRuns(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/expense.yaml")
 	ctx := context.Background()
 	var kept *engine.Delivered
@@ -69,6 +70,7 @@ func TestSignalWhileTheActionBeforeItsAwaitRuns(t *testing.T) {
 // A signal to a saga that awaits it is one transition; the await's
 // timer, which fires later, finds the next version and is dropped.
 func TestSignalToAnAwaitingSagaAndTheTimeoutRace(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/expense.yaml")
 	ctx := context.Background()
 	r.start("e-2", map[string]any{"amount": 5})
@@ -106,6 +108,7 @@ func TestSignalToAnAwaitingSagaAndTheTimeoutRace(t *testing.T) {
 // completion from inside the action (a webhook faster than the action's
 // return) is kept and taken when the action returns.
 func TestCallbackThroughTheCoordinator(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/charge.yaml")
 	ctx := context.Background()
 	var token string
@@ -181,6 +184,7 @@ func TestCallbackThroughTheCoordinator(t *testing.T) {
 // stored outbox again, delayed 15 minutes (so that it never runs an
 // attempt beside a worker running it), and the saga goes on then.
 func TestSignalRetryAfterALostSendSendsTheOutbox(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/expense.yaml")
 	ctx := context.Background()
 	r.start("e-9", map[string]any{"amount": 1})
@@ -214,6 +218,7 @@ func TestSignalRetryAfterALostSendSendsTheOutbox(t *testing.T) {
 // late, never lost nor doubled. The sender's retry and the sweep re-send
 // that same delayed copy. (docs/PROTOCOL.md, "Signals and callbacks".)
 func TestCancelAfterALostSignalSendRunsTheAttemptAtTheFallback(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/expense.yaml")
 	ctx := context.Background()
 	r.start("e-10", map[string]any{"amount": 1})
@@ -250,6 +255,7 @@ func TestCancelAfterALostSignalSendRunsTheAttemptAtTheFallback(t *testing.T) {
 // (ErrKeptFull, "no room"), however few are kept: the saga is unchanged
 // and goes on when the signal it awaits comes (its pay step runs).
 func TestAKeepThatWouldNotFitIsRefused(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "testdata/expense_review.yaml")
 	ctx := context.Background()
 	big := strings.Repeat("x", saga.MaxStateBytes-20<<10)
@@ -286,6 +292,7 @@ func TestAKeepThatWouldNotFitIsRefused(t *testing.T) {
 // invocation, or a second handling of the same version (bench's
 // TestCallbackCost counts them).
 func TestAKeptSignalSendsNoMessage(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/expense.yaml")
 	r.start("e-kept", map[string]any{"amount": 3})
 	if n := r.q.Len(durable.QueueAdvance); n != 1 {
@@ -309,6 +316,7 @@ func TestAKeptSignalSendsNoMessage(t *testing.T) {
 // by durable.MaxDelay precisely so that "no second worker runs the action
 // beside the one running it now".
 func TestAKeptSignalNeverRunsThePendingActionTwice(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/expense.yaml")
 	ctx := context.Background()
 	var files atomic.Int64
@@ -349,6 +357,7 @@ func TestAKeptSignalNeverRunsThePendingActionTwice(t *testing.T) {
 // running action's message is delayed by durable.MaxDelay for the same
 // reason.)
 func TestARepeatedSignalDoesNotRunThePendingActionAgain(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/expense.yaml")
 	ctx := context.Background()
 	var pays atomic.Int64

@@ -55,6 +55,7 @@ func (b *lockedBuffer) String() string {
 // panics quoting it: the action gets the number, and neither the step
 // events, the logs, nor the saga as shown hold it.
 func TestSecretInputNeverShown(t *testing.T) {
+	t.Parallel()
 	plan := mustCompile(t, secretSaga)
 	var (
 		mu     sync.Mutex
@@ -137,6 +138,7 @@ func TestSecretInputNeverShown(t *testing.T) {
 
 // An input that fails its type check names the field, never the value.
 func TestSecretInputCheckNamesTheField(t *testing.T) {
+	t.Parallel()
 	plan := mustCompile(t, secretSaga)
 	for _, card := range []any{json.Number(secretCard), []any{secretCard}, map[string]any{"n": secretCard}} {
 		_, err := plan.CheckInput(map[string]any{"order_id": "o-1", "card_number": card})
@@ -147,6 +149,7 @@ func TestSecretInputCheckNamesTheField(t *testing.T) {
 }
 
 func TestExpressionErrorsDoNotEchoValues(t *testing.T) {
+	t.Parallel()
 	src := `
 saga: echo
 input: {m: map, s: string, l: list, n: int}
@@ -173,6 +176,7 @@ steps:
 }
 
 func TestPanicTextHidesValues(t *testing.T) {
+	t.Parallel()
 	var runtimeErr any
 	func() {
 		defer func() { runtimeErr = recover() }()

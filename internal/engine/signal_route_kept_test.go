@@ -66,6 +66,7 @@ steps:
 // one its only await takes already, so it has no room for another
 // (RouteSignal.Later counts the awaits ahead against what the run keeps).
 func TestKeptSignalGoesPastAStartedChildThatKeepsOneForItsAwait(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, keptEdgesPickFirst, nil)
 	r.start("b-1", map[string]any{"items": []any{"a", "b", "c"}})
 	it0, it1, it2 := durable.ChildID("b-1", "each", 1, 0), durable.ChildID("b-1", "each", 1, 1), durable.ChildID("b-1", "each", 1, 2)
@@ -97,6 +98,7 @@ func TestKeptSignalGoesPastAStartedChildThatKeepsOneForItsAwait(t *testing.T) {
 // The same with two iterations at once, each running its pick when the
 // approvals come: one goes to each.
 func TestKeptSignalsGoOneToEachRunningChildBeforeItsAwait(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, strings.Replace(keptEdgesPickFirst, "concurrency: 1", "concurrency: 2", 1), nil)
 	r.start("b-2", map[string]any{"items": []any{"a", "b"}})
 	it0, it1 := durable.ChildID("b-2", "each", 1, 0), durable.ChildID("b-2", "each", 1, 1)
@@ -127,6 +129,7 @@ func TestKeptSignalsGoOneToEachRunningChildBeforeItsAwait(t *testing.T) {
 // the child again after its keep, or the launcher, reading the saga again
 // after its create, gives it to iteration 1.
 func TestKeptSignalForAChildBeingCreatedReachesIt(t *testing.T) {
+	t.Parallel()
 	const src = `
 saga: batch
 input: {items: list}
@@ -179,6 +182,7 @@ steps:
 // of them: it gives the signal to the child under which one has yet to
 // start, which keeps it for grandchild 1.
 func TestKeptSignalForAGrandchildYetToStartReachesIt(t *testing.T) {
+	t.Parallel()
 	const src = `
 saga: outer
 input: {groups: list}
@@ -256,6 +260,7 @@ steps:
 // awaited it when it came) and ran on past its await, so the second is
 // for iteration 1, not for iteration 0 by count.
 func TestSignalKeptForAChildYetToStartSkipsTheChildrenStarted(t *testing.T) {
+	t.Parallel()
 	const src = `
 saga: batch
 input: {items: list}

@@ -59,6 +59,7 @@ func signalTo(r *frig, id, name string) (*engine.Delivered, error) {
 // here its child saga, waiting on the await while the saga waits on the
 // fork. The child goes on at once, and the saga with it.
 func TestSignalReachesTheChildSagaThatAwaitsIt(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, approvalParent, map[string]string{"approval.yaml": approvalChild})
 	r.start("o-1", nil)
 	r.drain() // the child waits on its await (an hour: no message), the saga on the fork
@@ -79,6 +80,7 @@ func TestSignalReachesTheChildSagaThatAwaitsIt(t *testing.T) {
 // A signal sent before the child saga exists is kept by the saga and
 // given to the child as it starts: its await takes it without pausing.
 func TestSignalBeforeTheForkIsGivenToTheChildThatAwaitsIt(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, approvalParent, map[string]string{"approval.yaml": approvalChild})
 	r.start("o-2", nil)
 	d, err := signalTo(r, "o-2", "approved")
@@ -97,6 +99,7 @@ func TestSignalBeforeTheForkIsGivenToTheChildThatAwaitsIt(t *testing.T) {
 // Several runs awaiting the signal at once: refused, naming them; a
 // signal no await of the tree takes: refused.
 func TestSignalAwaitedByManyRunsOrByNoneIsRefused(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, `
 saga: both
 steps:
@@ -133,6 +136,7 @@ steps:
 // A signal sent while the child runs but before it reaches its await is
 // kept by the child, whose await then takes it.
 func TestSignalKeptByTheRunningChildThatWillAwaitIt(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, approvalParent, map[string]string{"approval.yaml": approvalChild})
 	r.start("o-3", nil)
 	// Run until the child exists and its first action is due, not run.
@@ -164,6 +168,7 @@ func TestSignalKeptByTheRunningChildThatWillAwaitIt(t *testing.T) {
 // signal reaches the branch that awaits it, or the caller is told it went
 // nowhere.
 func TestASignalForABranchsAwaitIsNotSwallowedByTheParent(t *testing.T) {
+	t.Parallel()
 	src := `saga: approve
 steps:
   - id: fan
@@ -197,6 +202,7 @@ steps:
 // approval sent to the saga reaches an iteration that has yet to take
 // one. Sent before the fork, or while iteration 0 runs past its await.
 func TestSignalsReachEachIterationThatAwaitsOne(t *testing.T) {
+	t.Parallel()
 	const src = `
 saga: batch
 input: {items: list}
@@ -256,6 +262,7 @@ steps:
 // awaits one too: once the saga has passed its own await, an approval
 // sent to it reaches the child, not a run that can never take it.
 func TestSignalAfterTheSagasOwnAwaitReachesTheChild(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, `
 saga: order
 steps:
@@ -293,6 +300,7 @@ steps:
 // again after a child took it is a duplicate, not a second approval for
 // the saga's own later await.
 func TestSignalRetriedAfterAChildTookItIsADuplicate(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, `
 saga: order
 steps:
@@ -342,6 +350,7 @@ func (s *readCounter) ForkGet(ctx context.Context, p *durable.ForkGetParams) (*d
 // whoever may send a signal, synchronously in Signal. It should be
 // bounded by one level's lanes.
 func TestRoutingASignalReadsABoundedNumberOfRuns(t *testing.T) {
+	t.Parallel()
 	r := newFrig(t, `
 saga: deep
 input: {items: list}

@@ -14,6 +14,7 @@ import (
 // offset its timestamps were written with: the stored state keeps them in
 // UTC.
 func TestStartIsIdempotentForTimestampsWithOffsets(t *testing.T) {
+	t.Parallel()
 	now := time.Now().In(time.FixedZone("", -5*3600)) // with a monotonic reading, too
 	for name, tc := range map[string]struct {
 		def   string

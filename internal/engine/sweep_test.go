@@ -16,6 +16,7 @@ import (
 // send, and a caller that never retried) is picked up by a sweep, which
 // re-sends the outbox of sagas idle for too long.
 func TestSweepResendsStrandedSagas(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.queue.failSends.Store(1)
 	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "stranded", Input: orderIn(10)}); err == nil {
@@ -52,6 +53,7 @@ func TestSweepResendsStrandedSagas(t *testing.T) {
 // IdleFor, and re-sends only those of them not updated for as long: a saga
 // that keeps moving is never re-sent, one that just started is not read.
 func TestSweepReadsOnlySagasLongInTheirStatus(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("old", orderIn(10))
 	// "old" moves one step (keeping its status, running) just before the sweep.
@@ -76,6 +78,7 @@ func TestSweepReadsOnlySagasLongInTheirStatus(t *testing.T) {
 // A saga whose message keeps failing is re-sent MaxResends times per
 // version, then left for an operator; progress starts the count again.
 func TestSweepLeavesASagaForAnOperatorAfterMaxResends(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("poison", orderIn(10))
 	ctx := context.Background()
@@ -125,6 +128,7 @@ func TestSweepLeavesASagaForAnOperatorAfterMaxResends(t *testing.T) {
 // One saga that cannot be read does not stop the sweep: the sagas listed
 // after it are still re-sent, and the error names the bad one.
 func TestSweepGoesOnPastASagaItCannotRead(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	r.queue.failSends.Store(1)
 	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: "stranded", Input: orderIn(10)}); err == nil {
@@ -154,6 +158,7 @@ func TestSweepGoesOnPastASagaItCannotRead(t *testing.T) {
 // without ever having been re-sent: the remedy then (redrive the
 // dead-letter queue) would have nothing to redrive.
 func TestSweepAFailedSendDoesNotUseUpAResend(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	ctx := context.Background()
 	r.queue.failSends.Store(1)
@@ -212,6 +217,7 @@ func (s *barrierStore) SagaSetResends(ctx context.Context, p *durable.SagaSetRes
 // MaxResends-1 once between them: the claim is a compare-and-set of the
 // count as read, not a condition on the version only, which both pass.
 func TestConcurrentSweepsKeepMaxResends(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/order.yaml")
 	ctx := context.Background()
 	r.queue.failSends.Store(1)

@@ -21,6 +21,7 @@ import (
 // every short wait that meets a tick duplicates the rest of the saga's
 // messages: with the embedded runtime's one-second tick, sixty times.
 func TestATickCopyOfATimerIsDroppedNotResent(t *testing.T) {
+	t.Parallel()
 	def := filepath.Join(t.TempDir(), "short.yaml")
 	src := "saga: short\nsteps:\n  - {id: reserve, action: inventory.reserve}\n  - {id: settle, wait: {for: 10m}}\n  - {id: ship, action: shipping.send}\n"
 	if err := os.WriteFile(def, []byte(src), 0o600); err != nil {
@@ -76,6 +77,7 @@ func (s staleDue) SagaListDue(context.Context, *durable.SagaListDueParams) (*dur
 // the tick would fail, and on AWS the scheduled function would report an
 // error every time an index entry lags.
 func TestATickOfASagaWhoseTimerMovedAwayDoesNotFail(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/cooling.yaml")
 	ctx := context.Background()
 	r.start("c-1", nil)
@@ -105,6 +107,7 @@ func TestATickOfASagaWhoseTimerMovedAwayDoesNotFail(t *testing.T) {
 // of the next timer or of the next action's message, in the ordinary run
 // of things with nothing lost to recover.
 func TestATimerOutrunByItsDeliveryIsDropped(t *testing.T) {
+	t.Parallel()
 	t.Run("await", func(t *testing.T) {
 		r := newTextRig(t, `saga: aw
 steps:

@@ -41,6 +41,7 @@ steps:
 // A branch's attempt that ran into its deadline after its effect, while
 // the parent is cancelled, is found out in the branch as in a saga.
 func TestUnknownOutcomeInABranchIsFoundOutWhenTheParentIsCancelled(t *testing.T) {
+	t.Parallel()
 	for _, when := range []string{"while the attempt runs", "while its retry waits"} {
 		t.Run(when, func(t *testing.T) {
 			done := map[string]bool{}
@@ -117,6 +118,7 @@ steps:
 // finds out gets no answer, the branch parks and so does the parent; the
 // parent's resume resumes the branch, which asks again.
 func TestUnknownOutcomeInASucceededBranchIsFoundOutWhenTheParentUndoesIt(t *testing.T) {
+	t.Parallel()
 	for _, park := range []bool{false, true} {
 		name := "answered"
 		if park {
@@ -167,6 +169,7 @@ func TestUnknownOutcomeInASucceededBranchIsFoundOutWhenTheParentUndoesIt(t *test
 // run: skipped there, only the unknown step is skipped, and the branch's
 // other completed step is still undone.
 func TestUnknownOutcomeInABranchIsSkippedOnTheBranchRun(t *testing.T) {
+	t.Parallel()
 	src := `
 saga: forkskip
 steps:

@@ -108,6 +108,7 @@ func (c *chargeService) sameKey(t *testing.T, n int) {
 }
 
 func TestUnknownOutcomeIsFoundOutWhenTheSagaCompensates(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, timeout, attempts, catch string
 		script                         []string
@@ -184,6 +185,7 @@ func TestUnknownOutcomeIsFoundOutWhenTheSagaCompensates(t *testing.T) {
 // A step without a compensation has nothing to undo: its unknown attempt
 // is not asked again.
 func TestUnknownOutcomeOfAStepWithoutCompensationIsNotAskedAgain(t *testing.T) {
+	t.Parallel()
 	calls := 0
 	e := newEdgeRig(t, `
 saga: plain
@@ -214,6 +216,7 @@ steps:
 // the saga parks as compensation_failed, naming the step and its key;
 // resume asks again, and skip goes on without it.
 func TestUnknownOutcomeWithNoAnswerParksForAnOperator(t *testing.T) {
+	t.Parallel()
 	for _, skip := range []bool{false, true} {
 		name := "resume asks again"
 		if skip {
@@ -258,6 +261,7 @@ func TestUnknownOutcomeWithNoAnswerParksForAnOperator(t *testing.T) {
 // that output, so the saga parks saying to undo it by hand, rather than
 // asking the service again and again.
 func TestUnknownOutcomeFoundOutWithAnOutputStateCannotHold(t *testing.T) {
+	t.Parallel()
 	calls := 0
 	e := newEdgeRig(t, unknownDef("1h", "1", ""), func(ctx context.Context, c saga.Call) (any, error) {
 		switch {
@@ -336,6 +340,7 @@ func (k *keyedService) leftUndone() []string {
 // did, listed or not, so it is asked again and the saga parks; it never
 // ends compensated with the charge in place.
 func TestUnknownOutcomeAskedAgainTimingOutIsNoAnswerEvenWhenTimeoutIsPermanent(t *testing.T) {
+	t.Parallel()
 	src := `
 saga: permtimeout
 steps:
@@ -377,6 +382,7 @@ steps:
 // asked the same under the same key (a service that checks a repeated
 // key's parameters would refuse another).
 func TestUnknownOutcomeIsAskedWithTheInputOfTheAttempt(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ name, later string }{
 		{"a value changed", "{order: {id: 'o-2'}}"},
 		{"a value changed shape", "{order: 'gone'}"},
@@ -432,6 +438,7 @@ steps:
 // the saga compensates and finds it out: the call carries the last
 // attempt's callback token and the callback's timeout.
 func TestUnknownOutcomeOfACallbackStepIsAskedWithAToken(t *testing.T) {
+	t.Parallel()
 	src := `
 saga: cb
 steps:
@@ -474,6 +481,7 @@ steps:
 // batch with little of the invocation left, it is handed back to a fresh
 // invocation, as the forward attempt is, rather than cut short.
 func TestUnknownOutcomeCallThatNoLongerFitsIsHandedBack(t *testing.T) {
+	t.Parallel()
 	src := `
 saga: t
 steps:
@@ -520,6 +528,7 @@ steps:
 // never one past retry.attempts), and an expression error, which the
 // service never saw, is never taken for its answer.
 func TestUnknownOutcomeIsNotDroppedWhenTheCallThatFindsOutCannotBeBuilt(t *testing.T) {
+	t.Parallel()
 	src := `
 saga: attemptwith
 steps:
@@ -550,6 +559,7 @@ steps:
 // the expression error answers nothing, so the first stays unknown and is
 // found out when the saga compensates.
 func TestUnknownOutcomeIsNotForgottenWhenTheNextAttemptCannotBeBuilt(t *testing.T) {
+	t.Parallel()
 	src := `
 saga: attemptwith2
 steps:
@@ -603,6 +613,7 @@ func historyOf(t *testing.T, e *edgeRig, st *saga.State) string {
 // deadline after its effect, then a success: each visit is found out under
 // its own key, and each effect is undone.
 func TestUnknownOutcomeOfEachVisitOfACatchLoopIsFoundOut(t *testing.T) {
+	t.Parallel()
 	src := `
 saga: loop
 steps:
@@ -644,6 +655,7 @@ steps:
 // store; it compensates (reading the output when kept) or parks saying to
 // undo by hand.
 func TestUnknownOutcomeFoundOutWithALargeOutputEnds(t *testing.T) {
+	t.Parallel()
 	for _, size := range []int{saga.MaxStateBytes - 20<<10, saga.MaxStateBytes, durable.MaxRecordStateBytes - 6<<10, durable.MaxRecordStateBytes - 2<<10, durable.MaxRecordStateBytes + 1} {
 		t.Run(strconv.Itoa(size)+" bytes", func(t *testing.T) {
 			calls := 0

@@ -15,6 +15,7 @@ import (
 // near, delayed to the second; a short wait is its own delayed message.
 // One message per wait, however long.
 func TestWaitsFireThroughTheTickAndTheirMessage(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/cooling.yaml")
 	ctx := context.Background()
 	r.start("c-1", nil)
@@ -56,6 +57,7 @@ func TestWaitsFireThroughTheTickAndTheirMessage(t *testing.T) {
 // handled by the protocol's rules (it finds the next version, re-sends its
 // outbox), and the saga ends as with one.
 func TestATimerSentTwiceFiresOnce(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/cooling.yaml")
 	ctx := context.Background()
 	r.start("c-1", nil)
@@ -86,6 +88,7 @@ func TestATimerSentTwiceFiresOnce(t *testing.T) {
 // A cancel compensates a waiting saga at once; its timer's message, if
 // one comes, is dropped.
 func TestCancelAWaitingSaga(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/cooling.yaml")
 	ctx := context.Background()
 	r.start("c-1", nil)
@@ -116,6 +119,7 @@ func TestCancelAWaitingSaga(t *testing.T) {
 // A timer's message that comes early (a clock behind, a copy sent ahead)
 // is sent again for the time left, with no write.
 func TestAnEarlyTimerMessageIsSentAgain(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/cooling.yaml")
 	ctx := context.Background()
 	r.start("c-1", nil)
