@@ -12,6 +12,7 @@ import (
 )
 
 func TestAdvanceOrderSaga(t *testing.T) {
+	t.Parallel()
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
 	tests := []struct {
 		name    string
@@ -81,6 +82,7 @@ func TestAdvanceOrderSaga(t *testing.T) {
 }
 
 func TestAdvanceSucceedOutput(t *testing.T) {
+	t.Parallel()
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
 	r := drive(t, p, orderIn(10), failing())
 	out, ok := r.st.Output.(map[string]any)
@@ -93,6 +95,7 @@ func TestAdvanceSucceedOutput(t *testing.T) {
 }
 
 func TestAdvanceCompensationInputAtCompensationTime(t *testing.T) {
+	t.Parallel()
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
 	r := drive(t, p, orderIn(1), failing("charge"))
 	last := r.calls[len(r.calls)-1]
@@ -106,6 +109,7 @@ func TestAdvanceCompensationInputAtCompensationTime(t *testing.T) {
 }
 
 func TestAdvanceRetries(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, `
 saga: retry
 steps:
@@ -189,6 +193,7 @@ steps:
 }
 
 func TestBackoff(t *testing.T) {
+	t.Parallel()
 	pol := lang.RetryPolicy{Attempts: 10, Backoff: 100 * time.Millisecond, MaxBackoff: time.Second}
 	tests := []struct {
 		attempt int
@@ -215,6 +220,7 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestAdvanceStepKinds(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		def    string
@@ -347,6 +353,7 @@ steps:
 }
 
 func TestAdvanceRuntimeGuards(t *testing.T) {
+	t.Parallel()
 	t.Run("runaway expression hits the cost limit", func(t *testing.T) {
 		p, err := saga.Compile("t.yaml", []byte(`
 saga: s
@@ -392,6 +399,7 @@ steps:
 }
 
 func TestAdvanceCancelAndResume(t *testing.T) {
+	t.Parallel()
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
 	st := &saga.State{}
 	in, _ := p.CheckInput(orderIn(1))
@@ -450,6 +458,7 @@ func TestAdvanceCancelAndResume(t *testing.T) {
 }
 
 func TestAdvanceLoopKeepsEachVisitsOutput(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, `
 saga: loop
 input: {n: int}
@@ -490,6 +499,7 @@ steps:
 }
 
 func TestAdvanceRejectsEventsThatDoNotApply(t *testing.T) {
+	t.Parallel()
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
 	other := mustCompile(t, "saga: other\nsteps: [{id: a, action: a}]")
 	done := drive(t, p, orderIn(1), failing()).st
@@ -545,6 +555,7 @@ func TestCheckValueDoesNotCopyPlainValues(t *testing.T) {
 }
 
 func TestDryRun(t *testing.T) {
+	t.Parallel()
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
 	in, _ := p.CheckInput(orderIn(10))
 	var calls []string
@@ -581,6 +592,7 @@ func TestDryRun(t *testing.T) {
 // transition is measured: a compensation must not read a value written by
 // a step that failed (it read 'WRONG' when StoreLimit was 0).
 func TestFailedSetWritesNothing(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, `saga: x
 input: {s: string}
 steps:
@@ -613,6 +625,7 @@ steps:
 // behind moves it a nanosecond past the one before, so that a saga that
 // changes status moves ahead of any listing's cursor that saw it.
 func TestAdvanceStatusSince(t *testing.T) {
+	t.Parallel()
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
 	st := &saga.State{}
 	in, _ := p.CheckInput(orderIn(1))
@@ -654,6 +667,7 @@ func TestAdvanceStatusSince(t *testing.T) {
 // entered its status counts too. A state stored before that field existed
 // gains it in its next transition, a few bytes the measure must see.
 func TestStoreLimitCountsStatusSince(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, "saga: s\nsteps:\n  - {id: first, action: a, out: o, compensate: {action: undo}}\n  - {id: second, action: b}\n")
 	st := &saga.State{}
 	if err := p.Advance(st, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "s-1"}); err != nil {

@@ -10,6 +10,7 @@ import (
 // a message that comes for a saga undoing a fork is then refused as not
 // the one it waits on, never a panic.
 func TestAwaitsNamesAForksUndo(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{"main.yaml": {Data: []byte(`saga: fan
 input: {items: list}
 steps:

@@ -12,6 +12,7 @@ import (
 // another doubles the work: 30 chained replaces ran for 50 s and then hit
 // the cost limit. Evaluated once each, they finish and give the right text.
 func TestGuardedCallsNestedDoNotRepeatTheirArguments(t *testing.T) {
+	t.Parallel()
 	expr := "input.s" + strings.Repeat(".replace('a', 'b')", 30) + ".replace('b', 'c')" +
 		" + [input.s, input.s].map(x, x" + strings.Repeat(".replace('a', 'b')", 20) + ").join('-')"
 	p := mustCompile(t, "saga: g\ninput: {s: string}\nsteps:\n  - {id: a, succeed: {output: \""+"${"+expr+"}\"}}\n")

@@ -21,6 +21,7 @@ import (
 // it hidden passes: refusing such a with at compile time, or masking the
 // parent's secrets in the child's shown input.
 func TestChildSagaMasksAParentSecretPassedThroughAVarOrItem(t *testing.T) {
+	t.Parallel()
 	pay := "saga: p\ninput: {card: string}\nsteps: [{id: b, action: w}]\n"
 	for name, tc := range map[string]struct {
 		main  string
@@ -91,6 +92,7 @@ steps:
 // (copied into a var first ...)" is masked by the child's Redactor "as
 // its own".
 func TestChildSagaMasksAParentSecretUsedAsAnInputKey(t *testing.T) {
+	t.Parallel()
 	p, err := compileFiles(map[string]string{
 		"main.yaml": `saga: m
 input: {card: secret string}
@@ -128,6 +130,7 @@ steps:
 // A child saga's run knows only the secrets its own definition declares:
 // giving it a secret through a field it does not declare secret is refused.
 func TestChildSagaMustDeclareSecretsItIsGiven(t *testing.T) {
+	t.Parallel()
 	main := "saga: m\ninput: {card: secret string, id: string}\nsteps:\n  - id: a\n    saga: pay.yaml\n    with: {card: \"${input.card}\", id: \"${input.id}\"}\n"
 	filesRefused(t, map[string]string{"main.yaml": main, "pay.yaml": "saga: p\ninput: {card: string, id: string}\nsteps: [{id: b, action: w}]\n"},
 		"main.yaml:6:", "step a: with.card: reads secret input.card, but saga p declares input card without secret: declare it secret string there")
@@ -141,6 +144,7 @@ func TestChildSagaMustDeclareSecretsItIsGiven(t *testing.T) {
 // A branch copies its saga's secret input fields, even unread, so that its
 // own redactor hides what its vars hold of them.
 func TestBranchCarriesSecrets(t *testing.T) {
+	t.Parallel()
 	p, err := compileFiles(map[string]string{"main.yaml": `saga: m
 input: {card: secret string, id: string, other: string}
 steps:
@@ -175,6 +179,7 @@ steps:
 // holds, and only those: they survive its item's encoding, and pass on to
 // its own branches and child sagas.
 func TestChildSagaInheritsTheSecretsItsInputHolds(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{
 		"main.yaml": `saga: m
 input: {card: secret string, cvc: secret string, note: string}
@@ -254,6 +259,7 @@ steps:
 // A child saga that declares secret the field its parent's secret goes to
 // hides it by its own redactor: its item does not hold the text twice.
 func TestChildSagaDeclaringTheSecretInheritsNothing(t *testing.T) {
+	t.Parallel()
 	p, err := compileFiles(map[string]string{
 		"main.yaml": "saga: m\ninput: {card: secret string}\nsteps:\n  - id: pay\n    saga: pay.yaml\n    with: {card: \"${input.card}\"}\n",
 		"pay.yaml":  "saga: p\ninput: {card: secret string}\nsteps: [{id: a, action: w}]\n",

@@ -71,6 +71,7 @@ func forkStates() []*saga.State {
 // A branch's output is its last out: the state holds it once, so that a
 // branch whose out fits also fits once it ends.
 func TestBranchOutputIsEncodedOnce(t *testing.T) {
+	t.Parallel()
 	ended := forkStates()[3]
 	big := strings.Repeat("x", 100<<10)
 	ended.Vars["reservation"] = map[string]any{"id": big}
@@ -117,6 +118,7 @@ func historyState(t testing.TB) *saga.State {
 }
 
 func TestStateRoundTrip(t *testing.T) {
+	t.Parallel()
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
 	states := append(forkStates(), findingOutState(), richState(), &saga.State{}, drive(t, p, orderIn(1), failing("charge")).st, drive(t, p, orderIn(1), failing()).st, historyState(t))
 	for i, st := range states {
@@ -154,6 +156,7 @@ func normalizeEmpty(st *saga.State) *saga.State {
 }
 
 func TestStateEncodingIsDeterministic(t *testing.T) {
+	t.Parallel()
 	first, _ := richState().MarshalBinary()
 	for range 20 {
 		b, _ := richState().MarshalBinary()
@@ -164,6 +167,7 @@ func TestStateEncodingIsDeterministic(t *testing.T) {
 }
 
 func TestStateUnknownFormatAndFields(t *testing.T) {
+	t.Parallel()
 	b, _ := richState().MarshalBinary()
 	future := append([]byte{}, b...)
 	future[2] = 9
@@ -188,6 +192,7 @@ func TestStateUnknownFormatAndFields(t *testing.T) {
 }
 
 func TestStateTruncatedIsAnError(t *testing.T) {
+	t.Parallel()
 	b, _ := richState().MarshalBinary()
 	for n := 3; n < len(b); n++ {
 		var st saga.State
@@ -199,6 +204,7 @@ func TestStateTruncatedIsAnError(t *testing.T) {
 }
 
 func TestStateRejectsValuesItCannotStore(t *testing.T) {
+	t.Parallel()
 	st := &saga.State{Vars: map[string]any{"ch": make(chan int)}}
 	if _, err := st.MarshalBinary(); err == nil || !strings.Contains(err.Error(), "chan int") {
 		t.Fatalf("err = %v", err)
@@ -207,6 +213,7 @@ func TestStateRejectsValuesItCannotStore(t *testing.T) {
 
 // A state written before histories were kept decodes with none.
 func TestStateWithoutHistory(t *testing.T) {
+	t.Parallel()
 	b, _ := richState().MarshalBinary()
 	var st saga.State
 	if err := st.UnmarshalBinary(b); err != nil {
@@ -253,6 +260,7 @@ func FuzzStateDecode(f *testing.F) {
 // The Unix epoch is a time like any other, not "no time", and the zero
 // time stays zero (FuzzStateDecode reaches both).
 func TestStateTimesAtTheEpoch(t *testing.T) {
+	t.Parallel()
 	st := &saga.State{SagaID: "e", CreatedAt: time.Unix(0, 0).UTC(), UpdatedAt: time.Unix(-1, 0).UTC()}
 	b, err := st.MarshalBinary()
 	if err != nil {
@@ -270,6 +278,7 @@ func TestStateTimesAtTheEpoch(t *testing.T) {
 // A saga that ends without a succeed step has its vars as output, and the
 // state must not hold them twice: the payload would double.
 func TestStateOutputThatIsVarsIsStoredOnce(t *testing.T) {
+	t.Parallel()
 	blob := strings.Repeat("x", 100_000)
 	st := &saga.State{SagaID: "s", Vars: map[string]any{"r0": map[string]any{"blob": blob}}}
 	st.Output = st.Vars

@@ -9,6 +9,7 @@ import (
 
 // One Plan serves many sagas at once (run with -race).
 func TestPlanConcurrentUse(t *testing.T) {
+	t.Parallel()
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
 	var wg sync.WaitGroup
 	statuses := make([]durable.Status, 16)

@@ -14,6 +14,7 @@ import (
 // not run. A callback action that returns past the deadline does not
 // wait on its token: the saga compensates it at once.
 func TestDeadlineRunsAttemptsThatMayHaveRun(t *testing.T) {
+	t.Parallel()
 	const src = "saga: s\ntimeout: 1h\nsteps:\n  - {id: a, action: x, retry: {attempts: 3, backoff: 15m, max_backoff: 15m}, callback: {timeout: 10m}, compensate: {action: undo}}\n"
 	p := mustCompile(t, src)
 	st := startAt(t, p, "d-1")
@@ -40,6 +41,7 @@ func TestDeadlineRunsAttemptsThatMayHaveRun(t *testing.T) {
 // A callback failed past the deadline (before the deadline's timer fired)
 // starts no retry: the step fails, and the saga compensates at once.
 func TestCallbackFailedPastTheDeadlineIsNotRetried(t *testing.T) {
+	t.Parallel()
 	const src = "saga: s\ntimeout: 1h\nsteps:\n  - {id: a, action: x, retry: {attempts: 3}, callback: {timeout: 10m}, compensate: {action: undo}}\n"
 	p := mustCompile(t, src)
 	st := startAt(t, p, "d-3")

@@ -16,6 +16,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/invalid")
 
 func TestValidDefinitions(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob("testdata/valid/*")
 	if len(files) == 0 {
 		t.Fatal("no valid definitions")
@@ -34,6 +35,7 @@ func TestValidDefinitions(t *testing.T) {
 // TestInvalidDefinitions compares every problem reported for each file
 // under testdata/invalid with its .golden file, exactly.
 func TestInvalidDefinitions(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob("testdata/invalid/*")
 	n := 0
 	for _, f := range files {
@@ -76,6 +78,7 @@ func TestInvalidDefinitions(t *testing.T) {
 }
 
 func TestDefinitionLimits(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("saga: big\nsteps:\n")
 	for i := range lang.MaxSteps + 1 {
@@ -100,6 +103,7 @@ func TestDefinitionLimits(t *testing.T) {
 }
 
 func TestCheckInput(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, `
 saga: in
 input: {name: string, n: int, price: double, ok: bool, at: timestamp, wait: duration, tags: list, meta: map, blob: bytes, any: any}

@@ -10,6 +10,7 @@ import (
 // TestDryRunEndsOrSaysSo: a dry run returns a final state, or an error
 // saying it did not end; never a saga still waiting, as if final.
 func TestDryRunEndsOrSaysSo(t *testing.T) {
+	t.Parallel()
 	// With every output equal to its input, vars.r.n stays 0: the loop
 	// never ends on its own.
 	plan := mustCompile(t, `

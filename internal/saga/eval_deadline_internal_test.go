@@ -9,6 +9,7 @@ import (
 // expression names (and only those): 100 ms times (n / 2,000)², at least
 // once and at most 25 times.
 func TestEvalDeadlineScalesWithTheDataRead(t *testing.T) {
+	t.Parallel()
 	p := mustPlan(t, "saga: cel\ninput: {items: list, other: list}\nsteps: [{id: s, set: {x: 1}}]")
 	env, err := newCELEnv(p.def)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 // measure: BenchmarkForeachComputedList, bench/README.md; here the
 // deadline is a minute, so that a loaded machine cannot fail the test.)
 func TestForeachOverTheLargestComputedList(t *testing.T) {
+	t.Parallel()
 	p := mustCompileOpts(t, `
 saga: wide
 input: {items: list}

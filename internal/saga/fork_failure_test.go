@@ -18,6 +18,7 @@ import (
 // sends the undo of the child being undone again, so that the saga moves
 // on either way (the child's undo is idempotent).
 func TestCancelWhileAFailedForkIsUndoneSendsTheUndoAgain(t *testing.T) {
+	t.Parallel()
 	p, st := startFiles(t, map[string]string{"main.yaml": `saga: m
 steps:
   - id: both
@@ -67,6 +68,7 @@ func hasUndo(out []durable.Message, want durable.Message) bool {
 // routes the fork's failure, once the children it ran are undone"; only
 // "past the saga's deadline" (the parent's) does no catch take it.
 func TestForkCatchTakesAChildsOwnDeadlineOrCancelledType(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		files map[string]string
 		fail  func(cp *saga.Plan, child *saga.State) error // ends the child, failed
@@ -131,6 +133,7 @@ steps:
 // deadline passing while the children run, go past a fork's catch ["*"]
 // (docs/DEFINITIONS.md, "Forks").
 func TestForkCatchNeverTakesTheSagasOwnCancelOrDeadline(t *testing.T) {
+	t.Parallel()
 	const main = `saga: m
 timeout: 1h
 steps:

@@ -10,6 +10,7 @@ import (
 // (the saga's own steps first, at their old indexes), each step's list,
 // branchEnd after a branch's or body's last step, and the fork fields.
 func TestForkPlanShape(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{
 		"main.yaml": {Data: []byte(`saga: trip
 input: {items: list}

@@ -22,6 +22,7 @@ import (
 // with StateTooLarge, and the saga compensates"; DESIGN 2.1: what
 // validation accepts "never gets stuck".
 func TestBranchWhoseOutputDoublesItsStateEndsStorable(t *testing.T) {
+	t.Parallel()
 	p, err := compileFiles(map[string]string{"main.yaml": `saga: m
 steps:
   - id: both
@@ -62,6 +63,7 @@ steps:
 // accepts "never gets stuck"; the step that grows the state past its
 // limit fails with StateTooLarge and the saga compensates.
 func TestForeachIterationHoldingItsItemTwiceStartsStorable(t *testing.T) {
+	t.Parallel()
 	p, err := compileFiles(map[string]string{"main.yaml": `saga: m
 steps:
   - id: load

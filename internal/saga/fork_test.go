@@ -73,6 +73,7 @@ steps:
 
 // The three fork kinds compile, in a child saga too.
 func TestForksCompile(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{"main.yaml": tripYAML, "payment.yaml": paymentYAML}
 	if _, err := compileFiles(files, saga.Options{}); err != nil {
 		t.Fatalf("%v", err)
@@ -88,6 +89,7 @@ func TestForksCompile(t *testing.T) {
 // The syntax of DESIGN 2.1, field by field: what each fork kind may have,
 // and a clear problem naming any other field.
 func TestForkFields(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, steps string
 		want        []string
@@ -122,6 +124,7 @@ func TestForkFields(t *testing.T) {
 // Step ids are unique across the definition: top level, every branch and
 // every body.
 func TestForkIDsUnique(t *testing.T) {
+	t.Parallel()
 	refused(t, `saga: x
 steps:
   - id: a
@@ -140,6 +143,7 @@ steps:
 // next, catch.next and switch stay in their own list; the end of a
 // branch or body ends it.
 func TestForkTargetsStayInTheirList(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, src string
 		want      []string
@@ -206,6 +210,7 @@ steps:
 // A branch or body reads the vars set before the fork and earlier in its
 // own list; what it sets stays in it; after the fork, only its out.
 func TestForkVars(t *testing.T) {
+	t.Parallel()
 	accepted(t, `saga: x
 steps:
   - id: a
@@ -261,6 +266,7 @@ steps:
 // item and index (or the as name) are seen in the body, and in what is
 // nested in it, only.
 func TestForeachItemScope(t *testing.T) {
+	t.Parallel()
 	accepted(t, `saga: x
 steps:
   - id: f
@@ -309,6 +315,7 @@ steps:
 // The loop rule holds in each list: a cycle in a branch needs an action,
 // a wait or a fork.
 func TestForkLoops(t *testing.T) {
+	t.Parallel()
 	refused(t, `saga: x
 steps:
   - id: p
@@ -343,6 +350,7 @@ steps:
 
 // The limits: branches, nesting, concurrency, and steps counted nested.
 func TestForkLimits(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("saga: x\nsteps:\n  - id: p\n    parallel:\n")
 	for i := range lang.MaxBranches + 1 {
@@ -392,6 +400,7 @@ func itoa(i int) string {
 // saga: FILE reads a child next to the file, checks it in its own file,
 // and refuses paths that leave the directory, cycles and clashing ids.
 func TestChildSagas(t *testing.T) {
+	t.Parallel()
 	t.Run("paths", func(t *testing.T) {
 		for path, want := range map[string]string{
 			"/etc/payment.yaml": "is an absolute path",
@@ -474,6 +483,7 @@ steps:
 // child, and Compile reads the bundle back with no file system. One
 // without children keeps its source as its bundle, and its hash.
 func TestBundles(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{"main.yaml": tripYAML, "payment.yaml": paymentYAML}
 	p, err := compileFiles(files, forks)
 	if err != nil {

@@ -61,6 +61,7 @@ func sameLines(t *testing.T, got, want []string) {
 }
 
 func TestHistoryKeepsEveryTransitionInOrder(t *testing.T) {
+	t.Parallel()
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
 	r := drive(t, p, orderIn(1), failing("charge"))
 	sameLines(t, historyOf(t, p, r.st), []string{
@@ -94,6 +95,7 @@ func TestHistoryKeepsEveryTransitionInOrder(t *testing.T) {
 }
 
 func TestHistoryRetriesAndDurations(t *testing.T) {
+	t.Parallel()
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
 	st := &saga.State{}
 	in, _ := p.CheckInput(orderIn(1))
@@ -134,6 +136,7 @@ func TestHistoryRetriesAndDurations(t *testing.T) {
 }
 
 func TestHistoryOfWhatCameFromOutside(t *testing.T) {
+	t.Parallel()
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
 	st := &saga.State{}
 	in, _ := p.CheckInput(orderIn(1))
@@ -171,6 +174,7 @@ func TestHistoryOfWhatCameFromOutside(t *testing.T) {
 }
 
 func TestHistoryOfSignals(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, `saga: s
 steps:
   - {id: open, action: acct.open}
@@ -211,6 +215,7 @@ steps:
 }
 
 func TestHistoryOfAFork(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, `saga: f
 steps:
   - id: ship
@@ -239,6 +244,7 @@ steps:
 // A long saga keeps its newest whole transitions within the bound and
 // counts the entries it dropped.
 func TestHistoryKeepsTheNewestWithinItsBound(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, `saga: loop
 steps:
   - {id: work, action: w, out: n}
@@ -282,6 +288,7 @@ steps:
 // One transition that runs more pure steps than the bound holds keeps its
 // newest entries, under its own header.
 func TestHistoryOfOneLongTransition(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("saga: sets\nsteps:\n")
 	for i := range 500 {
@@ -305,6 +312,7 @@ func TestHistoryOfOneLongTransition(t *testing.T) {
 }
 
 func TestHistoryBoundOption(t *testing.T) {
+	t.Parallel()
 	src := "saga: s\nsteps:\n  - {id: a, action: w}\n"
 	off := mustCompileOpts(t, src, saga.Options{HistoryBytes: -1})
 	st := &saga.State{}
@@ -316,6 +324,7 @@ func TestHistoryBoundOption(t *testing.T) {
 }
 
 func TestHistoryCutsLongMessages(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, "saga: s\nsteps:\n  - {id: a, action: w}\n")
 	st := &saga.State{}
 	_ = p.Advance(st, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "m", Input: map[string]any{}})
@@ -332,6 +341,7 @@ func TestHistoryCutsLongMessages(t *testing.T) {
 }
 
 func TestHistoryDamagedIsAnError(t *testing.T) {
+	t.Parallel()
 	p := mustCompileFile(t, "testdata/valid/order.yaml")
 	r := drive(t, p, orderIn(1), nil)
 	good := r.st.History

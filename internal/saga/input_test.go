@@ -12,6 +12,7 @@ import (
 )
 
 func TestCheckInputNumbersAtTheirLimits(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, `
 saga: nums
 input: {i: int, u: uint, d: double, a: any, l: list}
@@ -72,6 +73,7 @@ steps: [{id: a, set: {x: 1}}]
 // Input errors name the field and the type, never the value: inputs carry
 // card numbers and addresses, and errors reach logs and stored failures.
 func TestCheckInputNeverEchoesValues(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, `
 saga: secret
 input: {card: string, n: int, u: uint, at: timestamp, wait: duration, blob: bytes, tags: list, ok: bool}
@@ -103,6 +105,7 @@ steps: [{id: a, set: {x: 1}}]
 // The size limit holds for inputs JSON cannot encode as they are (a Go
 // caller's timestamp past year 9999): the size check was skipped for them.
 func TestCheckInputSizeHoldsForValuesJSONCannotEncode(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("x", 1<<20)
 	far := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, src := range []string{"saga: s\nsteps: [{id: a, set: {x: 1}}]\n", "saga: s\ninput: {t: timestamp, s: string}\nsteps: [{id: a, set: {x: 1}}]\n"} {

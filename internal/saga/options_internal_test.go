@@ -3,6 +3,7 @@ package saga
 import "testing"
 
 func TestOptionsDefaults(t *testing.T) {
+	t.Parallel()
 	o := Options{}.withDefaults()
 	if o.MaxVisits != DefaultMaxVisits {
 		t.Errorf("MaxVisits = %d, want DefaultMaxVisits %d", o.MaxVisits, DefaultMaxVisits)

@@ -50,6 +50,7 @@ func signal(name string, payload any, id string) *saga.Event {
 // An await parks the saga on a timer at its timeout; the signal it awaits
 // completes it, its payload in out, as one transition.
 func TestAwaitTakesItsSignal(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, expenseSaga)
 	st := startAt(t, p, "e-1")
 	if err := p.Advance(st, saga.Event{Kind: saga.EventResult, Now: t0, Output: map[string]any{"id": "c1"}}); err != nil {
@@ -79,6 +80,7 @@ func TestAwaitTakesItsSignal(t *testing.T) {
 // message of the action in flight stays valid), and the first await of its
 // name takes it without pausing.
 func TestEarlySignalIsKeptAndTaken(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, expenseSaga)
 	st := startAt(t, p, "e-2")
 	v, rc := st.Version, st.Received
@@ -103,6 +105,7 @@ func TestEarlySignalIsKeptAndTaken(t *testing.T) {
 
 // The await's timeout fails the step with Timeout, which catch routes.
 func TestAwaitTimeoutIsCaught(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, expenseSaga)
 	st := startAt(t, p, "e-3")
 	_ = p.Advance(st, saga.Event{Kind: saga.EventResult, Now: t0, Output: map[string]any{}})
@@ -121,6 +124,7 @@ func TestAwaitTimeoutIsCaught(t *testing.T) {
 
 // Limits and refusals: a finished saga, a full keep, bad names and ids.
 func TestReceiveRefusals(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, expenseSaga)
 	st := startAt(t, p, "e-4")
 	for i := range lang.MaxKeptSignals {
@@ -190,6 +194,7 @@ func complete(token string, out any, fail *saga.StepError) *saga.Event {
 // started may happen). Completing the token completes the step with its
 // output; completing it again is a duplicate.
 func TestCallbackCompletes(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, paySaga)
 	st := toCharge(t, p, "p-1")
 	call, err := p.Call(st, t0)
@@ -221,6 +226,7 @@ func TestCallbackCompletes(t *testing.T) {
 // Tokens are bound to the saga, step, visit and attempt: a forged token,
 // another saga's, or an earlier attempt's is refused and changes nothing.
 func TestCallbackTokensAreBound(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, paySaga)
 	st := toCharge(t, p, "p-2")
 	first, _ := p.Call(st, t0)
@@ -262,6 +268,7 @@ func TestCallbackTokensAreBound(t *testing.T) {
 // action's result takes it at once; a timeout fails the attempt, and the
 // last attempt's failure compensates the step too (its work may happen).
 func TestCallbackEarlyAndTimeout(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, paySaga)
 	st := toCharge(t, p, "p-4")
 	call, _ := p.Call(st, t0)
@@ -292,6 +299,7 @@ func TestCallbackEarlyAndTimeout(t *testing.T) {
 // A cancel compensates a saga waiting on a callback at once, its step
 // included; the token's completion afterwards is refused clearly.
 func TestCancelWhileCallbackWaits(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, paySaga)
 	st := toCharge(t, p, "p-6")
 	call, _ := p.Call(st, t0)
@@ -309,6 +317,7 @@ func TestCancelWhileCallbackWaits(t *testing.T) {
 
 // Validation of the new kinds.
 func TestAwaitCallbackValidation(t *testing.T) {
+	t.Parallel()
 	for src, want := range map[string]string{
 		"saga: a\nsteps:\n  - {id: w, await: {timeout: 1h}}\n":                                                                                  "name the signal",
 		"saga: a\nsteps:\n  - {id: w, await: {signal: 9x}}\n":                                                                                   "not a valid signal name",

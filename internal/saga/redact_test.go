@@ -38,6 +38,7 @@ func cardInput() map[string]any {
 }
 
 func TestPlanWithoutSecretsHasNilRedactor(t *testing.T) {
+	t.Parallel()
 	p := sagatest.MustCompile(t, "saga: x\ninput: {card: string}\nsteps: [{id: a, action: w}]\n")
 	if r := p.RedactorFor(map[string]any{"card": card}); r != nil {
 		t.Fatalf("redactor %v for a plan without secrets", r)
@@ -53,6 +54,7 @@ func TestPlanWithoutSecretsHasNilRedactor(t *testing.T) {
 }
 
 func TestRedactorText(t *testing.T) {
+	t.Parallel()
 	p := sagatest.MustCompile(t, cardYAML)
 	if got := strings.Join(p.Secrets(), ","); got != "card_number,cvv,pin" {
 		t.Fatalf("Secrets() = %s", got)
@@ -77,6 +79,7 @@ func TestRedactorText(t *testing.T) {
 
 // A secret holding what JSON escapes is masked in its JSON form too.
 func TestRedactorTextJSONForm(t *testing.T) {
+	t.Parallel()
 	p := sagatest.MustCompile(t, "saga: x\ninput: {s: secret string}\nsteps: [{id: a, action: w}]\n")
 	secret := `pa"ss<wo>rd\`
 	r := p.RedactorFor(map[string]any{"s": secret})
@@ -87,6 +90,7 @@ func TestRedactorTextJSONForm(t *testing.T) {
 }
 
 func TestRedactorValueAndState(t *testing.T) {
+	t.Parallel()
 	p := sagatest.MustCompile(t, cardYAML)
 	in, err := p.CheckInput(cardInput())
 	if err != nil {
@@ -126,6 +130,7 @@ func TestRedactorValueAndState(t *testing.T) {
 // A secret that could be found again in the mask (part of it, or a
 // bracket beside it) gets a mask of a byte it does not hold.
 func TestRedactorMaskNeverHoldsASecret(t *testing.T) {
+	t.Parallel()
 	p := sagatest.MustCompile(t, "saga: x\ninput: {a: secret string, b: secret string}\nsteps: [{id: a, action: w}]\n")
 	for _, in := range []map[string]any{
 		{"a": "secr", "b": "t]xy"},
@@ -472,6 +477,7 @@ func TestRedactorNamesAKeyWhoseSuffixMeetsASecret(t *testing.T) {
 // A child saga whose input holds its parent's secret timestamp at another
 // offset than UTC inherits it, and masks it at any offset.
 func TestChildSagaInheritsASecretTimestampAtAnyOffset(t *testing.T) {
+	t.Parallel()
 	p, err := compileFiles(map[string]string{
 		"main.yaml": "saga: m\ninput: {born: secret timestamp, note: string}\nsteps:\n  - id: pay\n    saga: pay.yaml\n    with: {ref: \"${input.note}\"}\n",
 		"pay.yaml":  "saga: p\ninput: {ref: string}\nsteps: [{id: a, action: w}]\n",
@@ -511,6 +517,7 @@ func TestChildSagaInheritsASecretTimestampAtAnyOffset(t *testing.T) {
 // docs/DEFINITIONS.md, "Secrets: what is hidden where": the Redactor
 // masks "every string and number inside a secret any".
 func TestSecretAnyMasksItsMapKeys(t *testing.T) {
+	t.Parallel()
 	p, err := compileFiles(map[string]string{"main.yaml": `saga: m
 input: {extra: secret any}
 steps:

@@ -11,6 +11,7 @@ import (
 // mistyped one, the same file gets the same suggestion every time (the
 // first in alphabetical order), not whichever a map yields first.
 func TestVarSuggestionIsDeterministic(t *testing.T) {
+	t.Parallel()
 	src := []byte(`
 saga: s
 steps:

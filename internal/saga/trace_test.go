@@ -21,6 +21,7 @@ func traced() saga.TraceContext {
 }
 
 func TestStateTraceRoundTrips(t *testing.T) {
+	t.Parallel()
 	st := richState()
 	st.Trace = traced()
 	b, err := st.MarshalBinary()
@@ -41,6 +42,7 @@ func TestStateTraceRoundTrips(t *testing.T) {
 }
 
 func TestStateWithoutTraceEncodesAsBefore(t *testing.T) {
+	t.Parallel()
 	b, err := richState().MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +54,7 @@ func TestStateWithoutTraceEncodesAsBefore(t *testing.T) {
 }
 
 func TestStateTraceOfAnotherLengthIsNone(t *testing.T) {
+	t.Parallel()
 	b, err := richState().MarshalBinary()
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,7 @@ func accepted(t *testing.T, src string, opts saga.Options) *saga.Plan {
 // An empty or blank expression is refused wherever an expression can stand:
 // before, an empty condition matched always (switch) or panicked (assert).
 func TestEmptyExpressionsRefused(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, src string
 		want      []string
@@ -122,6 +123,7 @@ steps:
 // A saga timeout is at most lang.MaxSagaTimeout: past about 236 years it wrapped
 // to a deadline in the past.
 func TestSagaTimeoutBounded(t *testing.T) {
+	t.Parallel()
 	for _, d := range []string{"8761h", "2200000h"} {
 		refused(t, "saga: x\ntimeout: "+d+"\nsteps: [{id: a, action: work}]\n", saga.Options{},
 			"test.yaml:2:", "timeout: ", "longer than the limit of 8760h (one year)")
@@ -132,6 +134,7 @@ func TestSagaTimeoutBounded(t *testing.T) {
 // An action without out, then a set, then a read of the set var: the var
 // flow goes on past the step that writes nothing.
 func TestVarFlowPastStepsThatWriteNothing(t *testing.T) {
+	t.Parallel()
 	accepted(t, `saga: x
 steps:
   - id: a
@@ -158,6 +161,7 @@ steps:
 // A compensation may read only the vars that surely exist when it runs:
 // those written on every path up to and including its own step.
 func TestCompensationReads(t *testing.T) {
+	t.Parallel()
 	refused(t, `saga: x
 steps:
   - id: a
@@ -204,6 +208,7 @@ steps:
 }
 
 func TestCatchRefusals(t *testing.T) {
+	t.Parallel()
 	refused(t, `saga: x
 steps:
   - id: a
@@ -224,6 +229,7 @@ steps:
 }
 
 func TestMaxStepTimeout(t *testing.T) {
+	t.Parallel()
 	opts := saga.Options{MaxStepTimeout: saga.StepTimeoutLimit(30 * time.Second)}
 	refused(t, `saga: x
 steps:
@@ -251,6 +257,7 @@ steps:
 }
 
 func TestYAMLDocumentShape(t *testing.T) {
+	t.Parallel()
 	refused(t, "saga: x\nsteps: [{id: a, action: work}]\n---\nsaga: y\nsteps: [{id: b, action: work}]\n", saga.Options{},
 		"test.yaml:3:", "one YAML document")
 	refused(t, "saga: x\nsteps:\n  - id: a\n    action: work\n    with:\n      <<: {a: 1}\n      b: 2\n", saga.Options{},
@@ -273,6 +280,7 @@ func TestYAMLDocumentShape(t *testing.T) {
 }
 
 func TestActionNames(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{`" "`, `"lambda:"`, `"a b"`, `"lambda: fn"`, `"lambda:my fn"`, `"-x"`, `"x:y"`, `"lambda:arn:aws:s3:::bucket"`} {
 		t.Run(name, func(t *testing.T) {
 			refused(t, "saga: x\nsteps:\n  - id: a\n    action: "+name+"\n", saga.Options{}, "test.yaml:4:", "step a: action: ", "not a valid action name")
@@ -287,6 +295,7 @@ func TestActionNames(t *testing.T) {
 }
 
 func TestCompensateSuffixReserved(t *testing.T) {
+	t.Parallel()
 	refused(t, "saga: x\nsteps:\n  - id: pay.compensate\n    action: work\n", saga.Options{},
 		"test.yaml:3:", "id: ", "reserved")
 }
@@ -294,6 +303,7 @@ func TestCompensateSuffixReserved(t *testing.T) {
 // The same definition gives the same problems, in the same order, on every
 // compile, though suggestions are drawn from a map.
 func TestProblemsDeterministic(t *testing.T) {
+	t.Parallel()
 	src := `saga: x
 steps:
   - id: stepa

@@ -16,6 +16,7 @@ import (
 // write forever, billed each pass. A catch loop ends at MaxVisits with
 // VisitLimitExceeded; a wait loop must end too.
 func TestAWaitLoopIsBoundedLikeACatchLoop(t *testing.T) {
+	t.Parallel()
 	const src = "saga: s\nsteps:\n  - {id: poll, wait: {for: 1m}}\n  - {id: check, switch: [{if: \"vars.size() > 3\", next: done}, {default: poll}]}\n  - {id: done, succeed: {}}\n"
 	const maxVisits = 5
 	p, err := saga.Compile("w.yaml", []byte(src), saga.Options{MaxVisits: maxVisits})
@@ -49,6 +50,7 @@ func TestAWaitLoopIsBoundedLikeACatchLoop(t *testing.T) {
 // Either validation refuses it as it refuses a longer wait, or a timer
 // due at the deadline goes on.
 func TestAWaitAsLongAsTheTimeoutEitherFailsValidationOrEnds(t *testing.T) {
+	t.Parallel()
 	const src = "saga: s\ntimeout: 1h\nsteps:\n  - {id: w, wait: {for: 1h}}\n  - {id: done, succeed: {}}\n"
 	p, err := saga.Compile("w.yaml", []byte(src), saga.Options{})
 	if err != nil {
@@ -75,6 +77,7 @@ func TestAWaitAsLongAsTheTimeoutEitherFailsValidationOrEnds(t *testing.T) {
 // the deadline plus the clock skew allowed (5 s, so that no worker whose
 // clock is behind runs it), and finds the deadline passed.
 func TestARetryBackoffPastTheDeadlineIsCutAtTheDeadline(t *testing.T) {
+	t.Parallel()
 	const src = "saga: s\ntimeout: 1h\nsteps:\n  - {id: first, action: a, compensate: {action: undo}}\n  - {id: flaky, action: b, retry: {attempts: 3, backoff: 15m, max_backoff: 15m}}\n"
 	p := mustCompile(t, src)
 	st := &saga.State{}

@@ -28,6 +28,7 @@ steps:
 // time and no message when it is further off than a queue's delay; the
 // timer event, at the due time, goes on with the next step.
 func TestWaitParksTheSagaUntilItsTimer(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, waitSaga)
 	st := &saga.State{}
 	in, err := p.CheckInput(map[string]any{"ship_at": "2026-12-24T09:00:00Z"})
@@ -76,6 +77,7 @@ func TestWaitParksTheSagaUntilItsTimer(t *testing.T) {
 // the deadline, and the saga compensates then; a cancel compensates a
 // waiting saga at once.
 func TestWaitEdges(t *testing.T) {
+	t.Parallel()
 	start := func(t *testing.T, src string, input map[string]any) (*saga.Plan, *saga.State) {
 		t.Helper()
 		p := mustCompile(t, src)
@@ -133,6 +135,7 @@ func TestWaitEdges(t *testing.T) {
 
 // Validation of wait steps.
 func TestWaitValidation(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ src, want string }{
 		{"  - {id: w, wait: {for: 1h, until: \"${timestamp('2030-01-01T00:00:00Z')}\"}}\n", "has both for: and until:"},
 		{"  - {id: w, wait: {}}\n", "missing: give for: DURATION"},
@@ -165,6 +168,7 @@ func TestWaitValidation(t *testing.T) {
 // that cannot be stored. (The simulation found a saga left running when
 // a catch routed it to a wait 5 bytes past the limit.)
 func TestWaitMeasuredAgainstTheStoreLimit(t *testing.T) {
+	t.Parallel()
 	p := mustCompile(t, "saga: s\nsteps:\n  - {id: first, action: a, out: o, compensate: {action: undo}}\n  - {id: pause, wait: {for: 1h}}\n")
 	before := &saga.State{}
 	if err := p.Advance(before, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "w-1"}); err != nil {
