@@ -66,6 +66,7 @@ func parseProblems(t *testing.T, src string) []string {
 // Parse alone refuses what is wrong with a definition's shape, each
 // problem with file:line, step and field.
 func TestParseRefusesBadShapes(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct{ src, want string }{
 		"unknown field":            {"saga: x\nsteps: [{id: a, action: w, retyr: {attempts: 2}}]\n", "test.yaml:2:"},
 		"two kinds":                {"saga: x\nsteps: [{id: a, action: w, set: {x: 1}}]\n", "step a"},
@@ -106,6 +107,7 @@ func TestParseRefusesBadShapes(t *testing.T) {
 
 // Problems come in source order, each once, whatever order they were found in.
 func TestNewDefinitionErrorSortsAndDeduplicates(t *testing.T) {
+	t.Parallel()
 	p := func(line int, msg string) lang.Problem {
 		return lang.Problem{File: "f.yaml", Line: line, Column: 1, Message: msg}
 	}
@@ -116,6 +118,7 @@ func TestNewDefinitionErrorSortsAndDeduplicates(t *testing.T) {
 }
 
 func TestFormatDuration(t *testing.T) {
+	t.Parallel()
 	for d, want := range map[time.Duration]string{15 * time.Minute: "15m", 8760 * time.Hour: "8760h", 28 * time.Second: "28s", 90 * time.Second: "1m30s", 1500 * time.Millisecond: "1.5s"} {
 		if got := lang.FormatDuration(d); got != want {
 			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)

@@ -9,6 +9,7 @@ import (
 
 // "secret TYPE" marks an input field secret; the type is TYPE.
 func TestParseSecretInput(t *testing.T) {
+	t.Parallel()
 	src := "saga: x\ninput: {order_id: string, card_number: secret string, extra: secret any}\nsteps: [{id: a, action: w}]\n"
 	def, err := lang.Parse("test.yaml", []byte(src))
 	if err != nil {
@@ -30,6 +31,7 @@ func TestParseSecretInput(t *testing.T) {
 
 // Misuse of the word is refused with file:line and the field.
 func TestParseRefusesSecretMisuse(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct{ decl, want string }{
 		"secret alone":       {"secret", "write secret before the type"},
 		"after the type":     {"string secret", `unknown type "string secret"`},
