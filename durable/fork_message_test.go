@@ -11,6 +11,7 @@ import (
 // The messages of forks travel with their kind and, for a launch, the
 // child's index; a step's message keeps its old body byte for byte.
 func TestForkMessagesRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, m := range []durable.Message{
 		{SagaID: "o-1.ship_all.4.12", Version: 7, Queue: durable.QueueAdvance, Kind: durable.KindEnded, Step: "ship_one", Attempt: 1},
 		{SagaID: "o-1", Version: 3, Queue: durable.QueueAdvance, Kind: durable.KindJoin, Step: "ship_all", Attempt: 1},
@@ -32,6 +33,7 @@ func TestForkMessagesRoundTrip(t *testing.T) {
 }
 
 func TestForkMessagesRejected(t *testing.T) {
+	t.Parallel()
 	for _, body := range []string{
 		`{"v":1,"saga_id":"s","version":1,"queue":"advance","step":"a","attempt":1,"kind":"fork"}`,
 		`{"v":1,"saga_id":"s","version":1,"queue":"advance","step":"a","attempt":1,"kind":"launch","child":-1}`,
@@ -49,6 +51,7 @@ func TestForkMessagesRejected(t *testing.T) {
 // its index; past 128 characters it is a hash of them, still valid and
 // still distinct per index.
 func TestChildID(t *testing.T) {
+	t.Parallel()
 	if got := durable.ChildID("order-7", "ship_all", 4, 12); got != "order-7.ship_all.4.12" {
 		t.Fatalf("ChildID = %q", got)
 	}
@@ -73,6 +76,7 @@ func TestChildID(t *testing.T) {
 // A child's id is recognised as one, long or short; ids users pick are
 // not, unless they have exactly that form.
 func TestIsChildID(t *testing.T) {
+	t.Parallel()
 	for id, want := range map[string]bool{
 		durable.ChildID("order-7", "ship_all", 4, 12):        true,
 		durable.ChildID(strings.Repeat("p", 120), "s", 1, 3): true,

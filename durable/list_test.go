@@ -8,6 +8,7 @@ import (
 )
 
 func TestListPositionOrders(t *testing.T) {
+	t.Parallel()
 	t0 := time.Unix(1_700_000_000, 0)
 	ordered := []string{
 		durable.ListPosition(time.Time{}, "z"),                                 // before 1678: as 1678

@@ -9,6 +9,7 @@ import (
 )
 
 func TestMessageRoundTrip(t *testing.T) {
+	t.Parallel()
 	m := durable.Message{SagaID: "order:2026-11-30.a_b", Version: durable.MaxVersion, Queue: durable.QueueCompensate, Step: "charge.card", Attempt: 12}
 	got, err := durable.DecodeMessage(durable.AppendMessage(nil, m))
 	if err != nil || got != m {
@@ -22,6 +23,7 @@ func TestMessageRoundTrip(t *testing.T) {
 }
 
 func TestDecodeMessageRejects(t *testing.T) {
+	t.Parallel()
 	for _, body := range []string{
 		``, `null`, `[]`, `{}`, `{"v":1}`, `not json`,
 		`{"v":1,"saga_id":"s","version":0,"queue":"advance","step":"a","attempt":1}`,
@@ -106,6 +108,7 @@ func decodeWithJSON(body []byte) (durable.Message, error) {
 }
 
 func TestValidSagaID(t *testing.T) {
+	t.Parallel()
 	for id, want := range map[string]bool{
 		"o-1": true, "A": true, "9": true, "order:2026.11_30-x": true, string(make([]byte, 128)): false,
 		"": false, "-a": false, "_a": false, "a b": false, "a/b": false, "ä": false, "a\n": false,

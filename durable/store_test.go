@@ -8,6 +8,7 @@ import (
 )
 
 func TestForkKey(t *testing.T) {
+	t.Parallel()
 	if got := durable.ForkKey("order-7", "ship_all", 4); got != "order-7#ship_all#4" {
 		t.Errorf("ForkKey = %q, want order-7#ship_all#4", got)
 	}
@@ -30,6 +31,7 @@ func TestForkKey(t *testing.T) {
 }
 
 func TestForkRecordLanes(t *testing.T) {
+	t.Parallel()
 	r := &durable.ForkRecord{Key: "k", Counts: []int{0, 3}, Stopped: []int{1, 4}, Failed: -1}
 	for j, want := range map[int]int{-1: 0, 0: 0, 1: 3, 2: 0, 99: 0} {
 		if got := r.Count(j); got != want {
