@@ -40,7 +40,7 @@ func TestCancelWhileAnActionRuns(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			charges := 0
-			var e *edgeRig
+			var e *rig
 			e = newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c saga.Call) (any, error) {
 				if c.Step == "charge" && !c.Compensation {
 					if charges++; charges > 1 {
@@ -70,7 +70,7 @@ func TestCancelWhileAnActionRuns(t *testing.T) {
 func TestCancelDuringActionStartsNoSecondRun(t *testing.T) {
 	t.Parallel()
 	charges := 0
-	var e *edgeRig
+	var e *rig
 	e = newEdgeRig(t, bigOutputSaga, func(ctx context.Context, c saga.Call) (any, error) {
 		if c.Step == "charge" && !c.Compensation {
 			if charges++; charges > 1 {

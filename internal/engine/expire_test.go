@@ -75,17 +75,11 @@ func (s *treeStore) ForkFail(ctx context.Context, p *durable.ForkFailParams) (*d
 	return s.Store.ForkFail(ctx, p)
 }
 
-// newTreeRig is a handRig on a treeStore whose expire walks mark at most
+// newTreeRig is a hand rig on a treeStore whose expire walks mark at most
 // batch items per message.
-func newTreeRig(t *testing.T, batch int) (*handRig, *treeStore) {
+func newTreeRig(t *testing.T, batch int) (*rig, *treeStore) {
 	ts := &treeStore{Store: memstore.New()}
-	r := &handRig{t: t, q: &handQueue{}, store: &handStore{Store: ts}, actions: &handActions{}, clock: durable.NewManualClock(t0)}
-	c, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: r.q, Actions: r.actions, Clock: r.clock, ExpireBatch: batch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.coord = c
-	return r, ts
+	return newHandRigOn(t, ts, engine.CoordinatorConfig{ExpireBatch: batch}), ts
 }
 
 // treeDefinition forks twice: a foreach of five at two at a time, whose
@@ -117,7 +111,7 @@ steps:
     action: svc.last
 `
 
-func runTree(t *testing.T, r *handRig, id string) *saga.State {
+func runTree(t *testing.T, r *rig, id string) *saga.State {
 	t.Helper()
 	plan := mustCompile(t, treeDefinition)
 	in := map[string]any{"skus": []any{"a", "b", "c", "d", "e"}}
@@ -198,7 +192,7 @@ func TestParkedRootKeepsItsTreeUntilResumedToTheEnd(t *testing.T) {
 		t.Fatalf("%s, want parked", root.Status)
 	}
 	marked(t, ts, root, false)
-	if slices.ContainsFunc(r.q.msgs, func(m durable.Message) bool { return m.Kind == durable.KindExpire }) {
+	if slices.ContainsFunc(r.hand.msgs, func(m durable.Message) bool { return m.Kind == durable.KindExpire }) {
 		t.Fatal("a parked root sent an expire")
 	}
 	failing = false
@@ -233,8 +227,8 @@ steps:
 		t.Fatal(err)
 	}
 	var kinds []durable.MessageKind
-	for len(r.q.msgs) > 0 {
-		kinds = append(kinds, r.q.msgs[0].Kind)
+	for len(r.hand.msgs) > 0 {
+		kinds = append(kinds, r.hand.msgs[0].Kind)
 		r.deliver(func(durable.Message) bool { return true })
 	}
 	if st := r.get("f-1"); st.Status != durable.StatusSucceeded || slices.Contains(kinds, durable.KindExpire) {
@@ -419,11 +413,11 @@ func TestExpireWalkMessageRedeliveredAfterItsContinuationEnds(t *testing.T) {
 		if n > 5000 {
 			t.Fatalf("the walk never ended: %d expire deliveries", expires)
 		}
-		if len(r.q.msgs) == 0 {
+		if len(r.hand.msgs) == 0 {
 			break
 		}
-		m := r.q.msgs[0]
-		before := len(r.q.msgs)
+		m := r.hand.msgs[0]
+		before := len(r.hand.msgs)
 		ok, err := r.deliver(func(durable.Message) bool { return true })
 		if !ok {
 			break
@@ -433,10 +427,10 @@ func TestExpireWalkMessageRedeliveredAfterItsContinuationEnds(t *testing.T) {
 		}
 		expires++
 		key := fmt.Sprintf("%s/%d/%d", m.SagaID, m.Attempt, m.Child)
-		if err == nil && len(r.q.msgs) >= before && !again[key] {
+		if err == nil && len(r.hand.msgs) >= before && !again[key] {
 			again[key] = true
 			redelivered++
-			r.q.msgs = append(r.q.msgs, m) // delivered again though it was handled
+			r.hand.msgs = append(r.hand.msgs, m) // delivered again though it was handled
 		}
 	}
 	root := r.get("t-9")
@@ -494,8 +488,8 @@ func TestExpireWalkGoesOnAfterAForkRecordFails(t *testing.T) {
 			break
 		}
 	}
-	if len(r.q.msgs) != 0 {
-		t.Fatalf("%d messages left: the walk never ended", len(r.q.msgs))
+	if len(r.hand.msgs) != 0 {
+		t.Fatalf("%d messages left: the walk never ended", len(r.hand.msgs))
 	}
 	t.Logf("ForkExpire calls %d, tail ForkGet calls %d", expires, gets)
 	marked(t, ts, root, true)

@@ -61,15 +61,10 @@ func (s *touchStore) ForkGet(ctx context.Context, p *durable.ForkGetParams) (*du
 	return s.Store.ForkGet(ctx, p)
 }
 
-func newTouchRig(t *testing.T) (*handRig, *touchStore) {
+// newTouchRig is a hand rig on a touchStore.
+func newTouchRig(t *testing.T) (*rig, *touchStore) {
 	store := &touchStore{Store: memstore.New()}
-	q := &handQueue{}
-	actions := &handActions{}
-	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: store, Queue: q, Actions: actions, Clock: durable.NewManualClock(t0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &handRig{t: t, q: q, actions: actions, coord: coord}, store
+	return newHandRigOn(t, store, engine.CoordinatorConfig{}), store
 }
 
 // A child that fails cancels its siblings; a sibling that waits on a
@@ -85,7 +80,7 @@ func newTouchRig(t *testing.T) (*handRig, *touchStore) {
 func TestForkStopOfANestedForkIsAMessageOfItsOwn(t *testing.T) {
 	t.Parallel()
 	r, store := newTouchRig(t)
-	q, actions, coord := r.q, r.actions, r.coord
+	q, actions, coord := r.hand, r.actions, r.coord
 	plan := mustCompile(t, `
 saga: nested
 steps:
@@ -179,7 +174,7 @@ steps:
 	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
 		t.Fatal(err)
 	}
-	first := durable.AppendMessage(nil, r.q.msgs[0])
+	first := durable.AppendMessage(nil, r.hand.msgs[0])
 	r.deliver(forSaga("p")) // first runs; the fork launches the three branches
 	for _, id := range []string{"p.both.2.0", "p.both.2.1", "p.both.2.2"} {
 		if st := r.get(id); st.Status != durable.StatusRunning {
@@ -189,7 +184,7 @@ steps:
 	resend := func(when string, wantSent int) {
 		t.Helper()
 		store.ops = nil
-		sent := len(r.q.msgs)
+		sent := len(r.hand.msgs)
 		if outcome, err := r.coord.Handle(ctx, first); err != nil || outcome != engine.HandledResent {
 			t.Fatalf("%s: the fork's message again: %q, %v; want resent", when, outcome, err)
 		}
@@ -197,8 +192,8 @@ steps:
 		if got := store.ops; strings.Join(got, ", ") != strings.Join(want, ", ") {
 			t.Errorf("%s: the fork's outbox sent again did %v, want %v", when, got, want)
 		}
-		if n := len(r.q.msgs) - sent; n != wantSent {
-			t.Errorf("%s: the fork's outbox sent again queued %d messages, want %d: %v", when, n, wantSent, r.q.msgs[sent:])
+		if n := len(r.hand.msgs) - sent; n != wantSent {
+			t.Errorf("%s: the fork's outbox sent again queued %d messages, want %d: %v", when, n, wantSent, r.hand.msgs[sent:])
 		}
 	}
 	// Each child still at its first version: its first message again (its

@@ -63,13 +63,13 @@ steps:
 		t.Fatalf("the deadline's write leaves the saga at %+v; want it waiting on the fork", cur)
 	}
 	stops := 0
-	for _, m := range r.q.msgs {
+	for _, m := range r.hand.msgs {
 		if m.SagaID == "p" && m.Kind == durable.KindStop {
 			stops++
 		}
 	}
 	if stops != 1 {
-		t.Fatalf("the deadline's write sent %d stop messages, want 1 (queued: %+v)", stops, r.q.msgs)
+		t.Fatalf("the deadline's write sent %d stop messages, want 1 (queued: %+v)", stops, r.hand.msgs)
 	}
 	// The stop first, then whatever the children's messages do.
 	if ok, err := r.deliver(func(m durable.Message) bool { return m.Kind == durable.KindStop }); !ok || err != nil {
@@ -102,8 +102,8 @@ steps:
 		// its idempotency key, and is undone.
 		t.Errorf("slow ran %d times and was undone %d times, want undone once", slow, unslow)
 	}
-	if len(r.q.msgs) != 0 {
-		t.Errorf("messages left: %+v", r.q.msgs)
+	if len(r.hand.msgs) != 0 {
+		t.Errorf("messages left: %+v", r.hand.msgs)
 	}
 }
 
@@ -138,12 +138,12 @@ steps:
 	if _, err := r.coord.Tick(ctx, &engine.TickParams{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range r.q.msgs {
+	for _, m := range r.hand.msgs {
 		if m.SagaID == "p" {
 			return // the deadline's message, from the fork or the tick
 		}
 	}
-	t.Errorf("past the parent's deadline, no message for it was ever sent (queued: %d messages, all for its children)", len(r.q.msgs))
+	t.Errorf("past the parent's deadline, no message for it was ever sent (queued: %d messages, all for its children)", len(r.hand.msgs))
 }
 
 // A parent waiting on its fork whose deadline is further than a queue's
@@ -202,7 +202,7 @@ func TestDeadlineOfAParentWaitingOnAForkCompensates(t *testing.T) {
 	t.Parallel()
 	src := strings.Replace(waitingBranchYAML, "saga: slow\n", "saga: slow\ntimeout: 2h\n", 1)
 	src = strings.Replace(src, "timeout: 72h", "timeout: 119m", 1)
-	r := newFrig(t, src, nil)
+	r := newForkRig(t, src, nil)
 	ctx := context.Background()
 	r.start("p", nil)
 	r.drain()
@@ -248,7 +248,7 @@ func TestDeadlineOfAParentWaitingOnAForkCompensates(t *testing.T) {
 func TestAResumePastTheDeadlineOfACaughtForksUndoCompensates(t *testing.T) {
 	t.Parallel()
 	src := strings.Replace(catchForkYAML, "saga: caught\n", "saga: caught\ntimeout: 10m\n", 1)
-	r := newFrig(t, src, nil)
+	r := newForkRig(t, src, nil)
 	r.fail["b.one(b1)"] = true
 	r.fail["a.undo(a1)"] = true
 	r.start("p", nil)

@@ -18,7 +18,7 @@ import (
 func TestForkMessageErrorsMaskTheSagasSecrets(t *testing.T) {
 	t.Parallel()
 	const card = "4111111111111111"
-	r := newFrig(t, `
+	r := newForkRig(t, `
 saga: pay
 input: {card: secret string, items: list}
 steps:
@@ -76,7 +76,7 @@ steps:
 func TestForkMessageErrorIsWithheldWhenTheSagaCannotBeReadToMaskIt(t *testing.T) {
 	t.Parallel()
 	const card = "4111111111111111"
-	r := newFrig(t, `
+	r := newForkRig(t, `
 saga: pay
 input: {card: secret string, items: list}
 steps:

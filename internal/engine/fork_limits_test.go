@@ -36,7 +36,7 @@ func TestForeachOfMaxItemsRunsAndOneMoreFailsTheStep(t *testing.T) {
 	for _, n := range []int{lang.MaxForeachItems, lang.MaxForeachItems + 1} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			t.Parallel()
-			r := newFrig(t, wideYAML, nil)
+			r := newForkRig(t, wideYAML, nil)
 			items := make([]any, n)
 			for i := range items {
 				items[i] = int64(i)
@@ -72,7 +72,7 @@ func TestParallelOfMaxBranchesJoinsInOrder(t *testing.T) {
 		fmt.Fprintf(&b, "      - steps: [{id: b%d, action: bs.do, with: {arg: %d}, out: o%d}]\n", i, i, i)
 	}
 	b.WriteString("    out: all\n")
-	r := newFrig(t, b.String(), nil)
+	r := newForkRig(t, b.String(), nil)
 	r.start("p", nil)
 	r.drain()
 	st := r.get("p")
@@ -100,7 +100,7 @@ steps:
       - steps: [{id: b, action: b.do, with: {arg: b}, compensate: {action: b.undo, with: {arg: b}}}]
     out: all
 `
-	r := newFrig(t, src, nil)
+	r := newForkRig(t, src, nil)
 	r.outs["a.do(a)"] = func() any { return strings.Repeat("x", 350<<10) }
 	r.start("p", nil)
 	r.drain()
@@ -130,7 +130,7 @@ steps:
       - {id: pause, wait: {for: 1m}}
       - {id: use, action: use.do, with: {arg: "${item}"}}
 `
-	r := newFrig(t, src, nil)
+	r := newForkRig(t, src, nil)
 	r.start("p", nil)
 	r.drain()
 	log := r.effects()
@@ -147,7 +147,7 @@ func TestForksNestedAtMaxForkDepthJoin(t *testing.T) {
 		inner = fmt.Sprintf("{id: f%d, parallel: [{steps: [%s]}, {steps: [{id: s%d, action: ss.do, with: {arg: s%d}}]}], out: o%d}", d, inner, d, d, d)
 	}
 	src := "saga: deep\nsteps:\n  - " + inner + "\n"
-	r := newFrig(t, src, nil)
+	r := newForkRig(t, src, nil)
 	r.start("p", nil)
 	r.drain()
 	st := r.get("p")
@@ -229,7 +229,7 @@ steps:
 	if st.Status != durable.StatusCompensated || st.Failure == nil || st.Failure.Type != "StateTooLarge" {
 		t.Fatalf("the parent %s (%v), want compensated with StateTooLarge", st.Status, st.Failure)
 	}
-	if calls := r.calls(); !strings.Contains(calls, "unload") || strings.Contains(calls, "one") {
+	if calls := r.invokedActions(); !strings.Contains(calls, "unload") || strings.Contains(calls, "one") {
 		t.Fatalf("calls %s: want load undone and no iteration run", calls)
 	}
 }
@@ -262,7 +262,7 @@ steps:
 // for ever, its children never undone.
 func TestJoinPastMaxStateBytesUndoesTheChildren(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, bigForeachYAML, nil)
+	r := newForkRig(t, bigForeachYAML, nil)
 	r.outs["blobs.make"] = func() any { return strings.Repeat("x", 10<<10) }
 	items := []any{}
 	for i := range 40 {
@@ -300,7 +300,7 @@ func TestCostOfAStableListBuiltByAnExpression(t *testing.T) {
 	for _, n := range []int{1000, 2000} {
 		var took [2]time.Duration
 		for i, expr := range []string{"${input.items}", "${input.items.map(x, x * 2)}"} {
-			r := newFrig(t, strings.Replace(wideYAML, "${input.items}", expr, 1), nil)
+			r := newForkRig(t, strings.Replace(wideYAML, "${input.items}", expr, 1), nil)
 			items := make([]any, n)
 			for i := range items {
 				items[i] = int64(i)

@@ -34,7 +34,7 @@ steps:
 // parent".
 func TestABranchThatParksParksItsParent(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, parkingBranchYAML, nil)
+	r := newForkRig(t, parkingBranchYAML, nil)
 	r.fail["a.two(a2)"] = true
 	r.fail["a.undo(a1)"] = true
 	r.start("p", nil)
@@ -78,7 +78,7 @@ steps:
 // never be cancelled although the saga ends "compensated".
 func TestResumeAfterAParkedUndoOfAFailedForkUndoesTheRest(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, threeBranchYAML, nil)
+	r := newForkRig(t, threeBranchYAML, nil)
 	ctx := context.Background()
 	r.fail["c.do(c)"] = true
 	r.fail["b.undo(b)"] = true
@@ -126,7 +126,7 @@ steps:
 // entry on the stack, so a, which nobody undid yet, is still undone.
 func TestSkipOfAParkedChildSkipsOnlyThatChild(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, threeBranchLaterFailYAML, nil)
+	r := newForkRig(t, threeBranchLaterFailYAML, nil)
 	ctx := context.Background()
 	r.fail["last.do(last)"] = true
 	r.fail["b.undo(b)"] = true
@@ -152,7 +152,7 @@ func TestSkipOfAParkedChildSkipsOnlyThatChild(t *testing.T) {
 // invisible (and the parent expires with the table's TTL).
 func TestAParkedBranchCanBeFound(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, parkingBranchYAML, nil)
+	r := newForkRig(t, parkingBranchYAML, nil)
 	r.fail["a.two(a2)"] = true
 	r.fail["a.undo(a1)"] = true
 	r.start("p", nil)
@@ -186,7 +186,7 @@ steps:
           - {id: hold, await: {signal: go, timeout: 72h}}
   - {id: after, action: after.run, with: {arg: after}}
 `
-	r := newFrig(t, src, nil)
+	r := newForkRig(t, src, nil)
 	ctx := context.Background()
 	r.fail["a.two(a2)"] = true
 	r.fail["a.undo(a1)"] = true
@@ -218,7 +218,7 @@ steps:
 // again, never making progress.
 func TestResumeOfAParentParkedOnAChildResumesTheChild(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, threeBranchLaterFailYAML, nil)
+	r := newForkRig(t, threeBranchLaterFailYAML, nil)
 	ctx := context.Background()
 	r.fail["last.do(last)"] = true
 	r.fail["b.undo(b)"] = true
@@ -261,7 +261,7 @@ func TestARepeatedResumeSendsWhatALostSendDidNot(t *testing.T) {
 		{"caught", catchForkYAML, []string{"b.one(b1)", "a.undo(a1)"}, durable.StatusSucceeded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newFrig(t, tc.src, nil)
+			r := newForkRig(t, tc.src, nil)
 			ctx := context.Background()
 			for _, f := range tc.fail {
 				r.fail[f] = true

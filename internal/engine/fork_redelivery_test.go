@@ -18,7 +18,7 @@ import (
 // The first tests inject an error in each crash window of a fork: the
 // error stands for a crash at that point; the handler returns it, and the
 // message comes back. The tests after them are scenarios of the
-// fault-injection simulation (internal/sim) driven by hand on handRig,
+// fault-injection simulation (internal/sim) driven by hand on newHandRig,
 // whose queue delivers messages in the order the test picks, with faults
 // placed on one send or one create.
 
@@ -35,9 +35,9 @@ steps:
   - {id: last, action: last.do, with: {arg: last}}
 `
 
-func shipRig(t *testing.T, conc, n int) (*frig, map[string]any) {
+func shipRig(t *testing.T, conc, n int) (*rig, map[string]any) {
 	src := replaceOnce(shipYAML, "CONC", fmt.Sprint(conc))
-	r := newFrig(t, src, nil)
+	r := newForkRig(t, src, nil)
 	items := []any{}
 	for i := range n {
 		items = append(items, fmt.Sprintf("s%02d", i))
@@ -56,7 +56,7 @@ func replaceOnce(s, old, new string) string {
 
 // checkShipped: the saga ended as want, each item shipped once, and (when
 // it compensated) recalled once.
-func checkShipped(t *testing.T, r *frig, in map[string]any, want durable.Status) {
+func checkShipped(t *testing.T, r *rig, in map[string]any, want durable.Status) {
 	t.Helper()
 	st := r.get("p")
 	log := r.effects()
@@ -225,15 +225,13 @@ steps:
 `)
 	ctx := context.Background()
 	failed := false
-	r.q.failSend = func(msgs []durable.Message) bool {
-		for _, m := range msgs {
-			if m.SagaID == "p" && m.Step == "after" && !failed {
-				failed = true // the join's send, once
-				return true
-			}
+	r.queue.setHook(func(m durable.Message) (bool, error) {
+		if m.SagaID == "p" && m.Step == "after" && !failed {
+			failed = true // the join's send, once
+			return false, errHandFault
 		}
-		return false
-	}
+		return false, nil
+	})
 	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +240,7 @@ steps:
 		t.Fatal("the join's send was never tried")
 	}
 	if st := r.get("p"); st.Status != durable.StatusSucceeded {
-		t.Fatalf("after a join whose send failed once: %s at version %d with %d messages queued, want succeeded", st.Status, st.Version, len(r.q.msgs))
+		t.Fatalf("after a join whose send failed once: %s at version %d with %d messages queued, want succeeded", st.Status, st.Version, len(r.hand.msgs))
 	}
 }
 
@@ -265,15 +263,13 @@ steps:
 `)
 	r.actions.fail = func(c saga.Call) bool { return c.Step == "after" }
 	failed := false
-	r.q.failSend = func(msgs []durable.Message) bool {
-		for _, m := range msgs {
-			if m.Queue == durable.QueueCompensate && m.Kind == durable.KindStep && strings.HasPrefix(m.SagaID, "p.") && !failed {
-				failed = true // the first child's undo: its compensation's send, once
-				return true
-			}
+	r.queue.setHook(func(m durable.Message) (bool, error) {
+		if m.Queue == durable.QueueCompensate && m.Kind == durable.KindStep && strings.HasPrefix(m.SagaID, "p.") && !failed {
+			failed = true // the first child's undo: its compensation's send, once
+			return false, errHandFault
 		}
-		return false
-	}
+		return false, nil
+	})
 	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +278,7 @@ steps:
 		t.Fatal("no child's undo was sent")
 	}
 	if st := r.get("p"); st.Status != durable.StatusCompensated {
-		t.Fatalf("after an undo whose send failed once: %s at version %d with %d messages queued, want compensated", st.Status, st.Version, len(r.q.msgs))
+		t.Fatalf("after an undo whose send failed once: %s at version %d with %d messages queued, want compensated", st.Status, st.Version, len(r.hand.msgs))
 	}
 	for _, id := range []string{"p.both.1.0", "p.both.1.1"} {
 		if st := r.get(id); st.Status != durable.StatusCompensated {
@@ -311,15 +307,13 @@ steps:
 `)
 	r.actions.fail = func(c saga.Call) bool { return c.Step == "after" }
 	failed := false
-	r.q.failSend = func(msgs []durable.Message) bool {
-		for _, m := range msgs {
-			if m.Kind == durable.KindUndo && m.SagaID == "p.both.1.0" && !failed {
-				failed = true // the undo of child 0, sent by the write that noted child 1 undone
-				return true
-			}
+	r.queue.setHook(func(m durable.Message) (bool, error) {
+		if m.Kind == durable.KindUndo && m.SagaID == "p.both.1.0" && !failed {
+			failed = true // the undo of child 0, sent by the write that noted child 1 undone
+			return false, errHandFault
 		}
-		return false
-	}
+		return false, nil
+	})
 	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: plan, SagaID: "p"}); err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +322,7 @@ steps:
 		t.Fatal("child 0's undo was never sent")
 	}
 	if st := r.get("p"); st.Status != durable.StatusCompensated {
-		t.Fatalf("after an undone whose send failed once: %s at version %d with %d messages queued, want compensated (child 0: %s)", st.Status, st.Version, len(r.q.msgs), r.get("p.both.1.0").Status)
+		t.Fatalf("after an undone whose send failed once: %s at version %d with %d messages queued, want compensated (child 0: %s)", st.Status, st.Version, len(r.hand.msgs), r.get("p.both.1.0").Status)
 	}
 }
 
@@ -355,13 +349,14 @@ steps:
 `)
 	ctx := context.Background()
 	creates := 0
-	r.store.failCreate = func(id string) bool {
-		if id == "p.each.2.1" {
-			creates++
-			return creates <= 2 // the fork's launch, then the cancel's
+	r.store.setHook(func(op, id string) error {
+		if op == "create" && id == "p.each.2.1" {
+			if creates++; creates <= 2 { // the fork's launch, then the cancel's
+				return errHandFault
+			}
 		}
-		return false
-	}
+		return nil
+	})
 	r.actions.fail = func(c saga.Call) bool { return c.SagaID == "p.each.2.0" }
 	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p", Input: map[string]any{"items": []any{"a", "b", "c"}}}); err != nil {
 		t.Fatal(err)
@@ -412,15 +407,13 @@ steps:
 	ctx := context.Background()
 	r.actions.fail = func(c saga.Call) bool { return c.SagaID == "p.each.2.1" }
 	failed := false
-	r.q.failSend = func(msgs []durable.Message) bool {
-		for _, m := range msgs {
-			if m.SagaID == "p.each.2.2" && !failed {
-				failed = true // child 2's first message, once
-				return true
-			}
+	r.queue.setHook(func(m durable.Message) (bool, error) {
+		if m.SagaID == "p.each.2.2" && !failed {
+			failed = true // child 2's first message, once
+			return false, errHandFault
 		}
-		return false
-	}
+		return false, nil
+	})
 	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: "p", Input: map[string]any{"items": []any{"a", "b", "c", "d"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +430,7 @@ steps:
 		t.Fatalf("the join failed as poison while child 2 is %s: %v", r.get("p.each.2.2").Status, err)
 	}
 	for range 100 {
-		if len(r.q.msgs) == 0 {
+		if len(r.hand.msgs) == 0 {
 			break
 		}
 		if _, err := r.deliver(func(durable.Message) bool { return true }); errors.Is(err, engine.ErrDamagedState) {
@@ -469,7 +462,7 @@ steps:
 // idle (20 to 35 minutes, and only with a sweep deployed).
 func TestAJoinWhoseOutboxWasLostIsSentOnRedelivery(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, twoBranchYAML, nil)
+	r := newForkRig(t, twoBranchYAML, nil)
 	fails := 1
 	r.queue.setHook(func(m durable.Message) (bool, error) {
 		if m.SagaID == "p" && m.Step == "pay" && fails > 0 {
@@ -503,7 +496,7 @@ steps:
 // leave them uncreated until the sweep comes.
 func TestASignalRetriedWithItsIDLaunchesTheFork(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, awaitThenForkYAML, nil)
+	r := newForkRig(t, awaitThenForkYAML, nil)
 	ctx := context.Background()
 	r.start("p", nil)
 	r.drain()

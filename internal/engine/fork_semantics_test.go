@@ -31,7 +31,7 @@ steps:
   - {id: mid, action: mid.do, with: {arg: mid}, compensate: {action: mid.undo, with: {arg: mid}}}
   - {id: last, action: last.do, with: {arg: last}}
 `
-	r := newFrig(t, src, nil)
+	r := newForkRig(t, src, nil)
 	r.fail["last.do(last)"] = true
 	r.start("p", nil)
 	r.drain()
@@ -71,7 +71,7 @@ steps:
     out: outs
   - {id: after, action: after.do, with: {arg: "${has(vars.leaked) ? 'leaked' : vars.shared}"}}
 `
-	r := newFrig(t, src, nil)
+	r := newForkRig(t, src, nil)
 	r.start("p", nil)
 	r.drain()
 	st := r.get("p")
@@ -122,7 +122,7 @@ steps:
         out: rs
     out: all
 `
-	r := newFrig(t, src, nil)
+	r := newForkRig(t, src, nil)
 	groups := []any{
 		map[string]any{"name": "g0", "parts": []any{"a", "b", "c"}},
 		map[string]any{"name": "g1", "parts": []any{"d"}},
@@ -167,7 +167,7 @@ steps:
     callback: {timeout: 1h}
     out: charge
 `
-	r := newFrig(t, parent, map[string]string{"pay.yaml": child})
+	r := newForkRig(t, parent, map[string]string{"pay.yaml": child})
 	ctx := context.Background()
 	r.start("p", nil)
 	r.drain()
@@ -206,7 +206,7 @@ steps:
       - steps: [{id: x, action: x.do, with: {arg: x}, compensate: {action: x.undo, with: {arg: x}}}]
       - steps: [{id: y, action: y.do, with: {arg: y}, compensate: {action: y.undo, with: {arg: y}}}]
 `
-	r := newFrig(t, parent, map[string]string{"sub.yaml": child})
+	r := newForkRig(t, parent, map[string]string{"sub.yaml": child})
 	r.fail["last.do(last)"] = true
 	r.start("p", nil)
 	r.drain()
@@ -229,7 +229,7 @@ steps:
   - {id: gate, await: {signal: go, timeout: 1h}, out: g}
   - {id: after, action: after.do, with: {arg: "${vars.g.v}"}}
 `
-	r := newFrig(t, src, nil)
+	r := newForkRig(t, src, nil)
 	ctx := context.Background()
 	r.start("p", nil)
 	d, err := r.coord.Signal(ctx, &engine.SignalParams{SagaID: "p", Name: "go", Payload: map[string]any{"v": "yes"}, ID: "s1"})
@@ -260,7 +260,7 @@ steps:
       - {default: last}
   - {id: last, action: last.do, with: {arg: last}}
 `
-	r := newFrig(t, src, nil)
+	r := newForkRig(t, src, nil)
 	r.fail["last.do(last)"] = true
 	r.start("p", nil)
 	r.drain()
@@ -279,7 +279,7 @@ steps:
 // saga it meets is its child.
 func TestAChildIDCannotBeTakenByAnotherSaga(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, twoBranchYAML, nil)
+	r := newForkRig(t, twoBranchYAML, nil)
 	ctx := context.Background()
 	other := mustCompile(t, "saga: other\nsteps:\n  - {id: o, action: others.do, with: {arg: other}}\n")
 	// No saga can take a child's id.

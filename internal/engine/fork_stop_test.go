@@ -32,9 +32,9 @@ steps:
 // threeWaitingLanes starts saga p of threeWaitingBranches and runs it until
 // each branch waits on its await and the saga on the fork; child maps each
 // branch's run to its lane.
-func threeWaitingLanes(t *testing.T) (r *frig, child map[string]int) {
+func threeWaitingLanes(t *testing.T) (r *rig, child map[string]int) {
 	t.Helper()
-	r = newFrig(t, threeWaitingBranches, nil)
+	r = newForkRig(t, threeWaitingBranches, nil)
 	r.start("p", nil)
 	r.drain()
 	fs, err := r.coord.Fork(context.Background(), "p")
@@ -52,7 +52,7 @@ func threeWaitingLanes(t *testing.T) (r *frig, child map[string]int) {
 // and whose messages it has sent, stays done when a later lane fails: the
 // next delivery of the stop does only the lanes left. Here delivery d
 // fails on the child of lane d-1 only, once; a stop that does every lane
-// again on each delivery fails all three, and the frig's third receive
+// again on each delivery fails all three, and the rig's third receive
 // moves it to the dead-letter queue with the saga waiting for ever.
 func TestForkStopKeepsTheLanesItHasCancelled(t *testing.T) {
 	t.Parallel()
@@ -159,7 +159,7 @@ func TestForkStopWhoseRecordFailsDoesTheLanesAgain(t *testing.T) {
 // and sends no child's messages.
 func TestForkStopRepeatedAfterItsWorkDoesNoLaneAgain(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, threeWaitingBranches, nil)
+	r := newForkRig(t, threeWaitingBranches, nil)
 	r.start("p", nil)
 	r.drain()
 	ctx := context.Background()
@@ -341,7 +341,7 @@ steps:
 // compensates without running any branch.
 func TestCancelBeforeTheLaunchesRunsNoBranch(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, twoBranchYAML, nil)
+	r := newForkRig(t, twoBranchYAML, nil)
 	ctx := context.Background()
 	r.store.setHook(func(op, key string) error {
 		if op == "create" && key != "p" {
@@ -369,7 +369,7 @@ func TestCancelBeforeTheLaunchesRunsNoBranch(t *testing.T) {
 // accepted, so it must win over the catch.
 func TestCancelWhileAFailedForkUndoesBeatsItsCatch(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, catchForkYAML, nil)
+	r := newForkRig(t, catchForkYAML, nil)
 	r.fail["b.one(b1)"] = true
 	r.start("p", nil)
 	undoing := func() bool {
@@ -415,7 +415,7 @@ steps:
       - steps:
           - {id: car, action: cars.book, with: {arg: car}, compensate: {action: cars.cancel, with: {arg: car}}}
 `
-	r := newFrig(t, src, nil)
+	r := newForkRig(t, src, nil)
 	ctx := context.Background()
 	r.start("p", nil)
 	r.drain() // the grandchild awaits its signal; everything else succeeded
@@ -455,7 +455,7 @@ steps:
 // leaving the saga waiting on the fork for good.
 func TestForkStopRetriesWhenItCannotReadAnEndedChild(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, twoBranchYAML, nil)
+	r := newForkRig(t, twoBranchYAML, nil)
 	flight := durable.ChildID("p", "book", 1, 1)
 	r.queue.setHook(func(m durable.Message) (bool, error) {
 		return m.Kind == durable.KindEnded && m.SagaID == flight, nil // its end's message is lost

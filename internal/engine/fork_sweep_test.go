@@ -83,7 +83,7 @@ func TestSweepLeavesAForksStuckChildForAnOperator(t *testing.T) {
 
 // failFor makes the store fail calls op on keys for which match holds,
 // until off is called.
-func failFor(r *frig, match func(op, key string) bool) (off func()) {
+func failFor(r *rig, match func(op, key string) bool) (off func()) {
 	r.store.setHook(func(op, key string) error {
 		if match(op, key) {
 			return fmt.Errorf("%w: %w", durable.ErrThrottled, errInjected)
@@ -93,7 +93,7 @@ func failFor(r *frig, match func(op, key string) bool) (off func()) {
 	return func() { r.store.setHook(nil) }
 }
 
-func sweepUntilDone(t *testing.T, r *frig, want durable.Status) {
+func sweepUntilDone(t *testing.T, r *rig, want durable.Status) {
 	t.Helper()
 	for range 3 {
 		r.sweep()
@@ -168,7 +168,7 @@ steps:
       - steps: [{id: z, action: zs.do, with: {arg: z}}]
   - {id: last, action: last.do, with: {arg: last}}
 `
-	r := newFrig(t, src, nil)
+	r := newForkRig(t, src, nil)
 	r.start("p", nil)
 	innerKey := durable.ForkKey(durable.ChildID("p", "outer", 1, 0), "inner", 1)
 	off := failFor(r, func(op, key string) bool { return op == "forkcount" && key == innerKey })
@@ -188,7 +188,7 @@ steps:
 // or the parent waits for ever although every child ended.
 func TestSweepRecoversAJoinThatWentToTheDeadLetterQueue(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, twoBranchYAML, nil)
+	r := newForkRig(t, twoBranchYAML, nil)
 	forkKey := durable.ForkKey("p", "book", 1)
 	reads := 0
 	r.store.setHook(func(op, key string) error {
@@ -237,7 +237,7 @@ steps:
 // out, 72 hours later.
 func TestSweepRedoesTheStopOfACancelWhoseSendFailed(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, waitingBranchYAML, nil)
+	r := newForkRig(t, waitingBranchYAML, nil)
 	ctx := context.Background()
 	r.start("p", nil)
 	r.drain() // branch 0 waits on its signal; branch 1 succeeded
@@ -272,7 +272,7 @@ func TestSweepRedoesTheStopOfACancelWhoseSendFailed(t *testing.T) {
 // branch's own outbox, sent again, does not stop it.
 func TestSweepCancelsABranchItsForksStopMissed(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, waitingBranchYAML, nil)
+	r := newForkRig(t, waitingBranchYAML, nil)
 	ctx := context.Background()
 	r.start("p", nil)
 	r.drain() // branch 0 waits on its signal; branch 1 succeeded

@@ -14,7 +14,7 @@ import (
 // takesAnApprovalAndGoesOn drains r until run awaits, sends saga an
 // approval, which run must take, and drains until run has passed its
 // await.
-func takesAnApprovalAndGoesOn(t *testing.T, r *frig, sagaID, run string) {
+func takesAnApprovalAndGoesOn(t *testing.T, r *rig, sagaID, run string) {
 	t.Helper()
 	if !r.drainUntil(func() bool {
 		st, err := r.coord.Get(context.Background(), run)
@@ -67,7 +67,7 @@ steps:
 // (RouteSignal.Later counts the awaits ahead against what the run keeps).
 func TestKeptSignalGoesPastAStartedChildThatKeepsOneForItsAwait(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, keptEdgesPickFirst, nil)
+	r := newForkRig(t, keptEdgesPickFirst, nil)
 	r.start("b-1", map[string]any{"items": []any{"a", "b", "c"}})
 	it0, it1, it2 := durable.ChildID("b-1", "each", 1, 0), durable.ChildID("b-1", "each", 1, 1), durable.ChildID("b-1", "each", 1, 2)
 	takesAnApprovalAndGoesOn(t, r, "b-1", it0)
@@ -99,7 +99,7 @@ func TestKeptSignalGoesPastAStartedChildThatKeepsOneForItsAwait(t *testing.T) {
 // approvals come: one goes to each.
 func TestKeptSignalsGoOneToEachRunningChildBeforeItsAwait(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, strings.Replace(keptEdgesPickFirst, "concurrency: 1", "concurrency: 2", 1), nil)
+	r := newForkRig(t, strings.Replace(keptEdgesPickFirst, "concurrency: 1", "concurrency: 2", 1), nil)
 	r.start("b-2", map[string]any{"items": []any{"a", "b"}})
 	it0, it1 := durable.ChildID("b-2", "each", 1, 0), durable.ChildID("b-2", "each", 1, 1)
 	if !r.drainUntil(func() bool {
@@ -141,7 +141,7 @@ steps:
       - {id: wait, await: {signal: approved, timeout: 1h}, out: decision}
       - {id: ship, action: svc.ship}
 `
-	r := newFrig(t, src, nil)
+	r := newForkRig(t, src, nil)
 	r.start("b-3", map[string]any{"items": []any{"a", "b"}})
 	it0, it1 := durable.ChildID("b-3", "each", 1, 0), durable.ChildID("b-3", "each", 1, 1)
 	if !r.drainUntil(func() bool {
@@ -199,7 +199,7 @@ steps:
           - {id: wait, await: {signal: approved, timeout: 1h}, out: decision}
           - {id: ship, action: svc.ship}
 `
-	r := newFrig(t, src, nil)
+	r := newForkRig(t, src, nil)
 	var mu sync.Mutex
 	var created []string
 	r.store.setHook(func(op, key string) error {
@@ -274,7 +274,7 @@ steps:
       - {id: wait, await: {signal: approved, timeout: 1h}, out: decision}
       - {id: ship, action: svc.ship}
 `
-	r := newFrig(t, src, nil)
+	r := newForkRig(t, src, nil)
 	r.start("b-1", map[string]any{"items": []any{"a", "b", "c"}})
 	it0 := durable.ChildID("b-1", "each", 2, 0)
 	takesAnApprovalAndGoesOn(t, r, "b-1", it0)

@@ -43,7 +43,7 @@ steps:
 
 // childOf is the id of the first current child of the fork id waits on,
 // "" while it waits on none.
-func childOf(r *frig, id string) string {
+func childOf(r *rig, id string) string {
 	fs, err := r.coord.Fork(context.Background(), id)
 	if err != nil || fs == nil || len(fs.Current) == 0 {
 		return ""
@@ -51,7 +51,7 @@ func childOf(r *frig, id string) string {
 	return fs.Current[0].SagaID
 }
 
-func signalTo(r *frig, id, name string) (*engine.Delivered, error) {
+func signalTo(r *rig, id, name string) (*engine.Delivered, error) {
 	return r.coord.Signal(context.Background(), &engine.SignalParams{SagaID: id, Name: name, Payload: map[string]any{"by": "mia"}})
 }
 
@@ -60,7 +60,7 @@ func signalTo(r *frig, id, name string) (*engine.Delivered, error) {
 // fork. The child goes on at once, and the saga with it.
 func TestSignalReachesTheChildSagaThatAwaitsIt(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, approvalParent, map[string]string{"approval.yaml": approvalChild})
+	r := newForkRig(t, approvalParent, map[string]string{"approval.yaml": approvalChild})
 	r.start("o-1", nil)
 	r.drain() // the child waits on its await (an hour: no message), the saga on the fork
 	child := childOf(r, "o-1")
@@ -81,7 +81,7 @@ func TestSignalReachesTheChildSagaThatAwaitsIt(t *testing.T) {
 // given to the child as it starts: its await takes it without pausing.
 func TestSignalBeforeTheForkIsGivenToTheChildThatAwaitsIt(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, approvalParent, map[string]string{"approval.yaml": approvalChild})
+	r := newForkRig(t, approvalParent, map[string]string{"approval.yaml": approvalChild})
 	r.start("o-2", nil)
 	d, err := signalTo(r, "o-2", "approved")
 	if err != nil || d.Receipt != saga.ReceiptKept || d.State.SagaID != "o-2" {
@@ -100,7 +100,7 @@ func TestSignalBeforeTheForkIsGivenToTheChildThatAwaitsIt(t *testing.T) {
 // signal no await of the tree takes: refused.
 func TestSignalAwaitedByManyRunsOrByNoneIsRefused(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, `
+	r := newForkRig(t, `
 saga: both
 steps:
   - id: split
@@ -137,7 +137,7 @@ steps:
 // kept by the child, whose await then takes it.
 func TestSignalKeptByTheRunningChildThatWillAwaitIt(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, approvalParent, map[string]string{"approval.yaml": approvalChild})
+	r := newForkRig(t, approvalParent, map[string]string{"approval.yaml": approvalChild})
 	r.start("o-3", nil)
 	// Run until the child exists and its first action is due, not run.
 	var child string
@@ -179,7 +179,7 @@ steps:
       - steps: [{id: other, action: others.do, with: {arg: other}}]
   - {id: after, action: after.do, with: {arg: after}}
 `
-	r := newFrig(t, src, nil)
+	r := newForkRig(t, src, nil)
 	ctx := context.Background()
 	r.start("p", nil)
 	r.drain() // the branch waits on its signal
@@ -218,7 +218,7 @@ steps:
 `
 	in := map[string]any{"items": []any{"a", "b"}}
 	t.Run("both sent before the fork", func(t *testing.T) {
-		r := newFrig(t, src, nil)
+		r := newForkRig(t, src, nil)
 		r.start("b-1", in)
 		for range 2 {
 			if d, err := signalTo(r, "b-1", "approved"); err != nil {
@@ -234,7 +234,7 @@ steps:
 		}
 	})
 	t.Run("the second sent while iteration 0 runs past its await", func(t *testing.T) {
-		r := newFrig(t, src, nil)
+		r := newForkRig(t, src, nil)
 		r.start("b-2", in)
 		if _, err := signalTo(r, "b-2", "approved"); err != nil {
 			t.Fatal(err)
@@ -263,7 +263,7 @@ steps:
 // sent to it reaches the child, not a run that can never take it.
 func TestSignalAfterTheSagasOwnAwaitReachesTheChild(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, `
+	r := newForkRig(t, `
 saga: order
 steps:
   - id: first
@@ -301,7 +301,7 @@ steps:
 // the saga's own later await.
 func TestSignalRetriedAfterAChildTookItIsADuplicate(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, `
+	r := newForkRig(t, `
 saga: order
 steps:
   - id: approve
@@ -351,7 +351,7 @@ func (s *readCounter) ForkGet(ctx context.Context, p *durable.ForkGetParams) (*d
 // bounded by one level's lanes.
 func TestRoutingASignalReadsABoundedNumberOfRuns(t *testing.T) {
 	t.Parallel()
-	r := newFrig(t, `
+	r := newForkRig(t, `
 saga: deep
 input: {items: list}
 steps:

@@ -46,7 +46,7 @@ func TestUnknownOutcomeInABranchIsFoundOutWhenTheParentIsCancelled(t *testing.T)
 		t.Run(when, func(t *testing.T) {
 			done := map[string]bool{}
 			var parent string
-			var e *edgeRig
+			var e *rig
 			e = newEdgeRig(t, timeoutForkSaga, func(ctx context.Context, c saga.Call) (any, error) {
 				if c.Step != "p2" || c.Compensation {
 					return map[string]any{"id": c.Step}, nil

@@ -139,7 +139,7 @@ func TestUnknownOutcomeIsFoundOutWhenTheSagaCompensates(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			svc := &chargeService{script: tt.script, charged: map[string]bool{}}
-			var e *edgeRig
+			var e *rig
 			e = newEdgeRig(t, unknownDef(tt.timeout, tt.attempts, tt.catch), func(ctx context.Context, c saga.Call) (any, error) {
 				if tt.cancel == "during" && c.Step == "charge" && len(svc.calls) == 0 {
 					if _, err := e.coord.Cancel(context.Background(), c.SagaID); err != nil {
@@ -585,7 +585,7 @@ steps:
 	}
 }
 
-func historyOf(t *testing.T, e *edgeRig, st *saga.State) string {
+func historyOf(t *testing.T, e *rig, st *saga.State) string {
 	t.Helper()
 	hs, err := st.HistoryEntries(e.plan)
 	if err != nil {
