@@ -18,6 +18,7 @@ import (
 // step events hold it masked (docs/DEFINITIONS.md, "Secrets: what is
 // hidden where").
 func TestTraceMasksASecretInAnActionError(t *testing.T) {
+	t.Parallel()
 	const card = "4111111111111111"
 	r := newRig(t)
 	r.plan = sagatest.MustCompile(t, `

@@ -189,6 +189,7 @@ func attr(s sdktrace.ReadOnlySpan, k attribute.Key) attribute.Value {
 // an action span inside it per call, each with its attributes; a second
 // saga, started outside any span, has a trace of its own.
 func TestOneTracePerSagaAcrossInvocations(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	ctx, caller := r.provider.Tracer("test").Start(context.Background(), "checkout")
 	r.start(r.coordinator(true), ctx, "t-1", true)
@@ -290,6 +291,7 @@ func TestOneTracePerSagaAcrossInvocations(t *testing.T) {
 // client) takes the trace of the first span a traced coordinator opens
 // for it, and keeps it in its state: its later messages join that trace.
 func TestUntracedStartJoinsOneTrace(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.start(r.coordinator(false), context.Background(), "t-1", true)
 	r.drain()
@@ -314,6 +316,7 @@ func TestUntracedStartJoinsOneTrace(t *testing.T) {
 // The branches of a parallel step are child runs, sagas of their own:
 // they take their parent's trace, so the whole tree is one trace.
 func TestForkChildrenShareTheParentsTrace(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.plan = sagatest.MustCompile(t, `
 saga: both
