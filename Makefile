@@ -60,8 +60,8 @@ unit: emulators iamsim browser ## every test once, under the race detector, with
 	$(RECORDING_EMULATORS) $(GO) test -race -count=1 ./...
 
 # One build of every package's tests without the race detector serves both.
-norace: ## what the race detector skips or shrinks, in the normal build: the allocation pins, the simulation and the property test at CI size, the simulation's checks that sabotage is caught; and every benchmark once (bench-once)
-	$(GO) test -count=1 -run 'Allocs|AllocatesNothing|^TestSimulation|^TestProperty$$' -bench . -benchtime=1x ./...
+norace: ## what the race detector skips or shrinks, in the normal build: the allocation pins, the simulation and the property test at CI size, the simulation's checks that sabotage is caught, the foreach of 10,000; and every benchmark once (bench-once)
+	$(GO) test -count=1 -run 'Allocs|AllocatesNothing|^TestSimulation|^TestProperty$$|^TestForeachOfMaxItems' -bench . -benchtime=1x ./...
 
 # The console's browser test drives Debian's chromium (internal/console/browser_test.go).
 # As root (CI) a missing one is installed, and a failed install fails; a developer
