@@ -266,23 +266,26 @@ type encoder struct {
 	err error
 }
 
-func (e *encoder) key(tag, wire int) { e.b = binary.AppendUvarint(e.b, uint64(tag<<3|wire)) }
+func (e *encoder) key(tag, wire int) { e.b = appendKey(e.b, tag, wire) }
+
+// appendKey appends a field's key to b. The helpers that write a whole
+// field (uint, str, time, begin) nest their appends and store e.b once:
+// e is a pointer, and every store through it also checks the garbage
+// collector's write barrier.
+func appendKey(b []byte, tag, wire int) []byte { return binary.AppendUvarint(b, uint64(tag<<3|wire)) }
 
 func (e *encoder) uint(tag int, v uint64) {
 	if v == 0 {
 		return
 	}
-	e.key(tag, wireVarint)
-	e.b = binary.AppendUvarint(e.b, v)
+	e.b = binary.AppendUvarint(appendKey(e.b, tag, wireVarint), v)
 }
 
 func (e *encoder) str(tag int, s string) {
 	if s == "" {
 		return
 	}
-	e.key(tag, wireBytes)
-	e.b = binary.AppendUvarint(e.b, uint64(len(s)))
-	e.b = append(e.b, s...)
+	e.b = append(binary.AppendUvarint(appendKey(e.b, tag, wireBytes), uint64(len(s))), s...)
 }
 
 // time writes zigzag(UnixNano)+1, so that 0 stays free for "no time"
@@ -291,8 +294,7 @@ func (e *encoder) time(tag int, t time.Time) {
 	if t.IsZero() {
 		return
 	}
-	e.key(tag, wireVarint)
-	e.b = binary.AppendUvarint(e.b, zigzag(t.UnixNano())+1)
+	e.b = binary.AppendUvarint(appendKey(e.b, tag, wireVarint), zigzag(t.UnixNano())+1)
 }
 
 // delivery writes a kept delivery: a signal's name, or a callback's step,
@@ -325,8 +327,7 @@ func (e *encoder) stepError(tag int, se *StepError) {
 
 // begin starts a length-prefixed field, reserving one byte for its length.
 func (e *encoder) begin(tag int) int {
-	e.key(tag, wireBytes)
-	e.b = append(e.b, 0)
+	e.b = append(appendKey(e.b, tag, wireBytes), 0)
 	return len(e.b)
 }
 
