@@ -110,62 +110,13 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 		e.valueAt(tagVars, st.Vars, -1)
 	}
 	for _, c := range st.Cursors {
-		at := e.begin(tagCursor)
-		e.uint(1, uint64(c.Step))
-		e.uint(2, uint64(c.Attempt))
-		e.uint(3, c.Seq)
-		if c.Compensating {
-			e.uint(4, 1)
-		}
-		if c.Wait {
-			e.uint(5, 1)
-		}
-		e.time(6, c.Due)
-		if c.Fork {
-			e.uint(7, 1)
-		}
-		e.uint(8, uint64(c.Children))
-		e.uint(9, uint64(c.Lanes))
-		e.uint(11, c.Version)
-		e.uint(12, uint64(c.Child))
-		if c.Unknown {
-			e.uint(13, 1)
-		}
-		e.end(at)
+		e.cursor(tagCursor, c)
 	}
 	for _, c := range st.Stack {
-		at := e.begin(tagCompletion)
-		e.uint(1, uint64(c.Step))
-		e.uint(2, c.Seq)
-		if c.HasOut {
-			e.value(3, c.Out)
-		}
-		if c.OutDropped {
-			e.uint(4, 1)
-		}
-		e.uint(5, uint64(c.Children))
-		if c.Unknown {
-			e.uint(6, 1)
-			e.uint(7, uint64(c.Attempts))
-		}
-		if c.HasInput {
-			e.value(8, c.Input)
-		}
-		e.end(at)
+		e.completion(tagCompletion, c)
 	}
 	for _, m := range st.Outbox {
-		at := e.begin(tagOutbox)
-		e.uint(2, m.Version)
-		e.uint(3, uint64(slices.Index(queueCodes, m.Queue)))
-		e.str(4, m.Step)
-		e.uint(5, uint64(m.Attempt))
-		e.uint(6, uint64(m.Delay))
-		if m.SagaID != st.SagaID {
-			e.str(7, m.SagaID) // a fork's message to a parent or a child
-		}
-		e.str(8, string(m.Kind))
-		e.uint(9, uint64(m.Child))
-		e.end(at)
+		e.message(tagOutbox, m, st.SagaID)
 	}
 	e.uint(tagSeq, st.Seq)
 	e.time(tagCreatedAt, st.CreatedAt)
@@ -192,19 +143,8 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 	if len(st.Secret) > 0 {
 		e.str(tagSecret, string(st.Secret))
 	}
-	if l := st.Parent; l != nil {
-		at := e.begin(tagParent)
-		e.str(1, l.ID)
-		e.str(2, l.Step)
-		e.uint(3, l.Seq)
-		e.uint(4, l.Version)
-		e.uint(5, uint64(l.Index))
-		e.uint(6, uint64(l.Children))
-		e.uint(7, uint64(l.Lanes))
-		if l.Saga {
-			e.uint(8, 1)
-		}
-		e.end(at)
+	if st.Parent != nil {
+		e.parentLink(tagParent, st.Parent)
 	}
 	if st.Scope != nil {
 		e.valueAt(tagScope, st.Scope, -1)
@@ -219,22 +159,13 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 	e.uint(tagJoined, st.Joined)
 	e.uint(tagUndid, uint64(st.Undid))
 	if !st.Trace.IsZero() {
-		e.key(tagTrace, wireBytes)
-		e.b = append(e.b, traceContextBytes)
-		e.b = append(e.b, st.Trace.TraceID[:]...)
-		e.b = append(e.b, st.Trace.SpanID[:]...)
-		e.b = append(e.b, st.Trace.Flags)
+		e.trace(tagTrace, st.Trace)
 	}
 	for _, n := range st.Inherited {
 		e.str(tagInherited, n) // never empty: MinSecretText bytes or more
 	}
 	for _, f := range st.Forks {
-		at := e.begin(tagForkVisit)
-		e.uint(1, uint64(f.Step))
-		e.uint(2, f.Seq)
-		e.uint(3, uint64(f.Children))
-		e.uint(4, uint64(f.Lanes))
-		e.end(at)
+		e.forkVisit(tagForkVisit, f)
 	}
 	for _, k := range st.UndoNext {
 		e.key(tagUndoNext, wireVarint) // even when 0: every entry comes back
@@ -246,14 +177,8 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 		e.b = append(e.b, st.History...)
 	}
 	e.uint(tagHistoryDropped, st.HistoryDropped)
-	switch {
-	case st.Output != nil && sameValue(st.Output, st.Vars):
-		e.uint(tagOutputIsVars, 1)
-	case st.Output != nil && st.LastOut != "" && sameValue(st.Output, st.Vars[st.LastOut]):
-		// A branch's or iteration's output is its last out: held once.
-		e.uint(tagOutputIsLastOut, 1)
-	case st.Output != nil:
-		e.value(tagOutput, st.Output)
+	if st.Output != nil {
+		e.output(st)
 	}
 	if e.err != nil {
 		return nil, e.err
@@ -312,6 +237,120 @@ func (e *encoder) delivery(tag int, d Delivery) {
 	e.stepError(7, d.Err)
 	e.uint(8, uint64(d.Child))
 	e.end(at)
+}
+
+// cursor writes a step the saga waits on.
+func (e *encoder) cursor(tag int, c Cursor) {
+	at := e.begin(tag)
+	e.uint(1, uint64(c.Step))
+	e.uint(2, uint64(c.Attempt))
+	e.uint(3, c.Seq)
+	if c.Compensating {
+		e.uint(4, 1)
+	}
+	if c.Wait {
+		e.uint(5, 1)
+	}
+	e.time(6, c.Due)
+	if c.Fork {
+		e.uint(7, 1)
+	}
+	e.uint(8, uint64(c.Children))
+	e.uint(9, uint64(c.Lanes))
+	e.uint(11, c.Version)
+	e.uint(12, uint64(c.Child))
+	if c.Unknown {
+		e.uint(13, 1)
+	}
+	e.end(at)
+}
+
+// completion writes an entry of the compensation stack.
+func (e *encoder) completion(tag int, c Completion) {
+	at := e.begin(tag)
+	e.uint(1, uint64(c.Step))
+	e.uint(2, c.Seq)
+	if c.HasOut {
+		e.value(3, c.Out)
+	}
+	if c.OutDropped {
+		e.uint(4, 1)
+	}
+	e.uint(5, uint64(c.Children))
+	if c.Unknown {
+		e.uint(6, 1)
+		e.uint(7, uint64(c.Attempts))
+	}
+	if c.HasInput {
+		e.value(8, c.Input)
+	}
+	e.end(at)
+}
+
+// message writes a message of the outbox. Its saga id is written only
+// when it is not sagaID, the saga's own.
+func (e *encoder) message(tag int, m durable.Message, sagaID string) {
+	at := e.begin(tag)
+	e.uint(2, m.Version)
+	e.uint(3, uint64(slices.Index(queueCodes, m.Queue)))
+	e.str(4, m.Step)
+	e.uint(5, uint64(m.Attempt))
+	e.uint(6, uint64(m.Delay))
+	if m.SagaID != sagaID {
+		e.str(7, m.SagaID) // a fork's message to a parent or a child
+	}
+	e.str(8, string(m.Kind))
+	e.uint(9, uint64(m.Child))
+	e.end(at)
+}
+
+// parentLink writes a child run's link to the fork that started it.
+func (e *encoder) parentLink(tag int, l *ParentLink) {
+	at := e.begin(tag)
+	e.str(1, l.ID)
+	e.str(2, l.Step)
+	e.uint(3, l.Seq)
+	e.uint(4, l.Version)
+	e.uint(5, uint64(l.Index))
+	e.uint(6, uint64(l.Children))
+	e.uint(7, uint64(l.Lanes))
+	if l.Saga {
+		e.uint(8, 1)
+	}
+	e.end(at)
+}
+
+// forkVisit writes a visit of a fork step.
+func (e *encoder) forkVisit(tag int, f ForkVisit) {
+	at := e.begin(tag)
+	e.uint(1, uint64(f.Step))
+	e.uint(2, f.Seq)
+	e.uint(3, uint64(f.Children))
+	e.uint(4, uint64(f.Lanes))
+	e.end(at)
+}
+
+// trace writes a trace context as its traceContextBytes bytes.
+func (e *encoder) trace(tag int, tc TraceContext) {
+	e.key(tag, wireBytes)
+	e.b = append(e.b, traceContextBytes)
+	e.b = append(e.b, tc.TraceID[:]...)
+	e.b = append(e.b, tc.SpanID[:]...)
+	e.b = append(e.b, tc.Flags)
+}
+
+// output writes the saga's output, which the state may hold already: the
+// vars map, or the var LastOut names, is written as a flag.
+func (e *encoder) output(st *State) {
+	switch {
+	case sameValue(st.Output, st.Vars):
+		e.uint(tagOutputIsVars, 1)
+	case st.LastOut != "" && sameValue(st.Output, st.Vars[st.LastOut]):
+		// A branch's or iteration's output is its last out: held once.
+		e.uint(tagOutputIsLastOut, 1)
+	default:
+		e.value(tagOutput, st.Output)
+	}
 }
 
 func (e *encoder) stepError(tag int, se *StepError) {
