@@ -466,257 +466,10 @@ func (st *State) UnmarshalBinary(data []byte) error {
 	if data[2] != formatVersion {
 		return fmt.Errorf("%w: version %d (this build reads version %d)", ErrUnknownFormat, data[2], formatVersion)
 	}
-	d := decoder{b: data[3:]}
-	outputIsVars, outputIsLastOut := false, false
+	d := stateDecoder{decoder: decoder{b: data[3:]}}
 	for d.more() {
 		tag, wire := d.key()
-		switch {
-		case tag == tagSagaID && wire == wireBytes:
-			st.SagaID = d.str()
-		case tag == tagName && wire == wireBytes:
-			st.Name = intern(d.bytes())
-		case tag == tagDefinitionHash && wire == wireBytes:
-			st.DefinitionHash = intern(d.bytes())
-		case tag == tagStatus && wire == wireVarint:
-			code := d.uint()
-			if code >= uint64(len(statusCodes)) {
-				d.fail("unknown status code %d", code)
-				break
-			}
-			st.Status = statusCodes[code]
-		case tag == tagVersion && wire == wireVarint:
-			st.Version = d.uint()
-		case tag == tagInput && wire == wireBytes:
-			st.Input = d.mapValue()
-		case tag == tagVars && wire == wireBytes:
-			st.Vars = d.mapValue()
-		case tag == tagCancelRequested && wire == wireVarint:
-			st.CancelRequested = d.uint() == 1
-		case tag == tagKept && wire == wireBytes:
-			var k Delivery
-			d.nested(func(tag, wire int) bool {
-				switch {
-				case tag == 1 && wire == wireBytes:
-					k.ID = d.str()
-				case tag == 2 && wire == wireBytes:
-					k.Signal = d.str()
-				case tag == 3 && wire == wireVarint:
-					k.Step = d.int()
-				case tag == 4 && wire == wireVarint:
-					k.Seq = d.uint()
-				case tag == 5 && wire == wireVarint:
-					k.Attempt = d.int()
-				case tag == 6 && wire == wireBytes:
-					k.Payload = d.valueField()
-				case tag == 7 && wire == wireBytes:
-					k.Err = d.stepError()
-				case tag == 8 && wire == wireVarint:
-					k.Child = d.int()
-				default:
-					return false
-				}
-				return true
-			})
-			st.Kept = append(st.Kept, k)
-		case tag == tagReceived && wire == wireVarint:
-			st.Received = d.uint()
-		case tag == tagFromOutside && wire == wireVarint:
-			st.FromOutside = d.uint() == 1
-		case tag == tagSeen && wire == wireBytes:
-			st.Seen = append(st.Seen, d.str())
-		case tag == tagSecret && wire == wireBytes:
-			st.Secret = []byte(d.str())
-		case tag == tagParent && wire == wireBytes:
-			l := &ParentLink{}
-			d.nested(func(tag, wire int) bool {
-				switch tag {
-				case 1:
-					l.ID = d.str()
-				case 2:
-					l.Step = d.str()
-				case 3:
-					l.Seq = d.uint()
-				case 4:
-					l.Version = d.uint()
-				case 5:
-					l.Index = d.int()
-				case 6:
-					l.Children = d.int()
-				case 7:
-					l.Lanes = d.int()
-				case 8:
-					l.Saga = d.uint() == 1
-				default:
-					return false
-				}
-				return true
-			})
-			st.Parent = l
-		case tag == tagScope && wire == wireBytes:
-			st.Scope = d.mapValue()
-		case tag == tagLastOut && wire == wireBytes:
-			st.LastOut = d.str()
-		case tag == tagUndoing && wire == wireVarint:
-			st.Undoing = d.uint() == 1
-		case tag == tagForkItems && wire == wireBytes:
-			items, ok := d.valueField().([]any)
-			if !ok {
-				d.fail("a fork's items are not a list")
-			}
-			st.ForkItems = items
-		case tag == tagJoined && wire == wireVarint:
-			st.Joined = d.uint()
-		case tag == tagUndid && wire == wireVarint:
-			st.Undid = d.int()
-		case tag == tagTrace && wire == wireBytes:
-			if b := d.bytes(); len(b) == traceContextBytes {
-				copy(st.Trace.TraceID[:], b[:16])
-				copy(st.Trace.SpanID[:], b[16:24])
-				st.Trace.Flags = b[24]
-			} // another length: a later format of it, read as none
-		case tag == tagInherited && wire == wireBytes:
-			st.Inherited = append(st.Inherited, d.str())
-		case tag == tagForkVisit && wire == wireBytes:
-			var f ForkVisit
-			d.nested(func(tag, wire int) bool {
-				switch tag {
-				case 1:
-					f.Step = d.int()
-				case 2:
-					f.Seq = d.uint()
-				case 3:
-					f.Children = d.int()
-				case 4:
-					f.Lanes = d.int()
-				default:
-					return false
-				}
-				return true
-			})
-			st.Forks = append(st.Forks, f)
-		case tag == tagUndoNext && wire == wireVarint:
-			st.UndoNext = append(st.UndoNext, d.int())
-		case tag == tagHistory && wire == wireBytes:
-			if b := d.bytes(); len(b) > 0 {
-				// Copied with room for the next transition's entries.
-				st.History = append(make([]byte, 0, len(b)+historyRoom), b...)
-			}
-		case tag == tagHistoryDropped && wire == wireVarint:
-			st.HistoryDropped = d.uint()
-		case tag == tagCursor && wire == wireBytes:
-			var c Cursor
-			d.nested(func(tag, wire int) bool {
-				switch tag {
-				case 1:
-					c.Step = d.int()
-				case 2:
-					c.Attempt = d.int()
-				case 3:
-					c.Seq = d.uint()
-				case 4:
-					c.Compensating = d.uint() == 1
-				case 5:
-					c.Wait = d.uint() == 1
-				case 6:
-					c.Due = d.time()
-				case 7:
-					c.Fork = d.uint() == 1
-				case 8:
-					c.Children = d.int()
-				case 9:
-					c.Lanes = d.int()
-				case 11:
-					c.Version = d.uint()
-				case 12:
-					c.Child = d.int()
-				case 13:
-					c.Unknown = d.uint() == 1
-				default:
-					return false
-				}
-				return true
-			})
-			st.Cursors = append(st.Cursors, c)
-		case tag == tagCompletion && wire == wireBytes:
-			var c Completion
-			d.nested(func(tag, wire int) bool {
-				switch tag {
-				case 1:
-					c.Step = d.int()
-				case 2:
-					c.Seq = d.uint()
-				case 3:
-					c.Out, c.HasOut = d.valueField(), true
-				case 4:
-					c.OutDropped = d.uint() == 1
-				case 5:
-					c.Children = d.int()
-				case 6:
-					c.Unknown = d.uint() == 1
-				case 7:
-					c.Attempts = d.int()
-				case 8:
-					c.Input, c.HasInput = d.valueField(), true
-				default:
-					return false
-				}
-				return true
-			})
-			st.Stack = append(st.Stack, c)
-		case tag == tagOutbox && wire == wireBytes:
-			m := durable.Message{}
-			d.nested(func(tag, wire int) bool {
-				switch tag {
-				case 2:
-					m.Version = d.uint()
-				case 3:
-					q := d.uint()
-					if q < uint64(len(queueCodes)) {
-						m.Queue = queueCodes[q]
-					} else {
-						d.fail("unknown queue code %d", q)
-					}
-				case 4:
-					m.Step = d.str()
-				case 5:
-					m.Attempt = d.int()
-				case 6:
-					m.Delay = time.Duration(d.uint())
-				case 7:
-					m.SagaID = d.str()
-				case 8:
-					m.Kind = durable.MessageKind(d.str())
-				case 9:
-					m.Child = d.int()
-				default:
-					return false
-				}
-				return true
-			})
-			st.Outbox = append(st.Outbox, m)
-		case tag == tagSeq && wire == wireVarint:
-			st.Seq = d.uint()
-		case tag == tagCreatedAt && wire == wireVarint:
-			st.CreatedAt = d.time()
-		case tag == tagUpdatedAt && wire == wireVarint:
-			st.UpdatedAt = d.time()
-		case tag == tagStatusSince && wire == wireVarint:
-			st.StatusSince = d.time()
-		case tag == tagDeadline && wire == wireVarint:
-			st.Deadline = d.time()
-		case tag == tagFailure && wire == wireBytes:
-			st.Failure = d.stepError()
-		case tag == tagCompensationError && wire == wireBytes:
-			st.CompensationError = d.stepError()
-		case tag == tagOutput && wire == wireBytes:
-			st.Output = d.valueField()
-		case tag == tagOutputIsVars && wire == wireVarint:
-			if d.uint() == 1 {
-				outputIsVars = true
-			}
-		case tag == tagOutputIsLastOut && wire == wireVarint:
-			outputIsLastOut = d.uint() == 1
-		default:
+		if !d.field(st, tag, wire) && !d.treeField(st, tag, wire) {
 			d.skip(wire)
 		}
 	}
@@ -725,16 +478,143 @@ func (st *State) UnmarshalBinary(data []byte) error {
 			st.Outbox[i].SagaID = st.SagaID
 		}
 	}
-	if outputIsVars {
+	if d.outputIsVars {
 		st.Output = st.Vars
 	}
-	if outputIsLastOut {
+	if d.outputIsLastOut {
 		st.Output = st.Vars[st.LastOut]
 	}
 	if d.err != nil {
 		return fmt.Errorf("decode state: %w", d.err)
 	}
 	return nil
+}
+
+// stateDecoder reads the top-level fields of a state. An output that is
+// the vars map, or the var LastOut names, comes as a flag, taken once
+// every field is read.
+type stateDecoder struct {
+	decoder
+	outputIsVars, outputIsLastOut bool
+}
+
+// field decodes into st one of the fields every saga has (the cases in the
+// order AppendBinary writes them), and reports false for any other tag, or
+// a known tag of another wire type.
+func (d *stateDecoder) field(st *State, tag, wire int) bool {
+	switch {
+	case tag == tagSagaID && wire == wireBytes:
+		st.SagaID = d.str()
+	case tag == tagName && wire == wireBytes:
+		st.Name = intern(d.bytes())
+	case tag == tagDefinitionHash && wire == wireBytes:
+		st.DefinitionHash = intern(d.bytes())
+	case tag == tagStatus && wire == wireVarint:
+		code := d.uint()
+		if code >= uint64(len(statusCodes)) {
+			d.fail("unknown status code %d", code)
+			break
+		}
+		st.Status = statusCodes[code]
+	case tag == tagVersion && wire == wireVarint:
+		st.Version = d.uint()
+	case tag == tagInput && wire == wireBytes:
+		st.Input = d.mapValue()
+	case tag == tagVars && wire == wireBytes:
+		st.Vars = d.mapValue()
+	case tag == tagCursor && wire == wireBytes:
+		st.Cursors = append(st.Cursors, d.cursor())
+	case tag == tagCompletion && wire == wireBytes:
+		st.Stack = append(st.Stack, d.completion())
+	case tag == tagOutbox && wire == wireBytes:
+		st.Outbox = append(st.Outbox, d.message())
+	case tag == tagSeq && wire == wireVarint:
+		st.Seq = d.uint()
+	case tag == tagCreatedAt && wire == wireVarint:
+		st.CreatedAt = d.time()
+	case tag == tagUpdatedAt && wire == wireVarint:
+		st.UpdatedAt = d.time()
+	case tag == tagStatusSince && wire == wireVarint:
+		st.StatusSince = d.time()
+	case tag == tagDeadline && wire == wireVarint:
+		st.Deadline = d.time()
+	case tag == tagFailure && wire == wireBytes:
+		st.Failure = d.stepError()
+	case tag == tagCompensationError && wire == wireBytes:
+		st.CompensationError = d.stepError()
+	case tag == tagCancelRequested && wire == wireVarint:
+		st.CancelRequested = d.uint() == 1
+	case tag == tagKept && wire == wireBytes:
+		st.Kept = append(st.Kept, d.delivery())
+	case tag == tagReceived && wire == wireVarint:
+		st.Received = d.uint()
+	case tag == tagFromOutside && wire == wireVarint:
+		st.FromOutside = d.uint() == 1
+	case tag == tagSeen && wire == wireBytes:
+		st.Seen = append(st.Seen, d.str())
+	case tag == tagSecret && wire == wireBytes:
+		st.Secret = []byte(d.str())
+	case tag == tagTrace && wire == wireBytes:
+		if b := d.bytes(); len(b) == traceContextBytes {
+			copy(st.Trace.TraceID[:], b[:16])
+			copy(st.Trace.SpanID[:], b[16:24])
+			st.Trace.Flags = b[24]
+		} // another length: a later format of it, read as none
+	case tag == tagHistory && wire == wireBytes:
+		if b := d.bytes(); len(b) > 0 {
+			// Copied with room for the next transition's entries.
+			st.History = append(make([]byte, 0, len(b)+historyRoom), b...)
+		}
+	case tag == tagHistoryDropped && wire == wireVarint:
+		st.HistoryDropped = d.uint()
+	case tag == tagOutput && wire == wireBytes:
+		st.Output = d.valueField()
+	case tag == tagOutputIsVars && wire == wireVarint:
+		if d.uint() == 1 {
+			d.outputIsVars = true
+		}
+	case tag == tagOutputIsLastOut && wire == wireVarint:
+		d.outputIsLastOut = d.uint() == 1
+	default:
+		return false
+	}
+	return true
+}
+
+// treeField decodes one of the fields of a saga's place in a tree of
+// forks into st: a child run's link to its parent and what its fork gave
+// it, a parent's forks and the children it undoes. It reports false for
+// any other tag, or a known tag of another wire type.
+func (d *stateDecoder) treeField(st *State, tag, wire int) bool {
+	switch {
+	case tag == tagParent && wire == wireBytes:
+		st.Parent = d.parentLink()
+	case tag == tagScope && wire == wireBytes:
+		st.Scope = d.mapValue()
+	case tag == tagLastOut && wire == wireBytes:
+		st.LastOut = d.str()
+	case tag == tagUndoing && wire == wireVarint:
+		st.Undoing = d.uint() == 1
+	case tag == tagForkItems && wire == wireBytes:
+		items, ok := d.valueField().([]any)
+		if !ok {
+			d.fail("a fork's items are not a list")
+		}
+		st.ForkItems = items
+	case tag == tagJoined && wire == wireVarint:
+		st.Joined = d.uint()
+	case tag == tagUndid && wire == wireVarint:
+		st.Undid = d.int()
+	case tag == tagInherited && wire == wireBytes:
+		st.Inherited = append(st.Inherited, d.str())
+	case tag == tagForkVisit && wire == wireBytes:
+		st.Forks = append(st.Forks, d.forkVisit())
+	case tag == tagUndoNext && wire == wireVarint:
+		st.UndoNext = append(st.UndoNext, d.int())
+	default:
+		return false
+	}
+	return true
 }
 
 type decoder struct {
@@ -840,6 +720,186 @@ func (d *decoder) stepError() *StepError {
 		return true
 	})
 	return se
+}
+
+// cursor reads a field as encoder.cursor writes it.
+func (d *decoder) cursor() Cursor {
+	var c Cursor
+	d.nested(func(tag, wire int) bool {
+		switch tag {
+		case 1:
+			c.Step = d.int()
+		case 2:
+			c.Attempt = d.int()
+		case 3:
+			c.Seq = d.uint()
+		case 4:
+			c.Compensating = d.uint() == 1
+		case 5:
+			c.Wait = d.uint() == 1
+		case 6:
+			c.Due = d.time()
+		case 7:
+			c.Fork = d.uint() == 1
+		case 8:
+			c.Children = d.int()
+		case 9:
+			c.Lanes = d.int()
+		case 11:
+			c.Version = d.uint()
+		case 12:
+			c.Child = d.int()
+		case 13:
+			c.Unknown = d.uint() == 1
+		default:
+			return false
+		}
+		return true
+	})
+	return c
+}
+
+// completion reads a field as encoder.completion writes it.
+func (d *decoder) completion() Completion {
+	var c Completion
+	d.nested(func(tag, wire int) bool {
+		switch tag {
+		case 1:
+			c.Step = d.int()
+		case 2:
+			c.Seq = d.uint()
+		case 3:
+			c.Out, c.HasOut = d.valueField(), true
+		case 4:
+			c.OutDropped = d.uint() == 1
+		case 5:
+			c.Children = d.int()
+		case 6:
+			c.Unknown = d.uint() == 1
+		case 7:
+			c.Attempts = d.int()
+		case 8:
+			c.Input, c.HasInput = d.valueField(), true
+		default:
+			return false
+		}
+		return true
+	})
+	return c
+}
+
+// message reads a field as encoder.message writes it. A message without a
+// saga id is the saga's own: UnmarshalBinary fills it in.
+func (d *decoder) message() durable.Message {
+	m := durable.Message{}
+	d.nested(func(tag, wire int) bool {
+		switch tag {
+		case 2:
+			m.Version = d.uint()
+		case 3:
+			q := d.uint()
+			if q < uint64(len(queueCodes)) {
+				m.Queue = queueCodes[q]
+			} else {
+				d.fail("unknown queue code %d", q)
+			}
+		case 4:
+			m.Step = d.str()
+		case 5:
+			m.Attempt = d.int()
+		case 6:
+			m.Delay = time.Duration(d.uint())
+		case 7:
+			m.SagaID = d.str()
+		case 8:
+			m.Kind = durable.MessageKind(d.str())
+		case 9:
+			m.Child = d.int()
+		default:
+			return false
+		}
+		return true
+	})
+	return m
+}
+
+// delivery reads a field as encoder.delivery writes it.
+func (d *decoder) delivery() Delivery {
+	var k Delivery
+	d.nested(func(tag, wire int) bool {
+		switch {
+		case tag == 1 && wire == wireBytes:
+			k.ID = d.str()
+		case tag == 2 && wire == wireBytes:
+			k.Signal = d.str()
+		case tag == 3 && wire == wireVarint:
+			k.Step = d.int()
+		case tag == 4 && wire == wireVarint:
+			k.Seq = d.uint()
+		case tag == 5 && wire == wireVarint:
+			k.Attempt = d.int()
+		case tag == 6 && wire == wireBytes:
+			k.Payload = d.valueField()
+		case tag == 7 && wire == wireBytes:
+			k.Err = d.stepError()
+		case tag == 8 && wire == wireVarint:
+			k.Child = d.int()
+		default:
+			return false
+		}
+		return true
+	})
+	return k
+}
+
+// parentLink reads a field as encoder.parentLink writes it.
+func (d *decoder) parentLink() *ParentLink {
+	l := &ParentLink{}
+	d.nested(func(tag, wire int) bool {
+		switch tag {
+		case 1:
+			l.ID = d.str()
+		case 2:
+			l.Step = d.str()
+		case 3:
+			l.Seq = d.uint()
+		case 4:
+			l.Version = d.uint()
+		case 5:
+			l.Index = d.int()
+		case 6:
+			l.Children = d.int()
+		case 7:
+			l.Lanes = d.int()
+		case 8:
+			l.Saga = d.uint() == 1
+		default:
+			return false
+		}
+		return true
+	})
+	return l
+}
+
+// forkVisit reads a field as encoder.forkVisit writes it.
+func (d *decoder) forkVisit() ForkVisit {
+	var f ForkVisit
+	d.nested(func(tag, wire int) bool {
+		switch tag {
+		case 1:
+			f.Step = d.int()
+		case 2:
+			f.Seq = d.uint()
+		case 3:
+			f.Children = d.int()
+		case 4:
+			f.Lanes = d.int()
+		default:
+			return false
+		}
+		return true
+	})
+	return f
 }
 
 func (d *decoder) valueField() any { return d.valueFieldAt(0) }
