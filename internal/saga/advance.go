@@ -34,22 +34,7 @@ func (p *Plan) Advance(st *State, ev Event) error {
 	st.FromOutside = ev.Kind == EventCancel || ev.Kind == EventResume || ev.Kind == EventSignal || ev.Kind == EventCallback
 	switch ev.Kind {
 	case EventStart:
-		st.SagaID, st.Name, st.DefinitionHash = ev.SagaID, p.def.Name, p.hash
-		st.Input = ev.Input
-		st.Vars = make(map[string]any)
-		st.Status = durable.StatusRunning
-		st.CreatedAt = ev.Now
-		if p.def.Timeout > 0 {
-			st.Deadline = ev.Now.Add(p.def.Timeout)
-		}
-		if p.HasCallbacks() {
-			st.Secret = append([]byte(nil), ev.Secret...)
-		}
-		if ev.Child != nil {
-			r.startChild(ev.Child)
-			break
-		}
-		r.run(0)
+		r.start()
 	case EventResult:
 		if st.Cursors[0].Compensating {
 			r.compensationResult()
@@ -57,134 +42,222 @@ func (p *Plan) Advance(st *State, ev Event) error {
 			r.actionResult()
 		}
 	case EventCancel:
-		if retryWaits && ev.Now.Add(clockSkew).Before(retryDue) {
-			// The pending attempt waits out its backoff: no one can be
-			// running it yet, so nothing is in flight to wait for. The
-			// attempt before it failed; if it ran into its deadline, it
-			// may have taken effect, and compensating finds it out.
-			cur := st.Cursors[0]
-			r.unknownOutcome(p.steps[cur.Step], cur, cur.Attempt-1)
-			st.Cursors = st.Cursors[:0]
-			r.compensate(cancelled())
-			break
-		}
-		if cur, ok := st.Pending(); ok && cur.Fork {
-			// Children run: they are stopped (a fork waited on) or go on
-			// being undone (a fork that failed); the join, or the last
-			// undo, compensates.
-			st.CancelRequested = true
-			if !cur.Compensating {
-				r.stopFork(cur)
-			} else {
-				// A failed fork's undo: the undo of the child being undone,
-				// in the outbox this write replaces, may never have been
-				// sent (a crash after the join's write). Again: a child's
-				// undo is idempotent.
-				s := p.steps[cur.Step]
-				st.Outbox = append(st.Outbox, durable.Message{SagaID: durable.ChildID(st.SagaID, s.ID, cur.Seq, cur.Child), Version: st.Version, Queue: durable.QueueCompensate, Kind: durable.KindUndo, Step: s.ID, Attempt: 1})
-			}
-			break
-		}
-		if cur, ok := st.Pending(); ok && !cur.Compensating && st.Status == durable.StatusRunning {
-			// The pending action may be running now, and may take effect:
-			// wait for its outcome, then compensate it with the rest. The
-			// message in flight (of the version before) still runs it: the
-			// coordinator takes it for this version's. A copy at this
-			// version goes out only as a fallback, delayed as long as a
-			// queue allows, so that no second worker runs the action beside
-			// the one running it now.
-			st.CancelRequested = true
-			r.send(durable.QueueAdvance, p.steps[cur.Step].ID, cur.Attempt, durable.MaxDelay)
-			break
-		}
-		st.Cursors = st.Cursors[:0]
-		r.compensate(cancelled())
+		r.cancel(retryDue, retryWaits)
 	case EventTimer:
-		cur := st.Cursors[0]
-		s := p.steps[cur.Step]
-		if cur.Fork {
-			// The deadline passed while the children ran: they stop, and
-			// the join compensates.
-			st.Failure = &StepError{Step: s.ID, Type: lang.ErrorTypeDeadline, Message: fmt.Sprintf("saga deadline %s passed while %s's children ran", st.Deadline.UTC().Format(time.RFC3339), s.ID)}
-			r.stopFork(cur)
-			break
-		}
-		st.Cursors = st.Cursors[:0]
-		if !st.Deadline.IsZero() && !ev.Now.Before(st.Deadline) {
-			what := "while it waited"
-			if !cur.Wait {
-				what = fmt.Sprintf("before attempt %d of %s", cur.Attempt, s.ID)
-			}
-			err := &StepError{Step: s.ID, Type: lang.ErrorTypeDeadline, Message: fmt.Sprintf("saga deadline %s passed %s", st.Deadline.UTC().Format(time.RFC3339), what)}
-			r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: cur.Attempt, Error: err})
-			if !cur.Wait {
-				r.unknownOutcome(s, cur, cur.Attempt-1)
-			}
-			r.compensate(err)
-			break
-		}
-		st.Status = durable.StatusRunning
-		switch {
-		case s.Kind == lang.KindAwait:
-			r.stepFailed(s, 1, &StepError{Step: s.ID, Type: lang.ErrorTypeTimeout, Message: fmt.Sprintf("no signal %s within %s", s.Await.Signal, lang.FormatDuration(awaitTimeout(s)))})
-		case s.Callback != nil:
-			r.callbackResult(s, cur, Delivery{Err: &StepError{Type: lang.ErrorTypeTimeout, Message: fmt.Sprintf("callback token of attempt %d not completed within %s", cur.Attempt, lang.FormatDuration(callbackTimeout(s)))}})
-		default:
-			r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
-			r.run(s.nextIndex)
-		}
+		r.timerFired()
 	case EventSignal:
-		cur := st.Cursors[0]
-		st.Cursors = st.Cursors[:0]
-		st.Status = durable.StatusRunning
-		s := p.steps[cur.Step]
-		remember(st, ev.Delivery.ID)
-		r.received(s, ev.Delivery.Payload)
+		r.signalReceived()
 	case EventCallback:
-		cur := st.Cursors[0]
-		st.Status = durable.StatusRunning
-		s := p.steps[cur.Step]
-		remember(st, ev.Delivery.ID)
-		r.callbackResult(s, cur, ev.Delivery)
+		r.callbackCompleted()
 	case EventJoin:
 		r.joined(ev.Join)
 	case EventUndo:
-		st.Undoing = true
-		st.Failure = &StepError{Type: lang.ErrorTypeCancelled, Message: "its parent saga " + st.Parent.ID + " compensates"}
-		st.Status = durable.StatusCompensating
-		r.nextCompensation()
+		r.undoForParent()
 	case EventUndone:
 		r.childUndone(ev.Undone)
 	case EventResume:
-		if cur, ok := st.Pending(); ok && cur.Fork && cur.Compensating {
-			// Parked on a child of a fork: undo it again (its own resume
-			// comes first: the coordinator resumes it), or, skipped, go on
-			// to the next child.
-			st.CompensationError = nil
-			st.Status = durable.StatusCompensating
-			s := p.steps[cur.Step]
-			if cur.Attempt == 2 && r.routed(s, st.Failure) {
-				st.Status = durable.StatusRunning // a failed fork's undo whose failure a catch takes
-			}
-			if ev.Skip {
-				r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeSkipped, Compensation: true})
-				r.childUndone(&Undone{Child: cur.Child})
-				break
-			}
-			r.undoChild(s, cur)
-			break
-		}
-		st.CompensationError = nil
-		st.Status = durable.StatusCompensating
-		if n := len(st.Stack); ev.Skip && n > 0 {
-			s := p.steps[st.Stack[n-1].Step]
-			st.Stack = st.Stack[:n-1]
-			r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeSkipped, Compensation: true})
-		}
-		r.nextCompensation()
+		r.resume()
 	}
 	r.markStatusSince() // before the last measure: it is part of the state
-	if ev.StoreLimit > 0 && (st.Status == durable.StatusRunning || st.Status == durable.StatusWaiting) && !r.fits() {
+	if ev.StoreLimit > 0 {
+		r.keepWithinStoreLimit()
+	}
+	if st.Status != r.was {
+		r.sendEnded()
+	}
+	status := st.Status
+	if status == r.was {
+		status = "" // kept
+	}
+	r.hist.end(st.Version, ev.Now, ev.Kind, status)
+	return nil
+}
+
+// start begins the saga (EventStart): its identity, input and deadline,
+// then its first step, or, for a child run, the step its fork gave it.
+func (r *runner) start() {
+	st, p, ev := r.st, r.p, &r.ev
+	st.SagaID, st.Name, st.DefinitionHash = ev.SagaID, p.def.Name, p.hash
+	st.Input = ev.Input
+	st.Vars = make(map[string]any)
+	st.Status = durable.StatusRunning
+	st.CreatedAt = ev.Now
+	if p.def.Timeout > 0 {
+		st.Deadline = ev.Now.Add(p.def.Timeout)
+	}
+	if p.HasCallbacks() {
+		st.Secret = append([]byte(nil), ev.Secret...)
+	}
+	if ev.Child != nil {
+		r.startChild(ev.Child)
+		return
+	}
+	r.run(0)
+}
+
+// cancel cancels the saga (EventCancel), by what is pending: a retry
+// still waiting out its backoff is dropped and the saga compensates; a
+// fork's children are stopped (or their undo goes on) and the join
+// compensates; an action that may be running is awaited; anything else
+// compensates at once. retryDue and retryWaits are pendingRetryDue's,
+// read before the outbox was reset.
+func (r *runner) cancel(retryDue time.Time, retryWaits bool) {
+	st, p := r.st, r.p
+	if retryWaits && r.ev.Now.Add(clockSkew).Before(retryDue) {
+		// The pending attempt waits out its backoff: no one can be
+		// running it yet, so nothing is in flight to wait for. The
+		// attempt before it failed; if it ran into its deadline, it
+		// may have taken effect, and compensating finds it out.
+		cur := st.Cursors[0]
+		r.unknownOutcome(p.steps[cur.Step], cur, cur.Attempt-1)
+		st.Cursors = st.Cursors[:0]
+		r.compensate(cancelled())
+		return
+	}
+	if cur, ok := st.Pending(); ok && cur.Fork {
+		// Children run: they are stopped (a fork waited on) or go on
+		// being undone (a fork that failed); the join, or the last
+		// undo, compensates.
+		st.CancelRequested = true
+		if !cur.Compensating {
+			r.stopFork(cur)
+		} else {
+			// A failed fork's undo: the undo of the child being undone,
+			// in the outbox this write replaces, may never have been
+			// sent (a crash after the join's write). Again: a child's
+			// undo is idempotent.
+			s := p.steps[cur.Step]
+			st.Outbox = append(st.Outbox, durable.Message{SagaID: durable.ChildID(st.SagaID, s.ID, cur.Seq, cur.Child), Version: st.Version, Queue: durable.QueueCompensate, Kind: durable.KindUndo, Step: s.ID, Attempt: 1})
+		}
+		return
+	}
+	if cur, ok := st.Pending(); ok && !cur.Compensating && st.Status == durable.StatusRunning {
+		// The pending action may be running now, and may take effect:
+		// wait for its outcome, then compensate it with the rest. The
+		// message in flight (of the version before) still runs it: the
+		// coordinator takes it for this version's. A copy at this
+		// version goes out only as a fallback, delayed as long as a
+		// queue allows, so that no second worker runs the action beside
+		// the one running it now.
+		st.CancelRequested = true
+		r.send(durable.QueueAdvance, p.steps[cur.Step].ID, cur.Attempt, durable.MaxDelay)
+		return
+	}
+	st.Cursors = st.Cursors[:0]
+	r.compensate(cancelled())
+}
+
+// timerFired handles the saga's timer (EventTimer): the saga's deadline
+// (a fork's children stop; an action or a wait fails and the saga
+// compensates), or the end of a wait, an await's timeout or a callback's.
+func (r *runner) timerFired() {
+	st, p := r.st, r.p
+	cur := st.Cursors[0]
+	s := p.steps[cur.Step]
+	if cur.Fork {
+		// The deadline passed while the children ran: they stop, and
+		// the join compensates.
+		st.Failure = &StepError{Step: s.ID, Type: lang.ErrorTypeDeadline, Message: fmt.Sprintf("saga deadline %s passed while %s's children ran", st.Deadline.UTC().Format(time.RFC3339), s.ID)}
+		r.stopFork(cur)
+		return
+	}
+	st.Cursors = st.Cursors[:0]
+	if !st.Deadline.IsZero() && !r.ev.Now.Before(st.Deadline) {
+		what := "while it waited"
+		if !cur.Wait {
+			what = fmt.Sprintf("before attempt %d of %s", cur.Attempt, s.ID)
+		}
+		err := &StepError{Step: s.ID, Type: lang.ErrorTypeDeadline, Message: fmt.Sprintf("saga deadline %s passed %s", st.Deadline.UTC().Format(time.RFC3339), what)}
+		r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: cur.Attempt, Error: err})
+		if !cur.Wait {
+			r.unknownOutcome(s, cur, cur.Attempt-1)
+		}
+		r.compensate(err)
+		return
+	}
+	st.Status = durable.StatusRunning
+	switch {
+	case s.Kind == lang.KindAwait:
+		r.stepFailed(s, 1, &StepError{Step: s.ID, Type: lang.ErrorTypeTimeout, Message: fmt.Sprintf("no signal %s within %s", s.Await.Signal, lang.FormatDuration(awaitTimeout(s)))})
+	case s.Callback != nil:
+		r.callbackResult(s, cur, Delivery{Err: &StepError{Type: lang.ErrorTypeTimeout, Message: fmt.Sprintf("callback token of attempt %d not completed within %s", cur.Attempt, lang.FormatDuration(callbackTimeout(s)))}})
+	default:
+		r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
+		r.run(s.nextIndex)
+	}
+}
+
+// signalReceived completes the await the saga waits on with the signal
+// (EventSignal), and goes on.
+func (r *runner) signalReceived() {
+	st := r.st
+	cur := st.Cursors[0]
+	st.Cursors = st.Cursors[:0]
+	st.Status = durable.StatusRunning
+	s := r.p.steps[cur.Step]
+	remember(st, r.ev.Delivery.ID)
+	r.received(s, r.ev.Delivery.Payload)
+}
+
+// callbackCompleted ends the callback attempt the saga waits on with its
+// token's completion (EventCallback).
+func (r *runner) callbackCompleted() {
+	st := r.st
+	cur := st.Cursors[0]
+	st.Status = durable.StatusRunning
+	s := r.p.steps[cur.Step]
+	remember(st, r.ev.Delivery.ID)
+	r.callbackResult(s, cur, r.ev.Delivery)
+}
+
+// undoForParent starts compensating a child run that succeeded, because
+// its parent compensates (EventUndo).
+func (r *runner) undoForParent() {
+	st := r.st
+	st.Undoing = true
+	st.Failure = &StepError{Type: lang.ErrorTypeCancelled, Message: "its parent saga " + st.Parent.ID + " compensates"}
+	st.Status = durable.StatusCompensating
+	r.nextCompensation()
+}
+
+// resume goes on compensating a saga whose compensation failed
+// (EventResume): the failed compensation runs again, or, with ev.Skip, is
+// skipped.
+func (r *runner) resume() {
+	st, p := r.st, r.p
+	if cur, ok := st.Pending(); ok && cur.Fork && cur.Compensating {
+		// Parked on a child of a fork: undo it again (its own resume
+		// comes first: the coordinator resumes it), or, skipped, go on
+		// to the next child.
+		st.CompensationError = nil
+		st.Status = durable.StatusCompensating
+		s := p.steps[cur.Step]
+		if cur.Attempt == 2 && r.routed(s, st.Failure) {
+			st.Status = durable.StatusRunning // a failed fork's undo whose failure a catch takes
+		}
+		if r.ev.Skip {
+			r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeSkipped, Compensation: true})
+			r.childUndone(&Undone{Child: cur.Child})
+			return
+		}
+		r.undoChild(s, cur)
+		return
+	}
+	st.CompensationError = nil
+	st.Status = durable.StatusCompensating
+	if n := len(st.Stack); r.ev.Skip && n > 0 {
+		s := p.steps[st.Stack[n-1].Step]
+		st.Stack = st.Stack[:n-1]
+		r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeSkipped, Compensation: true})
+	}
+	r.nextCompensation()
+}
+
+// keepWithinStoreLimit undoes what made the state too large to store
+// under ev.StoreLimit, once the event is applied.
+func (r *runner) keepWithinStoreLimit() {
+	st, p, ev := r.st, r.p, &r.ev
+	if (st.Status == durable.StatusRunning || st.Status == durable.StatusWaiting) && !r.fits() {
 		// Only starting the next action (or wait) is left to blame: undo it.
 		step := ""
 		if cur, ok := st.Pending(); ok {
@@ -194,7 +267,7 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		r.compensate(r.tooLarge(step, "starting it"))
 		r.markStatusSince()
 	}
-	if ev.StoreLimit > 0 && ev.Kind == EventStart && ev.Child != nil && len(st.Stack) == 0 && !r.fits() {
+	if ev.Kind == EventStart && ev.Child != nil && len(st.Stack) == 0 && !r.fits() {
 		// A child run too large to store as it starts (an iteration's
 		// copied vars and its item): no action of it has run (its stack
 		// is empty), so it ends compensated without what made it large,
@@ -208,21 +281,22 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		st.Status = durable.StatusCompensated
 		r.markStatusSince()
 	}
-	if st.Parent != nil && st.Status.Final() && st.Status != r.was {
+}
+
+// sendEnded sends what the end of the saga tells others, when the
+// transition changed its status: a child run's end to its parent, and the
+// end for good of a root that forked to its tree's expiry.
+func (r *runner) sendEnded() {
+	st := r.st
+	if st.Parent != nil && st.Status.Final() {
 		// A child run ended: its fork counts it, or its parent's undo goes on.
 		r.send(durable.QueueAdvance, st.Parent.Step, 1, 0)
 		st.Outbox[len(st.Outbox)-1].Kind = durable.KindEnded
 	}
-	if st.Parent == nil && len(st.Forks) > 0 && st.Status != r.was && (st.Status == durable.StatusSucceeded || st.Status == durable.StatusCompensated) {
+	if st.Parent == nil && len(st.Forks) > 0 && (st.Status == durable.StatusSucceeded || st.Status == durable.StatusCompensated) {
 		// A root that forked ended for good: its tree expires with it.
 		st.Outbox = append(st.Outbox, durable.Message{SagaID: st.SagaID, Version: st.Version, Queue: durable.QueueAdvance, Kind: durable.KindExpire, Attempt: 1})
 	}
-	status := st.Status
-	if status == r.was {
-		status = "" // kept
-	}
-	r.hist.end(st.Version, ev.Now, ev.Kind, status)
-	return nil
 }
 
 // markStatusSince sets StatusSince when the transition changed the
