@@ -466,7 +466,9 @@ func (r *runner) activation(vars map[string]any, attempt int) *activation {
 
 // run executes steps from idx inline until an action, the end, or a
 // failure. Catches route within the loop, so a route back counts against
-// MaxInlineSteps like any other step.
+// MaxInlineSteps like any other step. Each kind of step runs in a method
+// of its own, which reports the index to run next, and false when the run
+// stops there.
 func (r *runner) run(idx int) {
 	st, p := r.st, r.p
 	for n := 0; ; n++ {
@@ -495,133 +497,171 @@ func (r *runner) run(idx int) {
 			idx = next
 			continue
 		}
+		var goOn bool
 		switch s.Kind {
 		case lang.KindAction:
-			if st.Seq >= uint64(p.opts.MaxVisits) {
-				r.caught(s, 1, &StepError{Step: s.ID, Type: lang.ErrorTypeVisitLimit, Message: fmt.Sprintf("the saga made %d action visits, its limit", st.Seq)})
-				return
-			}
-			st.Seq++
-			st.Cursors = append(st.Cursors[:0], Cursor{Step: idx, Attempt: 1, Seq: st.Seq})
-			st.Status = durable.StatusRunning
-			r.send(durable.QueueAdvance, s.ID, 1, 0)
-			r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeStarted, Attempt: 1})
-			return
+			idx, goOn = r.actionStep(s, idx)
 		case lang.KindSet:
-			var buf [4]savedVar // most sets assign a few vars: no allocation for them
-			saved := buf[:0]
-			failed := false
-			for _, a := range s.assigns {
-				v, err := a.val.eval(r.activation(st.Vars, 1))
-				if err != nil {
-					r.restore(saved) // a failed step writes nothing
-					if next, ok := r.caught(s, 1, exprError(s.ID, err)); ok {
-						idx, failed = next, true
-						break
-					}
-					return
-				}
-				old, had := st.Vars[a.name]
-				saved = append(saved, savedVar{a.name, old, had})
-				st.Vars[a.name] = v
-			}
-			if failed {
-				continue
-			}
-			if !r.fits() {
-				r.restore(saved)
-				r.caught(s, 1, r.tooLarge(s.ID, "the values step "+s.ID+" sets"))
-				return
-			}
-			idx = s.nextIndex
+			idx, goOn = r.setStep(s)
 		case lang.KindSwitch:
-			next, err := r.choose(s)
-			if err != nil {
-				if next, ok := r.caught(s, 1, exprError(s.ID, err)); ok {
-					idx = next
-					continue
-				}
-				return
-			}
-			idx = next
+			idx, goOn = r.switchStep(s)
 		case lang.KindAssert:
-			ok, err := r.holds(s.check)
-			var se *StepError
-			switch {
-			case err != nil:
-				se = exprError(s.ID, err)
-			case !ok:
-				msg := s.Assert.Message
-				if msg == "" {
-					msg = "assertion failed: " + s.Assert.If
-				}
-				se = &StepError{Step: s.ID, Type: s.Assert.Error, Message: msg}
-			}
-			if se != nil {
-				if next, caught := r.caught(s, 1, se); caught {
-					idx = next
-					continue
-				}
-				return
-			}
-			idx = s.nextIndex
+			idx, goOn = r.assertStep(s)
 		case lang.KindFail:
-			msg := s.Fail.Message
-			if msg == "" {
-				msg = "the saga reached fail step " + s.ID
-			}
-			err := &StepError{Step: s.ID, Type: s.Fail.Error, Message: msg}
-			r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: 1, Error: err})
-			r.compensate(err)
-			return
+			idx, goOn = r.failStep(s)
 		case lang.KindWait:
-			due, err := r.due(s)
-			if err != nil {
-				if next, ok := r.caught(s, 1, exprError(s.ID, err)); ok {
-					idx = next
-					continue
-				}
-				return
-			}
-			if due.After(r.ev.Now) {
-				r.pauseVisit(s, idx, due)
-				return
-			}
-			idx = s.nextIndex // due already: until in the past goes on at once
+			idx, goOn = r.waitStep(s, idx)
 		case lang.KindAwait:
-			if d, ok := takeSignal(st, s.Await.Signal); ok {
-				if !r.takeOut(s, d.Payload) {
-					return
-				}
-				idx = s.nextIndex
-				break
-			}
-			r.pauseVisit(s, idx, r.ev.Now.Add(awaitTimeout(s)))
-			return
+			idx, goOn = r.awaitStep(s, idx)
 		case lang.KindSucceed:
-			var out any = st.Vars
-			if s.output != nil {
-				v, err := s.output.eval(r.activation(st.Vars, 1))
-				if err != nil {
-					if next, ok := r.caught(s, 1, exprError(s.ID, err)); ok {
-						idx = next
-						continue
-					}
-					return
-				}
-				out = v
-			}
-			r.succeed(out)
-			if !r.fits() {
-				st.Output, st.Status = nil, durable.StatusRunning
-				r.caught(s, 1, r.tooLarge(s.ID, "the output of step "+s.ID))
-				return
-			}
-			r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
+			idx, goOn = r.succeedStep(s)
+		default: // no other kind compiles
+			idx, goOn = r.completed(s, idx)
+		}
+		if !goOn {
 			return
 		}
-		r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
 	}
+}
+
+// completed records that the pure step s completed, and goes on at next.
+func (r *runner) completed(s *planStep, next int) (int, bool) {
+	r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
+	return next, true
+}
+
+// actionStep starts a visit of action step s (at idx): the saga waits for
+// its first attempt. Past MaxVisits the step fails instead, and the saga
+// compensates (no catch takes a visit limit).
+func (r *runner) actionStep(s *planStep, idx int) (int, bool) {
+	st, p := r.st, r.p
+	if st.Seq >= uint64(p.opts.MaxVisits) {
+		r.caught(s, 1, &StepError{Step: s.ID, Type: lang.ErrorTypeVisitLimit, Message: fmt.Sprintf("the saga made %d action visits, its limit", st.Seq)})
+		return 0, false
+	}
+	st.Seq++
+	st.Cursors = append(st.Cursors[:0], Cursor{Step: idx, Attempt: 1, Seq: st.Seq})
+	st.Status = durable.StatusRunning
+	r.send(durable.QueueAdvance, s.ID, 1, 0)
+	r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeStarted, Attempt: 1})
+	return 0, false
+}
+
+// setStep assigns set step s's vars, in order. A failed expression undoes
+// the assignments before it. So does a state grown past the store limit,
+// which fails the saga: no catch takes it.
+func (r *runner) setStep(s *planStep) (int, bool) {
+	st := r.st
+	var buf [4]savedVar // most sets assign a few vars: no allocation for them
+	saved := buf[:0]
+	for _, a := range s.assigns {
+		v, err := a.val.eval(r.activation(st.Vars, 1))
+		if err != nil {
+			r.restore(saved) // a failed step writes nothing
+			return r.caught(s, 1, exprError(s.ID, err))
+		}
+		old, had := st.Vars[a.name]
+		saved = append(saved, savedVar{a.name, old, had})
+		st.Vars[a.name] = v
+	}
+	if !r.fits() {
+		r.restore(saved)
+		r.caught(s, 1, r.tooLarge(s.ID, "the values step "+s.ID+" sets"))
+		return 0, false
+	}
+	return r.completed(s, s.nextIndex)
+}
+
+// switchStep goes on at the first case of switch step s whose condition
+// holds.
+func (r *runner) switchStep(s *planStep) (int, bool) {
+	next, err := r.choose(s)
+	if err != nil {
+		return r.caught(s, 1, exprError(s.ID, err))
+	}
+	return r.completed(s, next)
+}
+
+// assertStep fails assert step s when its condition does not hold.
+func (r *runner) assertStep(s *planStep) (int, bool) {
+	ok, err := r.holds(s.check)
+	var se *StepError
+	switch {
+	case err != nil:
+		se = exprError(s.ID, err)
+	case !ok:
+		msg := s.Assert.Message
+		if msg == "" {
+			msg = "assertion failed: " + s.Assert.If
+		}
+		se = &StepError{Step: s.ID, Type: s.Assert.Error, Message: msg}
+	}
+	if se != nil {
+		return r.caught(s, 1, se)
+	}
+	return r.completed(s, s.nextIndex)
+}
+
+// failStep fails the saga at fail step s: it compensates, past every catch.
+func (r *runner) failStep(s *planStep) (int, bool) {
+	msg := s.Fail.Message
+	if msg == "" {
+		msg = "the saga reached fail step " + s.ID
+	}
+	err := &StepError{Step: s.ID, Type: s.Fail.Error, Message: msg}
+	r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: 1, Error: err})
+	r.compensate(err)
+	return 0, false
+}
+
+// waitStep pauses the saga at wait step s (at idx) until its timer is due,
+// or goes on at once when it is due already.
+func (r *runner) waitStep(s *planStep, idx int) (int, bool) {
+	due, err := r.due(s)
+	if err != nil {
+		return r.caught(s, 1, exprError(s.ID, err))
+	}
+	if due.After(r.ev.Now) {
+		r.pauseVisit(s, idx, due)
+		return 0, false
+	}
+	return r.completed(s, s.nextIndex) // due already: until in the past goes on at once
+}
+
+// awaitStep takes the signal await step s (at idx) waits for, if it was
+// kept, or pauses the saga until it comes or the await times out.
+func (r *runner) awaitStep(s *planStep, idx int) (int, bool) {
+	if d, ok := takeSignal(r.st, s.Await.Signal); ok {
+		if !r.takeOut(s, d.Payload) {
+			return 0, false
+		}
+		return r.completed(s, s.nextIndex)
+	}
+	r.pauseVisit(s, idx, r.ev.Now.Add(awaitTimeout(s)))
+	return 0, false
+}
+
+// succeedStep ends the saga, succeeded, at succeed step s, with its output
+// (the vars without one). An output too large to store fails the step, and
+// the saga compensates (no catch takes that).
+func (r *runner) succeedStep(s *planStep) (int, bool) {
+	st := r.st
+	var out any = st.Vars
+	if s.output != nil {
+		v, err := s.output.eval(r.activation(st.Vars, 1))
+		if err != nil {
+			return r.caught(s, 1, exprError(s.ID, err))
+		}
+		out = v
+	}
+	r.succeed(out)
+	if !r.fits() {
+		st.Output, st.Status = nil, durable.StatusRunning
+		r.caught(s, 1, r.tooLarge(s.ID, "the output of step "+s.ID))
+		return 0, false
+	}
+	r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeCompleted, Attempt: 1})
+	return 0, false
 }
 
 // pauseVisit starts a visit of a wait or await step: the saga waits on a
