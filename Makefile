@@ -28,7 +28,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 FUNCTIONS := AdvanceFunction=./functions/advance CompensateFunction=./functions/compensate SweepFunction=./functions/sweep
 ORDER_FN := ./examples/order/cmd/orderfn
 
-.PHONY: help demo check test tools unit norace iam iamsim browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long soak
+.PHONY: help demo check test lint-and-tools tools unit norace chaos-long fuzz iam iamsim browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long soak
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -49,7 +49,11 @@ check: ## the fast tier, before each commit: lint, the tests with -short and no 
 	$(GO) test -short ./...
 	$(GO) test -short -race ./durable/... ./internal/lang/... ./internal/saga/...
 
-test: lint tools unit norace e2e chaos iam sam-check ## everything CI runs: lint, every test once under the race detector with the emulators, what the race detector skips with each benchmark once, e2e and kill tests through the real binaries, the IAM check of their calls, the SAM checks
+test: lint-and-tools unit norace e2e chaos iam sam-check ## everything CI runs: lint, every test once under the race detector with the emulators, what the race detector skips with each benchmark once, e2e and kill tests through the real binaries, the IAM check of their calls, the SAM checks
+
+# lint keeps the processors busy while the installs wait on the network.
+lint-and-tools:
+	@$(MAKE) --no-print-directory -j2 lint tools
 
 # The installs wait on the network and the disk, not the processors: four at once.
 tools: ## install what the tests need, in parallel: the emulators, the IAM policy engine, Chromium (as root), the SAM CLI
@@ -94,10 +98,15 @@ $(EMU)/node_modules/.installed: $(EMU)/package.json $(EMU)/package-lock.json
 	cd $(EMU) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-CHAOS_SAGAS ?= 300
-chaos: emulators ## kill test: the real binaries under aws-lambda-rie, workers SIGKILLed while CHAOS_SAGAS sagas run and a driver signals them and completes their callbacks, then the invariants
+# 100 sagas (16 of them forks, about 60 workers killed) take about a minute
+# here; make chaos-long runs 2,000.
+CHAOS_SAGAS ?= 100
+chaos: emulators ## kill test: the real binaries under aws-lambda-rie, workers SIGKILLed while CHAOS_SAGAS sagas (100) run and a driver signals them and completes their callbacks, then the invariants
 	@mkdir -p $(BIN)
-	LAMBDASAGA_CHAOS=1 CHAOS_SAGAS=$(CHAOS_SAGAS) $(WITH_EMULATORS) $(GO) test -count=1 -timeout 20m -v -run TestChaos ./internal/chaos 2>&1 | grep -vE '^\s+(AdvanceFunction|CompensateFunction|SweepFunction)/' 
+	LAMBDASAGA_CHAOS=1 CHAOS_SAGAS=$(CHAOS_SAGAS) $(WITH_EMULATORS) $(GO) test -count=1 -timeout 30m -v -run TestChaos ./internal/chaos 2>&1 | grep -vE '^\s+(AdvanceFunction|CompensateFunction|SweepFunction)/' 
+
+chaos-long: ## the kill test at size: 2,000 sagas
+	@$(MAKE) --no-print-directory chaos CHAOS_SAGAS=2000
 
 SEED ?= 1
 sim: ## the fault-injection simulation for one seed, with its report (make sim SEED=n replays a failure)
@@ -123,7 +132,16 @@ proptest-long: ## "what validation accepts must run" at size: DEFS generated def
 	done; ok=0; for p in $$pids; do wait $$p || ok=1; done; \
 	for j in $$(seq 1 $(SIM_JOBS)); do grep -E "definitions, |cases: |^(--- |ok|FAIL)" ../../bin/proptest-long-$$j.log; done; exit $$ok
 
-soak: sim-long proptest-long ## the long proofs at full size: sim-long and proptest-long
+FUZZTIME ?= 2m
+# go test -fuzz takes one target of one package at a time.
+FUZZ_TARGETS := FuzzListPosition=./durable FuzzDecodeMessage=./durable FuzzCompile=./internal/saga FuzzCallbackToken=./internal/saga FuzzRedactorText=./internal/saga FuzzStateDecode=./internal/saga FuzzDefinitionsRun=./internal/proptest
+fuzz: ## each fuzz target for FUZZTIME (2m); what it finds lands in the package's testdata/fuzz and fails go test until fixed
+	@for f in $(FUZZ_TARGETS); do \
+		name=$${f%%=*}; pkg=$${f#*=}; echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
+
+soak: sim-long proptest-long chaos-long fuzz ## the long proofs at full size: sim-long, proptest-long, chaos-long and fuzz (hours on two cores)
 
 bench-once: ## every benchmark once, so none can rot
 	$(GO) test -run '^$$' -bench . -benchtime=1x ./...
