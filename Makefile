@@ -28,7 +28,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 FUNCTIONS := AdvanceFunction=./functions/advance CompensateFunction=./functions/compensate SweepFunction=./functions/sweep
 ORDER_FN := ./examples/order/cmd/orderfn
 
-.PHONY: help demo check test lint-and-tools tools unit norace chaos-long fuzz iam iamsim browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long soak
+.PHONY: help demo check test lint-and-tools e2e-and-chaos tools unit norace chaos-long fuzz iam iamsim browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long soak
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -49,11 +49,15 @@ check: ## the fast tier, before each commit: lint, the tests with -short and no 
 	$(GO) test -short ./...
 	$(GO) test -short -race ./durable/... ./internal/lang/... ./internal/saga/...
 
-test: lint-and-tools unit norace e2e chaos iam sam-check ## everything CI runs: lint, every test once under the race detector with the emulators, what the race detector skips with each benchmark once, e2e and kill tests through the real binaries, the IAM check of their calls, the SAM checks
+test: lint-and-tools unit norace e2e-and-chaos iam sam-check ## everything CI runs: lint, every test once under the race detector with the emulators, what the race detector skips with each benchmark once, e2e and kill tests through the real binaries, the IAM check of their calls, the SAM checks
 
-# lint keeps the processors busy while the installs wait on the network.
+# lint keeps the processors busy while the installs wait on the network;
+# the end-to-end test and the kill test wait on queues and timers more than
+# on the processors, each on emulators of its own.
 lint-and-tools:
 	@$(MAKE) --no-print-directory -j2 lint tools
+e2e-and-chaos:
+	@$(MAKE) --no-print-directory -j2 --output-sync=target e2e chaos
 
 # The installs wait on the network and the disk, not the processors: four at once.
 tools: ## install what the tests need, in parallel: the emulators, the IAM policy engine, Chromium (as root), the SAM CLI
@@ -103,7 +107,7 @@ $(EMU)/node_modules/.installed: $(EMU)/package.json $(EMU)/package-lock.json
 CHAOS_SAGAS ?= 100
 chaos: emulators ## kill test: the real binaries under aws-lambda-rie, workers SIGKILLed while CHAOS_SAGAS sagas (100) run and a driver signals them and completes their callbacks, then the invariants
 	@mkdir -p $(BIN)
-	LAMBDASAGA_CHAOS=1 CHAOS_SAGAS=$(CHAOS_SAGAS) $(WITH_EMULATORS) $(GO) test -count=1 -timeout 30m -v -run TestChaos ./internal/chaos 2>&1 | grep -vE '^\s+(AdvanceFunction|CompensateFunction|SweepFunction)/' 
+	LAMBDASAGA_CHAOS=1 CHAOS_SAGAS=$(CHAOS_SAGAS) $(GO) run ./tools/withemulators -dir $(EMU) -log $(BIN)/emulators-chaos.log -- $(GO) test -count=1 -timeout 30m -v -run TestChaos ./internal/chaos 2>&1 | grep -vE '^\s+(AdvanceFunction|CompensateFunction|SweepFunction)/' 
 
 chaos-long: ## the kill test at size: 2,000 sagas
 	@$(MAKE) --no-print-directory chaos CHAOS_SAGAS=2000
