@@ -92,9 +92,11 @@ func TestGraphAndPlanShowAwaitsAndCallbacks(t *testing.T) {
 // On the emulators, run sends --signal as the saga starts and completes
 // simulated callbacks, as in memory.
 func TestRunSignalsAndCallbacksOnEmulators(t *testing.T) {
+	t.Parallel()
 	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
 	sq := awslocal.Endpoint(t, awslocal.EnvSQS)
-	where := []string{"--dynamodb-endpoint", dyn, "--sqs-endpoint", sq, "--table", "sagactl-await", "--queue-prefix", "sagactl-await-", "--json"}
+	table := uniqueName("sagactl-await-")
+	where := []string{"--dynamodb-endpoint", dyn, "--sqs-endpoint", sq, "--table", table, "--queue-prefix", table + "-", "--json"}
 	r := runSagactl(t, nil, append([]string{"run", expenseExample, "--input", claimInput, "--signal", `approved={"approved": true, "by": "maria"}`}, where...)...)
 	var rep report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != sagactl.ExitOK || !strings.Contains(strings.Join(strings.Fields(string(rep.Output)), ""), `"outcome":"paid"`) {

@@ -33,6 +33,7 @@ func TestValidateForks(t *testing.T) {
 // child names its parent. Nothing handles messages here: the children
 // stay at their first action.
 func TestStatusOfAForkOnEmulators(t *testing.T) {
+	t.Parallel()
 	b := awstest.New(t)
 	where := []string{"--table", b.Table, "--advance-queue-url", b.URLs[durable.QueueAdvance], "--compensate-queue-url", b.URLs[durable.QueueCompensate],
 		"--dynamodb-endpoint", b.DynamoDBEndpoint, "--sqs-endpoint", b.SQSEndpoint}

@@ -40,6 +40,7 @@ type historyJSON struct {
 // step afterwards, compensations included, in order; and so is a fork's
 // child run.
 func TestHistoryOnEmulators(t *testing.T) {
+	t.Parallel()
 	b := awstest.New(t)
 	emu := []string{"--dynamodb-endpoint", b.DynamoDBEndpoint, "--sqs-endpoint", b.SQSEndpoint, "--table", b.Table}
 	where := append([]string{"--advance-queue-url", b.URLs[durable.QueueAdvance], "--compensate-queue-url", b.URLs[durable.QueueCompensate]}, emu...)

@@ -2,8 +2,6 @@ package sagactl_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -63,11 +61,10 @@ func decodeList(t *testing.T, r result) listOut {
 // listed, inspected and acted on afterwards with the same endpoint flags:
 // list (filters, pages), status, signal, cancel, callback, resume, sweep.
 func TestCommandsOnWhatRunLeftOnEmulators(t *testing.T) {
+	t.Parallel()
 	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
 	sq := awslocal.Endpoint(t, awslocal.EnvSQS)
-	var r8 [6]byte
-	_, _ = rand.Read(r8[:])
-	table := "t-" + hex.EncodeToString(r8[:])
+	table := uniqueName("t-")
 	where := []string{"--dynamodb-endpoint", dyn, "--sqs-endpoint", sq, "--table", table, "--queue-prefix", table + "-"}
 	cmd := func(reg *engine.Registry, args ...string) result {
 		return runSagactl(t, reg, append(args, where...)...)
@@ -248,6 +245,7 @@ func TestStackFlagsAreChecked(t *testing.T) {
 // status queries 192 shards, and an empty query bills half a unit; a
 // --name reads every saga down to its last match.
 func TestListReadCost(t *testing.T) {
+	t.Parallel()
 	b := awstest.New(t)
 	ctx := context.Background()
 	const sagas = 3200

@@ -28,6 +28,7 @@ const (
 // status shows each pause, each receipt is named, and each refusal is a
 // clear error that echoes neither a payload nor a whole token.
 func TestSignalAndCallbackOnEmulators(t *testing.T) {
+	t.Parallel()
 	b := awstest.New(t)
 	reg := engine.NewRegistry()
 	reg.SetFallback(func(ctx context.Context, c saga.Call) (any, error) {
@@ -189,11 +190,13 @@ func pausedToken(t *testing.T, r result) string {
 // the emulators, where each signal is a round trip, it is hit every time
 // from the third signal on.
 func TestRunSignalsAfterAFailingStepOnEmulators(t *testing.T) {
+	t.Parallel()
 	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
 	sq := awslocal.Endpoint(t, awslocal.EnvSQS)
+	table := uniqueName("sagactl-payload-edges-")
 	var def strings.Builder
 	def.WriteString("saga: manyawaits\nsteps:\n  - {id: a, action: svc.a}\n")
-	args := []string{"run", "", "--fail", "a", "--json", "--dynamodb-endpoint", dyn, "--sqs-endpoint", sq, "--table", "sagactl-payload-edges", "--queue-prefix", "sagactl-payload-edges-"}
+	args := []string{"run", "", "--fail", "a", "--json", "--dynamodb-endpoint", dyn, "--sqs-endpoint", sq, "--table", table, "--queue-prefix", table + "-"}
 	for i := range 12 {
 		def.WriteString("  - {id: w" + string(rune('a'+i)) + ", await: {signal: s" + string(rune('a'+i)) + ", timeout: 1h}}\n")
 		args = append(args, "--signal", "s"+string(rune('a'+i))+"={}")

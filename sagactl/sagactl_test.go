@@ -3,6 +3,8 @@ package sagactl_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -38,6 +40,14 @@ func runSagactl(t *testing.T, reg *engine.Registry, args ...string) result {
 	}
 	code := sagactl.Main(args, sagactl.Config{Actions: actions, Stdout: &out, Stderr: &errb})
 	return result{code, out.String(), errb.String()}
+}
+
+// uniqueName is prefix and random hex: a table, or a queue prefix, of the
+// test's own on the emulators, so that the tests there run in parallel.
+func uniqueName(prefix string) string {
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	return prefix + hex.EncodeToString(r[:])
 }
 
 type report struct {
@@ -252,9 +262,10 @@ func TestPlan(t *testing.T) {
 
 // TestRunOnEmulators runs the order saga with sagactl against dynalite and fauxqs.
 func TestRunOnEmulators(t *testing.T) {
+	t.Parallel()
 	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
 	sq := awslocal.Endpoint(t, awslocal.EnvSQS)
-	suffix := strings.ReplaceAll(t.Name(), "/", "-")
+	table := uniqueName("sagactl-")
 	for _, tc := range []struct {
 		fail   []string
 		code   int
@@ -265,7 +276,7 @@ func TestRunOnEmulators(t *testing.T) {
 		{[]string{"--fail", "ship"}, sagactl.ExitCompensated, "compensated", []string{"charge:compensated", "reserve:compensated"}},
 	} {
 		args := append([]string{"run", orderFile, "--input", "@../examples/order/testdata/ok.json", "--json",
-			"--dynamodb-endpoint", dyn, "--sqs-endpoint", sq, "--table", "sagactl-" + suffix, "--queue-prefix", "sagactl-" + suffix + "-"}, tc.fail...)
+			"--dynamodb-endpoint", dyn, "--sqs-endpoint", sq, "--table", table, "--queue-prefix", table + "-"}, tc.fail...)
 		r := runSagactl(t, nil, args...)
 		var rep report
 		_ = json.Unmarshal([]byte(r.stdout), &rep)
@@ -280,6 +291,7 @@ func TestRunOnEmulators(t *testing.T) {
 }
 
 func TestStartStatusCancelOnEmulators(t *testing.T) {
+	t.Parallel()
 	b := awstest.New(t)
 	where := []string{"--table", b.Table, "--advance-queue-url", b.URLs[durable.QueueAdvance], "--compensate-queue-url", b.URLs[durable.QueueCompensate],
 		"--dynamodb-endpoint", b.DynamoDBEndpoint, "--sqs-endpoint", b.SQSEndpoint}

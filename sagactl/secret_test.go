@@ -2,8 +2,6 @@ package sagactl_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -99,11 +97,10 @@ func TestValidateRefusesSecretMisuse(t *testing.T) {
 // what its actions echoed of the card and whose failure message names
 // it, show neither: only the masked text.
 func TestStatusHidesSecretsOnEmulators(t *testing.T) {
+	t.Parallel()
 	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
 	sq := awslocal.Endpoint(t, awslocal.EnvSQS)
-	var r8 [6]byte
-	_, _ = rand.Read(r8[:])
-	table := "t-" + hex.EncodeToString(r8[:])
+	table := uniqueName("t-")
 	where := []string{"--dynamodb-endpoint", dyn, "--sqs-endpoint", sq, "--table", table, "--queue-prefix", table + "-"}
 	echo := engine.NewRegistry()
 	echo.SetFallback(func(ctx context.Context, c saga.Call) (any, error) { return c.Input, nil })

@@ -2,8 +2,6 @@ package sagactl_test
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"sync"
@@ -21,9 +19,7 @@ func workWhere(t *testing.T) []string {
 	t.Helper()
 	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
 	sq := awslocal.Endpoint(t, awslocal.EnvSQS)
-	var r [6]byte
-	_, _ = rand.Read(r[:])
-	table := "w-" + hex.EncodeToString(r[:])
+	table := uniqueName("w-")
 	return []string{"--dynamodb-endpoint", dyn, "--sqs-endpoint", sq, "--table", table, "--queue-prefix", table + "-"}
 }
 
@@ -82,6 +78,7 @@ func TestWorkMovesOnASagaRunLeftWaiting(t *testing.T) {
 // saga that runs it, matched by step id; work ends on SIGINT (or SIGTERM)
 // with its summary. Not parallel: the SIGINT it sends this process would
 // stop every other test's work too.
+// Not parallel: it sends SIGINT to the whole test process.
 func TestWorkFailsWhatFailNamesAndStopsOnInterrupt(t *testing.T) {
 	where := workWhere(t)
 	leaveWaiting(t, where, "e-2", `{"approved": true, "by": "maria"}`)
