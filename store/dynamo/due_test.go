@@ -18,6 +18,7 @@ import (
 // which the next page reads again), and none of the 2,880 that are not: a
 // timer is read by no listing until it is due, however far away it is.
 func TestDueListingReadsOnlyTheDue(t *testing.T) {
+	t.Parallel()
 	b := awstest.New(t)
 	ctx := context.Background()
 	const timers, due = 3200, 320

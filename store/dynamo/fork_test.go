@@ -38,6 +38,7 @@ func forkItem(t *testing.T, b *awstest.Backend, key string) map[string]types.Att
 // 1 unit (the stored item's size, under 1 KB), and the consistent read of
 // the record 1 read unit (under 4 KB).
 func TestForkWritesBill(t *testing.T) {
+	t.Parallel()
 	b := awstest.New(t)
 	ctx := context.Background()
 	key := durable.ForkKey("order-7", "ship_all", 4)
@@ -111,6 +112,7 @@ func TestForkWritesBill(t *testing.T) {
 // written by hand: counting each lane that far would take a million
 // writes.
 func TestForkRecordUnderOneKB(t *testing.T) {
+	t.Parallel()
 	b := awstest.New(t)
 	ctx := context.Background()
 	key := strings.Repeat("k", durable.MaxForkKeyBytes)
@@ -161,6 +163,7 @@ func TestForkRecordUnderOneKB(t *testing.T) {
 // The after-image a count returns is the item DynamoDB stored, attribute
 // for attribute, even though the store derives it from the item before.
 func TestForkAfterImageIsTheStoredItem(t *testing.T) {
+	t.Parallel()
 	b := awstest.New(t)
 	ctx := context.Background()
 	key := durable.ForkKey("p", "each", 1)

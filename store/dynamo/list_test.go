@@ -23,6 +23,7 @@ import (
 // 3 entries read per saga listed, leaves room for those; a page that asks
 // each shard for a page's worth reads about 16.5.
 func TestListingReadsEachEntryAboutOnce(t *testing.T) {
+	t.Parallel()
 	b := awstest.New(t)
 	ctx := context.Background()
 	const sagas = 3200

@@ -17,11 +17,19 @@ import (
 	"github.com/lambdasaga/lambdasaga/store/storetest"
 )
 
+// Each case of the suite runs on a table of its own: newStore gets the
+// case's t, and marks it parallel before making its table (the suite
+// calls newStore once per case, first thing).
 func TestConformance(t *testing.T) {
-	storetest.Exercise(t, func(t *testing.T) durable.Store { return awstest.New(t).Store })
+	t.Parallel()
+	storetest.Exercise(t, func(t *testing.T) durable.Store {
+		t.Parallel()
+		return awstest.New(t).Store
+	})
 }
 
 func TestItemSizeIsCheckedBeforeWriting(t *testing.T) {
+	t.Parallel()
 	s := awstest.New(t).Store
 	r := durable.SagaRecord{SagaID: "big-1", Version: 1, Status: durable.StatusRunning, Name: "order", DefinitionHash: "h", UpdatedAt: time.Now(), State: make([]byte, dynamo.MaxItemBytes)}
 	err := s.SagaCreate(context.Background(), &durable.SagaCreateParams{Record: r})
@@ -38,6 +46,7 @@ func TestItemSizeIsCheckedBeforeWriting(t *testing.T) {
 // none or the same (so a saga that never waits bills nothing there). A
 // read is 1 unit.
 func TestWriteUnitsPerTransition(t *testing.T) {
+	t.Parallel()
 	b := awstest.New(t)
 	s, counter := b.Store, b.Counter
 	ctx := context.Background()
@@ -105,6 +114,7 @@ func TestWriteUnitsPerTransition(t *testing.T) {
 // that moves a saga out of a final status removes it (each write replaces
 // the whole item).
 func TestTTLOnlyOnSagasOverForGood(t *testing.T) {
+	t.Parallel()
 	b := awstest.New(t)
 	ctx := context.Background()
 	hasTTL := func(id string) bool {
