@@ -78,6 +78,7 @@ func billOf(t *testing.T, s map[string]accounting.Stat) bill {
 // sent); an await whose signal wakes it; and an await whose signal came
 // first, kept until the saga reached it.
 func TestCallbackCost(t *testing.T) {
+	t.Parallel()
 	b := awstest.New(t)
 	ctx := context.Background()
 	clock := durable.NewManualClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))

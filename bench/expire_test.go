@@ -169,6 +169,7 @@ func scanTTL(t *testing.T, b *awstest.Backend) (with map[string]int64, without [
 // a ttl; after it, every item of its tree has the root's (its end plus
 // the retention), fork records included.
 func TestForkTreeExpiresWithItsRoot(t *testing.T) {
+	t.Parallel()
 	b := awstest.New(t)
 	const n = 20
 	coord, held, root := runHeld(t, b, expireTreeYAML, "tree-1", n)
@@ -207,6 +208,7 @@ func TestForkTreeExpiresWithItsRoot(t *testing.T) {
 // TestForkTreeExpireCost measures what the walk bills: a foreach of 100
 // whose iterations do not fork, walked in one message.
 func TestForkTreeExpireCost(t *testing.T) {
+	t.Parallel()
 	b := awstest.New(t)
 	const n = 100
 	coord, held, _ := runHeld(t, b, forkScaleYAML, "fan-x", n)

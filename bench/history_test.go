@@ -54,6 +54,7 @@ type historyShape struct {
 // and one whose item without history is already near 1 KB, which the
 // history takes past it (reported, not held to the rule).
 func TestHistoryCost(t *testing.T) {
+	t.Parallel()
 	b := awstest.New(t)
 	ctx := context.Background()
 	shapes := []historyShape{

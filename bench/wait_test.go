@@ -24,6 +24,7 @@ import (
 // nothing are the deployment's, not the saga's: 43,200 a month whatever
 // waits, in bench/README.md.)
 func TestWaitCost(t *testing.T) {
+	t.Parallel()
 	b := awstest.New(t)
 	ctx := context.Background()
 	clock := durable.NewManualClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
