@@ -102,11 +102,14 @@ func (r *receiveRig) token(t *testing.T) string {
 // make test runs the emulators) on DynamoDB and SQS: each receipt, and each
 // refusal with the error a caller can match.
 func TestSignalsAndCallbacks(t *testing.T) {
+	t.Parallel()
 	t.Run("memory", func(t *testing.T) {
+		t.Parallel()
 		q := memqueue.New(memqueue.Config{PollInterval: time.Millisecond})
 		testSignalsAndCallbacks(t, newReceiveRig(t, memstore.New(), q, q))
 	})
 	t.Run("emulators", func(t *testing.T) {
+		t.Parallel()
 		b := awstest.New(t)
 		testSignalsAndCallbacks(t, newReceiveRig(t, b.Store, b.Queue, b.Queue))
 	})

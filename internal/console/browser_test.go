@@ -50,6 +50,7 @@ func TestBrowser(t *testing.T) {
 // without them; make test starts them): sagas run on the emulators are
 // found, explained and acted on from the console in a real browser.
 func TestBrowserOnEmulators(t *testing.T) {
+	t.Parallel()
 	b := awstest.New(t)
 	exe := browserPath(t)
 	browse(t, exe, newRig(t, b))

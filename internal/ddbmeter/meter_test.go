@@ -48,6 +48,7 @@ func expectedIndexWrites(before, after map[string]types.AttributeValue) float64 
 // the accounting middleware on sagactl's clients: the two bill the same,
 // operation by operation, and each saga write bills what the rule says.
 func TestWireMeterAgreesWithMiddleware(t *testing.T) {
+	t.Parallel()
 	dynamoDB := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
 	sqs := awslocal.Endpoint(t, awslocal.EnvSQS)
 	dir := t.TempDir()
@@ -69,6 +70,7 @@ func TestWireMeterAgreesWithMiddleware(t *testing.T) {
 		{"order-fail-ship", "../../examples/order/order.yaml", "@../../examples/order/testdata/ok.json", "ship", sagactl.ExitCompensated, 6, 11},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			meter, err := ddbmeter.New(ddbmeter.Config{Backend: dynamoDB})
 			if err != nil {
 				t.Fatal(err)

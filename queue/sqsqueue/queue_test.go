@@ -38,6 +38,7 @@ func newQueue(t *testing.T, maxReceives int) *sqsqueue.Queue {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	queuetest.Exercise(t, func(t *testing.T) *queuetest.Harness {
 		q := newQueue(t, 3)
 		return &queuetest.Harness{
