@@ -88,6 +88,7 @@ func snapshot(b *awstest.Backend, step string) stepCost {
 // on the table per transition for small states (the emulators leave out the
 // by_status index's units, which the cost model adds by DynamoDB's rule),
 // and prints the table in bench/README.md.
+// Not parallel: make bench prints its table, then TestPayloadSize's, for bench/README.md.
 func TestRequestEconomy(t *testing.T) {
 	b := awstest.New(t)
 	actions := lambdasaga.NewActions()

@@ -34,6 +34,7 @@ steps:
 // and the write units billed, per completed iteration. Its body's own
 // cost is one action transition (1 write unit): the goals are at most 0.2
 // conflicts and at most 2 write units beyond the body per iteration.
+// Not parallel: its conflicts depend on timing, so on the emulators' other load.
 func TestForkScale(t *testing.T) {
 	b := awstest.New(t)
 	const n, workers = 100, 4
