@@ -181,12 +181,7 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (st *saga.State
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
-	c.writing(id)
-	err = c.cfg.Store.SagaCreate(ctx, &durable.SagaCreateParams{Record: rec})
-	if mayBeWritten(err) {
-		h.report()
-	}
-	c.heardAll(id)
+	err = c.create(ctx, id, rec, &h)
 	if errors.Is(err, durable.ErrExists) {
 		return c.existing(ctx, id, plan, input)
 	}

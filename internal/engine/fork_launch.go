@@ -59,12 +59,7 @@ func (c *Coordinator) launch(ctx context.Context, parent *saga.State, plan *saga
 	if err != nil {
 		return fmt.Errorf("child %s: %w", id, err)
 	}
-	c.writing(id)
-	err = c.cfg.Store.SagaCreate(ctx, &durable.SagaCreateParams{Record: rec})
-	if mayBeWritten(err) {
-		h.report()
-	}
-	c.heardAll(id)
+	err = c.create(ctx, id, rec, &h)
 	if errors.Is(err, durable.ErrExists) {
 		_, have, havePlan, err := c.load(ctx, id)
 		if err != nil {

@@ -152,3 +152,15 @@ func first(advance func(st *saga.State, limit int) error, trace saga.TraceContex
 	}
 	return st, rec, err
 }
+
+// create writes a saga's first version, made by first; its step events,
+// held in h, are reported as write reports a transition's.
+func (c *Coordinator) create(ctx context.Context, id string, rec durable.SagaRecord, h *heard) error {
+	c.writing(id)
+	err := c.cfg.Store.SagaCreate(ctx, &durable.SagaCreateParams{Record: rec})
+	if mayBeWritten(err) {
+		h.report()
+	}
+	c.heardAll(id)
+	return err
+}
