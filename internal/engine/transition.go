@@ -92,7 +92,7 @@ func (c *Coordinator) settle(ctx context.Context, s *subject, t *transition, h *
 		return nil, err
 	}
 	err = c.advanceWrite(ctx, t, h, st, base, saga.MaxStateBytes)
-	if err != nil && !errors.Is(err, durable.ErrConflict) {
+	if unstorable(err) {
 		red := s.plan.Redactor(st)
 		c.log.LogAttrs(ctx, slog.LevelError, "transition cannot be stored even after failing its step",
 			slog.String("saga_id", s.sagaID), slog.String("step", s.step), slog.Uint64("version", base),
