@@ -336,7 +336,10 @@ func (p *Plan) admit(st *State, ev Event) error {
 			return fmt.Errorf("%w: start needs a saga id", ErrInvalidEvent)
 		}
 	case EventResult:
-		if len(st.Cursors) == 0 || (st.Status != durable.StatusRunning && st.Status != durable.StatusCompensating) {
+		cur, ok := st.Pending()
+		if !ok || cur.Fork || (st.Status != durable.StatusRunning && st.Status != durable.StatusCompensating) {
+			// A fork's children run its steps; undoing them is a message
+			// of theirs: no action's result is the fork's.
 			return fmt.Errorf("%w: saga %s (%s) waits for no action", ErrInvalidEvent, st.SagaID, st.Status)
 		}
 	case EventCancel:

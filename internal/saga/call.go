@@ -114,6 +114,9 @@ func (p *Plan) Call(st *State, now time.Time) (Call, error) {
 	if cur.Step < 0 || cur.Step >= len(p.steps) {
 		return Call{}, fmt.Errorf("%w: saga %s points at step %d of %d", ErrInvalidEvent, st.SagaID, cur.Step, len(p.steps))
 	}
+	if cur.Fork {
+		return Call{}, fmt.Errorf("%w: saga %s waits on %s, a fork: its children call the actions", ErrInvalidEvent, st.SagaID, p.steps[cur.Step].ID)
+	}
 	s := p.steps[cur.Step]
 	c := Call{SagaID: st.SagaID, Step: s.ID, Action: s.Action, Attempt: cur.Attempt, Timeout: s.Timeout, Compensation: cur.Compensating}
 	with, vars := s.args, st.Vars

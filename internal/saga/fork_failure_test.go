@@ -1,6 +1,7 @@
 package saga_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -170,5 +171,46 @@ steps:
 				t.Fatalf("after its own %s the saga is %s (failure %v, next %s), want compensated with %s", name, st.Status, st.Failure, p.StepID(next.Step), tc.want)
 			}
 		})
+	}
+}
+
+// An action's result, or a call of its action, means nothing to a saga
+// waiting on a fork, forward or while the fork's children are undone:
+// refused (ErrInvalidEvent, a damaged or misrouted message), never a
+// panic.
+func TestActionEventsForAForkAreRefused(t *testing.T) {
+	t.Parallel()
+	p, st := startFiles(t, map[string]string{"main.yaml": `saga: m
+steps:
+  - id: both
+    parallel:
+      - steps: [{id: a, action: w, compensate: {action: u}}]
+      - steps: [{id: b, action: w, compensate: {action: u}}]
+  - id: after
+    action: w
+`})
+	result := saga.Event{Kind: saga.EventResult, Now: t0.Add(1e9), Output: map[string]any{}}
+	if err := p.Advance(st, result); !errors.Is(err, saga.ErrInvalidEvent) {
+		t.Fatalf("a result while the fork runs: %v, want ErrInvalidEvent", err)
+	}
+	cur, _ := st.Pending()
+	// Child 0 failed, child 1 succeeded: the join undoes child 1.
+	if err := p.Advance(st, saga.Event{Kind: saga.EventJoin, Now: t0.Add(2e9), Join: &saga.Join{Version: cur.Version, Failure: &saga.StepError{Step: "a", Type: "Rejected", Message: "no"}, Succeeded: []int{1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if cur, _ := st.Pending(); !cur.Fork || !cur.Compensating {
+		t.Fatalf("after the join: pending %+v, want the fork's undo", cur)
+	}
+	version := st.Version
+	for _, ev := range []saga.Event{result, {Kind: saga.EventResult, Now: t0.Add(3e9), Err: saga.NewError("Boom", "no")}} {
+		if err := p.Advance(st, ev); !errors.Is(err, saga.ErrInvalidEvent) {
+			t.Errorf("a result while the fork's children are undone (err %v): %v, want ErrInvalidEvent", ev.Err, err)
+		}
+	}
+	if st.Version != version {
+		t.Errorf("a refused result moved the saga to version %d, from %d", st.Version, version)
+	}
+	if _, err := p.Call(st, t0.Add(4e9)); err == nil {
+		t.Error("the call of a fork's undo: no error, want one (a fork calls no action)")
 	}
 }
