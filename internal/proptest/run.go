@@ -278,6 +278,10 @@ func Run(c *Case) *Result {
 			}
 			if st, err := coord.Get(ctx, sagaID); err == nil {
 				o.moved(st)
+				if p := misrouted(plan, st, clock.Now()); p != nil {
+					res.violate("panic on a misrouted event", p)
+					return res.finish(coord, plan, acts)
+				}
 			}
 			if res.Tree {
 				o.followKept(ctx, t)
