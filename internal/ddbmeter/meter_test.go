@@ -47,8 +47,10 @@ func expectedIndexWrites(before, after map[string]types.AttributeValue) float64 
 // saga through sagactl run with its DynamoDB endpoint on the meter, and
 // the accounting middleware on sagactl's clients: the two bill the same,
 // operation by operation, and each saga write bills what the rule says.
+// Not parallel: beside another run, the middleware once counted 32 Query
+// calls (26 failed) where the wire saw 8; until that is understood, the
+// meters are compared one run at a time.
 func TestWireMeterAgreesWithMiddleware(t *testing.T) {
-	t.Parallel()
 	dynamoDB := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
 	sqs := awslocal.Endpoint(t, awslocal.EnvSQS)
 	dir := t.TempDir()
@@ -70,7 +72,6 @@ func TestWireMeterAgreesWithMiddleware(t *testing.T) {
 		{"order-fail-ship", "../../examples/order/order.yaml", "@../../examples/order/testdata/ok.json", "ship", sagactl.ExitCompensated, 6, 11},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
 			meter, err := ddbmeter.New(ddbmeter.Config{Backend: dynamoDB})
 			if err != nil {
 				t.Fatal(err)
