@@ -47,10 +47,8 @@ func expectedIndexWrites(before, after map[string]types.AttributeValue) float64 
 // saga through sagactl run with its DynamoDB endpoint on the meter, and
 // the accounting middleware on sagactl's clients: the two bill the same,
 // operation by operation, and each saga write bills what the rule says.
-// Not parallel: beside another run, the middleware once counted 32 Query
-// calls (26 failed) where the wire saw 8; until that is understood, the
-// meters are compared one run at a time.
 func TestWireMeterAgreesWithMiddleware(t *testing.T) {
+	t.Parallel()
 	dynamoDB := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
 	sqs := awslocal.Endpoint(t, awslocal.EnvSQS)
 	dir := t.TempDir()
@@ -72,6 +70,7 @@ func TestWireMeterAgreesWithMiddleware(t *testing.T) {
 		{"order-fail-ship", "../../examples/order/order.yaml", "@../../examples/order/testdata/ok.json", "ship", sagactl.ExitCompensated, 6, 11},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			meter, err := ddbmeter.New(ddbmeter.Config{Backend: dynamoDB})
 			if err != nil {
 				t.Fatal(err)
@@ -97,6 +96,17 @@ func TestWireMeterAgreesWithMiddleware(t *testing.T) {
 			mid, wire := counter.Snapshot(), meter.Snapshot()
 			for _, op := range slices.Sorted(maps.Keys(wire)) {
 				w, m := wire[op], mid[op]
+				if op == "DynamoDB.Query" && m.Errors > w.Errors {
+					// The run's end cancels its pollers' queries of what is
+					// due: one cancelled before it was sent is a failed call
+					// to the middleware only; one cancelled while its answer
+					// came back, an answered (billed) call to the wire and a
+					// failed one to the middleware. Bounds, then.
+					if w.Calls > m.Calls || m.Calls-m.Errors > w.Calls || m.BilledReadUnits > w.BilledReadUnits || w.Unbilled != 0 || m.Unbilled != 0 {
+						t.Errorf("%s: wire %+v, middleware %+v", op, w, m)
+					}
+					continue
+				}
 				if w.Calls != m.Calls || w.Errors != m.Errors || w.BilledReadUnits != m.BilledReadUnits ||
 					w.BilledWriteUnits != m.BilledWriteUnits || w.BilledIndexWriteUnits != m.BilledIndexWriteUnits ||
 					w.BilledIndexes["by_status"] != m.BilledIndexes["by_status"] || w.Unbilled != 0 || m.Unbilled != 0 {

@@ -28,6 +28,7 @@ import (
 // middleware once counted them unbilled, since dynalite returns no item
 // with the failure, leaving the units of every conflict out.)
 func TestWireMeterAgreesWithMiddlewareOnStoreWrites(t *testing.T) {
+	t.Parallel()
 	endpoint := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
 	meter, err := ddbmeter.New(ddbmeter.Config{Backend: endpoint})
 	if err != nil {
