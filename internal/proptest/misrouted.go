@@ -27,21 +27,29 @@ func misrouted(plan *saga.Plan, st *saga.State, now time.Time) *panicked {
 		{Kind: saga.EventUndone, Undone: &saga.Undone{Child: cur.Child}},
 		{Kind: saga.EventResume},
 	}
-	for _, ev := range events {
+	// fresh is a copy of st as the engine's load gives it.
+	fresh := func() *saga.State {
 		cp := &saga.State{}
 		if err := cp.UnmarshalBinary(rec.State); err != nil {
 			return nil
 		}
 		if cp.Vars == nil && !cp.Status.Final() {
-			cp.Vars = map[string]any{} // as the engine's load does
+			cp.Vars = map[string]any{}
+		}
+		return cp
+	}
+	for _, ev := range events {
+		cp := fresh()
+		if cp == nil {
+			return nil
 		}
 		ev.Now, ev.Rand = now, 0.5
 		if p := protect(func() { _ = plan.Advance(cp, ev) }); p != nil {
 			return p
 		}
 	}
-	cp := &saga.State{}
-	if err := cp.UnmarshalBinary(rec.State); err != nil {
+	cp := fresh()
+	if cp == nil {
 		return nil
 	}
 	return protect(func() { _, _ = plan.Call(cp, now) })
