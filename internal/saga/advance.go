@@ -32,6 +32,10 @@ func (p *Plan) Advance(st *State, ev Event) error {
 	st.Version++
 	st.UpdatedAt = ev.Now
 	st.FromOutside = ev.Kind == EventCancel || ev.Kind == EventResume || ev.Kind == EventSignal || ev.Kind == EventCallback
+	st.Carrier = 0
+	if ev.Kind == EventResult {
+		st.Carrier = ev.Carrier
+	}
 	switch ev.Kind {
 	case EventStart:
 		r.start()

@@ -102,6 +102,22 @@ func (p *Plan) Awaits(cur Cursor) (step string, timeout time.Duration) {
 	return s.ID, s.Timeout
 }
 
+// Chains reports whether a pending cursor may run in a chain, from the
+// state of the transition before it (docs/PROTOCOL.md, "Chains"): an
+// action, a compensation or finding out; never a fork, a wait, or a
+// callback step, whose action starts work the saga then waits for. The
+// cursor must fit the plan (CheckState).
+func (p *Plan) Chains(cur Cursor) bool {
+	if cur.Fork || cur.Wait {
+		return false
+	}
+	s := p.steps[cur.Step]
+	if cur.Compensating && !cur.Unknown {
+		return s.comp != nil
+	}
+	return s.Callback == nil && s.Action != ""
+}
+
 // Call builds the invocation for the saga's pending cursor, evaluating the
 // step's with (or its compensation's with, at compensation time, with the
 // step's own out visible). An error here is the step's failure: feed it back

@@ -69,6 +69,7 @@ const (
 	tagInherited         = 37 // one per State.Inherited entry, in order
 	tagOutputIsLastOut   = 38 // the output is the var LastOut names (a branch's or iteration's end)
 	tagForkVisit         = 39 // one per State.Forks entry, in order
+	tagCarrier           = 40
 )
 
 // Value type bytes.
@@ -134,6 +135,9 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 	e.uint(tagReceived, st.Received)
 	if st.FromOutside {
 		e.uint(tagFromOutside, 1)
+	}
+	if st.Carrier != 0 {
+		e.uint(tagCarrier, st.Carrier)
 	}
 	for _, id := range st.Seen {
 		e.key(tagSeen, wireBytes) // even when empty: every entry comes back
@@ -550,6 +554,8 @@ func (d *stateDecoder) field(st *State, tag, wire int) bool {
 		st.Received = d.uint()
 	case tag == tagFromOutside && wire == wireVarint:
 		st.FromOutside = d.uint() == 1
+	case tag == tagCarrier && wire == wireVarint:
+		st.Carrier = d.uint()
 	case tag == tagSeen && wire == wireBytes:
 		st.Seen = append(st.Seen, d.str())
 	case tag == tagSecret && wire == wireBytes:

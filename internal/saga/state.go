@@ -51,6 +51,13 @@ type State struct {
 	// not this transition's cause, and is dropped rather than re-sending
 	// its outbox.
 	FromOutside bool
+	// Carrier, when not zero, is the version of the message that carries
+	// the chain which wrote this version (docs/PROTOCOL.md, "Chains"): the
+	// message ran a step, then this one from the state it held. That
+	// message, coming back, sends this version's outbox rather than being
+	// dropped as stale. Zero on every version written by the message of
+	// the version before it, or from outside.
+	Carrier uint64
 	// Kept holds signals, and completions of callback tokens, that came
 	// before the saga waited for them, oldest first: an await takes the
 	// first of its signal's name, a callback step's attempt the one of its
