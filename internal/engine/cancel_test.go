@@ -100,7 +100,7 @@ func TestCancelDuringActionStartsNoSecondRun(t *testing.T) {
 // received yet): the cancel waits for exactly that attempt.
 func TestAttemptMessageRunsAfterTheCancelThatWaitsForIt(t *testing.T) {
 	t.Parallel()
-	e := newEdgeRig(t, bigOutputSaga, nil)
+	e := newEdgeRig(t, bigOutputSaga, nil).stepByStep()
 	e.start("s-1", map[string]any{"blob": "b"})
 	d, _ := e.receive() // reserve
 	if _, err := e.coord.Handle(context.Background(), d.Body); err != nil {

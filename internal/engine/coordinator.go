@@ -49,6 +49,16 @@ type CoordinatorConfig struct {
 	// children it reads) before the walk of a finished tree goes on in
 	// another message; default 1,000, well within a Lambda's 30 s.
 	ExpireBatch int
+	// ChainSteps bounds the steps one message runs after its own, each
+	// from the state it holds, with no queue hop (docs/PROTOCOL.md,
+	// "Chains"); default 50 (DefaultChainSteps); negative: none, every
+	// step has its own message.
+	ChainSteps int
+	// ChainTime bounds how long a chain goes on starting steps, from the
+	// write of the message's own step; default 5 s (DefaultChainTime).
+	// It is shared with the records waiting behind it (WithWaiting). Keep
+	// it well inside the queue's visibility timeout.
+	ChainTime time.Duration
 }
 
 // Coordinator runs the durable protocol: every message is handled by
@@ -108,6 +118,15 @@ func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	}
 	if cfg.ExpireBatch == 0 {
 		cfg.ExpireBatch = defaultExpireBatch
+	}
+	if cfg.ChainSteps == 0 {
+		cfg.ChainSteps = DefaultChainSteps
+	}
+	if cfg.ChainTime < 0 {
+		return nil, fmt.Errorf("coordinator: ChainTime is %s; it must be 0 (the default, %s) or more", cfg.ChainTime, DefaultChainTime)
+	}
+	if cfg.ChainTime == 0 {
+		cfg.ChainTime = DefaultChainTime
 	}
 	return &Coordinator{cfg: cfg, log: cfg.Logger}, nil
 }

@@ -33,19 +33,29 @@ steps:
 // runs the action, advances, writes and sends the next message.
 type handlePass struct {
 	coord *engine.Coordinator
+	steps uint64 // the steps one pass runs: its message's and those it chains
 	q     *memqueue.Queue
 	msg   durable.Message
 	body  []byte
 	ctx   context.Context // nil: context.Background()
 }
 
-func newHandlePass(tb testing.TB) *handlePass {
+func newHandlePass(tb testing.TB) *handlePass { return newChainPass(tb, 0) }
+
+// newChainPass is newHandlePass with passes that chain: each message runs
+// its step and chained more (none: every pass is one step, its
+// message's).
+func newChainPass(tb testing.TB, chained int) *handlePass {
 	reg := engine.NewRegistry()
 	reg.MustRegister("noop", func(context.Context, saga.Call) (any, error) { return nil, nil })
-	hp := &handlePass{q: memqueue.New(memqueue.Config{})}
+	hp := &handlePass{q: memqueue.New(memqueue.Config{}), steps: uint64(chained) + 1}
 	clock := durable.NewManualClock(t0)
+	chainSteps := chained
+	if chained == 0 {
+		chainSteps = -1
+	}
 	var err error
-	hp.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: memstore.New(), Queue: hp.q, Actions: reg, Clock: clock, Rand: func() float64 { return 0.5 }})
+	hp.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: memstore.New(), Queue: hp.q, Actions: reg, Clock: clock, Rand: func() float64 { return 0.5 }, ChainSteps: chainSteps})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -77,7 +87,7 @@ func (hp *handlePass) once(tb testing.TB) {
 	if out, err := hp.coord.Handle(ctx, hp.body); err != nil || out != engine.HandledStep {
 		tb.Fatalf("handle: %s %v", out, err)
 	}
-	hp.msg.Version++
+	hp.msg.Version += hp.steps
 }
 
 // drainQueue empties the queue the passes fill.
@@ -104,6 +114,41 @@ func BenchmarkCoordinator(b *testing.B) {
 			}
 		}
 	})
+	// A message that runs its step and chains 9 more: per step, divide
+	// by 10.
+	b.Run("handle_chain10", func(b *testing.B) {
+		hp := newChainPass(b, 9)
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			hp.once(b)
+			if n++; n%100 == 0 {
+				b.StopTimer()
+				hp.drainQueue()
+				b.StartTimer()
+			}
+		}
+	})
+}
+
+// TestChainedStepAllocs pins what a chained step allocates: a message
+// that runs its own step and chains 9 more, less a pass of one step, is
+// 9 chained steps.
+func TestChainedStepAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes allocation counts")
+	}
+	pass, chain := newHandlePass(t), newChainPass(t, 9)
+	perPass := testing.AllocsPerRun(200, func() { pass.once(t) })
+	perChain := testing.AllocsPerRun(200, func() { chain.once(t) })
+	perStep := (perChain - perPass) / 9
+	const pinnedChain = 48 // 21 for the message's own step, 3 for each chained one
+	if perChain != pinnedChain {
+		t.Errorf("a message chaining 9 steps: %v allocations (a pass of one step: %v; a chained step: %v), pinned at %d: update the pin (and bench/README.md) if this is intended", perChain, perPass, perStep, pinnedChain)
+	}
+	if perStep >= perPass {
+		t.Errorf("a chained step allocates %v, a pass of one step %v: it must allocate less", perStep, perPass)
+	}
 }
 
 // TestHandlePassAllocs pins the allocations of one handler pass exactly

@@ -51,7 +51,7 @@ func TestCoordinatorRunsSagaToTheEnd(t *testing.T) {
 
 func TestCoordinatorDropsStaleDuplicate(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "../saga/testdata/valid/order.yaml")
+	r := newStepRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("o-1", orderIn(10))
 	d, _ := r.receive()
 	if out, err := r.coord.Handle(context.Background(), d.Body); err != nil || out != engine.HandledStep {
@@ -70,7 +70,7 @@ func TestCoordinatorDropsStaleDuplicate(t *testing.T) {
 
 func TestCoordinatorResendsOutboxAfterCrashBeforeSend(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "../saga/testdata/valid/order.yaml")
+	r := newStepRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("o-1", orderIn(10))
 	d, _ := r.receive()
 	r.queue.failSends.Store(1) // the write lands, the send fails: as if we crashed between them
@@ -100,7 +100,7 @@ func TestCoordinatorResendsOutboxAfterCrashBeforeSend(t *testing.T) {
 
 func TestCoordinatorConflictWithSecondWorker(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "../saga/testdata/valid/order.yaml")
+	r := newStepRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("o-1", orderIn(10))
 	d, _ := r.receive()
 	// Just before our write, a second worker handles the same message and wins.
@@ -260,7 +260,7 @@ func TestCoordinatorActionBehaviours(t *testing.T) {
 
 func TestCoordinatorCancelResumeAndStoredDefinitions(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "../saga/testdata/valid/order.yaml")
+	r := newStepRig(t, "../saga/testdata/valid/order.yaml")
 	failRelease := true
 	r.reg.MustRegister("inventory.release", func(ctx context.Context, c saga.Call) (any, error) {
 		if failRelease {
@@ -308,7 +308,7 @@ func TestCoordinatorResumeAndCancelRetryAfterFailedSend(t *testing.T) {
 	t.Parallel()
 	for _, op := range []string{"resume", "cancel"} {
 		t.Run(op, func(t *testing.T) {
-			r := newRig(t, "../saga/testdata/valid/order.yaml")
+			r := newStepRig(t, "../saga/testdata/valid/order.yaml")
 			failRelease := op == "resume"
 			r.reg.MustRegister("inventory.release", func(ctx context.Context, c saga.Call) (any, error) {
 				if failRelease {

@@ -146,6 +146,15 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (outcome 
 		return "", err
 	}
 	switch {
+	case st.Version > msg.Version+1 && st.Carrier == msg.Version && msg.Kind == durable.KindStep:
+		// msg carried the chain that wrote this version, and came back:
+		// the chain stopped before its last outbox was surely sent
+		// (docs/PROTOCOL.md, "Chains").
+		if err := c.resendOutbox(ctx, st, plan); err != nil {
+			return "", fmt.Errorf("saga %s: re-send outbox of version %d, chained from version %d: %w", msg.SagaID, st.Version, msg.Version, err)
+		}
+		c.logHandled(ctx, msg, st, HandledResent, 0)
+		return HandledResent, nil
 	case st.Version > msg.Version+1:
 		c.logHandled(ctx, msg, st, HandledStale, 0)
 		return HandledStale, nil
@@ -197,14 +206,31 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (outcome 
 
 // runAction runs the attempt msg carries, the pending one of st, and
 // commits its outcome: the action's result, error or timeout is the
-// event of one transition, written and its outbox sent.
+// event of one transition, written; then the steps that follow it
+// chain, and the last outbox is sent (chain.go).
 func (c *Coordinator) runAction(ctx context.Context, msg durable.Message, st *saga.State, plan *saga.Plan, cur saga.Cursor) (Outcome, error) {
 	if err := c.timeLeft(ctx, plan, cur, msg); err != nil {
 		return "", err
 	}
-	now := c.cfg.Clock.Now()
+	st, took, err := c.runStep(ctx, msg, st, plan, cur, 0)
+	if err != nil {
+		return "", err
+	}
+	return c.chain(ctx, msg, st, plan, took)
+}
+
+// runStep runs the attempt msg names, the pending one of st, and writes
+// its outcome; carrier is the version of the message carrying the chain
+// when msg is a step's message the chain did not send (zero: msg is the
+// message handled). It returns the state written, and how long the
+// action took.
+func (c *Coordinator) runStep(ctx context.Context, msg durable.Message, st *saga.State, plan *saga.Plan, cur saga.Cursor, carrier uint64) (*saga.State, time.Duration, error) {
+	// Times in UTC with no monotonic reading, as the codec reads them
+	// back: a chain goes on from the state it holds, which must be the
+	// state a read would give.
+	now := c.cfg.Clock.Now().UTC()
 	out, took, actErr := c.invoke(ctx, plan, st, now)
-	ev := saga.Event{Kind: saga.EventResult, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Output: out, Err: actErr, Took: took}
+	ev := saga.Event{Kind: saga.EventResult, Now: c.cfg.Clock.Now().UTC(), Rand: c.cfg.Rand(), Output: out, Err: actErr, Took: took, Carrier: carrier}
 	var h *heard // only when someone listens: no allocation otherwise
 	if c.cfg.OnStep != nil {
 		h = &heard{}
@@ -249,14 +275,7 @@ func (c *Coordinator) runAction(ctx context.Context, msg durable.Message, st *sa
 		},
 	}
 	st, err := c.commit(ctx, &s, &t, h, st, st.Version)
-	if err != nil {
-		return "", err
-	}
-	if err := c.publish(ctx, st, plan); err != nil {
-		return "", err
-	}
-	c.logHandled(ctx, msg, st, HandledStep, took)
-	return HandledStep, nil
+	return st, took, err
 }
 
 // fire handles the message of a waiting saga's timer: once it is due, one

@@ -13,7 +13,7 @@ import (
 // the saga's history keeps, and a cancel shows as coming from outside.
 func TestHistoryThroughTheCoordinator(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "../saga/testdata/valid/order.yaml")
+	r := newStepRig(t, "../saga/testdata/valid/order.yaml")
 	r.reg.SetFallback(func(ctx context.Context, c saga.Call) (any, error) {
 		r.clock.Advance(250 * time.Millisecond) // the action's work, on the coordinator's clock
 		return map[string]any{"id": c.Step + "-1", "status": "captured"}, nil

@@ -36,7 +36,7 @@ steps:
 			return nil, ctx.Err()
 		}
 		return nil, nil
-	})
+	}).stepByStep()
 	e.start("s-1", nil)
 	d, _ := e.receive()
 	engine.HandleDelivery(context.Background(), e.coord, e.q, d, nil) // first

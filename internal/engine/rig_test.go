@@ -90,6 +90,7 @@ type rig struct {
 
 	// runToTheEnd's actions: the actions called, in order.
 	invoked []string
+	cfg     engine.CoordinatorConfig // the coordinator's, as connect made it
 }
 
 // delivery is how a rig's messages reach its coordinator.
@@ -133,6 +134,10 @@ func newBareRig(t *testing.T, by delivery, inner durable.Store) *rig {
 func (r *rig) connect(cfg engine.CoordinatorConfig) *rig {
 	r.t.Helper()
 	cfg.Store, cfg.Queue, cfg.Clock = r.store, r.queue, r.clock
+	if r.by == byHand && cfg.ChainSteps == 0 {
+		// The test delivers each step's message: every step has one.
+		cfg.ChainSteps = -1
+	}
 	if cfg.Actions == nil {
 		cfg.Actions = r.reg
 	}
@@ -140,13 +145,27 @@ func (r *rig) connect(cfg engine.CoordinatorConfig) *rig {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.coord = c
+	r.coord, r.cfg = c, cfg
 	return r
+}
+
+// stepByStep makes the rig's coordinator again with every step in a
+// message of its own (no chains): for tests of what one message does.
+func (r *rig) stepByStep() *rig {
+	cfg := r.cfg
+	cfg.ChainSteps = -1
+	return r.connect(cfg)
 }
 
 // newRig runs the definition in defFile; its actions answer
 // {"id": "<step>-1", "status": "captured"} and count their calls.
-func newRig(t *testing.T, defFile string) *rig {
+func newRig(t *testing.T, defFile string) *rig { return newRigChaining(t, defFile, 0) }
+
+// newStepRig is newRig with every step in a message of its own (no
+// chains): for tests of what one message does.
+func newStepRig(t *testing.T, defFile string) *rig { return newRigChaining(t, defFile, -1) }
+
+func newRigChaining(t *testing.T, defFile string, chainSteps int) *rig {
 	r := newBareRig(t, byWorker, nil)
 	r.plan = mustCompileFile(t, defFile)
 	r.reg.SetFallback(func(ctx context.Context, c saga.Call) (any, error) {
@@ -155,8 +174,9 @@ func newRig(t *testing.T, defFile string) *rig {
 		return map[string]any{"id": c.Step + "-1", "status": "captured"}, nil
 	})
 	return r.connect(engine.CoordinatorConfig{
-		Rand:   func() float64 { return 0.5 },
-		OnStep: func(ev engine.StepEvent) { r.mu.Lock(); r.events = append(r.events, ev); r.mu.Unlock() },
+		Rand:       func() float64 { return 0.5 },
+		OnStep:     func(ev engine.StepEvent) { r.mu.Lock(); r.events = append(r.events, ev); r.mu.Unlock() },
+		ChainSteps: chainSteps,
 	})
 }
 

@@ -54,7 +54,7 @@ func TestSweepResendsStrandedSagas(t *testing.T) {
 // that keeps moving is never re-sent, one that just started is not read.
 func TestSweepReadsOnlySagasLongInTheirStatus(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "../saga/testdata/valid/order.yaml")
+	r := newStepRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("old", orderIn(10))
 	// "old" moves one step (keeping its status, running) just before the sweep.
 	r.clock.Advance(25 * time.Minute)
@@ -79,7 +79,7 @@ func TestSweepReadsOnlySagasLongInTheirStatus(t *testing.T) {
 // version, then left for an operator; progress starts the count again.
 func TestSweepLeavesASagaForAnOperatorAfterMaxResends(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "../saga/testdata/valid/order.yaml")
+	r := newStepRig(t, "../saga/testdata/valid/order.yaml")
 	r.start("poison", orderIn(10))
 	ctx := context.Background()
 	sweep := func() *engine.SweepResult {

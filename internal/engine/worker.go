@@ -60,8 +60,11 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 			}
 			continue
 		}
-		for _, d := range ds {
-			handleDelivery(calm, cfg.Coordinator, cfg.Receiver, d, log)
+		var waiting int
+		wctx := WithWaiting(calm, &waiting)
+		for i, d := range ds {
+			waiting = len(ds) - i - 1
+			handleDelivery(wctx, cfg.Coordinator, cfg.Receiver, d, log)
 		}
 	}
 	return ctx.Err()

@@ -56,6 +56,9 @@ type rig struct {
 	plan     *saga.Plan
 	logs     *bytes.Buffer
 	logMu    sync.Mutex
+	// stepByStep: coordinators run every step in a message of its own
+	// (no chains).
+	stepByStep bool
 }
 
 func newRig(t *testing.T) *rig {
@@ -95,6 +98,9 @@ func (r *rig) coordinator(traced bool) *engine.Coordinator {
 		Logger: slog.New(otelsaga.LogHandler(slog.NewJSONHandler(lockedWriter{&r.logMu, r.logs}, nil)))}
 	if traced {
 		cfg.Tracer = otelsaga.New(r.provider)
+	}
+	if r.stepByStep {
+		cfg.ChainSteps = -1
 	}
 	c, err := engine.NewCoordinator(cfg)
 	if err != nil {
@@ -191,6 +197,7 @@ func attr(s sdktrace.ReadOnlySpan, k attribute.Key) attribute.Value {
 func TestOneTracePerSagaAcrossInvocations(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
+	r.stepByStep = true // every step a message, each in an invocation of its own
 	ctx, caller := r.provider.Tracer("test").Start(context.Background(), "checkout")
 	r.start(r.coordinator(true), ctx, "t-1", true)
 	caller.End()

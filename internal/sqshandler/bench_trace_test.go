@@ -29,7 +29,7 @@ func BenchmarkHandlerTraced(b *testing.B) {
 	reg.MustRegister("noop", func(context.Context, saga.Call) (any, error) { return nil, nil })
 	clock := durable.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: memstore.New(), Queue: sentNowhere{}, Actions: reg, Clock: clock,
-		Rand: func() float64 { return 0.5 }, Tracer: otelsaga.New(tp)})
+		Rand: func() float64 { return 0.5 }, Tracer: otelsaga.New(tp), ChainSteps: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

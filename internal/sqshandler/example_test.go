@@ -22,7 +22,9 @@ import (
 // that sam local invoke uses (infra/events/advance-batch.json: a message
 // for saga order-1001's reserve step, and a body that is not a message),
 // and reports the records that failed, so that Lambda deletes the rest and
-// the malformed one reaches the dead-letter queue untouched.
+// the malformed one reaches the dead-letter queue untouched. The reserve
+// step's record runs the steps after it too, in a chain: one write each
+// and no queue hop, so the saga ends in this one invocation.
 func ExampleHandler_Handle() {
 	ctx := context.Background()
 	actions := lambdasaga.NewActions()
@@ -69,5 +71,5 @@ func ExampleHandler_Handle() {
 	fmt.Println("order-1001 at version", st.Version, st.Status)
 	// Output:
 	// failed: 33333333-3333-4333-8333-333333333333
-	// order-1001 at version 2 running
+	// order-1001 at version 4 succeeded
 }

@@ -81,6 +81,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		ctx = engine.WithInvocationBudget(ctx, time.Until(deadline))
 	}
 	recs := sqsqueue.Records(ev)
+	// A chain gives way to the records waiting behind it.
+	var waiting int
+	ctx = engine.WithWaiting(ctx, &waiting)
 	var failed []string
 	handled, handedBack := 0, 0
 	for i, r := range recs {
@@ -107,6 +110,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		}
 		// The coordinator ends the action saga.ResultReserve before the
 		// deadline, so that its outcome is written and sent in time.
+		waiting = len(recs) - i - 1
 		err := h.handleRecord(ctx, r)
 		if errors.Is(err, engine.ErrNoTime) && h.handBack(ctx, r) {
 			handedBack++

@@ -51,7 +51,7 @@ func newRig(t *testing.T, reserve engine.ActionFunc) *rig {
 		r.reg.MustRegister("inventory.reserve", reserve)
 	}
 	var err error
-	r.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: memstore.New(), Queue: r.queue, Actions: r.reg})
+	r.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: memstore.New(), Queue: r.queue, Actions: r.reg, ChainSteps: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func newMetricsRig(t *testing.T, store durable.Store, q *memqueue.Queue, clock *
 	reg.MustRegister("pay.refund", func(ctx context.Context, c saga.Call) (any, error) { return map[string]any{}, nil })
 	rec := emf.New(emf.Config{Out: &r.out, Function: "advance-fn", Now: clock.Now})
 	var err error
-	r.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: rec.Store(store), Queue: q, Actions: reg, Clock: clock, Rand: func() float64 { return 0.5 }, OnStep: rec.OnStep})
+	r.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: rec.Store(store), Queue: q, Actions: reg, Clock: clock, Rand: func() float64 { return 0.5 }, OnStep: rec.OnStep, ChainSteps: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func newBatchRig(t *testing.T, ids ...string) *batchRig {
 		return map[string]any{"id": c.Step + "-1", "status": "captured"}, nil
 	})
 	var err error
-	r.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: memqueue.New(memqueue.Config{}), Actions: reg})
+	r.coord, err = engine.NewCoordinator(engine.CoordinatorConfig{Store: r.store, Queue: memqueue.New(memqueue.Config{}), Actions: reg, ChainSteps: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func TestHandlerTracesOneSagaInOneTrace(t *testing.T) {
 		return map[string]any{"order_id": "order-1001", "amount_cents": int64(4250)}, nil
 	})
 	newCoordinator := func() *engine.Coordinator {
-		c, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: store, Queue: queue, Actions: reg, Tracer: otelsaga.New(tp)})
+		c, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: store, Queue: queue, Actions: reg, Tracer: otelsaga.New(tp), ChainSteps: -1})
 		if err != nil {
 			t.Fatal(err)
 		}

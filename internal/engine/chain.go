@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
+)
+
+// Chains (docs/PROTOCOL.md, "Chains"): after a message's step is written,
+// the steps ready at once run from the state the worker holds, one write
+// each, and only the last version's outbox is sent. The message that
+// started the chain is its carrier: every version the chain writes after
+// the first names it (saga.State.Carrier), so that the carrier, coming
+// back after a crash, sends the stored outbox rather than being dropped.
+
+const (
+	// DefaultChainSteps is how many steps a message runs after its own
+	// when CoordinatorConfig.ChainSteps is zero.
+	DefaultChainSteps = 50
+	// DefaultChainTime is how long a chain goes on starting steps when
+	// CoordinatorConfig.ChainTime is zero.
+	DefaultChainTime = 5 * time.Second
+)
+
+// HandledChained is the outcome logged for each step a chain runs after
+// the message's own (the message itself is HandledStep).
+const HandledChained Outcome = "chained"
+
+type waitingKey struct{}
+
+// WithWaiting tells the coordinator how many more records of the same
+// batch wait for the one it handles with ctx: *waiting, which the caller
+// sets before each record. With n waiting, a chain stops after
+// ChainTime/(n+1), so that they do not wait behind it.
+func WithWaiting(ctx context.Context, waiting *int) context.Context {
+	return context.WithValue(ctx, waitingKey{}, waiting)
+}
+
+// chain goes on from st, which msg's step has just written: it runs the
+// steps that chain, then sends the outbox of the last version written.
+// A failure of a chained step is that step's own: its message is sent (the
+// outbox of the version before it) and msg is done.
+func (c *Coordinator) chain(ctx context.Context, msg durable.Message, st *saga.State, plan *saga.Plan, took time.Duration) (Outcome, error) {
+	c.logHandled(ctx, msg, st, HandledStep, took)
+	start := c.cfg.Clock.Now()
+	budget := c.cfg.ChainTime
+	if n, ok := ctx.Value(waitingKey{}).(*int); ok && *n > 0 {
+		budget /= time.Duration(*n + 1)
+	}
+	for n := 0; n < c.cfg.ChainSteps; n++ {
+		next, cur, ok := c.chainable(ctx, msg, st, plan, start, budget)
+		if !ok {
+			break
+		}
+		sctx, span := c.traceChained(ctx, next, st)
+		st2, took, err := c.chained(sctx, msg, next, st, plan, cur)
+		if span != nil {
+			out, end := HandledChained, st2
+			if err != nil {
+				out, end = "", st
+			}
+			span.span.End(SpanEnd{Outcome: string(out), Version: end.Version, Status: end.Status, Err: err, End: c.cfg.Clock.Now()})
+		}
+		if err != nil {
+			c.chainStopped(ctx, next, st, plan, err)
+			if err := c.send(ctx, []durable.Message{next}); err != nil {
+				return "", fmt.Errorf("saga %s: chain stopped at version %d, its message not sent: %w", msg.SagaID, next.Version, err)
+			}
+			return HandledStep, nil
+		}
+		st = st2
+		c.logHandled(ctx, next, st, HandledChained, took)
+	}
+	if err := c.publish(ctx, st, plan); err != nil {
+		return "", err
+	}
+	return HandledStep, nil
+}
+
+// chainable returns the message of st's outbox and the cursor it runs,
+// when that step may run now in msg's chain, started at start with the
+// time budget given.
+func (c *Coordinator) chainable(ctx context.Context, msg durable.Message, st *saga.State, plan *saga.Plan, start time.Time, budget time.Duration) (durable.Message, saga.Cursor, bool) {
+	if len(st.Outbox) != 1 {
+		return durable.Message{}, saga.Cursor{}, false
+	}
+	next := st.Outbox[0]
+	if next.Kind != durable.KindStep || next.Delay != 0 || next.Queue != msg.Queue || next.Version != st.Version {
+		return durable.Message{}, saga.Cursor{}, false
+	}
+	cur, ok := st.Pending()
+	if !ok || !plan.Chains(cur) || cur.Compensating != (next.Queue == durable.QueueCompensate) {
+		return durable.Message{}, saga.Cursor{}, false
+	}
+	id, timeout := plan.Awaits(cur)
+	if id != next.Step || cur.Attempt != next.Attempt {
+		return durable.Message{}, saga.Cursor{}, false
+	}
+	now := c.cfg.Clock.Now()
+	if now.Sub(start) >= budget || st.DeadlinePassed(now) {
+		return durable.Message{}, saga.Cursor{}, false
+	}
+	return next, cur, fitsInvocation(ctx, timeout)
+}
+
+// fitsInvocation reports whether a step with the given timeout (zero:
+// none) may start in a chain under ctx's deadline: it gets as much time
+// as a fresh invocation would give it.
+func fitsInvocation(ctx context.Context, timeout time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return true
+	}
+	left := time.Until(dl)
+	if timeout > 0 {
+		return left >= timeout+saga.StartReserve+saga.ResultReserve
+	}
+	// No timeout of its own: the step may use the whole invocation, so
+	// it chains only while the invocation is as fresh as a new one.
+	budget, ok := ctx.Value(budgetKey{}).(time.Duration)
+	return ok && budget-left < handBackSlack
+}
+
+// chained runs one step of a chain: the step next names, from st. A panic
+// is the step's failure, returned as an error.
+func (c *Coordinator) chained(ctx context.Context, carrier, next durable.Message, st *saga.State, plan *saga.Plan, cur saga.Cursor) (_ *saga.State, _ time.Duration, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %s\n%s", errPanicked, PanicText(r), debug.Stack())
+		}
+	}()
+	return c.runStep(ctx, next, st, plan, cur, carrier.Version)
+}
+
+// traceChained opens the span of a chained step, as a message's own: a
+// trace shows a span per step whether it had a message or not (its
+// outcome says "chained"). Without a Tracer it returns ctx and nil.
+func (c *Coordinator) traceChained(ctx context.Context, next durable.Message, st *saga.State) (context.Context, *messageSpan) {
+	if c.cfg.Tracer == nil {
+		return ctx, nil
+	}
+	ms := &messageSpan{msg: next, began: c.cfg.Clock.Now()}
+	ctx = c.traceMessage(context.WithValue(ctx, messageSpanKey{}, ms), st)
+	return ctx, ms
+}
+
+// chainStopped logs a chained step that failed: its own message goes on
+// with it.
+func (c *Coordinator) chainStopped(ctx context.Context, next durable.Message, st *saga.State, plan *saga.Plan, err error) {
+	c.log.LogAttrs(ctx, slog.LevelWarn, "chained step not done; its message is sent, and the step goes on there",
+		slog.String("saga_id", next.SagaID), slog.String("step", next.Step), slog.Int("attempt", next.Attempt),
+		slog.Uint64("version", next.Version), slog.String("error", plan.Redactor(st).Error(err).Error()))
+}
