@@ -329,10 +329,37 @@ type recorder struct {
 }
 
 func (r recorder) Invoke(ctx context.Context, call saga.Call) (any, error) {
+	w := r.w
+	if w.gone() {
+		return nil, errCrash // a dead worker calls no one
+	}
+	chained := len(w.bufs) > 0 && w.top().wrote[call.SagaID]
+	if chained {
+		w.chainedStep(ctx, call)
+	}
 	out, err := r.inner.Invoke(ctx, call)
-	top := r.w.top()
+	top := w.callLog(call.SagaID)
 	top.calls = append(top.calls, loggedCall{Call: call, ok: err == nil})
+	if chained && w.fault("chain_crash_mid_action") {
+		// The worker dies while a chained action runs, after its effect:
+		// the carrier comes back (the carrier rule).
+		return nil, errCrash
+	}
 	return out, err
+}
+
+// chainedStep injects the faults of a chain as one of its steps starts:
+// the carrier delivered again to another worker (its visibility passed),
+// and a client's cancel between two chained steps.
+func (w *world) chainedStep(ctx context.Context, call saga.Call) {
+	w.report.Faults["chained_step"]++
+	if d := w.delivery; d != nil && w.depth < 3 && w.fault("chain_carrier_back") {
+		w.handle(ctx, d)
+	}
+	if sc := w.actions.scripts[call.SagaID]; sc != nil && !call.Compensation && w.fault("chain_cancel_between_steps") {
+		sc.cancels = append(sc.cancels, "between chained steps")
+		w.cancel(ctx, call.SagaID)
+	}
 }
 
 // discardLarge is the sabotage "discard-large-results": a broken engine

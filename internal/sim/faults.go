@@ -77,6 +77,9 @@ func (s *faultyStore) SagaGet(ctx context.Context, p *durable.SagaGetParams) (*d
 }
 
 func (s *faultyStore) SagaCreate(ctx context.Context, p *durable.SagaCreateParams) error {
+	if s.w.gone() {
+		return errCrash
+	}
 	if s.w.fault("crash_before_create") {
 		return errCrash
 	}
@@ -91,6 +94,9 @@ func (s *faultyStore) SagaCreate(ctx context.Context, p *durable.SagaCreateParam
 }
 
 func (s *faultyStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParams) error {
+	if s.w.gone() {
+		return errCrash
+	}
 	if s.w.fault("throttled_write") {
 		return durable.ErrThrottled
 	}
@@ -111,6 +117,19 @@ func (s *faultyStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParam
 		st := &saga.State{}
 		if st.UnmarshalBinary(p.Record.State) == nil && len(st.Kept) > 0 {
 			st.Kept = nil
+			if b, err := st.MarshalBinary(); err == nil {
+				rec := p.Record
+				rec.State = b
+				p = &durable.SagaUpdateParams{Record: rec, ExpectedVersion: p.ExpectedVersion, ExpectedReceived: p.ExpectedReceived}
+			}
+		}
+	}
+	if s.w.cfg.Sabotage == "drop-carrier" {
+		// A store that loses which message carries a chain: a carrier
+		// that comes back after a crash mid-chain is taken for stale.
+		st := &saga.State{}
+		if st.UnmarshalBinary(p.Record.State) == nil && st.Carrier != 0 {
+			st.Carrier = 0
 			if b, err := st.MarshalBinary(); err == nil {
 				rec := p.Record
 				rec.State = b
@@ -148,7 +167,7 @@ func (s *faultyStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParam
 // waiting on an await or a callback has the senders scheduled.
 func (w *world) commit(r *durable.SagaRecord, kept bool) {
 	cw := committedWrite{id: r.SagaID, version: r.Version, status: r.Status, kept: kept, received: r.Received, seq: w.forks.tick(),
-		createdAt: r.CreatedAt, statusSince: r.StatusSince, updatedAt: r.UpdatedAt, wakeAt: r.WakeAt, at: w.clock.Now(), log: w.top()}
+		createdAt: r.CreatedAt, statusSince: r.StatusSince, updatedAt: r.UpdatedAt, wakeAt: r.WakeAt, at: w.clock.Now(), log: w.wrote(r.SagaID)}
 	if w.actions.scripts[r.SagaID] == nil {
 		w.newChild(r)
 		if w.cfg.Sabotage == "ended-before-end" && !r.Status.Final() {
@@ -237,6 +256,9 @@ func (q *simQueue) add(body []byte, visibleAt time.Time) {
 
 // Send implements durable.Queue, with faults.
 func (q *simQueue) Send(_ context.Context, msgs []durable.Message) error {
+	if q.w.gone() {
+		return errCrash
+	}
 	if q.w.fault("throttled_send") {
 		return durable.ErrThrottled
 	}

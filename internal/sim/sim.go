@@ -66,7 +66,8 @@ type Config struct {
 	// fire early), "clock-behind" (it runs an hour behind, so deadlines
 	// pass unnoticed), "new-id-per-send" (senders give every send of a
 	// signal a new id, so a repeat is a second signal), "drop-kept" (the
-	// store loses the kept deliveries when a transition lands); and of
+	// store loses the kept deliveries when a transition lands),
+	// "drop-carrier" (the store loses which message carries a chain); and of
 	// forks: "drop-join" (the queue loses every join), "undo-siblings-early"
 	// (the undo of a fork's child k sends child k-1's with it),
 	// "lying-fork-count" (a fork count's after-image hides the failed
@@ -209,6 +210,41 @@ type handleLog struct {
 	// delivery is the logical signal id, or the callback token, that a
 	// sender's handle delivers; empty for any other handle.
 	delivery string
+	// wrote marks the sagas this log's handle has written a version of:
+	// a chain writes one saga again.
+	wrote map[string]bool
+	// dead: the worker died (a crash fault): nothing it does after that
+	// reaches the store, the queue or a service. A chain that goes on
+	// after an error must not outlive a crash.
+	dead bool
+}
+
+// gone reports whether the worker of the current handle has died.
+func (w *world) gone() bool { return len(w.bufs) > 0 && w.top().dead }
+
+// wrote notes that the current handle wrote a version of saga id, and
+// returns the log the write commits.
+func (w *world) wrote(sagaID string) *handleLog {
+	top := w.top()
+	if top.wrote == nil {
+		top.wrote = map[string]bool{}
+	}
+	top.wrote[sagaID] = true
+	return top
+}
+
+// callLog is the log a call of saga id goes to: a new one when the
+// current handle has written that saga already (a chain's next step),
+// so that the call, and the events heard from here on, belong to the
+// write that follows, if it lands, and not to the one before.
+func (w *world) callLog(sagaID string) *handleLog {
+	top := w.top()
+	if !top.wrote[sagaID] {
+		return top
+	}
+	next := &handleLog{delivery: top.delivery, dead: top.dead}
+	w.bufs[len(w.bufs)-1] = next
+	return next
 }
 
 type committedWrite struct {
@@ -268,6 +304,9 @@ func (w *world) fault(name string) bool {
 		return false
 	}
 	w.report.Faults[name]++
+	if strings.Contains(name, "crash") && len(w.bufs) > 0 {
+		w.top().dead = true
+	}
 	if w.tracing > 0 {
 		fmt.Printf("%s     fault %s\n", w.clock.Now().Format("15:04:05.000"), name)
 	}

@@ -104,6 +104,8 @@ func TestSimulationCatchesSabotage(t *testing.T) {
 		{"unconditional-writes", "callback_applied_once", 0, 1000},
 		// Kept signals vanish.
 		{"drop-kept", "nothing_lost", 0, 0},
+		// A chain's carrier, back after a crash mid-chain, is dropped.
+		{"drop-carrier", "ends_final", 0, 1000},
 	} {
 		if tt.sagas == 0 {
 			tt.sagas = 300
