@@ -57,6 +57,9 @@ func (c *Coordinator) chain(ctx context.Context, msg durable.Message, st *saga.S
 		if !ok {
 			break
 		}
+		if c.cfg.BeforeChained != nil {
+			c.cfg.BeforeChained(st)
+		}
 		sctx, span := c.traceChained(ctx, next, st)
 		st2, took, err := c.chained(sctx, msg, next, st, plan, cur)
 		if span != nil {

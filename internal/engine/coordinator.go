@@ -59,6 +59,10 @@ type CoordinatorConfig struct {
 	// It is shared with the records waiting behind it (WithWaiting). Keep
 	// it well inside the queue's visibility timeout.
 	ChainTime time.Duration
+	// BeforeChained, when set, is called before each chained step with
+	// the state the chain holds, which it must not change: the property
+	// test compares it with a fresh read (docs/PROTOCOL.md, "Chains").
+	BeforeChained func(held *saga.State)
 }
 
 // Coordinator runs the durable protocol: every message is handled by
