@@ -31,14 +31,39 @@ const (
 // the message's own (the message itself is HandledStep).
 const HandledChained Outcome = "chained"
 
-type waitingKey struct{}
+// Batch is what a worker tells the coordinator of the batch a record
+// comes in, to bound its chain: the caller sets it before each record.
+type Batch struct {
+	// Waiting counts the records of the batch after this one: with n
+	// waiting, a chain stops after ChainTime/(n+1), so that they do not
+	// wait behind it.
+	Waiting int
+	// Visibility is how long the record stays hidden (zero: unknown, as
+	// in Lambda, whose deadline bounds the chain): a chain stops starting
+	// steps at half of it, so that its carrier never shows again while
+	// it runs.
+	Visibility time.Duration
+}
 
-// WithWaiting tells the coordinator how many more records of the same
-// batch wait for the one it handles with ctx: *waiting, which the caller
-// sets before each record. With n waiting, a chain stops after
-// ChainTime/(n+1), so that they do not wait behind it.
-func WithWaiting(ctx context.Context, waiting *int) context.Context {
-	return context.WithValue(ctx, waitingKey{}, waiting)
+type batchKey struct{}
+
+// WithBatch returns a context that tells the coordinator of the batch b
+// describes.
+func WithBatch(ctx context.Context, b *Batch) context.Context {
+	return context.WithValue(ctx, batchKey{}, b)
+}
+
+// chainBudget is how long the chain of a record handled with ctx may go
+// on starting steps.
+func (c *Coordinator) chainBudget(ctx context.Context) time.Duration {
+	budget := c.cfg.ChainTime
+	if b, ok := ctx.Value(batchKey{}).(*Batch); ok {
+		budget /= time.Duration(b.Waiting + 1)
+		if b.Visibility > 0 {
+			budget = min(budget, b.Visibility/2)
+		}
+	}
+	return budget
 }
 
 // chain goes on from st, which msg's step has just written: it runs the
@@ -48,10 +73,7 @@ func WithWaiting(ctx context.Context, waiting *int) context.Context {
 func (c *Coordinator) chain(ctx context.Context, msg durable.Message, st *saga.State, plan *saga.Plan, took time.Duration) (Outcome, error) {
 	c.logHandled(ctx, msg, st, HandledStep, took)
 	start := c.cfg.Clock.Now()
-	budget := c.cfg.ChainTime
-	if n, ok := ctx.Value(waitingKey{}).(*int); ok && *n > 0 {
-		budget /= time.Duration(*n + 1)
-	}
+	budget := c.chainBudget(ctx)
 	for n := 0; n < c.cfg.ChainSteps; n++ {
 		next, cur, ok := c.chainable(ctx, msg, st, plan, start, budget)
 		if !ok {

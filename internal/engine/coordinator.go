@@ -56,8 +56,8 @@ type CoordinatorConfig struct {
 	ChainSteps int
 	// ChainTime bounds how long a chain goes on starting steps, from the
 	// write of the message's own step; default 5 s (DefaultChainTime).
-	// It is shared with the records waiting behind it (WithWaiting). Keep
-	// it well inside the queue's visibility timeout.
+	// It is shared with the records waiting behind it, and kept under half
+	// the record's visibility timeout when its worker knows it (Batch).
 	ChainTime time.Duration
 	// BeforeChained, when set, is called before each chained step with
 	// the state the chain holds, which it must not change: the property

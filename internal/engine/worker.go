@@ -21,7 +21,8 @@ type WorkerConfig struct {
 	Batch int
 	// Wait is the long-poll wait of one receive; default 20ms.
 	Wait time.Duration
-	// Visibility hides received messages while they are handled; default: the queue's.
+	// Visibility hides received messages while they are handled; default:
+	// the queue's. A chain stops starting steps at half of it.
 	Visibility time.Duration
 	// Logger gets a line for each failed receive, message not handled and
 	// failed delete; default: discard. The coordinator logs to its own.
@@ -60,10 +61,10 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 			}
 			continue
 		}
-		var waiting int
-		wctx := WithWaiting(calm, &waiting)
+		batch := Batch{Visibility: cfg.Visibility}
+		wctx := WithBatch(calm, &batch)
 		for i, d := range ds {
-			waiting = len(ds) - i - 1
+			batch.Waiting = len(ds) - i - 1
 			handleDelivery(wctx, cfg.Coordinator, cfg.Receiver, d, log)
 		}
 	}

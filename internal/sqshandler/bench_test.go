@@ -125,7 +125,7 @@ func enableMetrics(cfg *engine.CoordinatorConfig, hcfg *sqshandler.Config) {
 // held events of a transition, its observer, the step's timing); the
 // Recorder itself allocates nothing once its tables have grown. One a
 // record is the copy of the saga's history as its state is decoded; 2 a
-// batch tell the coordinator how many records wait (engine.WithWaiting).
+// batch tell the coordinator of the batch (engine.WithBatch).
 func TestHandlerAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes allocation counts")

@@ -35,7 +35,33 @@ const (
 	EnvCompensateQueueURL = "LAMBDASAGA_COMPENSATE_QUEUE_URL"
 	EnvRetentionDays      = "LAMBDASAGA_RETENTION_DAYS"
 	EnvDeadlineMargin     = "LAMBDASAGA_DEADLINE_MARGIN"
+	// EnvChainSteps bounds the steps a record runs after its own, from
+	// the state it holds (engine.CoordinatorConfig.ChainSteps); 0 turns
+	// chains off, as for the first deploy of a release that brings them.
+	EnvChainSteps = "LAMBDASAGA_CHAIN_STEPS"
+	// EnvChainTime bounds how long a chain goes on starting steps
+	// (engine.CoordinatorConfig.ChainTime), a Go duration.
+	EnvChainTime = "LAMBDASAGA_CHAIN_TIME"
 )
+
+// chainFromEnvironment reads the chain's budgets; zero where unset (the
+// engine's defaults).
+func chainFromEnvironment() (steps int, d time.Duration, err error) {
+	if v := os.Getenv(EnvChainSteps); v != "" {
+		if steps, err = strconv.Atoi(v); err != nil || steps < 0 {
+			return 0, 0, fmt.Errorf("environment: %s=%q is not a number of steps (0 for no chains)", EnvChainSteps, v)
+		}
+		if steps == 0 {
+			steps = -1 // the engine's zero is its default
+		}
+	}
+	if v := os.Getenv(EnvChainTime); v != "" {
+		if d, err = time.ParseDuration(v); err != nil || d <= 0 {
+			return 0, 0, fmt.Errorf("environment: %s=%q is not a positive duration", EnvChainTime, v)
+		}
+	}
+	return steps, d, nil
+}
 
 // FromEnvironment builds a handler from the function's environment: the AWS
 // clients (endpoints and credentials from the usual AWS variables, so
@@ -105,6 +131,10 @@ func coordinatorFromEnvironment(ctx context.Context, reg *engine.Registry, metri
 		}
 		margin = d
 	}
+	chainSteps, chainTime, err := chainFromEnvironment()
+	if err != nil {
+		return nil, nil, 0, err
+	}
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("aws config: %w", err)
@@ -136,7 +166,7 @@ func coordinatorFromEnvironment(ctx context.Context, reg *engine.Registry, metri
 		lh = otelsaga.LogHandler(lh)
 	}
 	log := slog.New(lh)
-	cfg := engine.CoordinatorConfig{Store: store, Queue: queue, Actions: actions, Logger: log}
+	cfg := engine.CoordinatorConfig{Store: store, Queue: queue, Actions: actions, Logger: log, ChainSteps: chainSteps, ChainTime: chainTime}
 	if traces != nil {
 		cfg.Tracer = otelsaga.New(traces)
 	}

@@ -82,8 +82,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	}
 	recs := sqsqueue.Records(ev)
 	// A chain gives way to the records waiting behind it.
-	var waiting int
-	ctx = engine.WithWaiting(ctx, &waiting)
+	var batch engine.Batch
+	ctx = engine.WithBatch(ctx, &batch)
 	var failed []string
 	handled, handedBack := 0, 0
 	for i, r := range recs {
@@ -110,7 +110,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		}
 		// The coordinator ends the action saga.ResultReserve before the
 		// deadline, so that its outcome is written and sent in time.
-		waiting = len(recs) - i - 1
+		batch.Waiting = len(recs) - i - 1
 		err := h.handleRecord(ctx, r)
 		if errors.Is(err, engine.ErrNoTime) && h.handBack(ctx, r) {
 			handedBack++

@@ -221,3 +221,25 @@ func TestFromEnvironmentNeedsARegistry(t *testing.T) {
 		t.Fatalf("err %v, want a nil registry refused", err)
 	}
 }
+
+// The chain's budgets come from the environment; a value that is not one
+// is refused, naming the variable.
+func TestFromEnvironmentRefusesBadChainBudgets(t *testing.T) {
+	for _, tt := range []struct{ name, value string }{
+		{sqshandler.EnvChainSteps, "-1"},
+		{sqshandler.EnvChainSteps, "many"},
+		{sqshandler.EnvChainTime, "-1s"},
+		{sqshandler.EnvChainTime, "5"},
+	} {
+		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
+			t.Setenv(sqshandler.EnvTable, "t")
+			t.Setenv(sqshandler.EnvAdvanceQueueURL, "http://127.0.0.1:1/advance")
+			t.Setenv(sqshandler.EnvCompensateQueueURL, "http://127.0.0.1:1/compensate")
+			t.Setenv(tt.name, tt.value)
+			_, err := sqshandler.FromEnvironment(context.Background(), engine.NewRegistry())
+			if err == nil || !strings.Contains(err.Error(), tt.name) || !strings.Contains(err.Error(), tt.value) {
+				t.Fatalf("err %v, want %s=%q refused by name", err, tt.name, tt.value)
+			}
+		})
+	}
+}
