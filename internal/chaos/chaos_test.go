@@ -773,7 +773,10 @@ func TestChaos(t *testing.T) {
 	ticks := bytes.Count(logs.b.Bytes(), []byte(`invoked with {"job": "tick"}`))
 	idleTicks := bytes.Count(logs.b.Bytes(), []byte(`invoked with {"job": "tick"}: {"tick":{"Due":0,"Sent":0}}`))
 	sweepsResent := len(sweepResent.FindAll(logs.b.Bytes(), -1))
+	chained := bytes.Count(logs.b.Bytes(), []byte("outcome=chained"))
+	carriers := bytes.Count(logs.b.Bytes(), []byte("outcome=carrier"))
 	t.Logf("chaos report: %d sagas, %d workers killed with SIGKILL, %d invocations cut off mid-flight, %d duplicate action calls absorbed by idempotency keys, %d actions run into the invocation's deadline, %d sagas cancelled during an action (%d effects never found out), %d sagas waited and went on (not counting cancelled ones), %d ticks of the scheduled function (%d found nothing due; %d scheduled invocations cut off by kills), %d sweeps that sent an idle saga's outbox again", nSagas, kills.Load(), cut, duplicates, hung, cancelled, unknownEffects, waited, ticks, idleTicks, scheduledCut, sweepsResent)
+	t.Logf("chains: %d steps chained (run in the message of the step before, no queue hop); %d carriers came back after their worker died mid-chain and sent the stored outbox", chained, carriers)
 	killsOpen, killsUndoing := killed.during(fc.childSpans), killed.during(fc.undoSpans)
 	undoneLogged := bytes.Count(logs.b.Bytes(), []byte("child undone"))
 	t.Logf("forks: %d fork sagas (%d succeeded), %d children; %d kills while children ran, %d while parents undid them (by the ledger's times); %d children undone by their parents (%d undo transitions logged, retries included), %d compensated themselves; %d parents cancelled while a child ran, %d child actions run into the deadline, %d effects never found out, %d duplicate action calls absorbed; %d parents whose own actions timed out unscripted (versions not counted)",
@@ -792,6 +795,9 @@ func TestChaos(t *testing.T) {
 	logs.mu.Unlock()
 	if kills.Load() == 0 {
 		t.Error("no worker was killed: the test proved nothing")
+	}
+	if chained == 0 {
+		t.Error("no step was chained: the kill test never met a chain")
 	}
 	if ticks == 0 || ticks == idleTicks {
 		t.Errorf("%d ticks, %d of them found nothing due: the scheduled function never met a waiting saga", ticks, idleTicks)

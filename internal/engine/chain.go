@@ -27,9 +27,15 @@ const (
 	DefaultChainTime = 5 * time.Second
 )
 
-// HandledChained is the outcome logged for each step a chain runs after
-// the message's own (the message itself is HandledStep).
-const HandledChained Outcome = "chained"
+const (
+	// HandledChained is the outcome logged for each step a chain runs
+	// after the message's own (the message itself is HandledStep).
+	HandledChained Outcome = "chained"
+	// HandledCarrier: the message carried a chain that stopped before
+	// its last outbox was surely sent (its worker died): it sent the
+	// stored outbox again.
+	HandledCarrier Outcome = "carrier"
+)
 
 // Batch is what a worker tells the coordinator of the batch a record
 // comes in, to bound its chain: the caller sets it before each record.

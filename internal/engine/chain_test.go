@@ -155,8 +155,8 @@ func TestCarrierBackAfterACrashMidChainSendsTheStoredOutbox(t *testing.T) {
 	}
 	// The carrier comes back (its visibility timeout passed).
 	out, err := e.coord.Handle(context.Background(), d.Body)
-	if err != nil || out != engine.HandledResent {
-		t.Fatalf("the carrier back: %s %v, want resent", out, err)
+	if err != nil || out != engine.HandledCarrier {
+		t.Fatalf("the carrier back: %s %v, want carrier", out, err)
 	}
 	e.drain()
 	if st := e.get("c-1"); st.Status != durable.StatusSucceeded {
@@ -356,5 +356,82 @@ func TestChainTimeMustNotBeNegative(t *testing.T) {
 	cfg.ChainTime = -time.Second
 	if _, err := engine.NewCoordinator(cfg); err == nil || !strings.Contains(err.Error(), "ChainTime") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// A cancel lands while a chained step runs, and the worker dies before
+// recording the step: the cancel waits for that attempt, which had no
+// message of its own. The carrier, back, runs it at the cancel's version
+// (not 15 minutes later, when the cancel's fallback copy comes), and the
+// saga compensates what it did.
+func TestCarrierBackRunsTheAttemptACancelWaitsFor(t *testing.T) {
+	t.Parallel()
+	e := newEdgeRig(t, linearSaga(""), nil)
+	e.start("c-1", nil)
+	d, _ := e.receive()
+	var dead atomic.Bool
+	e.store.setHook(func(op, key string) error {
+		if dead.Load() {
+			return errors.New("the worker is gone")
+		}
+		return nil
+	})
+	e.queue.setHook(func(durable.Message) (bool, error) {
+		if dead.Load() {
+			return false, errors.New("the worker is gone")
+		}
+		return false, nil
+	})
+	var s3 atomic.Int64
+	e.reg.SetFallback(func(ctx context.Context, c saga.Call) (any, error) {
+		e.mu.Lock()
+		if c.Compensation {
+			e.ok = append(e.ok, c.Step+".compensate")
+		} else {
+			e.ok = append(e.ok, c.Step)
+		}
+		e.mu.Unlock()
+		if c.Step == "s3" && !c.Compensation && s3.Add(1) == 1 {
+			if _, err := e.coord.Cancel(context.Background(), "c-1"); err != nil {
+				t.Errorf("cancel: %v", err)
+			}
+			dead.Store(true)
+		}
+		return map[string]any{}, nil
+	})
+	if _, err := e.coord.Handle(context.Background(), d.Body); err == nil {
+		t.Fatal("a worker that died mid-chain reported its carrier handled")
+	}
+	dead.Store(false)
+	st := e.get("c-1")
+	if !st.CancelRequested || st.Version != 4 || st.Status != durable.StatusRunning {
+		t.Fatalf("after the crash: %s v%d cancel %v, want the cancel at v4 waiting for s3", st.Status, st.Version, st.CancelRequested)
+	}
+	if out, err := e.coord.Handle(context.Background(), d.Body); err != nil || out != engine.HandledStep {
+		t.Fatalf("the carrier back: %s %v, want the attempt run", out, err)
+	}
+	// Compensations run at once; the cancel's fallback copy, 15 minutes
+	// on, finds the saga ended.
+	for range 20 {
+		d, ok := e.receive()
+		if !ok {
+			break
+		}
+		if m, _ := durable.DecodeMessage(d.Body); m.Delay > 0 || m.Version == 4 {
+			continue // the fallback: left alone
+		}
+		if _, err := e.coord.Handle(context.Background(), d.Body); err != nil {
+			t.Fatal(err)
+		}
+		_ = e.q.Delete(context.Background(), &durable.DeleteParams{Queue: d.Queue, ReceiptHandle: d.ReceiptHandle})
+		if e.get("c-1").Status.Final() {
+			break
+		}
+	}
+	if st := e.get("c-1"); st.Status != durable.StatusCompensated {
+		t.Fatalf("status %s v%d, want compensated without waiting for the fallback", st.Status, st.Version)
+	}
+	if got := strings.Join(e.ok, " "); got != "s1 s2 s3 s3 s3.compensate s2.compensate s1.compensate" {
+		t.Errorf("calls %s", got)
 	}
 }

@@ -146,6 +146,11 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (outcome 
 		return "", err
 	}
 	switch {
+	case st.Version > msg.Version+1 && st.Carrier == msg.Version && msg.Kind == durable.KindStep && st.FromOutside && waitedFor(plan, st, chainedAttempt(plan, st)):
+		// msg carried a chain whose step a cancel landed on, and came
+		// back: the cancel waits for that attempt, which had no message
+		// of its own. It runs now, at the cancel's version.
+		msg = chainedAttempt(plan, st)
 	case st.Version > msg.Version+1 && st.Carrier == msg.Version && msg.Kind == durable.KindStep:
 		// msg carried the chain that wrote this version, and came back:
 		// the chain stopped before its last outbox was surely sent
@@ -153,8 +158,8 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (outcome 
 		if err := c.resendOutbox(ctx, st, plan); err != nil {
 			return "", fmt.Errorf("saga %s: re-send outbox of version %d, chained from version %d: %w", msg.SagaID, st.Version, msg.Version, err)
 		}
-		c.logHandled(ctx, msg, st, HandledResent, 0)
-		return HandledResent, nil
+		c.logHandled(ctx, msg, st, HandledCarrier, 0)
+		return HandledCarrier, nil
 	case st.Version > msg.Version+1:
 		c.logHandled(ctx, msg, st, HandledStale, 0)
 		return HandledStale, nil
@@ -314,6 +319,17 @@ func (c *Coordinator) fire(ctx context.Context, msg durable.Message, st *saga.St
 	}
 	c.logHandled(ctx, msg, st, HandledTimer, 0)
 	return HandledTimer, nil
+}
+
+// chainedAttempt is the message a chain would have sent for the attempt
+// pending in st, a cancel request written on the chain's last version.
+func chainedAttempt(plan *saga.Plan, st *saga.State) durable.Message {
+	cur, ok := st.Pending()
+	if !ok {
+		return durable.Message{}
+	}
+	id, _ := plan.Awaits(cur)
+	return durable.Message{SagaID: st.SagaID, Version: st.Version - 1, Queue: durable.QueueAdvance, Step: id, Attempt: cur.Attempt}
 }
 
 // waitedFor reports whether st is a cancel request (written after msg's

@@ -32,9 +32,15 @@ func (p *Plan) Advance(st *State, ev Event) error {
 	st.Version++
 	st.UpdatedAt = ev.Now
 	st.FromOutside = ev.Kind == EventCancel || ev.Kind == EventResume || ev.Kind == EventSignal || ev.Kind == EventCallback
-	st.Carrier = 0
-	if ev.Kind == EventResult {
+	switch ev.Kind {
+	case EventResult:
 		st.Carrier = ev.Carrier
+	case EventCancel:
+		// A cancel that lands in a chain keeps its carrier: the attempt it
+		// waits for had no message of its own, and the carrier, back after
+		// a crash, runs it.
+	default:
+		st.Carrier = 0
 	}
 	switch ev.Kind {
 	case EventStart:

@@ -56,7 +56,9 @@ type State struct {
 	// message ran a step, then this one from the state it held. That
 	// message, coming back, sends this version's outbox rather than being
 	// dropped as stale. Zero on every version written by the message of
-	// the version before it, or from outside.
+	// the version before it, or from outside; but a cancel keeps the
+	// carrier of the version it lands on (the carrier then runs the
+	// attempt the cancel waits for).
 	Carrier uint64
 	// Kept holds signals, and completions of callback tokens, that came
 	// before the saga waited for them, oldest first: an await takes the
