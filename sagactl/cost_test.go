@@ -3,6 +3,7 @@ package sagactl_test
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,14 +66,18 @@ func get(t *testing.T, v any, keys ...string) any {
 
 // TestCostJSON: the order saga's figures by DynamoDB's rule, on the
 // succeeding path (index 1 + 2) and where ship fails (1 for the create, 2
-// for running -> compensating, 2 for compensating -> compensated).
+// for running -> compensating, 2 for compensating -> compensated). Its
+// chains: reserve's message carries charge and ship; when ship fails, the
+// first compensation is a message (the compensate queue), which carries
+// the second.
 func TestCostJSON(t *testing.T) {
 	for _, tt := range []struct {
 		args                                []string
 		table, index, transitions, statuses float64
+		chained, messages                   float64
 	}{
-		{nil, 4, 3, 4, 1},
-		{[]string{"--fail", "ship"}, 6, 5, 6, 2},
+		{nil, 4, 3, 4, 1, 2, 1},
+		{[]string{"--fail", "ship"}, 6, 5, 6, 2, 3, 2},
 	} {
 		v := costJSON(t, append(tt.args, "--state-bytes", "472", "--steps-per-month", "3000000")...)
 		wu := get(t, v, "per_saga", "write_units")
@@ -89,8 +94,28 @@ func TestCostJSON(t *testing.T) {
 		for _, k := range []string{"lambda_invocations", "sqs", "dynamodb_reads", "dynamodb_writes"} {
 			get(t, v, "per_saga", "requests", k)
 		}
-		if get(t, v, "per_saga", "requests", "dynamodb_writes") != tt.transitions || get(t, v, "per_saga", "read_units") != steps {
+		if get(t, v, "per_saga", "requests", "dynamodb_writes") != tt.transitions || get(t, v, "per_saga", "read_units") != tt.messages ||
+			get(t, v, "per_saga", "chained_steps") != tt.chained || get(t, v, "per_saga", "messages") != tt.messages {
 			t.Errorf("%v: requests %v", tt.args, get(t, v, "per_saga"))
+		}
+		// Without chains, each action step is a message: its read.
+		if get(t, v, "unchained", "messages") != steps || get(t, v, "unchained", "read_units") != steps || get(t, v, "unchained", "requests", "dynamodb_writes") != tt.transitions {
+			t.Errorf("%v: unchained %v", tt.args, get(t, v, "unchained"))
+		}
+		chained := 0.0
+		for _, r := range get(t, v, "steps").([]any) {
+			if get(t, r, "chained") == true {
+				chained++
+			} else if get(t, r, "why") == "" {
+				t.Errorf("%v: step %v neither chained nor said why", tt.args, r)
+			}
+		}
+		if chained != tt.chained {
+			t.Errorf("%v: %v steps chained, want %v", tt.args, chained, tt.chained)
+		}
+		// Per million action steps: --steps-per-month is 3 million.
+		if m, s := get(t, v, "usd_per_million_action_steps").(float64), get(t, v, "usd_per_month", "total").(float64); math.Abs(3*m-s) > 1e-9 {
+			t.Errorf("%v: $%v per million action steps, $%v for 3 million", tt.args, m, s)
 		}
 		// The writes' dollars are the units at $0.625 per million.
 		perSaga, perMonth := get(t, v, "usd_per_saga"), get(t, v, "usd_per_month")
@@ -111,12 +136,21 @@ func TestCostJSON(t *testing.T) {
 				t.Errorf("%v: comparison %v", tt.args, c)
 			}
 		}
+		// Chains cost less: the same without any.
+		u, c := get(t, v, "unchained", "usd_per_saga", "total").(float64), get(t, perSaga, "total").(float64)
+		if tt.chained == 0 && u != c || tt.chained > 0 && u <= c {
+			t.Errorf("%v: $%v per saga without chains, $%v with", tt.args, u, c)
+		}
 		if strings.Join(names, ",") != "step_functions_standard,step_functions_express,lambda_durable_functions" {
 			t.Errorf("comparisons %v", names)
 		}
 		// Standard bills a transition per step entered: 6 on the order's
 		// path, 5 steps and 2 compensations when ship fails.
-		if want := map[bool]float64{true: 6, false: 7}[tt.args == nil]; get(t, cmps[0], "billed_units") != want {
+		want := 6.0
+		if slices.Contains(tt.args, "--fail") {
+			want = 7
+		}
+		if get(t, cmps[0], "billed_units") != want {
 			t.Errorf("%v: standard billed %v transitions, want %v", tt.args, get(t, cmps[0], "billed_units"), want)
 		}
 	}

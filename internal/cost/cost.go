@@ -3,7 +3,10 @@
 // Express and Lambda durable functions. The saga's path is walked with
 // Advance (actions succeeding unless told otherwise), every transition's
 // status is kept, and each request is priced at the list prices in
-// ListPrices, counting DynamoDB's units as DynamoDB bills them.
+// ListPrices, counting DynamoDB's units as DynamoDB bills them. Each action
+// step is found chained or not by the engine's rule (docs/PROTOCOL.md,
+// "Chains"): a chained step is its write alone, with no message, read or
+// invocation of its own; the path is priced without chains too.
 package cost
 
 import (
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
 	"github.com/lambdasaga/lambdasaga/internal/lang"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
@@ -101,6 +105,20 @@ type Params struct {
 	// (nil: none); the step's retry policy decides whether another attempt
 	// follows. A call the walk's fail function names fails for good instead.
 	Transient func(saga.Call) bool
+	// ChainSteps bounds the steps a message runs after its own, as
+	// engine.CoordinatorConfig.ChainSteps does: 0 is the engine's default
+	// (engine.DefaultChainSteps); negative prices every action step as a
+	// message of its own, as without chains.
+	ChainSteps int
+	// ChainTime is a chain's time budget, as engine.CoordinatorConfig's
+	// (0: engine.DefaultChainTime). A chain shares it with the records
+	// waiting behind it in its batch: the walk gives each chain
+	// ChainTime/BatchSize, what the first record of a full batch gets.
+	ChainTime time.Duration
+	// FunctionTimeout is the functions' timeout (0: 30 s, the template's):
+	// a step with a timeout chains only while the invocation has that
+	// timeout and 3 s left.
+	FunctionTimeout time.Duration
 }
 
 // check refuses figures no deployment has: negative or not finite.
@@ -115,6 +133,8 @@ func (p Params) check() error {
 		{"MessageBytes", float64(p.MessageBytes)},
 		{"BatchSize", p.BatchSize},
 		{"SagaIDBytes", float64(p.SagaIDBytes)},
+		{"ChainTime", float64(p.ChainTime)},
+		{"FunctionTimeout", float64(p.FunctionTimeout)},
 	} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
 			return fmt.Errorf("cost.Params.%s: must be a finite number, zero (the default) or more", f.name)
@@ -142,8 +162,21 @@ func (p Params) withDefaults() Params {
 	if p.SagaIDBytes == 0 {
 		p.SagaIDBytes = 36
 	}
+	if p.ChainSteps == 0 {
+		p.ChainSteps = engine.DefaultChainSteps
+	}
+	if p.ChainTime == 0 {
+		p.ChainTime = engine.DefaultChainTime
+	}
+	if p.FunctionTimeout == 0 {
+		p.FunctionTimeout = 30 * time.Second
+	}
 	return p
 }
+
+// Chaining reports whether the walk looks for chains (ChainSteps not
+// negative).
+func (p Params) Chaining() bool { return p.ChainSteps >= 0 }
 
 // Saga counts the work of one saga on one path.
 type Saga struct {
@@ -182,9 +215,19 @@ type Saga struct {
 	// park, that still comes after the delivery woke the saga, and is
 	// received, read and dropped.
 	StaleTimers int
-	// ActionSteps counts the messages handled: one per call, and one per
-	// call whose input could not be built (its step fails in that pass).
+	// ActionSteps counts the action steps run (actions, compensations and
+	// findings out, every attempt): one per call, and one per call whose
+	// input could not be built (its step fails in that pass). Each is a
+	// message handled, or a step chained.
 	ActionSteps int
+	// ChainedSteps counts those of ActionSteps run in a chain: each its
+	// conditional write alone, with no message, no read and no invocation
+	// of its own (docs/PROTOCOL.md, "Chains"). Zero without chains.
+	ChainedSteps int
+	// Steps is each step run, in order (a fork's children's included):
+	// each action step chained or not and why, and the waits, awaits and
+	// forks, which never chain.
+	Steps []StepRun
 	// Children counts the child runs of forks started (branches,
 	// iterations, child sagas); their transitions are in childWrites, not
 	// Statuses. ForkCounts counts their ends counted in fork records (a
@@ -212,7 +255,6 @@ type Saga struct {
 	// one before.
 	StatusChanges  int
 	SFNTransitions int // Step Functions state transitions for the same path
-	DynamoReads    int // consistent GetItems: one per action step
 	DynamoWrites   int // PutItems: one per transition
 	// ItemBytes is the largest saga item written, as DynamoDB sizes items
 	// (attribute names plus values): StateBytes plus ItemOverheadBytes.
@@ -234,18 +276,74 @@ type Saga struct {
 	// attributes do not change with it. Each write is 1 unit per KB of
 	// entry, rounded up: 1 for any entry under 1 KB. The emulators do not
 	// report these.
-	IndexWRU        float64
-	SQSRequests     float64 // billed requests: a send per action step, a receive and a delete per batch
-	LambdaInvokes   float64 // ActionSteps over BatchSize
-	LambdaGBSeconds float64 // ActionSteps times Duration times MemoryMB/1024
+	IndexWRU float64
+	// LambdaGBSeconds is ActionSteps times Duration times MemoryMB/1024: a
+	// chained step's action runs in its carrier's invocation, billed as
+	// long.
+	LambdaGBSeconds float64
+	// Priced is the requests and dollars with the chains the walk found
+	// (without any when Params.ChainSteps is negative).
+	Priced
+	// Unchained prices the same path with every action step a message of
+	// its own: as before chains, or with chaining turned off.
+	Unchained       Priced
+	CostStepFnsSaga float64 // USD per saga on Step Functions Standard, transitions only: SFNTransitions at list price
+	// Comparisons price the same path on the other services.
+	Comparisons []Comparison
+}
+
+// Priced is what one saga's requests cost, with chains or without.
+type Priced struct {
+	// Messages counts the messages handled: the action steps not chained,
+	// the timers, the stale timers, the fork counts, joins, undos and
+	// expiry.
+	Messages      int
+	DynamoReads   int     // consistent GetItems: one per message handled and per delivery, and the forks' and ticks' reads
+	SQSRequests   float64 // billed requests: a send per message, a receive and a delete per batch
+	LambdaInvokes float64 // Messages over BatchSize
 	// CostBreakdownUSD is USD per saga by part: "lambda requests", "lambda
 	// compute", "sqs", "dynamodb writes", "dynamodb reads".
 	CostBreakdownUSD map[string]float64
 	CostLambdaSaga   float64 // USD per saga with lambdasaga: the sum of CostBreakdownUSD, in Parts order
-	CostStepFnsSaga  float64 // USD per saga on Step Functions Standard, transitions only: SFNTransitions at list price
-	// Comparisons price the same path on the other services.
-	Comparisons []Comparison
 }
+
+// StepRun is a step the walk ran: an action step (an action, a
+// compensation or a finding out, one attempt), chained or handled from a
+// message of its own, or a wait, an await or a fork.
+type StepRun struct {
+	Step string `json:"step"` // the step's id
+	// Kind is "action", "compensation", "finding out", "wait", "await" or
+	// "fork".
+	Kind    string `json:"kind"`
+	Attempt int    `json:"attempt"` // an action step's attempt, from 1; 0 for the others
+	Child   bool   `json:"child"`   // a step of a fork's child run
+	Chained bool   `json:"chained"` // run in the invocation of the step before it: its write alone
+	// Why says why it is not chained (one of the Why constants, or what
+	// a wait, an await or a fork does); "" when chained.
+	Why string `json:"why"`
+}
+
+// Why an action step is not chained: the engine's rule (docs/PROTOCOL.md,
+// "Chains"), checked in this order.
+const (
+	WhyOff          = "chaining off"               // Params.ChainSteps negative
+	WhyCallbackStep = "callback step"              // its action starts work the saga then waits for
+	WhyStart        = "first step after the start" // a chain starts from a message's action step only
+	WhyWait         = "after a wait"               // the timer's message wrote the transition before
+	WhySignal       = "after a signal"             // the signal's sender wrote it
+	WhyCallback     = "after a callback"           // the callback's completer wrote it
+	WhyJoin         = "after a join"               // the fork's join message wrote it
+	WhyUndo         = "after an undo"              // a fork's undo of a child wrote it
+	WhyOutbox       = "outbox not one step message"
+	WhyBackoff      = "retry backoff"      // the message is delayed
+	WhyDelayed      = "delayed message"    // delayed, not a retry
+	WhyCompensation = "first compensation" // the compensate queue, after the advance queue
+	WhyQueue        = "another queue"
+	WhyLimit        = "chain step limit" // Params.ChainSteps after the message's own
+	WhyTime         = "chain time budget"
+	WhyNotFresh     = "untimed step, invocation not fresh" // over saga.StartReserve into the invocation
+	WhyTimeout      = "step timeout does not fit the invocation"
+)
 
 // childWrite is a transition of a child run: its status, and whether the
 // child is listed (a child saga) or not (a branch, an iteration: no index
@@ -292,7 +390,7 @@ func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Saga{Params: p, CostBreakdownUSD: map[string]float64{}}
+	s := &Saga{Params: p}
 	onStep := func(rec saga.StepRecord) {
 		if rec.Outcome == saga.OutcomeStarted || rec.Outcome == saga.OutcomeWaiting {
 			return // counted when the step ends
@@ -317,7 +415,7 @@ func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
 	}
 	s.Statuses = append(s.Statuses, string(st.Status))
 	w := &walker{s: s, fail: fail, onStep: onStep, now: dryRunStart, children: map[string]*childRun{}}
-	if err := w.drive(plan, st, func(st *saga.State) { s.Statuses = append(s.Statuses, string(st.Status)) }); err != nil {
+	if err := w.drive(plan, st, WhyStart, func(st *saga.State) { s.Statuses = append(s.Statuses, string(st.Status)) }); err != nil {
 		return nil, err
 	}
 	if st.Status == durable.StatusSucceeded || st.Status == durable.StatusCompensated {
@@ -336,12 +434,34 @@ type walker struct {
 	now      time.Time
 	calls    int
 	children map[string]*childRun
+	depth    int // 0 for the saga, 1 and more in its forks' children
+}
+
+// chain is where a run's chain stands before its next action step.
+type chain struct {
+	// after is why no chain goes on: the transition before was not a
+	// message's or a chained action step's (a Why constant); "" when it
+	// was.
+	after string
+	queue durable.QueueName // the carrier's queue
+	steps int               // the steps chained after the carrier's own
+}
+
+// run records a step run.
+func (w *walker) run(plan *saga.Plan, cur saga.Cursor, kind, why string, chained bool) {
+	r := StepRun{Step: plan.StepID(cur.Step), Kind: kind, Child: w.depth > 0, Chained: chained, Why: why}
+	if kind == "action" || kind == "compensation" || kind == "finding out" {
+		r.Attempt = cur.Attempt
+	}
+	w.s.Steps = append(w.s.Steps, r)
 }
 
 // drive advances st until it is final, calling wrote after each of its
-// transitions.
-func (w *walker) drive(plan *saga.Plan, st *saga.State, wrote func(*saga.State)) error {
+// transitions. after says why its first action step is not chained (the
+// transition before it was a start, a join, an undo).
+func (w *walker) drive(plan *saga.Plan, st *saga.State, after string, wrote func(*saga.State)) error {
 	s, p, onStep := w.s, w.s.Params, w.onStep
+	ch := chain{after: after}
 	for {
 		cur, pending := st.Pending()
 		if !pending {
@@ -351,12 +471,21 @@ func (w *walker) drive(plan *saga.Plan, st *saga.State, wrote func(*saga.State))
 			return fmt.Errorf("cost of saga %s: the walk did not end within %d calls: a loop its answers never leave", plan.Name(), maxCalls)
 		}
 		if cur.Fork {
+			if cur.Compensating {
+				w.run(plan, cur, "fork", "a fork's undo: the child undoes its steps", false)
+				ch = chain{after: WhyUndo}
+			} else {
+				w.run(plan, cur, "fork", "a fork: its children run on their own, then the join", false)
+				ch = chain{after: WhyJoin}
+			}
 			if err := w.fork(plan, st, cur, wrote); err != nil {
 				return err
 			}
 			continue
 		}
 		if cur.Wait && !p.delivers(plan, cur) {
+			w.run(plan, cur, "wait", "a wait: its timer's message goes on", false)
+			ch = chain{after: WhyWait}
 			// A wait's timer: a message handled, a read and a write; no
 			// action; for a long one, the tick's read of the saga too. (The
 			// tick's queries are the deployment's fixed cost, in
@@ -375,13 +504,49 @@ func (w *walker) drive(plan *saga.Plan, st *saga.State, wrote func(*saga.State))
 		}
 		if cur.Wait {
 			// An await's signal or a callback's completion, at once: the
-			// sender's read and write; its timer is never due.
-			if err := s.deliver(plan, st, w.now, onStep, wrote); err != nil {
+			// sender's read and write; its timer is never due. A signal
+			// kept first is taken by the transition before, whose chain
+			// goes on.
+			kept, err := s.deliver(plan, st, w.now, onStep, wrote)
+			if err != nil {
 				return err
+			}
+			id, _ := plan.Awaits(cur)
+			switch ls, _ := plan.Step(id); {
+			case ls.Kind != lang.KindAwait:
+				ch = chain{after: WhyCallback} // the callback step's action is its entry
+			case kept:
+				w.run(plan, cur, "await", "an await whose signal came first: taken by the step before", false)
+			default:
+				w.run(plan, cur, "await", "an await: the signal's write goes on", false)
+				ch = chain{after: WhySignal}
 			}
 			continue
 		}
 		s.ActionSteps++
+		kind := "action"
+		switch {
+		case cur.Compensating && cur.Unknown:
+			kind = "finding out"
+		case cur.Compensating:
+			kind = "compensation"
+		}
+		if why := w.chains(plan, st, cur, &ch); why != "" {
+			w.run(plan, cur, kind, why, false)
+			// A message of its own, which carries the chain that may
+			// follow.
+			ch = chain{queue: durable.QueueAdvance}
+			if cur.Compensating {
+				ch.queue = durable.QueueCompensate
+			}
+			if m, ok := stepMessage(st); ok {
+				ch.queue = m.Queue
+			}
+		} else {
+			w.run(plan, cur, kind, "", true)
+			s.ChainedSteps++
+			ch.steps++
+		}
 		var out any
 		call, callErr := plan.Call(st, w.now)
 		if callErr != nil {
@@ -417,7 +582,10 @@ func (w *walker) fork(plan *saga.Plan, st *saga.State, cur saga.Cursor, wrote fu
 				return err
 			}
 			childWrote(c.st)
-			if err := w.drive(c.plan, c.st, childWrote); err != nil {
+			w.depth++
+			err := w.drive(c.plan, c.st, WhyUndo, childWrote)
+			w.depth--
+			if err != nil {
 				return err
 			}
 			if c.st.Status == durable.StatusCompensationFailed {
@@ -450,7 +618,10 @@ func (w *walker) fork(plan *saga.Plan, st *saga.State, cur saga.Cursor, wrote fu
 		w.children[child.SagaID] = c
 		childWrote := w.childWrote(c.listed)
 		s.childWrites = append(s.childWrites, childWrite{status: string(child.Status), listed: c.listed, first: true})
-		if err := w.drive(cp, child, childWrote); err != nil {
+		w.depth++
+		err = w.drive(cp, child, WhyStart, childWrote)
+		w.depth--
+		if err != nil {
 			return err
 		}
 		if child.Status == durable.StatusCompensationFailed {
@@ -526,7 +697,7 @@ func (p Params) delivers(plan *saga.Plan, cur saga.Cursor) bool {
 // With Params.SignalsFirst an await's signal was kept before the saga
 // reached it: the transition that parked the saga is counted as the keep's
 // write (the status before it, kept) and the signal's as that transition's.
-func (s *Saga) deliver(plan *saga.Plan, st *saga.State, now time.Time, onStep func(saga.StepRecord), wrote func(*saga.State)) error {
+func (s *Saga) deliver(plan *saga.Plan, st *saga.State, now time.Time, onStep func(saga.StepRecord), wrote func(*saga.State)) (kept bool, _ error) {
 	cur, _ := st.Pending()
 	id, _ := plan.Awaits(cur)
 	ls, _ := plan.Step(id)
@@ -542,6 +713,7 @@ func (s *Saga) deliver(plan *saga.Plan, st *saga.State, now time.Time, onStep fu
 	if s.Params.SignalsFirst && ls.Kind == lang.KindAwait && n > 1 {
 		s.SignalsKept++
 		s.Statuses[n-1] = s.Statuses[n-2]
+		kept = true
 	} else {
 		s.Parked++
 		if st.WakeAt().Sub(now) <= maxQueueDelay {
@@ -549,10 +721,63 @@ func (s *Saga) deliver(plan *saga.Plan, st *saga.State, now time.Time, onStep fu
 		}
 	}
 	if _, err := plan.Receive(st, &ev); err != nil {
-		return fmt.Errorf("cost of saga %s: deliver to %s: %w", plan.Name(), id, err)
+		return false, fmt.Errorf("cost of saga %s: deliver to %s: %w", plan.Name(), id, err)
 	}
 	wrote(st)
-	return nil
+	return kept, nil
+}
+
+// chains says why the action step st waits on (cur) is not chained, by
+// the engine's rule (engine.Coordinator's chainable, docs/PROTOCOL.md,
+// "Chains"), or "" when it is. Each action takes Params.Duration, and the
+// chain's invocation is taken to be fresh when its message's step starts.
+func (w *walker) chains(plan *saga.Plan, st *saga.State, cur saga.Cursor, ch *chain) string {
+	p := w.s.Params
+	switch {
+	case !p.Chaining():
+		return WhyOff
+	case !plan.Chains(cur):
+		return WhyCallbackStep
+	case ch.after != "":
+		return ch.after
+	}
+	next, ok := stepMessage(st)
+	switch {
+	case !ok:
+		return WhyOutbox
+	case next.Delay > 0 && cur.Attempt > 1:
+		return WhyBackoff
+	case next.Delay > 0:
+		return WhyDelayed
+	case next.Queue != ch.queue && next.Queue == durable.QueueCompensate:
+		return WhyCompensation
+	case next.Queue != ch.queue:
+		return WhyQueue
+	case ch.steps >= p.ChainSteps:
+		return WhyLimit
+	}
+	// Time: the chain's clock starts once the message's own step is
+	// written; the invocation's, as that step starts.
+	budget := time.Duration(float64(p.ChainTime) / p.BatchSize)
+	if time.Duration(ch.steps)*p.Duration >= budget {
+		return WhyTime
+	}
+	used := time.Duration(ch.steps+1) * p.Duration
+	switch _, timeout := plan.Awaits(cur); {
+	case timeout > 0 && p.FunctionTimeout-used < timeout+saga.StartReserve+saga.ResultReserve:
+		return WhyTimeout
+	case timeout == 0 && used >= saga.StartReserve:
+		return WhyNotFresh
+	}
+	return ""
+}
+
+// stepMessage is st's outbox when it is one step message.
+func stepMessage(st *saga.State) (durable.Message, bool) {
+	if len(st.Outbox) != 1 || st.Outbox[0].Kind != durable.KindStep {
+		return durable.Message{}, false
+	}
+	return st.Outbox[0], true
 }
 
 // maxQueueDelay is SQS's longest delay: a timer within it is a delayed
@@ -563,7 +788,6 @@ const maxQueueDelay = 15 * time.Minute
 func (s *Saga) count(name string) {
 	p := s.Params
 	s.Transitions = len(s.Statuses)
-	s.DynamoReads = s.ActionSteps + s.Timers + s.TickedTimers + s.Signals + s.Callbacks + s.StaleTimers
 	s.DynamoWrites = s.Transitions
 	prev := ""
 	for i, status := range s.Statuses {
@@ -604,36 +828,63 @@ func (s *Saga) count(name string) {
 	}
 	s.TableWRU += float64(s.ForkCounts)
 	s.DynamoWrites += len(s.childWrites) + s.ForkCounts
-	s.DynamoReads += s.ForkCounts + s.Joins + s.Children + 3*s.Undos + s.LaunchReads
 	// The finished tree's expiry: an UpdateItem of ttl per item, no index
 	// write (ttl is not projected).
 	s.TableWRU += s.expireWRU
 	s.DynamoWrites += s.Expires
-	s.DynamoReads += s.ExpireReads
 	// Each timer's by_due entry: put when the saga starts waiting, deleted
 	// when the timer fires or a delivery wakes it (entries of about 100
 	// bytes: 1 unit each).
 	s.IndexWRU += 2 * float64(s.Timers+s.Parked)
 	s.RRUPerRead = math.Ceil(float64(s.ItemBytes) / 4096)
-	chunks := math.Ceil(float64(p.MessageBytes) / 65536) // SQS bills 64 KB chunks
+	s.LambdaGBSeconds = float64(s.ActionSteps) * p.Duration.Seconds() * float64(p.MemoryMB) / 1024
+	s.Priced = s.price(s.ChainedSteps)
+	s.Unchained = s.price(0)
+	pr := ListPrices
+	s.CostStepFnsSaga = float64(s.SFNTransitions) * pr.StepFunctionsPerMillion / 1e6
+	s.Comparisons = s.compare()
+}
+
+// price turns the counts into requests and dollars, chained of the action
+// steps running in a chain: no message, no read, no invocation of their
+// own. Their writes and their actions' compute are the same either way.
+func (s *Saga) price(chained int) Priced {
+	p := s.Params
+	steps := s.ActionSteps - chained // handled from a message of their own
+	// Reads: one strongly consistent GetItem per message-handled action
+	// step, per timer (and the tick's for a long one), per delivery (the
+	// sender's), per stale timer (read and dropped), and the forks' and
+	// expiry's reads.
+	c := Priced{CostBreakdownUSD: map[string]float64{}}
+	c.DynamoReads = steps + s.Timers + s.TickedTimers + s.Signals + s.Callbacks + s.StaleTimers +
+		s.ForkCounts + s.Joins + s.Children + 3*s.Undos + s.LaunchReads + s.ExpireReads
 	// Messages handled: the action steps', the timers', and the stale
 	// timers' (dropped). A delivery's write sends the next step's message,
 	// which its action step counts.
-	messages := float64(s.ActionSteps + s.Timers + s.StaleTimers + s.ForkCounts + s.Joins + 2*s.Undos + s.ExpireMessages)
-	s.SQSRequests = messages * chunks * (1 + 2/p.BatchSize) // a send each; a receive and a delete per batch
-	s.LambdaInvokes = messages / p.BatchSize
-	s.LambdaGBSeconds = float64(s.ActionSteps) * p.Duration.Seconds() * float64(p.MemoryMB) / 1024
+	c.Messages = steps + s.Timers + s.StaleTimers + s.ForkCounts + s.Joins + 2*s.Undos + s.ExpireMessages
+	chunks := math.Ceil(float64(p.MessageBytes) / 65536) // SQS bills 64 KB chunks
+	messages := float64(c.Messages)
+	c.SQSRequests = messages * chunks * (1 + 2/p.BatchSize) // a send each; a receive and a delete per batch
+	c.LambdaInvokes = messages / p.BatchSize
 	pr := ListPrices
-	s.CostBreakdownUSD["lambda requests"] = s.LambdaInvokes * pr.LambdaPerMillionRequests / 1e6
-	s.CostBreakdownUSD["lambda compute"] = s.LambdaGBSeconds * pr.LambdaArmPerGBSecond
-	s.CostBreakdownUSD["sqs"] = s.SQSRequests * pr.SQSPerMillionRequests / 1e6
-	s.CostBreakdownUSD["dynamodb writes"] = (s.TableWRU + s.IndexWRU) * pr.DynamoPerMillionWRU / 1e6
-	s.CostBreakdownUSD["dynamodb reads"] = float64(s.DynamoReads) * s.RRUPerRead * pr.DynamoPerMillionRRU / 1e6
+	c.CostBreakdownUSD["lambda requests"] = c.LambdaInvokes * pr.LambdaPerMillionRequests / 1e6
+	c.CostBreakdownUSD["lambda compute"] = s.LambdaGBSeconds * pr.LambdaArmPerGBSecond
+	c.CostBreakdownUSD["sqs"] = c.SQSRequests * pr.SQSPerMillionRequests / 1e6
+	c.CostBreakdownUSD["dynamodb writes"] = (s.TableWRU + s.IndexWRU) * pr.DynamoPerMillionWRU / 1e6
+	c.CostBreakdownUSD["dynamodb reads"] = float64(c.DynamoReads) * s.RRUPerRead * pr.DynamoPerMillionRRU / 1e6
 	for _, k := range Parts() { // one order, so one total to the last bit
-		s.CostLambdaSaga += s.CostBreakdownUSD[k]
+		c.CostLambdaSaga += c.CostBreakdownUSD[k]
 	}
-	s.CostStepFnsSaga = float64(s.SFNTransitions) * pr.StepFunctionsPerMillion / 1e6
-	s.Comparisons = s.compare()
+	return c
+}
+
+// PerMillionActionSteps is usd, per saga, per million of the path's
+// action steps; 0 when the path runs no action step.
+func (s *Saga) PerMillionActionSteps(usd float64) float64 {
+	if s.ActionSteps == 0 {
+		return 0
+	}
+	return usd * (1e6 / float64(s.ActionSteps)) // as sagactl cost's sagas for a million steps
 }
 
 // The saga item, as store/dynamo writes it under the status-keyed index

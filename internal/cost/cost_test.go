@@ -48,9 +48,16 @@ func TestOrderSagaCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// reserve, price, charge, check, ship, done: three action steps, four writes.
-	if s.ActionSteps != 3 || s.Calls != 3 || s.DynamoWrites != 4 || s.DynamoReads != 3 || s.SQSRequests != 9 || s.SFNTransitions != 6 || len(s.Path) != 6 {
+	// reserve, price, charge, check, ship, done: three action steps, four
+	// writes. reserve's message carries a chain: charge and ship are
+	// chained (one step message, on the advance queue, no delay, plain
+	// actions), so one message is handled: one read, a send, a receive and
+	// a delete, one invocation. Without chains: three of each.
+	if s.ActionSteps != 3 || s.ChainedSteps != 2 || s.Messages != 1 || s.Calls != 3 || s.DynamoWrites != 4 || s.DynamoReads != 1 || s.SQSRequests != 3 || s.LambdaInvokes != 1 || s.SFNTransitions != 6 || len(s.Path) != 6 {
 		t.Fatalf("%+v", s)
+	}
+	if u := s.Unchained; u.Messages != 3 || u.DynamoReads != 3 || u.SQSRequests != 9 || u.LambdaInvokes != 3 {
+		t.Fatalf("without chains: %+v", u)
 	}
 	if want := []string{"running", "running", "running", "succeeded"}; !slices.Equal(s.Statuses, want) {
 		t.Fatalf("statuses %v, want %v", s.Statuses, want)
@@ -61,16 +68,21 @@ func TestOrderSagaCost(t *testing.T) {
 	if s.TableWRU != 4 || s.IndexWRU != 3 || s.StatusChanges != 1 {
 		t.Fatalf("table %v, index %v write units, %d status changes; want 4, 3, 1", s.TableWRU, s.IndexWRU, s.StatusChanges)
 	}
-	want := 3*0.2/1e6 + 3*0.01*0.25*0.0000133334 + 9*0.4/1e6 + (4+3)*0.625/1e6 + 3*0.125/1e6
+	// The writes and the compute are the same with chains and without.
+	want := 1*0.2/1e6 + 3*0.01*0.25*0.0000133334 + 3*0.4/1e6 + (4+3)*0.625/1e6 + 1*0.125/1e6
 	if !near(s.CostLambdaSaga, want) {
 		t.Fatalf("cost %v, want %v", s.CostLambdaSaga, want)
+	}
+	unchained := 3*0.2/1e6 + 3*0.01*0.25*0.0000133334 + 9*0.4/1e6 + (4+3)*0.625/1e6 + 3*0.125/1e6
+	if !near(s.Unchained.CostLambdaSaga, unchained) {
+		t.Fatalf("cost without chains %v, want %v", s.Unchained.CostLambdaSaga, unchained)
 	}
 	if s.CostStepFnsSaga != 6*25.0/1e6 {
 		t.Fatalf("step functions transitions %v", s.CostStepFnsSaga)
 	}
 	var b strings.Builder
 	s.Report(&b, "order", 1e6)
-	for _, line := range []string{"statuses written: running x3, succeeded (1 status change(s))", "3 on the by_status index", "Step Functions Standard ", "Step Functions Express ", "Lambda durable functions "} {
+	for _, line := range []string{"statuses written: running x3, succeeded (1 status change(s))", "3 on the by_status index", "lambdasaga without chains ", "Step Functions Standard ", "Step Functions Express ", "Lambda durable functions "} {
 		if !strings.Contains(b.String(), line) {
 			t.Fatalf("report lacks %q:\n%s", line, b.String())
 		}
@@ -370,19 +382,26 @@ func TestWalkCostsAnAwait(t *testing.T) {
 		parked   int
 		kept     int
 		invokes  float64 // of the durable function
+		// A signal kept first is taken by ask's transition, which goes on
+		// to book: book is chained, and ask's message the only one (a
+		// read, 3 SQS requests). A signal that wakes the await writes the
+		// transition before book: book is a message (2 messages, 3 reads
+		// with the sender's).
+		reads int
+		sqs   float64
 	}{
-		{false, []string{"running", "waiting", "running", "succeeded"}, 9, 1, 0, 2},
-		{true, []string{"running", "running", "running", "succeeded"}, 3, 0, 1, 1},
+		{false, []string{"running", "waiting", "running", "succeeded"}, 9, 1, 0, 2, 3, 6},
+		{true, []string{"running", "running", "running", "succeeded"}, 3, 0, 1, 1, 2, 3},
 	} {
 		s, err := cost.Walk(plan, cost.Params{StateBytes: 300, SignalsFirst: tc.first}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Signals != 1 || s.SignalsKept != tc.kept || s.Parked != tc.parked || s.StaleTimers != 0 || s.DynamoReads != 3 || s.DynamoWrites != 4 || !slices.Equal(s.Statuses, tc.statuses) {
+		if s.Signals != 1 || s.SignalsKept != tc.kept || s.Parked != tc.parked || s.StaleTimers != 0 || s.DynamoReads != tc.reads || s.DynamoWrites != 4 || !slices.Equal(s.Statuses, tc.statuses) {
 			t.Fatalf("signals first %v: signals %d (kept %d), parked %d, stale %d, reads %d, writes %d, statuses %v", tc.first, s.Signals, s.SignalsKept, s.Parked, s.StaleTimers, s.DynamoReads, s.DynamoWrites, s.Statuses)
 		}
-		if s.IndexWRU != tc.index || s.SQSRequests != 6 || !slices.Equal(s.Path, []string{"ask", "approve", "book"}) {
-			t.Fatalf("signals first %v: index WRU %v, SQS %v, path %v", tc.first, s.IndexWRU, s.SQSRequests, s.Path)
+		if s.IndexWRU != tc.index || s.SQSRequests != tc.sqs || s.Unchained.DynamoReads != 3 || s.Unchained.SQSRequests != 6 || !slices.Equal(s.Path, []string{"ask", "approve", "book"}) {
+			t.Fatalf("signals first %v: index WRU %v, SQS %v (%v without chains), path %v", tc.first, s.IndexWRU, s.SQSRequests, s.Unchained.SQSRequests, s.Path)
 		}
 		for _, c := range s.Comparisons {
 			if c.Name == "lambda_durable_functions" && (c.BilledUnits != 3 || !strings.Contains(c.Counts, fmt.Sprintf("invoked %g time(s)", tc.invokes))) {

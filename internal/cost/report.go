@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // Estimate is the estimate of one saga on one path for a month's volume,
@@ -22,9 +23,30 @@ type Estimate struct {
 	PerSaga       Counts      `json:"per_saga"`        // requests and units
 	USDPerSaga    Dollars     `json:"usd_per_saga"`    // lambdasaga's costs
 	USDPerMonth   Dollars     `json:"usd_per_month"`   // usd_per_saga times sagas_per_month
+	// USDPerMillionActionSteps is usd_per_saga's total per million of the
+	// path's action steps (0 when it runs none): the figure docs/COST.md
+	// compares.
+	USDPerMillionActionSteps float64 `json:"usd_per_million_action_steps"`
+	// Steps is each step run, in order: each action step chained or not,
+	// and why not; the waits, awaits and forks, which never chain.
+	Steps []StepRun `json:"steps"`
+	// Unchained is the same path with every action step a message of its
+	// own (as without chains); the same as above when chaining is off.
+	Unchained UnchainedEstimate `json:"unchained"`
 	// Comparisons are Step Functions Standard, Step Functions Express and
 	// Lambda durable functions, in that order.
 	Comparisons []ComparisonEstimate `json:"comparisons"`
+}
+
+// UnchainedEstimate is what chains change, priced without them: the
+// writes, units and compute are the same.
+type UnchainedEstimate struct {
+	Messages                 int      `json:"messages"` // messages handled
+	Requests                 Requests `json:"requests"`
+	ReadUnits                float64  `json:"read_units"`
+	USDPerSaga               Dollars  `json:"usd_per_saga"`
+	USDPerMonth              Dollars  `json:"usd_per_month"`
+	USDPerMillionActionSteps float64  `json:"usd_per_million_action_steps"`
 }
 
 // Assumptions are the figures the estimate rests on, defaults filled in.
@@ -40,25 +62,26 @@ type Assumptions struct {
 	MessageBytes      int     `json:"message_bytes"`       // one SQS message
 	BatchSize         float64 `json:"batch_size"`          // messages per invocation
 	SagaIDBytes       int     `json:"saga_id_bytes"`       // the saga ids' length
+	// ChainSteps is how many steps a chain runs after its message's own;
+	// -1: chaining off.
+	ChainSteps        int     `json:"chain_steps"`
+	ChainTimeMS       float64 `json:"chain_time_ms"`       // a chain's time budget, shared by the batch
+	FunctionTimeoutMS float64 `json:"function_timeout_ms"` // the functions' timeout
 }
 
 // Counts are one saga's requests and capacity units.
 type Counts struct {
-	ActionSteps   int `json:"action_steps"`   // messages handled
-	Transitions   int `json:"transitions"`    // state writes, the start included
-	StatusChanges int `json:"status_changes"` // transitions whose status differs from the one before
-	Timers        int `json:"timers"`         // wait steps' timers fired
-	Signals       int `json:"signals"`        // signals delivered to awaits, kept ones included
-	SignalsKept   int `json:"signals_kept"`   // signals kept before their await (--signals-first)
-	Callbacks     int `json:"callbacks"`      // callback tokens completed
-	// Requests are the billed requests by service.
-	Requests struct {
-		LambdaInvocations float64 `json:"lambda_invocations"`
-		SQS               float64 `json:"sqs"`            // sends, receives and deletes, per 64 KB chunk
-		DynamoDBReads     int     `json:"dynamodb_reads"` // consistent GetItems
-		DynamoDBWrites    int     `json:"dynamodb_writes"`
-	} `json:"requests"`
-	ReadUnits float64 `json:"read_units"` // DynamoDB's read units, the reads' in all
+	ActionSteps   int      `json:"action_steps"`   // actions and compensations run, every attempt
+	ChainedSteps  int      `json:"chained_steps"`  // of action_steps, those run in a chain: a write each, no message
+	Messages      int      `json:"messages"`       // messages handled
+	Transitions   int      `json:"transitions"`    // state writes, the start included
+	StatusChanges int      `json:"status_changes"` // transitions whose status differs from the one before
+	Timers        int      `json:"timers"`         // wait steps' timers fired
+	Signals       int      `json:"signals"`        // signals delivered to awaits, kept ones included
+	SignalsKept   int      `json:"signals_kept"`   // signals kept before their await (--signals-first)
+	Callbacks     int      `json:"callbacks"`      // callback tokens completed
+	Requests      Requests `json:"requests"`
+	ReadUnits     float64  `json:"read_units"` // DynamoDB's read units, the reads' in all
 	// WriteUnits are DynamoDB's write units: on the table, on the
 	// by_status index (1 at the start, 2 per status change), and both.
 	WriteUnits struct {
@@ -67,6 +90,14 @@ type Counts struct {
 		Total float64 `json:"total"`
 	} `json:"write_units"`
 	LambdaGBSeconds float64 `json:"lambda_gb_seconds"` // the actions' compute
+}
+
+// Requests are the billed requests by service.
+type Requests struct {
+	LambdaInvocations float64 `json:"lambda_invocations"`
+	SQS               float64 `json:"sqs"`            // sends, receives and deletes, per 64 KB chunk
+	DynamoDBReads     int     `json:"dynamodb_reads"` // consistent GetItems
+	DynamoDBWrites    int     `json:"dynamodb_writes"`
 }
 
 // Dollars are lambdasaga's costs by part.
@@ -92,47 +123,80 @@ type ComparisonEstimate struct {
 	LambdaUSDPerSaga        float64 `json:"lambda_usd_per_saga"` // the actions' Lambda requests and compute there
 	USDPerSaga              float64 `json:"usd_per_saga"`        // the two above
 	USDPerMonth             float64 `json:"usd_per_month"`       // usd_per_saga times sagas_per_month
-	// TimesLambdasaga is usd_per_saga over lambdasaga's total.
-	TimesLambdasaga float64 `json:"times_lambdasaga"`
-	Counts          string  `json:"counts"` // what is counted and assumed
+	// USDPerMillionActionSteps is usd_per_saga per million of the path's
+	// action steps (0 when it runs none).
+	USDPerMillionActionSteps float64 `json:"usd_per_million_action_steps"`
+	// TimesLambdasaga is usd_per_saga over lambdasaga's total;
+	// TimesLambdasagaUnchained over its total without chains.
+	TimesLambdasaga          float64 `json:"times_lambdasaga"`
+	TimesLambdasagaUnchained float64 `json:"times_lambdasaga_unchained"`
+	Counts                   string  `json:"counts"` // what is counted and assumed
 }
 
 // Estimate gathers the walk's figures for sagasPerMonth sagas.
 func (s *Saga) Estimate(name string, sagasPerMonth float64) Estimate {
 	p := s.Params
+	chainSteps := p.ChainSteps
+	if !p.Chaining() {
+		chainSteps = -1
+	}
 	e := Estimate{Saga: name, Path: s.Path, Compensations: s.Compensations, Retries: s.Retries,
 		Statuses: s.Statuses, SagasPerMonth: sagasPerMonth,
-		Assumptions: Assumptions{MemoryMB: p.MemoryMB, DurationMS: float64(p.Duration.Microseconds()) / 1000,
+		Assumptions: Assumptions{MemoryMB: p.MemoryMB, DurationMS: ms(p.Duration),
 			StateBytes: p.StateBytes, ItemBytes: s.ItemBytes, ItemOverheadBytes: s.ItemOverheadBytes,
-			IndexEntryBytes: s.IndexEntryBytes, MessageBytes: p.MessageBytes, BatchSize: p.BatchSize, SagaIDBytes: p.SagaIDBytes},
+			IndexEntryBytes: s.IndexEntryBytes, MessageBytes: p.MessageBytes, BatchSize: p.BatchSize, SagaIDBytes: p.SagaIDBytes,
+			ChainSteps: chainSteps, ChainTimeMS: ms(p.ChainTime), FunctionTimeoutMS: ms(p.FunctionTimeout)},
+		Steps: s.Steps,
 	}
 	if e.Path == nil {
 		e.Path = []string{}
 	}
+	if e.Steps == nil {
+		e.Steps = []StepRun{}
+	}
 	c := &e.PerSaga
-	c.ActionSteps, c.Transitions, c.StatusChanges = s.ActionSteps, s.Transitions, s.StatusChanges
+	c.ActionSteps, c.ChainedSteps, c.Messages, c.Transitions, c.StatusChanges = s.ActionSteps, s.ChainedSteps, s.Messages, s.Transitions, s.StatusChanges
 	c.Timers, c.Signals, c.SignalsKept, c.Callbacks = s.Timers, s.Signals, s.SignalsKept, s.Callbacks
-	c.Requests.LambdaInvocations, c.Requests.SQS = s.LambdaInvokes, s.SQSRequests
-	c.Requests.DynamoDBReads, c.Requests.DynamoDBWrites = s.DynamoReads, s.DynamoWrites
+	c.Requests = s.requests(s.Priced)
 	c.ReadUnits = float64(s.DynamoReads) * s.RRUPerRead
 	c.WriteUnits.Table, c.WriteUnits.Index, c.WriteUnits.Total = s.TableWRU, s.IndexWRU, s.TableWRU+s.IndexWRU
 	c.LambdaGBSeconds = s.LambdaGBSeconds
-	b := s.CostBreakdownUSD
-	e.USDPerSaga = Dollars{b["lambda requests"], b["lambda compute"], b["sqs"], b["dynamodb writes"], b["dynamodb reads"], s.CostLambdaSaga}
-	m := e.USDPerSaga
-	e.USDPerMonth = Dollars{m.LambdaRequests * sagasPerMonth, m.LambdaCompute * sagasPerMonth, m.SQS * sagasPerMonth,
-		m.DynamoDBWrites * sagasPerMonth, m.DynamoDBReads * sagasPerMonth, m.Total * sagasPerMonth}
+	e.USDPerSaga, e.USDPerMonth = dollars(s.Priced, sagasPerMonth)
+	e.USDPerMillionActionSteps = s.PerMillionActionSteps(s.CostLambdaSaga)
+	u := s.Unchained
+	e.Unchained = UnchainedEstimate{Messages: u.Messages, Requests: s.requests(u), ReadUnits: float64(u.DynamoReads) * s.RRUPerRead,
+		USDPerMillionActionSteps: s.PerMillionActionSteps(u.CostLambdaSaga)}
+	e.Unchained.USDPerSaga, e.Unchained.USDPerMonth = dollars(u, sagasPerMonth)
 	for _, cmp := range s.Comparisons {
 		ce := ComparisonEstimate{Name: cmp.Name, Title: cmp.Title, Fits: cmp.Fits, BilledUnits: cmp.BilledUnits, Unit: cmp.Unit,
 			OrchestrationUSDPerSaga: cmp.OrchestrationUSD, LambdaUSDPerSaga: cmp.LambdaUSD, USDPerSaga: cmp.TotalUSD,
-			USDPerMonth: cmp.TotalUSD * sagasPerMonth, Counts: cmp.Counts}
+			USDPerMonth: cmp.TotalUSD * sagasPerMonth, USDPerMillionActionSteps: s.PerMillionActionSteps(cmp.TotalUSD), Counts: cmp.Counts}
 		if s.CostLambdaSaga > 0 {
 			ce.TimesLambdasaga = cmp.TotalUSD / s.CostLambdaSaga
+		}
+		if u.CostLambdaSaga > 0 {
+			ce.TimesLambdasagaUnchained = cmp.TotalUSD / u.CostLambdaSaga
 		}
 		e.Comparisons = append(e.Comparisons, ce)
 	}
 	return e
 }
+
+// requests are c's requests by service; the writes are the same with
+// chains and without.
+func (s *Saga) requests(c Priced) Requests {
+	return Requests{LambdaInvocations: c.LambdaInvokes, SQS: c.SQSRequests, DynamoDBReads: c.DynamoReads, DynamoDBWrites: s.DynamoWrites}
+}
+
+// dollars are c's dollars per saga, and for sagasPerMonth sagas.
+func dollars(c Priced, sagasPerMonth float64) (perSaga, perMonth Dollars) {
+	b := c.CostBreakdownUSD
+	m := Dollars{b["lambda requests"], b["lambda compute"], b["sqs"], b["dynamodb writes"], b["dynamodb reads"], c.CostLambdaSaga}
+	return m, Dollars{m.LambdaRequests * sagasPerMonth, m.LambdaCompute * sagasPerMonth, m.SQS * sagasPerMonth,
+		m.DynamoDBWrites * sagasPerMonth, m.DynamoDBReads * sagasPerMonth, m.Total * sagasPerMonth}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // Report writes the estimate for sagasPerMonth sagas, for people.
 func (s *Saga) Report(w io.Writer, name string, sagasPerMonth float64) {
@@ -150,8 +214,14 @@ func (s *Saga) Report(w io.Writer, name string, sagasPerMonth float64) {
 		fmt.Fprintf(w, "pauses: %d timer(s) fired, %d signal(s) (%d kept before their await), %d callback(s) completed; %d by_due entries put and deleted, %d timer message(s) dropped after a delivery\n",
 			s.Timers, s.Signals, s.SignalsKept, s.Callbacks, s.Timers+s.Parked, s.StaleTimers)
 	}
-	fmt.Fprintf(w, "per saga: %d action steps, %d state writes, %d reads, %.1f SQS requests, %.2f Lambda invocations, %.5f GB-s\n",
-		c.ActionSteps, c.Requests.DynamoDBWrites, c.Requests.DynamoDBReads, c.Requests.SQS, c.Requests.LambdaInvocations, c.LambdaGBSeconds)
+	s.reportChains(w)
+	fmt.Fprintf(w, "per saga: %d action steps (%d chained), %d message(s) handled, %d state writes, %d read(s), %.1f SQS requests, %.2f Lambda invocations, %.5f GB-s\n",
+		c.ActionSteps, c.ChainedSteps, c.Messages, c.Requests.DynamoDBWrites, c.Requests.DynamoDBReads, c.Requests.SQS, c.Requests.LambdaInvocations, c.LambdaGBSeconds)
+	if p.Chaining() {
+		u := e.Unchained
+		fmt.Fprintf(w, "without chains: %d message(s) handled, %d read(s), %.1f SQS requests, %.2f Lambda invocations (the writes and the compute are the same)\n",
+			u.Messages, u.Requests.DynamoDBReads, u.Requests.SQS, u.Requests.LambdaInvocations)
+	}
 	index := fmt.Sprintf("on the by_status index (1 at the start, 2 per status change; %d-byte entries)", a.IndexEntryBytes)
 	if pauses := s.Timers + s.Parked; pauses > 0 {
 		index = fmt.Sprintf("on the indexes (by_status: 1 at the start, 2 per status change, %d-byte entries; by_due: %d, an entry put and deleted per pause)", a.IndexEntryBytes, 2*pauses)
@@ -160,11 +230,31 @@ func (s *Saga) Report(w io.Writer, name string, sagasPerMonth float64) {
 		c.WriteUnits.Table, a.ItemBytes, a.ItemOverheadBytes, c.WriteUnits.Index, index, c.ReadUnits)
 	fmt.Fprintf(w, "assumed: %d MB arm64 functions, %s billed per invocation, %d-byte state, batch size %g, %d-byte saga ids\n",
 		p.MemoryMB, p.Duration, p.StateBytes, p.BatchSize, p.SagaIDBytes)
-	fmt.Fprintf(w, "\n%-26s %14s %16s %15s\n", "", "per saga", fmt.Sprintf("per %s sagas", human(sagasPerMonth)), "vs lambdasaga")
-	for _, k := range Parts() {
-		fmt.Fprintf(w, "%-26s %14s %16s\n", k, usd(s.CostBreakdownUSD[k]), usd(s.CostBreakdownUSD[k]*sagasPerMonth))
+	perSteps := func(v float64) string {
+		if s.ActionSteps == 0 {
+			return ""
+		}
+		return usd(s.PerMillionActionSteps(v))
 	}
-	fmt.Fprintf(w, "%-26s %14s %16s\n", "lambdasaga total", usd(s.CostLambdaSaga), usd(s.CostLambdaSaga*sagasPerMonth))
+	row := func(cols ...any) {
+		fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("%-26s %14s %16s %20s %15s", cols...), " "))
+	}
+	fmt.Fprintln(w)
+	row("", "per saga", fmt.Sprintf("per %s sagas", human(sagasPerMonth)), "per 1M action steps", "vs lambdasaga")
+	for _, k := range Parts() {
+		row(k, usd(s.CostBreakdownUSD[k]), usd(s.CostBreakdownUSD[k]*sagasPerMonth), perSteps(s.CostBreakdownUSD[k]), "")
+	}
+	row("lambdasaga total", usd(s.CostLambdaSaga), usd(s.CostLambdaSaga*sagasPerMonth), perSteps(s.CostLambdaSaga), "")
+	times := func(v float64) string {
+		if s.CostLambdaSaga == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%.1fx", v/s.CostLambdaSaga)
+	}
+	if p.Chaining() {
+		u := s.Unchained.CostLambdaSaga
+		row("lambdasaga without chains", usd(u), usd(u*sagasPerMonth), perSteps(u), times(u))
+	}
 	for _, ce := range e.Comparisons {
 		if !ce.Fits {
 			// A price for what the service cannot run would read as an
@@ -172,11 +262,58 @@ func (s *Saga) Report(w io.Writer, name string, sagasPerMonth float64) {
 			fmt.Fprintf(w, "%-26s %14s\n", ce.Title, "does not fit")
 			continue
 		}
-		fmt.Fprintf(w, "%-26s %14s %16s %14.1fx\n", ce.Title, usd(ce.USDPerSaga), usd(ce.USDPerMonth), ce.TimesLambdasaga)
+		row(ce.Title, usd(ce.USDPerSaga), usd(ce.USDPerMonth), perSteps(ce.USDPerSaga), times(ce.USDPerSaga))
 	}
 	fmt.Fprintln(w)
 	for _, ce := range e.Comparisons {
 		fmt.Fprintf(w, "%s: %s.\n", ce.Title, ce.Counts)
+	}
+}
+
+// reportChains writes which action steps chain, and why the others do
+// not: a line per step run, repeats folded.
+func (s *Saga) reportChains(w io.Writer) {
+	p := s.Params
+	if !p.Chaining() {
+		fmt.Fprintf(w, "chains: off: every action step is a message of its own\n")
+		return
+	}
+	fmt.Fprintf(w, "chains: %d of %d action step(s) chained, each its write alone (no message, read or invocation); at most %d after a message's own step, %s a chain shared by the batch, %s functions, each action %s\n",
+		s.ChainedSteps, s.ActionSteps, p.ChainSteps, p.ChainTime, p.FunctionTimeout, p.Duration)
+	line := func(r StepRun) string {
+		label := r.Step
+		switch {
+		case r.Kind == "compensation" || r.Kind == "finding out":
+			label += " (" + r.Kind
+			if r.Attempt > 1 {
+				label += fmt.Sprintf(", attempt %d", r.Attempt)
+			}
+			label += ")"
+		case r.Attempt > 1:
+			label += fmt.Sprintf(" (attempt %d)", r.Attempt)
+		}
+		if r.Child {
+			label = "  " + label
+		}
+		run := r.Kind
+		switch {
+		case r.Chained:
+			run = "chained"
+		case r.Attempt > 0:
+			run = "message"
+		}
+		return strings.TrimRight(fmt.Sprintf("  %-28s %-8s %s", label, run, r.Why), " ")
+	}
+	for i := 0; i < len(s.Steps); {
+		l, j := line(s.Steps[i]), i+1
+		for j < len(s.Steps) && line(s.Steps[j]) == l {
+			j++
+		}
+		if j-i > 1 {
+			l += fmt.Sprintf(" (x%d)", j-i)
+		}
+		fmt.Fprintln(w, l)
+		i = j
 	}
 }
 
