@@ -9,6 +9,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/cost"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
 )
 
 func runCost(c *Config, args []string) int {
@@ -16,11 +17,15 @@ func runCost(c *Config, args []string) int {
 	steps := fs.Float64("steps-per-month", 1e6, "action steps per month (sagas = steps / action steps per saga)")
 	sagas := fs.Float64("sagas-per-month", 0, "sagas per month (instead of --steps-per-month)")
 	memory := fs.Int("memory", 256, "function memory in MB (the template's)")
-	duration := fs.Duration("duration", 10*time.Millisecond, "billed duration of one invocation (measure yours: the REPORT lines of your function's logs)")
+	duration := fs.Duration("duration", 10*time.Millisecond, "billed duration of one action step (measure yours: the REPORT lines of your function's logs, over the steps each invocation ran)")
 	stateBytes := fs.Int("state-bytes", 600, "the saga's state item size in bytes (sagactl status --json shows the version; bench/README.md has measured sizes)")
 	batch := fs.Float64("batch-size", 1, "messages per invocation on average (1 under light traffic)")
 	input := fs.String("input", "", "the input whose path is costed: JSON or @FILE (default: zero values)")
 	signalsFirst := fs.Bool("signals-first", false, "cost the path where each await's signal comes before the saga reaches it (kept, then taken without waiting); default: the await waits and the signal wakes it")
+	noChain := fs.Bool("no-chain", false, "price every action step as a message of its own, as without chains (the figures without chains are shown beside those with them anyway)")
+	chainSteps := fs.Int("chain-steps", engine.DefaultChainSteps, "steps a chain runs after its message's own (the coordinator's ChainSteps)")
+	chainTime := fs.Duration("chain-time", engine.DefaultChainTime, "a chain's time budget, shared by its batch (the coordinator's ChainTime)")
+	functionTimeout := fs.Duration("function-timeout", 30*time.Second, "the functions' timeout (the template's): a step with a timeout chains only while the invocation has that timeout and 3s left")
 	asJSON := fs.Bool("json", false, "print the estimate as one JSON object: its fields are cost.Estimate's, described in bench/README.md (\"Cost model\")")
 	var fails, signals stringList
 	fs.Var(&fails, "fail", "cost the path where STEP fails for good (compensations included); repeatable")
@@ -49,6 +54,9 @@ func runCost(c *Config, args []string) int {
 		{"state-bytes", fmt.Sprintf("a number of bytes above zero, at most %d (the most a saga's state holds)", durable.MaxRecordStateBytes),
 			*stateBytes > 0 && *stateBytes <= durable.MaxRecordStateBytes},
 		{"batch-size", "a finite number from 1 to 10000 (messages per invocation; an SQS event source's batch is at most 10,000)", positive(*batch) && *batch >= 1 && *batch <= 10000},
+		{"chain-steps", "a number of steps from 1 (--no-chain prices none)", *chainSteps >= 1},
+		{"chain-time", "a duration above zero", *chainTime > 0},
+		{"function-timeout", "a duration above zero, at most 15m (Lambda's longest invocation)", *functionTimeout > 0 && *functionTimeout <= 15*time.Minute},
 	} {
 		if !f.ok {
 			c.errorf("cost: --%s: must be %s", f.name, f.want)
@@ -71,7 +79,11 @@ func runCost(c *Config, args []string) int {
 	if !ok {
 		return ExitUsage
 	}
-	p := cost.Params{MemoryMB: *memory, Duration: *duration, StateBytes: *stateBytes, BatchSize: *batch, Input: in, SignalsFirst: *signalsFirst, Signals: payloads}
+	p := cost.Params{MemoryMB: *memory, Duration: *duration, StateBytes: *stateBytes, BatchSize: *batch, Input: in, SignalsFirst: *signalsFirst, Signals: payloads,
+		ChainSteps: *chainSteps, ChainTime: *chainTime, FunctionTimeout: *functionTimeout}
+	if *noChain {
+		p.ChainSteps = -1
+	}
 	s, err := cost.Walk(plan, p, failing.fails)
 	if err != nil {
 		c.errorf("cost: %v", err)

@@ -21,6 +21,7 @@ func TestCostRefusesFiguresNoDeploymentHas(t *testing.T) {
 		{"--state-bytes", "1000000"},
 		{"--memory", "100000"},
 		{"--duration", "30m"},
+		{"--function-timeout", "30m"},
 		{"--batch-size", "1e9"},
 	} {
 		r := runSagactl(t, nil, "cost", orderFile, c.flag, c.value, "--json")

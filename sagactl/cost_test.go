@@ -13,12 +13,12 @@ import (
 // TestCostRefusesFiguresThatAreNotPositive: each figure must be a finite
 // number above zero; the error names the flag.
 func TestCostRefusesFiguresThatAreNotPositive(t *testing.T) {
-	for _, flag := range []string{"--steps-per-month", "--sagas-per-month", "--batch-size", "--memory", "--state-bytes", "--duration"} {
+	for _, flag := range []string{"--steps-per-month", "--sagas-per-month", "--batch-size", "--memory", "--state-bytes", "--duration", "--chain-steps", "--chain-time", "--function-timeout"} {
 		values := []string{"-1", "0", "NaN", "+Inf", "-Inf"}
 		switch flag {
-		case "--memory", "--state-bytes":
+		case "--memory", "--state-bytes", "--chain-steps":
 			values = []string{"-1", "0"} // integers: NaN does not parse
-		case "--duration":
+		case "--duration", "--chain-time", "--function-timeout":
 			values = []string{"-1ms", "0s"}
 		}
 		for _, v := range values {
@@ -78,6 +78,7 @@ func TestCostJSON(t *testing.T) {
 	}{
 		{nil, 4, 3, 4, 1, 2, 1},
 		{[]string{"--fail", "ship"}, 6, 5, 6, 2, 3, 2},
+		{[]string{"--no-chain"}, 4, 3, 4, 1, 0, 3},
 	} {
 		v := costJSON(t, append(tt.args, "--state-bytes", "472", "--steps-per-month", "3000000")...)
 		wu := get(t, v, "per_saga", "write_units")

@@ -81,7 +81,7 @@ const ExpressMaxDuration = 5 * time.Minute
 // Zero means the default.
 type Params struct {
 	MemoryMB     int           // the functions' memory (template: 256)
-	Duration     time.Duration // billed duration of one invocation (one action step), measured; default 10 ms
+	Duration     time.Duration // billed duration of one action step (an invocation's without chains), measured; default 10 ms
 	StateBytes   int           // the saga's encoded state, measured (its largest); default 600
 	MessageBytes int           // one message; default 110
 	// BatchSize is how many messages one invocation handles on average
