@@ -76,7 +76,11 @@ func billOf(t *testing.T, s map[string]accounting.Stat) bill {
 // whose action returns and whose token is completed an hour later (its
 // timeout, 1h, is past 15 minutes, so its timer is the tick's, never
 // sent); an await whose signal wakes it; and an await whose signal came
-// first, kept until the saga reached it.
+// first, kept until the saga reached it. Each step is measured as a
+// message of its own (chains off: a plain step's message would carry
+// ship); the model's figures without chains are compared with these, and
+// with chains the model adds ship's message where a pause breaks the
+// chain (TestChainedRequestEconomy measures chains).
 func TestCallbackCost(t *testing.T) {
 	t.Parallel()
 	b := awstest.New(t)
@@ -84,7 +88,7 @@ func TestCallbackCost(t *testing.T) {
 	clock := durable.NewManualClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	reg := engine.NewRegistry()
 	reg.SetFallback(func(ctx context.Context, c saga.Call) (any, error) { return map[string]any{"ok": true}, nil })
-	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: b.Store, Queue: b.Queue, Actions: reg, Clock: clock})
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: b.Store, Queue: b.Queue, Actions: reg, Clock: clock, ChainSteps: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,10 +283,20 @@ func TestCallbackCost(t *testing.T) {
 	}{{"callback", walk(callback, false), cbMore}, {"await", walk(await, false), awMore},
 		// A kept signal: its read and write.
 		{"a signal kept first", walk(await, true), kept.plus(taken, 1).plus(step, -1)}} {
-		reads, writes := m.model.DynamoReads-base.DynamoReads, m.model.DynamoWrites-base.DynamoWrites
+		reads, writes := m.model.Unchained.DynamoReads-base.Unchained.DynamoReads, m.model.DynamoWrites-base.DynamoWrites
 		index := m.model.IndexWRU - base.IndexWRU
 		if reads != m.more.ops["DynamoDB.GetItem"] || writes != 1 || index != m.more.byStatus+m.more.byDue {
 			t.Errorf("the cost model prices %s at %d reads, %d writes, %g index WRU more than a plain step; measured %s", m.name, reads, writes, index, m.more)
+		}
+		// With chains, pay's message carries ship in the plain saga and
+		// in the one whose signal came first; after a callback or a
+		// signal, ship is a message of its own: one read more.
+		more := 0
+		if m.model.SignalsKept == 0 {
+			more = 1
+		}
+		if r := m.model.DynamoReads - base.DynamoReads; r != reads+more {
+			t.Errorf("with chains, the cost model prices %s at %d reads more than a plain step; want %d", m.name, r, reads+more)
 		}
 	}
 }

@@ -87,7 +87,8 @@ func snapshot(b *awstest.Backend, step string) stepCost {
 // at most one read, one write and one send per action step, one write unit
 // on the table per transition for small states (the emulators leave out the
 // by_status index's units, which the cost model adds by DynamoDB's rule),
-// and prints the table in bench/README.md.
+// and prints the table in bench/README.md. Each step is a message of its
+// own (chains off): TestChainedRequestEconomy measures chains.
 // Not parallel: make bench prints its table, then TestPayloadSize's, for bench/README.md.
 func TestRequestEconomy(t *testing.T) {
 	b := awstest.New(t)
@@ -98,7 +99,7 @@ func TestRequestEconomy(t *testing.T) {
 		return map[string]any{"id": c.IdempotencyKey}, nil
 	})
 	reg.MustRegister("undo", func(context.Context, saga.Call) (any, error) { return nil, nil })
-	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: b.Store, Queue: b.Queue, Actions: reg})
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: b.Store, Queue: b.Queue, Actions: reg, ChainSteps: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

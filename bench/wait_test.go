@@ -143,7 +143,13 @@ func TestWaitCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, w, ix := with.DynamoReads-base.DynamoReads, with.DynamoWrites-base.DynamoWrites, with.IndexWRU-base.IndexWRU; r != reads || w != 1 || ix != pindex+windex {
+	if r, w, ix := with.Unchained.DynamoReads-base.Unchained.DynamoReads, with.DynamoWrites-base.DynamoWrites, with.IndexWRU-base.IndexWRU; r != reads || w != 1 || ix != pindex+windex {
 		t.Errorf("the cost model prices the wait at %d reads, %d writes, %g index WRU more; measured %d, 1, %g", r, w, ix, reads, pindex+windex)
+	}
+	// With chains the wait also costs bill's message: without the wait,
+	// open's message carries bill (a write, no read); after the timer,
+	// bill is a message of its own, and its read is one more.
+	if r := with.DynamoReads - base.DynamoReads; r != reads+1 || base.ChainedSteps != 1 || with.ChainedSteps != 0 {
+		t.Errorf("with chains, the cost model prices the wait at %d reads more (%d and %d steps chained); want the measured %d and bill's 1", r, with.ChainedSteps, base.ChainedSteps, reads)
 	}
 }
