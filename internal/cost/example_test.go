@@ -47,7 +47,7 @@ steps:
 	// per saga: 3 action steps (2 chained), 1 message(s) handled, 4 state writes, 1 read(s), 3.0 SQS requests, 1.00 Lambda invocations, 0.01500 GB-s
 	// without chains: 3 message(s) handled, 3 read(s), 9.0 SQS requests, 3.00 Lambda invocations (the writes and the compute are the same)
 	// DynamoDB per saga: 4 WRU on the table (items up to 871 bytes: the state and 271 bytes of keys and attributes), 3 on the by_status index (1 at the start, 2 per status change; 239-byte entries), 1 RRU
-	// assumed: 256 MB arm64 functions, 20ms billed per invocation, 600-byte state, batch size 1, 36-byte saga ids
+	// assumed: 256 MB arm64 functions, 20ms billed per action step, 600-byte state, batch size 1, 36-byte saga ids
 	//
 	//                                  per saga     per 1M sagas  per 1M action steps   vs lambdasaga
 	// lambda requests               $0.00000020            $0.20                $0.07

@@ -52,7 +52,7 @@ type UnchainedEstimate struct {
 // Assumptions are the figures the estimate rests on, defaults filled in.
 type Assumptions struct {
 	MemoryMB   int     `json:"memory_mb"`   // the functions' memory, arm64
-	DurationMS float64 `json:"duration_ms"` // billed per invocation
+	DurationMS float64 `json:"duration_ms"` // billed per action step
 	StateBytes int     `json:"state_bytes"` // the encoded state
 	// ItemBytes is the largest saga item: the state plus
 	// item_overhead_bytes of keys and other attributes.
@@ -228,7 +228,7 @@ func (s *Saga) Report(w io.Writer, name string, sagasPerMonth float64) {
 	}
 	fmt.Fprintf(w, "DynamoDB per saga: %g WRU on the table (items up to %d bytes: the state and %d bytes of keys and attributes), %g %s, %g RRU\n",
 		c.WriteUnits.Table, a.ItemBytes, a.ItemOverheadBytes, c.WriteUnits.Index, index, c.ReadUnits)
-	fmt.Fprintf(w, "assumed: %d MB arm64 functions, %s billed per invocation, %d-byte state, batch size %g, %d-byte saga ids\n",
+	fmt.Fprintf(w, "assumed: %d MB arm64 functions, %s billed per action step, %d-byte state, batch size %g, %d-byte saga ids\n",
 		p.MemoryMB, p.Duration, p.StateBytes, p.BatchSize, p.SagaIDBytes)
 	perSteps := func(v float64) string {
 		if s.ActionSteps == 0 {
