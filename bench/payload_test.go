@@ -20,6 +20,8 @@ import (
 // TestPayloadSize measures how write units and step latency grow with the
 // size of a saga's variables, and that a state past the limit fails its
 // step with a clear error (and compensates) instead of being written.
+// Each step is a message of its own (chains off), so that each is measured:
+// a chained step's write bills the same units, and it reads nothing.
 func TestPayloadSize(t *testing.T) {
 	b := awstest.New(t)
 	plan, err := saga.Compile("linear.yaml", []byte(sagatest.LinearSaga(3)), saga.Options{})
@@ -36,7 +38,7 @@ func TestPayloadSize(t *testing.T) {
 			return map[string]any{"id": c.IdempotencyKey}, nil
 		})
 		reg.MustRegister("undo", func(context.Context, saga.Call) (any, error) { return nil, nil })
-		coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: b.Store, Queue: b.Queue, Actions: reg})
+		coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: b.Store, Queue: b.Queue, Actions: reg, ChainSteps: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
