@@ -2,6 +2,7 @@ package cost_test
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/internal/cost"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
+	"github.com/lambdasaga/lambdasaga/internal/sagatest"
 )
 
 // stepLine is a step run as the tests below write it: "s1 chained",
@@ -314,13 +316,29 @@ func TestChainedSteps(t *testing.T) {
 	}
 }
 
-// The figures, and docs/COST.md's: linear-10 with the defaults
-// (600-byte state, 10 ms actions at 256 MB) per million action steps. Per
-// saga: 14 write units (11 + 3) at $0.625 per million, 0.025 GB-s at
-// $0.0000133334, and per message a read ($0.125 per million units), an
-// invocation ($0.20 per million) and 1 + 2/batch SQS requests ($0.40 per
-// million); one message with chains, ten without.
+// docs/COST.md's figures ("Chained steps"): linear-10
+// (testdata/linear-10.yaml) with the defaults (600-byte state, 10 ms
+// actions at 256 MB) per million action steps. Per saga: 14 write units
+// (11 + 3) at $0.625 per million, 0.025 GB-s at $0.0000133334, and per
+// message a read ($0.125 per million units), an invocation ($0.20 per
+// million) and 1 + 2/batch SQS requests ($0.40 per million); one message
+// with chains, ten without. Next to them: Step Functions Standard, 10
+// transitions at $25 per million and the 10 actions' invocations; durable
+// functions, 10 operations at $8 per million, one invocation and the
+// compute; Temporal Cloud, 11 Actions (the workflow's start, 10 activities)
+// at $50 and at $25 per million, nothing else counted.
 func TestLinearTenPerMillionActionSteps(t *testing.T) {
+	src, err := os.ReadFile("testdata/linear-10.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(string(src), sagatest.LinearSaga(10)) {
+		t.Fatalf("testdata/linear-10.yaml is not sagatest.LinearSaga(10)")
+	}
+	plan, err := saga.Compile("linear-10.yaml", src, saga.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		batch              float64
 		chained, unchained float64 // USD per million action steps
@@ -328,7 +346,7 @@ func TestLinearTenPerMillionActionSteps(t *testing.T) {
 		{1, 1.0608, 2.4333},
 		{10, 0.9708, 1.5333},
 	} {
-		s, err := cost.Walk(linearPlan(t, 10), cost.Params{BatchSize: tt.batch}, nil)
+		s, err := cost.Walk(plan, cost.Params{BatchSize: tt.batch}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,6 +357,18 @@ func TestLinearTenPerMillionActionSteps(t *testing.T) {
 		if !near(got, per(1)) || !near(gotU, per(10)) || fmt.Sprintf("%.4f %.4f", got, gotU) != fmt.Sprintf("%.4f %.4f", tt.chained, tt.unchained) {
 			t.Errorf("batch %g: $%.4f with chains, $%.4f without; want $%.4f and $%.4f", tt.batch, got, gotU, tt.chained, tt.unchained)
 		}
+		var others []string
+		for _, c := range s.Comparisons {
+			others = append(others, fmt.Sprintf("%s $%.2f", c.Name, s.PerMillionActionSteps(c.TotalUSD)))
+		}
+		if got, want := strings.Join(others, ", "), "step_functions_standard $25.23, step_functions_express $0.34, lambda_durable_functions $8.05"; got != want {
+			t.Errorf("batch %g: %s; want %s", tt.batch, got, want)
+		}
+	}
+	pr := cost.ListPrices
+	actions := 1.0 + 10 // per saga: the workflow's start and 10 activities
+	if hi, lo := actions/10*pr.TemporalCloudPerMillionActions, actions/10*pr.TemporalCloudPerMillionActionsAtVolume; fmt.Sprintf("$%.2f $%.2f", hi, lo) != "$55.00 $27.50" {
+		t.Errorf("Temporal Cloud: $%.2f to $%.2f per million action steps; docs/COST.md says $55.00 to $27.50", hi, lo)
 	}
 }
 

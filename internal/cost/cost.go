@@ -53,6 +53,20 @@ type Prices struct {
 	// functions also bill the data they write and retain; no price for those
 	// was found, so they are not counted.
 	DurablePerMillionOperations float64
+	// https://docs.temporal.io/cloud/pricing, "Pay-As-You-Go": Temporal
+	// Cloud bills $50 per million Actions for the first 5 million a month
+	// (the Developer plan at every volume), less with volume on the
+	// Business plan and above, down to TemporalCloudPerMillionActionsAtVolume;
+	// its plan (10% of usage, or more), its storage and the workers are
+	// billed besides. What counts as an Action is on
+	// https://docs.temporal.io/cloud/actions (a Workflow started, an
+	// Activity started or retried, a Timer started, a Signal sent). Both
+	// read in December 2026. sagactl cost does not price Temporal Cloud:
+	// docs/COST.md ("Chained steps") compares it per million action steps.
+	TemporalCloudPerMillionActions float64
+	// The same page: $25 per million Actions from 100 to 200 million a
+	// month, the lowest Pay-As-You-Go price it lists.
+	TemporalCloudPerMillionActionsAtVolume float64
 }
 
 // ListPrices is the table, checked in November 2026.
@@ -66,6 +80,9 @@ var ListPrices = Prices{
 	StepFunctionsExpressPerMillion:  1.00,
 	StepFunctionsExpressPerGBSecond: 0.06 / 3600,
 	DurablePerMillionOperations:     8.00,
+
+	TemporalCloudPerMillionActions:         50.0,
+	TemporalCloudPerMillionActionsAtVolume: 25.0,
 }
 
 // ExpressMemoryMB is the memory an Express workflow of a saga is billed
