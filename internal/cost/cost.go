@@ -61,7 +61,7 @@ type Prices struct {
 	// billed besides. What counts as an Action is on
 	// https://docs.temporal.io/cloud/actions (a Workflow started, an
 	// Activity started or retried, a Timer started, a Signal sent). Both
-	// read in December 2026. sagactl cost does not price Temporal Cloud:
+	// read 2026-12-02. sagactl cost does not price Temporal Cloud:
 	// docs/COST.md ("Chained steps") compares it per million action steps.
 	TemporalCloudPerMillionActions float64
 	// The same page: $25 per million Actions from 100 to 200 million a
