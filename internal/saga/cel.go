@@ -357,7 +357,9 @@ func toNativeAt(v ref.Val, depth int, budget *int) (any, error) {
 		}
 		return []byte(t), nil
 	case types.Timestamp:
-		return t.Time, nil
+		// timestamp('...+02:00') keeps its offset: in UTC, as a read of
+		// the state gives it (CheckValue).
+		return t.Time.UTC(), nil
 	case types.Duration:
 		return t.Duration, nil
 	case *types.Err:

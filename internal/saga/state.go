@@ -285,7 +285,10 @@ var errTooDeep = fmt.Errorf("value nested deeper than %d levels", MaxDataDepth)
 // CheckValue reports whether v is made only of the plain values state can
 // hold (nil, bool, int64, uint64, float64, string, []byte, time.Time,
 // time.Duration, []any, map[string]any), and returns it with Go's other
-// integer and float types widened. It never modifies v.
+// integer and float types widened, times in UTC with no monotonic reading
+// and nil bytes empty: as the stored state decodes them, so that a chain
+// going on from the state it holds sees what a read would give
+// (docs/PROTOCOL.md, "Chains"). It never modifies v.
 func CheckValue(v any) (any, error) {
 	out, _, err := checkValue(v, 0)
 	return out, err
@@ -298,7 +301,20 @@ func checkValue(v any, depth int) (any, bool, error) {
 		return nil, false, errTooDeep
 	}
 	switch t := v.(type) {
-	case nil, bool, int64, uint64, string, []byte, time.Time, time.Duration:
+	case nil, bool, int64, uint64, string, time.Duration:
+		return v, false, nil
+	case []byte:
+		if t == nil {
+			return []byte{}, true, nil // an expression sees no difference, an action's JSON does: null against ""
+		}
+		return v, false, nil
+	case time.Time:
+		// Its location and monotonic reading show in an expression's
+		// string() and in JSON, and a read loses them. == compares the
+		// representation, not the instant: that is the point.
+		if u := t.UTC(); u != t {
+			return u, true, nil
+		}
 		return v, false, nil
 	case int:
 		return int64(t), true, nil
