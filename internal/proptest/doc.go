@@ -24,6 +24,13 @@
 //     last ones taken, in order, and an await's var holds the one taken
 //     before them; a callback step's var holds its action's output or the
 //     completion that replaced it; compensations ran newest visit first.
+//   - before every chained step (docs/PROTOCOL.md, "Chains"), the state
+//     the chain holds is the state a read gives (held.go): the store is at
+//     its version, the two are equal field by field (times by instant and
+//     text, nil against empty in values), and the step goes the same way
+//     from each: the same call, and for a success, an echo, a retryable
+//     and a permanent failure and a timeout, the same encoded state,
+//     outbox and step records.
 //
 // A fifth of the definitions have forks (gen_fork.go): parallel steps,
 // foreach steps over the input's list or a literal one (empty, small, or

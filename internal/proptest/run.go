@@ -51,6 +51,7 @@ type Result struct {
 	Deliveries map[string]int
 	Timeouts   int  // pauses the driver let time out
 	Tree       bool // the saga has forks: the weaker model of tree.go
+	Chained    int  // chained steps whose held state was checked against a read (held.go)
 	calls      []call
 	compileErr error
 }
@@ -120,6 +121,7 @@ func Run(c *Case) *Result {
 	plans := engine.NewPlans(store, opts)
 	o.store, o.tree, o.byHash = store, res.Tree, map[string]*saga.Plan{}
 	addPlans(plans, o.byHash, plan)
+	held := &heldCheck{store: store, byHash: o.byHash, clock: clock, res: res}
 	for _, s := range plan.StepsWithChildren() {
 		if s.Kind == lang.KindAwait {
 			o.awaited[s.Await.Signal] = true
@@ -127,7 +129,8 @@ func Run(c *Case) *Result {
 	}
 	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{
 		Store: store, Plans: plans, Queue: q, Actions: acts, Clock: clock, Rand: jitter.Float64,
-		NewID: func() string { return sagaID },
+		NewID:         func() string { return sagaID },
+		BeforeChained: held.before,
 		OnStep: func(e engine.StepEvent) {
 			if e.Error != nil && (e.Error.Type == lang.ErrorTypeStateTooLarge || e.Error.Type == lang.ErrorTypeOutputFormat) {
 				o.relax("a step failed with " + e.Error.Type)
