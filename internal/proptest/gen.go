@@ -779,7 +779,8 @@ func (g *gen) expr(i int) string {
 	case 10:
 		return "size(" + g.pick("input.s", "input.items", v()) + ")"
 	case 11:
-		return g.pick("saga.id", "saga.name", "saga.attempt", "saga.now", "string(saga.now)")
+		// A time with an offset: state holds it in UTC, as a read gives it.
+		return g.pick("saga.id", "saga.name", "saga.attempt", "saga.now", "string(saga.now)", "timestamp('2024-01-01T00:00:00+02:00')")
 	case 12:
 		x := v()
 		return x + " + " + x

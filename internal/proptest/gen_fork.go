@@ -355,7 +355,7 @@ func (g *gen) calmExpr(v func() string) string {
 	case 5:
 		return g.pick(g.in("n")+" / 0", g.in("items")+"[99]", g.in("n")+" + 1") // may fail as it runs
 	}
-	return g.pick("1", "'text'", "true")
+	return g.pick("1", "'text'", "true", "timestamp('2024-01-01T00:00:00+02:00')")
 }
 
 // bigList is a CEL list literal of n numbers.
