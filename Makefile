@@ -154,7 +154,7 @@ bench-once: ## every benchmark once, so none can rot
 # make unit runs it at CI size (a few seconds).
 BENCH_CHAIN_ROUNDS ?= 5
 BENCH_CHAIN_SAGAS ?= 20
-BENCH_CHAIN_THROUGHPUT_SAGAS ?= 100
+BENCH_CHAIN_THROUGHPUT_SAGAS ?= 300
 bench: emulators ## the benchmarks with allocation counts, then the request economy, payload and chained-steps tables on the emulators (figures go to bench/README.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	@mkdir -p $(BIN)
