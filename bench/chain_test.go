@@ -178,21 +178,25 @@ func TestChainStepLatency(t *testing.T) {
 	// alternating at each worker count, each run with queues of its own
 	// (on its mode's table) and its workers stopped after it.
 	backends := [2]*awstest.Backend{modeToday: today, modeChained: chained}
-	row(t, "| workers | sagas | today's path | chained | chained / today | a saga's start to end over its steps, p50 |")
+	row(t, "| workers | sagas | today's path | chained | chained / today | a saga's start to end over its steps, p50 / p99 | requests a step (messages received a step) |")
 	for _, w := range []int{1, 2, 4} {
 		var rate [2]float64
 		var lat [2][]time.Duration
+		var reqs [2]reqCount
 		for _, m := range []int{modeToday, modeChained} {
 			rig := newEngineRig(t, freshQueues(t, backends[m], fmt.Sprintf("tput-%d-%d-", m, w)), chainStepsOf(m), deps)
 			rig.grow(w)
 			var took time.Duration
-			took, lat[m] = rig.runMany(t, tr, plan, fmt.Sprintf("tput-%d-%d", m, w), throughputSagas)
+			took, lat[m], reqs[m] = rig.runMany(t, tr, plan, fmt.Sprintf("tput-%d-%d", m, w), throughputSagas)
 			rig.cancel() // its workers end within their long poll; the test's cleanup waits for them
 			rate[m] = float64(throughputSagas) / took.Seconds()
 		}
-		row(t, fmt.Sprintf("| %d | %d x %d steps | %.1f sagas/s | %.1f sagas/s | %.2f | today %s, chained %s |",
+		steps := float64(throughputSagas * chainLen)
+		row(t, fmt.Sprintf("| %d | %d x %d steps | %.1f sagas/s | %.1f sagas/s | %.2f | today %s / %s, chained %s / %s | today %.2f (%.2f), chained %.2f (%.2f) |",
 			w, throughputSagas, chainLen, rate[modeToday], rate[modeChained], rate[modeChained]/rate[modeToday],
-			ms(pct(lat[modeToday], 50)), ms(pct(lat[modeChained], 50))))
+			ms(pct(lat[modeToday], 50)), ms(pct(lat[modeToday], 99)), ms(pct(lat[modeChained], 50)), ms(pct(lat[modeChained], 99)),
+			float64(reqs[modeToday].total())/steps, float64(reqs[modeToday].received)/steps,
+			float64(reqs[modeChained].total())/steps, float64(reqs[modeChained].received)/steps))
 	}
 }
 
@@ -574,9 +578,10 @@ func (r *engineRig) runOne(t *testing.T, tr *tracker, plan *saga.Plan, id string
 // runMany starts n sagas at once and returns the time from the first
 // start to the last saga's last write, and each saga's start-to-end time
 // over its steps.
-func (r *engineRig) runMany(t *testing.T, tr *tracker, plan *saga.Plan, prefix string, n int) (time.Duration, []time.Duration) {
+func (r *engineRig) runMany(t *testing.T, tr *tracker, plan *saga.Plan, prefix string, n int) (time.Duration, []time.Duration, reqCount) {
 	t.Helper()
 	runs := make([]*sagaRun, n)
+	before := r.ctr.snapshot()
 	began := time.Now()
 	for i := range n {
 		id := fmt.Sprintf("%s-%d", prefix, i)
@@ -601,7 +606,7 @@ func (r *engineRig) runMany(t *testing.T, tr *tracker, plan *saga.Plan, prefix s
 		lat = append(lat, s.perStep)
 	}
 	r.settle(t)
-	return last.Sub(began), lat
+	return last.Sub(began), lat, r.ctr.since(before, r.ctr.snapshot(), "")
 }
 
 // floorRig does per step the one request a chained step cannot do
