@@ -144,6 +144,9 @@ func TestChainStepLatency(t *testing.T) {
 	for m := range modes {
 		row(t, res[m].reqs.row(modeNames[m], len(res[m].perSaga)*chainLen))
 	}
+	row(t, fmt.Sprintf("| messages delivered again, SDK retries | today %d, %d | chained %d, %d | floor %d, %d |",
+		res[modeToday].reqs.again, res[modeToday].reqs.retries(), res[modeChained].reqs.again, res[modeChained].reqs.retries(),
+		res[modeFloor].reqs.again, res[modeFloor].reqs.retries()))
 	// Where a chained step's time goes beyond the floor's: in its PutItem
 	// (a larger item, with index keys), or around it (the engine).
 	row(t, fmt.Sprintf("| PutItem, a call's time p50 / p99 | today %s / %s | chained %s / %s | floor %s / %s |",
@@ -178,7 +181,7 @@ func TestChainStepLatency(t *testing.T) {
 	// alternating at each worker count, each run with queues of its own
 	// (on its mode's table) and its workers stopped after it.
 	backends := [2]*awstest.Backend{modeToday: today, modeChained: chained}
-	row(t, "| workers | sagas | today's path | chained | chained / today | a saga's start to end over its steps, p50 / p99 | requests a step (messages received a step) |")
+	row(t, "| workers | sagas | today's path | chained | chained / today | a saga's start to end over its steps, p50 / p99 | requests a step | messages delivered again, SDK retries |")
 	for _, w := range []int{1, 2, 4} {
 		var rate [2]float64
 		var lat [2][]time.Duration
@@ -192,11 +195,11 @@ func TestChainStepLatency(t *testing.T) {
 			rate[m] = float64(throughputSagas) / took.Seconds()
 		}
 		steps := float64(throughputSagas * chainLen)
-		row(t, fmt.Sprintf("| %d | %d x %d steps | %.1f sagas/s | %.1f sagas/s | %.2f | today %s / %s, chained %s / %s | today %.2f (%.2f), chained %.2f (%.2f) |",
+		row(t, fmt.Sprintf("| %d | %d x %d steps | %.1f sagas/s | %.1f sagas/s | %.2f | today %s / %s, chained %s / %s | today %.2f, chained %.2f | today %d, %d; chained %d, %d |",
 			w, throughputSagas, chainLen, rate[modeToday], rate[modeChained], rate[modeChained]/rate[modeToday],
 			ms(pct(lat[modeToday], 50)), ms(pct(lat[modeToday], 99)), ms(pct(lat[modeChained], 50)), ms(pct(lat[modeChained], 99)),
-			float64(reqs[modeToday].total())/steps, float64(reqs[modeToday].received)/steps,
-			float64(reqs[modeChained].total())/steps, float64(reqs[modeChained].received)/steps))
+			float64(reqs[modeToday].total())/steps, float64(reqs[modeChained].total())/steps,
+			reqs[modeToday].again, reqs[modeToday].retries(), reqs[modeChained].again, reqs[modeChained].retries()))
 	}
 }
 
@@ -283,6 +286,8 @@ type reqCount struct {
 	put, update, query int
 	send, sendBatch    int
 	received           int // messages received (not calls)
+	again              int // of them, received before (ApproximateReceiveCount over 1)
+	attempts           int // HTTP attempts of every call, the SDK's retries included
 	receive            int // ReceiveMessage calls that returned messages
 	receiveEmpty       int // ReceiveMessage calls that returned none: idle long polls
 	del                int // DeleteMessage and DeleteMessageBatch calls
@@ -303,6 +308,8 @@ func (c *reqCount) add(o reqCount) {
 	c.send += o.send
 	c.sendBatch += o.sendBatch
 	c.received += o.received
+	c.again += o.again
+	c.attempts += o.attempts
 	c.receive += o.receive
 	c.receiveEmpty += o.receiveEmpty
 	c.del += o.del
@@ -311,9 +318,12 @@ func (c *reqCount) add(o reqCount) {
 }
 
 func (c reqCount) String() string {
-	return fmt.Sprintf("GetItem %d (+%d other), PutItem %d, UpdateItem %d, Query %d, SendMessage %d, SendMessageBatch %d, ReceiveMessage %d (%d messages; %d empty), Delete %d, other %d",
-		c.getItem, c.getOther, c.put, c.update, c.query, c.send, c.sendBatch, c.receive, c.received, c.receiveEmpty, c.del, c.other)
+	return fmt.Sprintf("GetItem %d (+%d other), PutItem %d, UpdateItem %d, Query %d, SendMessage %d, SendMessageBatch %d, ReceiveMessage %d (%d messages, %d of them again; %d empty), Delete %d, other %d; %d retries",
+		c.getItem, c.getOther, c.put, c.update, c.query, c.send, c.sendBatch, c.receive, c.received, c.again, c.receiveEmpty, c.del, c.other, c.retries())
 }
+
+// retries is how many HTTP attempts the SDK made beyond one a call.
+func (c reqCount) retries() int { return c.attempts - c.total() - c.receiveEmpty }
 
 // row is the table row of c per step, over steps steps.
 func (c reqCount) row(name string, steps int) string {
@@ -330,19 +340,33 @@ type apiCounter struct {
 	mu                sync.Mutex
 	calls             map[string]int
 	received, deleted int
+	again             int             // messages received with ApproximateReceiveCount over 1
+	attempts          int             // HTTP attempts: a call the SDK retries makes more than one
 	puts              []time.Duration // each PutItem call's time
 }
 
 func newAPICounter() *apiCounter { return &apiCounter{calls: map[string]int{}} }
 
 func (c *apiCounter) register(stack *middleware.Stack) error {
+	// After the SDK's retry middleware: once per attempt, counted as it
+	// ends, as calls are (a long poll spans windows).
+	if err := stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("bench/apiCounterAttempts",
+		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			out, md, err := next.HandleFinalize(ctx, in)
+			c.mu.Lock()
+			c.attempts++
+			c.mu.Unlock()
+			return out, md, err
+		}), middleware.After); err != nil {
+		return err
+	}
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("bench/apiCounter",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			began := time.Now()
 			out, md, err := next.HandleInitialize(ctx, in)
 			took := time.Since(began)
 			op := awsmiddleware.GetOperationName(ctx)
-			key, msgs, dels := op, 0, 0
+			key, msgs, again, dels := op, 0, 0, 0
 			switch op {
 			case "GetItem":
 				if p, ok := in.Parameters.(*dynamodb.GetItemInput); ok {
@@ -353,6 +377,11 @@ func (c *apiCounter) register(stack *middleware.Stack) error {
 			case "ReceiveMessage":
 				if r, ok := out.Result.(*sqs.ReceiveMessageOutput); ok {
 					msgs = len(r.Messages)
+					for _, m := range r.Messages {
+						if n, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"]); n > 1 {
+							again++
+						}
+					}
 				}
 				if msgs == 0 {
 					key = "ReceiveMessage empty"
@@ -370,6 +399,7 @@ func (c *apiCounter) register(stack *middleware.Stack) error {
 			}
 			c.calls[key]++
 			c.received += msgs
+			c.again += again
 			c.deleted += dels
 			c.mu.Unlock()
 			return out, md, err
@@ -378,15 +408,15 @@ func (c *apiCounter) register(stack *middleware.Stack) error {
 
 // counted is an apiCounter's counts at one time.
 type counted struct {
-	calls    map[string]int
-	received int
-	puts     int // PutItem calls timed
+	calls                     map[string]int
+	received, again, attempts int
+	puts                      int // PutItem calls timed
 }
 
 func (c *apiCounter) snapshot() counted {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return counted{calls: maps.Clone(c.calls), received: c.received, puts: len(c.puts)}
+	return counted{calls: maps.Clone(c.calls), received: c.received, again: c.again, attempts: c.attempts, puts: len(c.puts)}
 }
 
 // settled reports whether every message received has been deleted.
@@ -400,7 +430,8 @@ func (c *apiCounter) settled() bool {
 // told from the others by its key.
 func (c *apiCounter) since(before, after counted, pk string) reqCount {
 	c.mu.Lock()
-	out := reqCount{received: after.received - before.received, puts: slices.Clone(c.puts[before.puts:after.puts])}
+	out := reqCount{received: after.received - before.received, again: after.again - before.again, attempts: after.attempts - before.attempts,
+		puts: slices.Clone(c.puts[before.puts:after.puts])}
 	c.mu.Unlock()
 	for key, n := range after.calls {
 		n -= before.calls[key]
