@@ -14,9 +14,10 @@ import (
 // Chains (docs/PROTOCOL.md, "Chains"): after a message's step is written,
 // the steps ready at once run from the state the worker holds, one write
 // each, and only the last version's outbox is sent. The message that
-// started the chain is its carrier: every version the chain writes after
-// the first names it (saga.State.Carrier), so that the carrier, coming
-// back after a crash, sends the stored outbox rather than being dropped.
+// started the chain is its carrier: every version it writes, its own
+// step's and the chain's, names it (saga.State.Carrier), so that the
+// carrier, coming back after a crash, sends the stored outbox rather than
+// being dropped; and a cancel that lands on any of them keeps it.
 
 const (
 	// DefaultChainSteps is how many steps a message runs after its own
@@ -73,10 +74,11 @@ func (c *Coordinator) chainBudget(ctx context.Context) time.Duration {
 }
 
 // chain goes on from st, which msg's step has just written: it runs the
-// steps that chain, then sends the outbox of the last version written.
-// A failure of a chained step is that step's own: its message is sent (the
-// outbox of the version before it) and msg is done.
-func (c *Coordinator) chain(ctx context.Context, msg durable.Message, st *saga.State, plan *saga.Plan, took time.Duration) (Outcome, error) {
+// steps that chain, each naming carrier (the version of the message
+// handled), then sends the outbox of the last version written. A failure
+// of a chained step is that step's own: its message is sent (the outbox
+// of the version before it) and msg is done.
+func (c *Coordinator) chain(ctx context.Context, msg durable.Message, carrier uint64, st *saga.State, plan *saga.Plan, took time.Duration) (Outcome, error) {
 	c.logHandled(ctx, msg, st, HandledStep, took)
 	start := c.cfg.Clock.Now()
 	budget := c.chainBudget(ctx)
@@ -89,7 +91,7 @@ func (c *Coordinator) chain(ctx context.Context, msg durable.Message, st *saga.S
 			c.cfg.BeforeChained(st)
 		}
 		sctx, span := c.traceChained(ctx, next, st)
-		st2, took, err := c.chained(sctx, msg, next, st, plan, cur)
+		st2, took, err := c.chained(sctx, carrier, next, st, plan, cur)
 		if span != nil {
 			out, end := HandledChained, st2
 			if err != nil {
@@ -159,13 +161,13 @@ func fitsInvocation(ctx context.Context, timeout time.Duration) bool {
 
 // chained runs one step of a chain: the step next names, from st. A panic
 // is the step's failure, returned as an error.
-func (c *Coordinator) chained(ctx context.Context, carrier, next durable.Message, st *saga.State, plan *saga.Plan, cur saga.Cursor) (_ *saga.State, _ time.Duration, err error) {
+func (c *Coordinator) chained(ctx context.Context, carrier uint64, next durable.Message, st *saga.State, plan *saga.Plan, cur saga.Cursor) (_ *saga.State, _ time.Duration, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %s\n%s", errPanicked, PanicText(r), debug.Stack())
 		}
 	}()
-	return c.runStep(ctx, next, st, plan, cur, carrier.Version)
+	return c.runStep(ctx, next, st, plan, cur, carrier)
 }
 
 // traceChained opens the span of a chained step, as a message's own: a

@@ -145,6 +145,7 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (outcome 
 	if err != nil {
 		return "", err
 	}
+	carrier := msg.Version // the version every version this handling writes names
 	switch {
 	case st.Version > msg.Version+1 && st.Carrier == msg.Version && msg.Kind == durable.KindStep && st.FromOutside && waitedFor(plan, st, chainedAttempt(plan, st)):
 		// msg carried a chain whose step a cancel landed on, and came
@@ -206,29 +207,31 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (outcome 
 		// not run, the deadline fires.
 		return c.fire(ctx, msg, st, plan)
 	}
-	return c.runAction(ctx, msg, st, plan, cur)
+	return c.runAction(ctx, msg, st, plan, cur, carrier)
 }
 
 // runAction runs the attempt msg carries, the pending one of st, and
 // commits its outcome: the action's result, error or timeout is the
 // event of one transition, written; then the steps that follow it
-// chain, and the last outbox is sent (chain.go).
-func (c *Coordinator) runAction(ctx context.Context, msg durable.Message, st *saga.State, plan *saga.Plan, cur saga.Cursor) (Outcome, error) {
+// chain, and the last outbox is sent (chain.go). carrier is the version
+// of the message handled: msg's own, or, when msg is the attempt a cancel
+// waits for (chainedAttempt), the carrier's that came back to run it.
+func (c *Coordinator) runAction(ctx context.Context, msg durable.Message, st *saga.State, plan *saga.Plan, cur saga.Cursor, carrier uint64) (Outcome, error) {
 	if err := c.timeLeft(ctx, plan, cur, msg); err != nil {
 		return "", err
 	}
-	st, took, err := c.runStep(ctx, msg, st, plan, cur, 0)
+	st, took, err := c.runStep(ctx, msg, st, plan, cur, carrier)
 	if err != nil {
 		return "", err
 	}
-	return c.chain(ctx, msg, st, plan, took)
+	return c.chain(ctx, msg, carrier, st, plan, took)
 }
 
 // runStep runs the attempt msg names, the pending one of st, and writes
-// its outcome; carrier is the version of the message carrying the chain
-// when msg is a step's message the chain did not send (zero: msg is the
-// message handled). It returns the state written, and how long the
-// action took.
+// its outcome, naming carrier, the version of the message handled, as
+// the version's carrier: the message's own step, or a step its chain runs
+// after it (then msg is the message the chain did not send). It returns
+// the state written, and how long the action took.
 func (c *Coordinator) runStep(ctx context.Context, msg durable.Message, st *saga.State, plan *saga.Plan, cur saga.Cursor, carrier uint64) (*saga.State, time.Duration, error) {
 	// Times in UTC with no monotonic reading, as the codec reads them
 	// back: a chain goes on from the state it holds, which must be the

@@ -103,9 +103,9 @@ type Event struct {
 	// call took, as the caller measured it: the saga's history keeps it.
 	// Zero: not measured.
 	Took time.Duration
-	// Carrier, on EventResult of a step a chain runs after the message's
-	// own, is the version of the message that carries the chain: the new
-	// version records it (State.Carrier). Zero otherwise.
+	// Carrier, on EventResult, is the version of the message whose
+	// handling ran the step: its own step, or one its chain runs after
+	// it. The new version records it (State.Carrier). Zero: none.
 	Carrier uint64
 
 	// OnStep, when set, hears of every step the transition goes through.

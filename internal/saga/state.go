@@ -51,14 +51,16 @@ type State struct {
 	// not this transition's cause, and is dropped rather than re-sending
 	// its outbox.
 	FromOutside bool
-	// Carrier, when not zero, is the version of the message that carries
-	// the chain which wrote this version (docs/PROTOCOL.md, "Chains"): the
-	// message ran a step, then this one from the state it held. That
-	// message, coming back, sends this version's outbox rather than being
-	// dropped as stale. Zero on every version written by the message of
-	// the version before it, or from outside; but a cancel keeps the
-	// carrier of the version it lands on (the carrier then runs the
-	// attempt the cancel waits for).
+	// Carrier, when not zero, is the version of the message whose
+	// handling wrote this version with an action's (or compensation's)
+	// result (docs/PROTOCOL.md, "Chains"): its own step's, the version
+	// after it, or a step its chain ran from the state it held. That
+	// message, coming back to a version past the one after it, sends this
+	// version's outbox rather than being dropped as stale. Zero on a
+	// version written otherwise (a start, a timer, a join, from outside);
+	// but a cancel keeps the carrier of the version it lands on (the
+	// carrier then runs the attempt the cancel waits for, even the chain's
+	// first, run from the carrier's own version).
 	Carrier uint64
 	// Kept holds signals, and completions of callback tokens, that came
 	// before the saga waited for them, oldest first: an await takes the
