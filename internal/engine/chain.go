@@ -47,9 +47,13 @@ type Batch struct {
 	Waiting int
 	// Visibility is how long the record stays hidden (zero: unknown, as
 	// in Lambda, whose deadline bounds the chain): a chain stops starting
-	// steps at half of it, so that its carrier never shows again while
-	// it runs.
+	// steps once half of it has passed since Received, so that its
+	// carrier does not show again while it runs.
 	Visibility time.Duration
+	// Received is when the batch was received, on the coordinator's
+	// clock: the record's visibility timeout runs from then, and half of
+	// it counts from then. Zero: from the start of the chain.
+	Received time.Time
 }
 
 type batchKey struct{}
@@ -60,14 +64,18 @@ func WithBatch(ctx context.Context, b *Batch) context.Context {
 	return context.WithValue(ctx, batchKey{}, b)
 }
 
-// chainBudget is how long the chain of a record handled with ctx may go
-// on starting steps.
-func (c *Coordinator) chainBudget(ctx context.Context) time.Duration {
+// chainBudget is how long the chain of a record handled with ctx, started
+// at start, may go on starting steps.
+func (c *Coordinator) chainBudget(ctx context.Context, start time.Time) time.Duration {
 	budget := c.cfg.ChainTime
 	if b, ok := ctx.Value(batchKey{}).(*Batch); ok {
 		budget /= time.Duration(b.Waiting + 1)
 		if b.Visibility > 0 {
-			budget = min(budget, b.Visibility/2)
+			half := b.Visibility / 2
+			if !b.Received.IsZero() {
+				half -= start.Sub(b.Received) // the carrier has been hidden that long
+			}
+			budget = min(budget, half)
 		}
 	}
 	return budget
@@ -81,7 +89,7 @@ func (c *Coordinator) chainBudget(ctx context.Context) time.Duration {
 func (c *Coordinator) chain(ctx context.Context, msg durable.Message, carrier uint64, st *saga.State, plan *saga.Plan, took time.Duration) (Outcome, error) {
 	c.logHandled(ctx, msg, st, HandledStep, took)
 	start := c.cfg.Clock.Now()
-	budget := c.chainBudget(ctx)
+	budget := c.chainBudget(ctx, start)
 	for n := 0; n < c.cfg.ChainSteps; n++ {
 		next, cur, ok := c.chainable(ctx, msg, st, plan, start, budget)
 		if !ok {

@@ -451,3 +451,40 @@ func carrierBackAfterACancelMidChain(t *testing.T, step, want string) {
 		t.Errorf("calls %s, want %s", got, want)
 	}
 }
+
+// Half the visibility timeout counts from the receipt of the batch, not
+// from the chain's start: a carrier whose own step (or the records before
+// it) used that time chains nothing more, so that it does not show again
+// while its chain runs.
+func TestChainStopsAtHalfTheVisibilityFromTheReceipt(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name     string
+		received time.Duration // before the carrier's step starts
+		want     uint64
+	}{
+		{"received as it starts", 0, 3},                       // s1 ends at 1 s, s2 at 2 s: s3 would start at half of 4 s
+		{"received 1.5 s before", 1500 * time.Millisecond, 2}, // s1 ends past half of it
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var e *rig
+			e = newEdgeRig(t, linearSaga(""), func(_ context.Context, c saga.Call) (any, error) {
+				e.clock.Advance(time.Second) // each action takes a second
+				return map[string]any{}, nil
+			})
+			cfg := e.cfg
+			cfg.ChainTime = time.Minute
+			e.connect(cfg)
+			e.start("v-1", nil)
+			d, _ := e.receive()
+			batch := engine.Batch{Visibility: 4 * time.Second, Received: e.clock.Now().Add(-tt.received)}
+			if _, err := e.coord.Handle(engine.WithBatch(context.Background(), &batch), d.Body); err != nil {
+				t.Fatal(err)
+			}
+			if st := e.get("v-1"); st.Version != tt.want {
+				t.Errorf("v%d after the first message, want v%d", st.Version, tt.want)
+			}
+		})
+	}
+}

@@ -61,7 +61,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig) error {
 			}
 			continue
 		}
-		batch := Batch{Visibility: cfg.Visibility}
+		batch := Batch{Visibility: cfg.Visibility, Received: cfg.Coordinator.cfg.Clock.Now()}
 		wctx := WithBatch(calm, &batch)
 		for i, d := range ds {
 			batch.Waiting = len(ds) - i - 1
