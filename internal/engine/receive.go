@@ -213,6 +213,11 @@ func (c *Coordinator) giveToCreatedChild(ctx context.Context, st *saga.State, pl
 	if errors.Is(err, saga.ErrNotReceiving) {
 		return nil, nil // it has passed its awaits or ended: the saga keeps it
 	}
+	if err == nil && got.Receipt == saga.ReceiptDuplicate {
+		// Its launcher read the saga after this keep and handed it over:
+		// what this send did is the keep.
+		return nil, nil
+	}
 	return got, err
 }
 

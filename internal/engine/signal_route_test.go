@@ -387,3 +387,26 @@ steps:
 		t.Fatalf("one signal read %d items of the store (lanes^depth): unbounded by anything but MaxForkDepth", gets+forks)
 	}
 }
+
+// A signal kept by the saga for a child yet to start, which its launcher
+// created meanwhile and handed the signal to: giving it to that child
+// again finds it held, and the sender is told what its send did, kept,
+// never "duplicate" (a sender told duplicate would think an earlier send
+// of its own took it).
+func TestSignalKeptForAChildHandedItMeanwhileIsKeptNotDuplicate(t *testing.T) {
+	t.Parallel()
+	r := newForkRig(t, approvalParent, map[string]string{"approval.yaml": approvalChild})
+	r.start("o-9", nil)
+	r.drain() // the child waits on its await, the saga on the fork
+	child := childOf(r, "o-9")
+	payload := map[string]any{"by": "mia"}
+	// The child holds the signal, as when its launcher handed it over.
+	if _, err := r.coord.Signal(context.Background(), &engine.SignalParams{SagaID: child, Name: "approved", Payload: payload, ID: "sig-9"}); err != nil {
+		t.Fatal(err)
+	}
+	st := r.get("o-9")
+	got, err := r.coord.GiveToCreatedChild(context.Background(), st, r.plan, saga.Delivery{Signal: "approved", ID: "sig-9", Child: 1}, payload)
+	if err != nil || got != nil {
+		t.Fatalf("giving the kept signal to the child that holds it: %+v %v; want nothing (the saga's kept stands)", got, err)
+	}
+}
