@@ -111,13 +111,18 @@ func TestSimulationCatchesSabotage(t *testing.T) {
 		if tt.sagas == 0 {
 			tt.sagas = 300
 		}
-		rep, err := sim.Run(sim.Config{Seed: 3, Sagas: tt.sagas, Sabotage: tt.sabotage, EdgeRate: tt.edgeRate})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.Violations[tt.invariant] == 0 {
-			t.Errorf("sabotage %s went unnoticed by %s:\n%s", tt.sabotage, tt.invariant, rep)
-		}
+		// Each run is a world of its own, on one goroutine: they run side
+		// by side.
+		t.Run(tt.sabotage+"/"+tt.invariant, func(t *testing.T) {
+			t.Parallel()
+			rep, err := sim.Run(sim.Config{Seed: 3, Sagas: tt.sagas, Sabotage: tt.sabotage, EdgeRate: tt.edgeRate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Violations[tt.invariant] == 0 {
+				t.Errorf("sabotage %s went unnoticed by %s:\n%s", tt.sabotage, tt.invariant, rep)
+			}
+		})
 	}
 }
 
@@ -147,12 +152,15 @@ func TestSimulationCatchesForkSabotage(t *testing.T) {
 		// Two workers join one fork, both writes land.
 		{"unconditional-writes", "join_once"},
 	} {
-		rep, err := sim.Run(sim.Config{Seed: seed, Sagas: sagas, Sabotage: tt.sabotage})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if rep.Violations[tt.invariant] <= honest.Violations[tt.invariant] {
-			t.Errorf("sabotage %s went unnoticed by %s (%d violations, %d in the honest run):\n%s", tt.sabotage, tt.invariant, rep.Violations[tt.invariant], honest.Violations[tt.invariant], rep)
-		}
+		t.Run(tt.sabotage+"/"+tt.invariant, func(t *testing.T) {
+			t.Parallel()
+			rep, err := sim.Run(sim.Config{Seed: seed, Sagas: sagas, Sabotage: tt.sabotage})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Violations[tt.invariant] <= honest.Violations[tt.invariant] {
+				t.Errorf("sabotage %s went unnoticed by %s (%d violations, %d in the honest run):\n%s", tt.sabotage, tt.invariant, rep.Violations[tt.invariant], honest.Violations[tt.invariant], rep)
+			}
+		})
 	}
 }
