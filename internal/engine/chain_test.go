@@ -29,6 +29,25 @@ func linearSaga(extra string) string {
 	return b.String()
 }
 
+// killable makes the rig's worker mortal: once the flag it returns is
+// set, every store call and send fails, as for a worker that died.
+func killable(e *rig) *atomic.Bool {
+	dead := new(atomic.Bool)
+	e.store.setHook(func(op, key string) error {
+		if dead.Load() {
+			return errors.New("the worker is gone")
+		}
+		return nil
+	})
+	e.queue.setHook(func(durable.Message) (bool, error) {
+		if dead.Load() {
+			return false, errors.New("the worker is gone")
+		}
+		return false, nil
+	})
+	return dead
+}
+
 // countingStore counts the reads of the saga's item.
 type countingStore struct {
 	durable.Store
@@ -121,19 +140,7 @@ func TestCarrierBackAfterACrashMidChainSendsTheStoredOutbox(t *testing.T) {
 	d, _ := e.receive()
 	carrier, _ := durable.DecodeMessage(d.Body)
 	// Death after version 4 is written: every write and send after it fails.
-	var dead atomic.Bool
-	e.store.setHook(func(op, key string) error {
-		if dead.Load() {
-			return errors.New("the worker is gone")
-		}
-		return nil
-	})
-	e.queue.setHook(func(durable.Message) (bool, error) {
-		if dead.Load() {
-			return false, errors.New("the worker is gone")
-		}
-		return false, nil
-	})
+	dead := killable(e)
 	e.reg.SetFallback(func(_ context.Context, c saga.Call) (any, error) {
 		if !c.Compensation {
 			e.mu.Lock()
@@ -385,19 +392,7 @@ func carrierBackAfterACancelMidChain(t *testing.T, step, want string) {
 	e := newEdgeRig(t, linearSaga(""), nil)
 	e.start("c-1", nil)
 	d, _ := e.receive()
-	var dead atomic.Bool
-	e.store.setHook(func(op, key string) error {
-		if dead.Load() {
-			return errors.New("the worker is gone")
-		}
-		return nil
-	})
-	e.queue.setHook(func(durable.Message) (bool, error) {
-		if dead.Load() {
-			return false, errors.New("the worker is gone")
-		}
-		return false, nil
-	})
+	dead := killable(e)
 	var calls atomic.Int64
 	e.reg.SetFallback(func(ctx context.Context, c saga.Call) (any, error) {
 		e.mu.Lock()
