@@ -223,9 +223,15 @@ type handleLog struct {
 func (w *world) gone() bool { return len(w.bufs) > 0 && w.top().dead }
 
 // wrote notes that the current handle wrote a version of saga id, and
-// returns the log the write commits.
+// returns the log the write commits: a new one when the handle wrote that
+// saga already with no call since (a chained step whose call could not
+// be built), so that each write holds its own events.
 func (w *world) wrote(sagaID string) *handleLog {
 	top := w.top()
+	if top.wrote[sagaID] {
+		top = &handleLog{delivery: top.delivery, dead: top.dead}
+		w.bufs[len(w.bufs)-1] = top
+	}
 	if top.wrote == nil {
 		top.wrote = map[string]bool{}
 	}
