@@ -12,6 +12,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/memqueue"
 	"github.com/lambdasaga/lambdasaga/internal/memstore"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
+	"github.com/lambdasaga/lambdasaga/internal/sagatest"
 )
 
 // formatsTime's second action formats a var holding a time: the text shows
@@ -37,20 +38,6 @@ func startAt(t *testing.T, plan *saga.Plan) *saga.State {
 	return st
 }
 
-// readBack is st as a read gives it: encoded and decoded.
-func readBack(t *testing.T, st *saga.State) *saga.State {
-	t.Helper()
-	b, err := st.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	read := &saga.State{}
-	if err := read.UnmarshalBinary(b); err != nil {
-		t.Fatal(err)
-	}
-	return read
-}
-
 // TestSameContinuationReportsATimeInAnotherLocation: a held time the
 // codec reads back in UTC, which the next action's input formats, is
 // reported at the call, with both texts.
@@ -70,7 +57,7 @@ func TestSameContinuationReportsATimeInAnotherLocation(t *testing.T) {
 		t.Fatalf("pending at step %d, want second", cur.Step)
 	}
 	held.Vars["t"] = time.Date(2024, 1, 1, 0, 0, 0, 0, time.FixedZone("EET", 2*3600))
-	read := readBack(t, held)
+	read := sagatest.ReadBack(t, held)
 
 	what, detail := sameContinuation(plan, held, read, []time.Time{heldEpoch})
 	if what != "Call" || !strings.Contains(detail, "Call.Input[t]") || !strings.Contains(detail, "+02:00") || !strings.Contains(detail, "Z") {
@@ -82,7 +69,7 @@ func TestSameContinuationReportsATimeInAnotherLocation(t *testing.T) {
 
 	// The same instant in UTC: nothing differs.
 	held.Vars["t"] = held.Vars["t"].(time.Time).UTC()
-	if what, detail := sameContinuation(plan, held, readBack(t, held), []time.Time{heldEpoch}); what != "" {
+	if what, detail := sameContinuation(plan, held, sagatest.ReadBack(t, held), []time.Time{heldEpoch}); what != "" {
 		t.Fatalf("a held state equal to its read: %s differs: %s", what, detail)
 	}
 }
@@ -109,7 +96,7 @@ steps:
 	if err := plan.Advance(held, saga.Event{Kind: saga.EventResult, Now: heldEpoch, Output: out}); err != nil {
 		t.Fatal(err)
 	}
-	read := readBack(t, held)
+	read := sagatest.ReadBack(t, held)
 	if what, detail := sameContinuation(plan, held, read, []time.Time{heldEpoch}); what != "" {
 		t.Errorf("%s differs: %s", what, detail)
 	}

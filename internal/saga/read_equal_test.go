@@ -6,25 +6,12 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/internal/saga"
+	"github.com/lambdasaga/lambdasaga/internal/sagatest"
 )
 
 // A chain runs its next step from the state it holds, not from a read
 // (docs/PROTOCOL.md, "Chains"): every value that enters the state must
 // already be what the codec reads back, or the step goes otherwise.
-
-// readBack is st encoded and decoded, as a read gives it.
-func readBack(t *testing.T, st *saga.State) *saga.State {
-	t.Helper()
-	b, err := st.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	read := &saga.State{}
-	if err := read.UnmarshalBinary(b); err != nil {
-		t.Fatal(err)
-	}
-	return read
-}
 
 // TestCheckValueGivesWhatAReadGives: an action output holding a time in
 // another location with a monotonic reading (time.Now() in a Go action),
@@ -37,7 +24,7 @@ func TestCheckValueGivesWhatAReadGives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := readBack(t, &saga.State{Vars: map[string]any{"r": got}}).Vars["r"]
+	read := sagatest.ReadBack(t, &saga.State{Vars: map[string]any{"r": got}}).Vars["r"]
 	if !reflect.DeepEqual(got, read) {
 		t.Fatalf("CheckValue gave %#v, a read gives %#v", got, read)
 	}
@@ -72,7 +59,7 @@ steps:
 	if err := p.Advance(st, saga.Event{Kind: saga.EventResult, Now: t0, Output: map[string]any{}}); err != nil {
 		t.Fatal(err)
 	}
-	read := readBack(t, st)
+	read := sagatest.ReadBack(t, st)
 	if !reflect.DeepEqual(st.Vars, read.Vars) {
 		t.Fatalf("vars held %#v, read %#v", st.Vars, read.Vars)
 	}

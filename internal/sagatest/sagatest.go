@@ -74,3 +74,18 @@ func LinearSaga(n int) string {
 	}
 	return s.String()
 }
+
+// ReadBack is st as a read gives it: encoded and decoded. A chain goes on
+// from the state it holds, which must be this (docs/PROTOCOL.md, "Chains").
+func ReadBack(t testing.TB, st *saga.State) *saga.State {
+	t.Helper()
+	b, err := st.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := &saga.State{}
+	if err := read.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	return read
+}
