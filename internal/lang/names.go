@@ -39,5 +39,12 @@ const compensateSuffix = ".compensate"
 // so in words, for errors.
 var SignalNamePattern = namePattern
 
+// ValidSagaName reports whether name can name a saga (a definition's
+// saga field): SagaNameRule.
+func ValidSagaName(name string) bool { return namePattern.MatchString(name) }
+
+// SagaNameRule describes a valid saga name, for errors.
+const SagaNameRule = "a letter, then letters, digits, '_', '.' or '-', at most 80"
+
 // SignalNameRule describes SignalNamePattern.
 const SignalNameRule = "a letter, then letters, digits, '_', '.' or '-', at most 80"

@@ -56,6 +56,13 @@ const (
 
 var deliveryIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
 
+// ValidDeliveryID reports whether id can be a delivery's id (a signal's
+// idempotency id): DeliveryIDRule.
+func ValidDeliveryID(id string) bool { return deliveryIDPattern.MatchString(id) }
+
+// DeliveryIDRule says what a delivery id may hold, for errors.
+const DeliveryIDRule = "1 to 64 letters, digits, '_', '.', ':' or '-'"
+
 // HasCallbacks reports whether the plan has callback steps: its sagas need
 // Event.Secret at their start.
 func (p *Plan) HasCallbacks() bool { return p.callbacks }

@@ -1,0 +1,344 @@
+package startqueue
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
+)
+
+// MaxRequestBytes is the largest request body read: SQS's own limit on a
+// message (1 MiB). Each value in it has its own, smaller limit, which the
+// engine checks (an input, a signal's payload, a callback's output).
+const MaxRequestBytes = 1 << 20
+
+// Request is one message of the start queue: a start, a signal, a
+// signal with a start beside it (the saga is started if it does not exist,
+// and gets the signal either way), or a callback's completion.
+type Request struct {
+	Start    *Start    `json:"start,omitempty"`
+	Signal   *Signal   `json:"signal,omitempty"`
+	Callback *Callback `json:"callback,omitempty"`
+}
+
+// Start starts the current version of a deployed saga.
+type Start struct {
+	// Saga is the name of a deployed definition (sagactl deploy): the
+	// saga runs its current version, and keeps it to its end.
+	Saga string `json:"saga"`
+	// ID names the saga. It is required: the queue delivers at least
+	// once, and the id is what makes a second delivery (or a sender's
+	// retry) start the saga once.
+	ID string `json:"id"`
+	// Input is a JSON object checked against the definition's input;
+	// absent, an empty object.
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+// Signal sends a signal to a saga.
+type Signal struct {
+	// ID is the saga's id; beside a start, it may be left out (the
+	// start's id).
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name"` // the signal's name, as the saga's await names it
+	// Payload is any JSON value; absent, null.
+	Payload json.RawMessage `json:"payload,omitempty"`
+	// Delivery makes the signal idempotent: a second signal with the same
+	// delivery id is a duplicate. Absent, the SQS message id, which every
+	// delivery of one message carries (but a sender that sends again
+	// makes a new message: give a delivery id to be safe against that).
+	Delivery string `json:"delivery,omitempty"`
+}
+
+// Callback completes (Output) or fails (Error) a callback token.
+type Callback struct {
+	Token  string          `json:"token"`
+	Output json.RawMessage `json:"output,omitempty"`
+	Error  *CallbackError  `json:"error,omitempty"`
+}
+
+// CallbackError fails a callback's attempt: the step retries or fails as
+// an action's error of that type would make it.
+type CallbackError struct {
+	Type    string `json:"type"`
+	Message string `json:"message,omitempty"`
+}
+
+// Kind names what a request asks: "start", "signal", "signal-with-start"
+// or "callback".
+func (r *Request) Kind() string {
+	switch {
+	case r.Start != nil && r.Signal != nil:
+		return "signal-with-start"
+	case r.Start != nil:
+		return "start"
+	case r.Signal != nil:
+		return "signal"
+	default:
+		return "callback"
+	}
+}
+
+// SagaID is the id of the saga a request is for; empty for a callback
+// (its token names the saga).
+func (r *Request) SagaID() string {
+	switch {
+	case r.Start != nil:
+		return r.Start.ID
+	case r.Signal != nil:
+		return r.Signal.ID
+	}
+	return ""
+}
+
+// ErrMalformed is a request that can never be taken as it is: not JSON,
+// not one of the request kinds, a field missing or invalid. A
+// *RequestError names the field.
+var ErrMalformed = errors.New("malformed start queue request")
+
+// RequestError is a malformed request: the field (a JSON path such as
+// "start.id") and what is wrong with it. It never quotes a value of the
+// request, which may hold secrets; ids and names it may.
+type RequestError struct {
+	Field   string // empty: the request as a whole
+	Problem string
+}
+
+func (e *RequestError) Error() string {
+	if e.Field == "" {
+		return "request: " + e.Problem
+	}
+	return "request: " + e.Field + ": " + e.Problem
+}
+
+// Unwrap makes every RequestError an ErrMalformed.
+func (e *RequestError) Unwrap() error { return ErrMalformed }
+
+func bad(field, format string, args ...any) error {
+	return &RequestError{Field: field, Problem: fmt.Sprintf(format, args...)}
+}
+
+// Parse reads one request and checks its shape: exactly one kind, each
+// required field present and well formed, no unknown field (a misspelt
+// field would otherwise be dropped in silence). What only the saga can
+// tell (the input against the definition, the signal's payload size) is
+// checked when the request is carried out.
+func Parse(body []byte) (*Request, error) {
+	if len(body) > MaxRequestBytes {
+		return nil, bad("", "%d bytes, over the limit of %d", len(body), MaxRequestBytes)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, bad("", "empty body: send one JSON object with \"start\", \"signal\" or \"callback\"")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var top json.RawMessage
+	if err := dec.Decode(&top); err != nil {
+		return nil, decodeError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, bad("", "more than one JSON value: send one request per message")
+	}
+	// encoding/json matches field names without regard to case, and keeps
+	// the last of repeated ones: the keys are checked exactly first, so
+	// that what this reads is what the schema accepts.
+	if err := exactKeys(top, "", fields); err != nil {
+		return nil, err
+	}
+	var r Request
+	if err := json.Unmarshal(top, &r); err != nil {
+		return nil, decodeError(err)
+	}
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// fields are the keys of each object of a request, by its path.
+var fields = map[string][]string{
+	"":               {"start", "signal", "callback"},
+	"start":          {"saga", "id", "input"},
+	"signal":         {"id", "name", "payload", "delivery"},
+	"callback":       {"token", "output", "error"},
+	"callback.error": {"type", "message"},
+}
+
+// exactKeys checks that the object at path (and the objects of the
+// request below it) has only its own keys, spelt exactly, each once.
+func exactKeys(raw json.RawMessage, path string, fields map[string][]string) error {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 || b[0] != '{' {
+		return nil // not an object: the typed decode says so
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil {
+		return decodeError(err)
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return decodeError(err)
+		}
+		key, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return decodeError(err)
+		}
+		field := key
+		if path != "" {
+			field = path + "." + key
+		}
+		if !slices.Contains(fields[path], key) {
+			where := "the request"
+			if path != "" {
+				where = path
+			}
+			return bad(field, "unknown field (%s has %s; see docs/START_QUEUE.md)", where, strings.Join(fields[path], ", "))
+		}
+		if seen[key] {
+			return bad(field, "given twice")
+		}
+		seen[key] = true
+		if _, ok := fields[field]; ok {
+			if err := exactKeys(v, field, fields); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// decodeError says where a body failed to decode, without its text.
+func decodeError(err error) error {
+	var (
+		syntax *json.SyntaxError
+		typ    *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &syntax):
+		return bad("", "not valid JSON (at byte %d)", syntax.Offset)
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return bad("", "must be a JSON object with \"start\", \"signal\" or \"callback\", got %s", typ.Value)
+		}
+		return bad(typ.Field, "must be %s, got %s", jsonType(typ.Type.Kind().String()), typ.Value)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return bad("", "not valid JSON (it ends too soon)")
+	}
+	return bad("", "not valid JSON")
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "ptr", "struct":
+		return "an object"
+	}
+	return kind
+}
+
+func (r *Request) check() error {
+	switch {
+	case r.Start == nil && r.Signal == nil && r.Callback == nil:
+		return bad("", "empty request: give \"start\", \"signal\" or \"callback\"")
+	case r.Callback != nil && (r.Start != nil || r.Signal != nil):
+		return bad("callback", "goes alone: a callback's token names its saga (a start or a signal goes in a request of its own)")
+	}
+	if s := r.Start; s != nil {
+		if err := checkStart(s); err != nil {
+			return err
+		}
+	}
+	if s := r.Signal; s != nil {
+		if r.Start != nil {
+			switch {
+			case s.ID == "":
+				s.ID = r.Start.ID
+			case s.ID != r.Start.ID:
+				return bad("signal.id", "%q is not the start's id %q: a signal with a start goes to the saga it starts (leave signal.id out)", s.ID, r.Start.ID)
+			}
+		}
+		if err := checkSignal(s); err != nil {
+			return err
+		}
+	}
+	if c := r.Callback; c != nil {
+		if err := checkCallback(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkStart(s *Start) error {
+	switch {
+	case s.Saga == "":
+		return bad("start.saga", "missing: the name of a deployed saga (sagactl deploy)")
+	case !lang.ValidSagaName(s.Saga):
+		return bad("start.saga", "%q is not a saga name (%s)", s.Saga, lang.SagaNameRule)
+	}
+	if err := checkID("start.id", s.ID); err != nil {
+		return err
+	}
+	if durable.IsChildID(s.ID) {
+		return bad("start.id", "%q has the form of a child run's id (<parent>.<step>.<visit>.<index>): forks name their children so; choose another", s.ID)
+	}
+	if len(s.Input) > 0 && !isObject(s.Input) {
+		return bad("start.input", "must be a JSON object")
+	}
+	return nil
+}
+
+func checkSignal(s *Signal) error {
+	if err := checkID("signal.id", s.ID); err != nil {
+		return err
+	}
+	switch {
+	case s.Name == "":
+		return bad("signal.name", "missing: the name the saga's await waits for")
+	case !lang.SignalNamePattern.MatchString(s.Name):
+		return bad("signal.name", "%q is not a signal name (%s)", s.Name, lang.SignalNameRule)
+	case s.Delivery != "" && !saga.ValidDeliveryID(s.Delivery):
+		return bad("signal.delivery", "%q is not a delivery id (%s)", s.Delivery, saga.DeliveryIDRule)
+	}
+	return nil
+}
+
+func checkCallback(c *Callback) error {
+	switch {
+	case c.Token == "":
+		return bad("callback.token", "missing: the token the saga's callback step gave its action")
+	case c.Error != nil && len(c.Output) > 0:
+		return bad("callback", "give \"output\" (the step succeeded) or \"error\" (it failed), not both")
+	case c.Error != nil && c.Error.Type == "":
+		return bad("callback.error.type", "missing: the error's type, which the step's retry.permanent and catch match")
+	case c.Error != nil && utf8.RuneCountInString(c.Error.Message) > 4096:
+		return bad("callback.error.message", "over the limit of 4096 characters")
+	}
+	return nil
+}
+
+func checkID(field, id string) error {
+	switch {
+	case id == "":
+		return bad(field, "missing: the saga's id")
+	case !durable.ValidSagaID(id):
+		return bad(field, "%q is not a saga id (1 to 128 letters, digits, '_', '.', ':' and '-', starting with a letter or digit)", id)
+	}
+	return nil
+}
+
+func isObject(raw json.RawMessage) bool {
+	b := bytes.TrimSpace(raw)
+	return len(b) > 0 && b[0] == '{'
+}

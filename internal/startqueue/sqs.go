@@ -1,0 +1,128 @@
+package startqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// Message attributes of a dead-lettered request: why it was refused, and
+// what it was. The body is the request as it was sent.
+const (
+	AttrReason    = "lambdasaga-reason"
+	AttrKind      = "lambdasaga-kind"
+	AttrSagaID    = "lambdasaga-saga-id"
+	AttrMessageID = "lambdasaga-message-id"
+)
+
+// SQSClient is the part of *sqs.Client the start queue uses.
+type SQSClient interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+}
+
+// SQSDeadLetters sends refused requests to the start queue's dead-letter
+// queue, with their reason in message attributes.
+type SQSDeadLetters struct {
+	Client SQSClient
+	URL    string // the dead-letter queue (stack output StartDeadLetterQueueUrl)
+}
+
+// maxReasonBytes bounds the reason attribute: an error of the engine may
+// be long (a definition's problems), and the message's attributes count
+// toward its size.
+const maxReasonBytes = 2048
+
+// DeadLetter implements DeadLetters.
+func (d *SQSDeadLetters) DeadLetter(ctx context.Context, l *DeadLetter) error {
+	attrs := map[string]sqstypes.MessageAttributeValue{}
+	put := func(k, v string) {
+		if v != "" {
+			attrs[k] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+		}
+	}
+	reason := l.Reason
+	if len(reason) > maxReasonBytes {
+		reason = reason[:maxReasonBytes] + "…"
+	}
+	put(AttrReason, reason)
+	put(AttrKind, l.Kind)
+	put(AttrSagaID, l.SagaID)
+	put(AttrMessageID, l.MessageID)
+	body := string(l.Body)
+	if body == "" {
+		body = "(empty)" // SQS refuses an empty body
+	}
+	_, err := d.Client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(d.URL), MessageBody: aws.String(body), MessageAttributes: attrs})
+	if err != nil {
+		return fmt.Errorf("dead-letter queue: %w", err)
+	}
+	return nil
+}
+
+// Poller reads the start queue outside Lambda (sagactl work, sagactl run
+// on the emulators), as Lambda's event source mapping does for the
+// functions: a message is deleted when it is done or refused, and left to
+// come back after the visibility timeout when it is to be retried.
+type Poller struct {
+	Client  SQSClient
+	URL     string // the start queue
+	Handler *Handler
+	Logger  *slog.Logger
+	// Handled, when set, hears each message's outcome (sagactl work
+	// prints and counts them).
+	Handled func(Outcome)
+}
+
+// Run polls until ctx ends; a receive under way is finished first.
+func (p *Poller) Run(ctx context.Context) error {
+	if p.Client == nil || p.URL == "" || p.Handler == nil {
+		return errors.New("startqueue: a poller needs a Client, a URL and a Handler")
+	}
+	log := p.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	calm := context.WithoutCancel(ctx)
+	for ctx.Err() == nil {
+		out, err := p.Client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(p.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameApproximateReceiveCount},
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			log.LogAttrs(ctx, slog.LevelWarn, "start queue: receive failed", slog.String("error", err.Error()))
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		for _, m := range out.Messages {
+			n, _ := strconv.Atoi(m.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
+			o := p.Handler.Handle(calm, Message{ID: aws.ToString(m.MessageId), Body: []byte(aws.ToString(m.Body)), ReceiveCount: n})
+			if p.Handled != nil {
+				p.Handled(o)
+			}
+			if o.Verdict == Retry {
+				continue
+			}
+			if _, err := p.Client.DeleteMessage(calm, &sqs.DeleteMessageInput{QueueUrl: aws.String(p.URL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+				// It comes back and is carried out again: a no-op
+				// (starts, signals and completions are idempotent).
+				log.LogAttrs(ctx, slog.LevelWarn, "start queue: delete failed; the message comes back", slog.String("message_id", aws.ToString(m.MessageId)), slog.String("error", err.Error()))
+			}
+		}
+	}
+	return nil
+}
