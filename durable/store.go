@@ -155,6 +155,25 @@ type DefinitionRecord struct {
 	Source []byte // as stored by DefinitionPut, byte for byte
 }
 
+// DefinitionDeployParams makes a stored definition the current version of
+// its name (Store.DefinitionDeploy).
+type DefinitionDeployParams struct {
+	Name string // the saga's name; the stored definition's Name
+	Hash string // the definition to run for Name from now on, stored by DefinitionPut
+}
+
+// DefinitionCurrentParams reads the current version of a name
+// (Store.DefinitionCurrent).
+type DefinitionCurrentParams struct {
+	Name string // the saga's name
+	// Consistent asks for a read that sees every deploy that returned
+	// before it (store/dynamo: a strongly consistent read, twice the
+	// read units). Without it, a deploy of the last second may not be
+	// seen yet and the version before it is returned: what a start by
+	// name needs, since it runs whatever version is current as it reads.
+	Consistent bool
+}
+
 // Store keeps saga state and definitions. Implementations are safe for
 // concurrent use; storetest.Exercise is the contract every one must pass.
 // A store never keeps the slices it is given (callers reuse their buffers)
@@ -194,6 +213,20 @@ type Store interface {
 	DefinitionPut(ctx context.Context, params *DefinitionPutParams) error
 	// DefinitionGet returns a definition, or ErrNotFound.
 	DefinitionGet(ctx context.Context, params *DefinitionGetParams) (*DefinitionRecord, error)
+	// DefinitionDeploy makes the stored definition Hash the current
+	// version of Name: what DefinitionCurrent returns from then on, in
+	// place of the one before (the sagas that run it keep it, by hash).
+	// ErrNotFound when no definition is stored under Hash; ErrConflict
+	// when the one stored is named otherwise. Deploying the current
+	// version again is a no-op; of concurrent deploys of one name, the
+	// last to land is current.
+	DefinitionDeploy(ctx context.Context, params *DefinitionDeployParams) error
+	// DefinitionCurrent returns the current version of a name (the
+	// definition last deployed for it), or ErrNotFound when none was
+	// ever deployed. Unless Consistent, it may return the version before
+	// a deploy of the last second; it never returns ErrNotFound for a name
+	// deployed before it was called.
+	DefinitionCurrent(ctx context.Context, params *DefinitionCurrentParams) (*DefinitionRecord, error)
 	// ForkCount counts one ended child of a fork, in one conditional
 	// write and no read first: it sets lane Lane's count to Count+1 only
 	// if the lane holds Count (a lane never counted, or a record that does

@@ -25,9 +25,11 @@ type Store struct {
 	// wake holds the sagas whose WakeAt is set: SagaListDue reads only
 	// these, as the due index of store/dynamo holds only them (a sparse
 	// index), not every saga ever stored.
-	wake  map[string]wakeEntry
-	defs  map[string]*durable.DefinitionRecord
-	forks map[string]*durable.ForkRecord
+	wake map[string]wakeEntry
+	defs map[string]*durable.DefinitionRecord
+	// current holds each deployed name's current definition hash.
+	current map[string]string
+	forks   map[string]*durable.ForkRecord
 	// expires holds what SagaExpire and ForkExpire marked: the end of the
 	// tree's root, by "saga "+id or "fork "+key. Nothing is deleted: the
 	// memory store keeps everything; Expiry shows the marks.
@@ -36,7 +38,7 @@ type Store struct {
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{sagas: map[string]*durable.SagaRecord{}, wake: map[string]wakeEntry{}, defs: map[string]*durable.DefinitionRecord{}, forks: map[string]*durable.ForkRecord{}, expires: map[string]time.Time{}}
+	return &Store{sagas: map[string]*durable.SagaRecord{}, wake: map[string]wakeEntry{}, defs: map[string]*durable.DefinitionRecord{}, current: map[string]string{}, forks: map[string]*durable.ForkRecord{}, expires: map[string]time.Time{}}
 }
 
 func clone(r *durable.SagaRecord) *durable.SagaRecord {
@@ -237,6 +239,35 @@ func (s *Store) DefinitionGet(_ context.Context, p *durable.DefinitionGetParams)
 	}
 	c := *d
 	c.Source = bytes.Clone(d.Source)
+	return &c, nil
+}
+
+// DefinitionDeploy implements durable.Store.
+func (s *Store) DefinitionDeploy(_ context.Context, p *durable.DefinitionDeployParams) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.defs[p.Hash]
+	if !ok {
+		return fmt.Errorf("deploy %s: definition %s: %w", p.Name, p.Hash, durable.ErrNotFound)
+	}
+	if d.Name != p.Name {
+		return fmt.Errorf("deploy %s: definition %s is of saga %s: %w", p.Name, p.Hash, d.Name, durable.ErrConflict)
+	}
+	s.current[p.Name] = p.Hash
+	return nil
+}
+
+// DefinitionCurrent implements durable.Store. Its reads are always
+// consistent.
+func (s *Store) DefinitionCurrent(_ context.Context, p *durable.DefinitionCurrentParams) (*durable.DefinitionRecord, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	h, ok := s.current[p.Name]
+	if !ok {
+		return nil, fmt.Errorf("saga %s: no definition deployed: %w", p.Name, durable.ErrNotFound)
+	}
+	c := *s.defs[h]
+	c.Source = bytes.Clone(c.Source)
 	return &c, nil
 }
 

@@ -16,6 +16,7 @@
 //	                                rs (N, the sweep's re-sends of this version; absent: none),
 //	                                ttl (N, Unix s; only once succeeded or compensated)
 //	definition  DEF#<hash>   DEF    name (S), src (B)
+//	current     NAME#<name>  CURRENT def (S, the deployed definition's hash), src (B, a copy of its source)
 //	fork        FORK#<key>   FORK   l0 .. l99 (N, each lane's count of ended children; absent: 0),
 //	                                stop (NS, the stopped lanes), fail (N, the first failed child)
 //
@@ -54,6 +55,8 @@
 //	sweep: sagas in their status since < t   Query by_status per shard of running, waiting, compensating, gsi1sk < <t>#
 //	timers due before t, earliest first      Query by_due per shard, merged, ascending     gsi2pk = DUE#<shard>, cursor < gsi2sk < <t>#
 //	store, get a definition                  PutItem if absent / GetItem, consistent       pk = DEF#<hash>, sk = DEF
+//	the current version of a name (a start)  GetItem, eventually consistent                pk = NAME#<name>, sk = CURRENT
+//	deploy a definition (sagactl deploy)     GetItem of the definition, PutItem            same
 //	count a fork's ended child               UpdateItem SET l<j> = :m+1 if l<j> = :m (absent for 0), ALL_OLD; no read first
 //	                                         (a failed one: SET fail = if_not_exists(fail, :k) ADD stop :j)    pk = FORK#<key>, sk = FORK
 //	stop a fork's lane                       UpdateItem ADD stop :j, ALL_OLD               same
@@ -168,6 +171,14 @@ func defKey(hash string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		attrPK: &types.AttributeValueMemberS{Value: "DEF#" + hash},
 		attrSK: &types.AttributeValueMemberS{Value: "DEF"},
+	}
+}
+
+// currentKey is the key of a name's current version.
+func currentKey(name string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		attrPK: &types.AttributeValueMemberS{Value: "NAME#" + name},
+		attrSK: &types.AttributeValueMemberS{Value: "CURRENT"},
 	}
 }
 
@@ -733,6 +744,60 @@ func (s *Store) definitionGet(ctx context.Context, hash string, consistent bool)
 		return nil, fmt.Errorf("definition %s: %w", hash, durable.ErrNotFound)
 	}
 	d := &durable.DefinitionRecord{Hash: hash, Name: strAttr(out.Item, attrName)}
+	if b, ok := out.Item[attrSource].(*types.AttributeValueMemberB); ok {
+		d.Source = b.Value
+	}
+	return d, nil
+}
+
+// DefinitionDeploy implements durable.Store. It reads the definition
+// (DefinitionGet) and puts the name's item, which holds a copy of its
+// source, so that a start by name reads one item. The put is not
+// conditional: deploying the current version again writes the same item.
+func (s *Store) DefinitionDeploy(ctx context.Context, p *durable.DefinitionDeployParams) error {
+	if p.Name == "" {
+		return errors.New("deploy: a name is required")
+	}
+	d, err := s.DefinitionGet(ctx, &durable.DefinitionGetParams{Hash: p.Hash})
+	if err != nil {
+		return fmt.Errorf("deploy %s: %w", p.Name, err)
+	}
+	if d.Name != p.Name {
+		return fmt.Errorf("deploy %s: definition %s is of saga %s: %w", p.Name, p.Hash, d.Name, durable.ErrConflict)
+	}
+	it := currentKey(p.Name)
+	it[attrDef] = &types.AttributeValueMemberS{Value: p.Hash}
+	it[attrSource] = &types.AttributeValueMemberB{Value: d.Source}
+	_, err = s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: &s.table, Item: it, ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	})
+	return wrap(interpretError(err), "deploy %s", p.Name)
+}
+
+// DefinitionCurrent implements durable.Store: one GetItem of the name's
+// item, eventually consistent (half a read unit per 4 KB of source) unless
+// Consistent, and consistent again when that finds nothing, so that a
+// name deployed a moment ago is found.
+func (s *Store) DefinitionCurrent(ctx context.Context, p *durable.DefinitionCurrentParams) (*durable.DefinitionRecord, error) {
+	d, err := s.definitionCurrent(ctx, p.Name, p.Consistent)
+	if errors.Is(err, durable.ErrNotFound) && !p.Consistent {
+		d, err = s.definitionCurrent(ctx, p.Name, true)
+	}
+	return d, err
+}
+
+func (s *Store) definitionCurrent(ctx context.Context, name string, consistent bool) (*durable.DefinitionRecord, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: &s.table, Key: currentKey(name), ConsistentRead: aws.Bool(consistent),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal,
+	})
+	if err != nil {
+		return nil, wrap(interpretError(err), "get current definition of %s", name)
+	}
+	if out.Item == nil {
+		return nil, fmt.Errorf("saga %s: no definition deployed: %w", name, durable.ErrNotFound)
+	}
+	d := &durable.DefinitionRecord{Hash: strAttr(out.Item, attrDef), Name: name}
 	if b, ok := out.Item[attrSource].(*types.AttributeValueMemberB); ok {
 		d.Source = b.Value
 	}

@@ -35,6 +35,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	t.Run("SagaSetResends", func(t *testing.T) { testSetResends(t, newStore(t)) })
 	t.Run("SagaChildren", func(t *testing.T) { testChildren(t, newStore(t)) })
 	t.Run("Definitions", func(t *testing.T) { testDefinitions(t, newStore(t)) })
+	t.Run("DefinitionDeploy", func(t *testing.T) { testDefinitionDeploy(t, newStore(t)) })
 	t.Run("LargeState", func(t *testing.T) { testLargeState(t, newStore(t)) })
 	exerciseEdges(t, newStore)
 	exerciseDue(t, newStore)
@@ -508,6 +509,72 @@ func testDefinitions(t *testing.T, s durable.Store) {
 	if got.Hash != p.Hash || got.Name != "order" || !bytes.Equal(got.Source, src) {
 		t.Fatalf("definition %+v", got)
 	}
+}
+
+// putDefinition stores src as a definition of name under its SHA-256.
+func putDefinition(t *testing.T, s durable.Store, name, src string) *durable.DefinitionPutParams {
+	t.Helper()
+	sum := sha256.Sum256([]byte(src))
+	p := &durable.DefinitionPutParams{Hash: hex.EncodeToString(sum[:]), Name: name, Source: []byte(src)}
+	if err := s.DefinitionPut(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// testDefinitionDeploy: a name has no current version until one is
+// deployed; a deploy needs the definition stored, under that name; the
+// last deploy is current, a repeated one changes nothing, and names are
+// independent.
+func testDefinitionDeploy(t *testing.T, s durable.Store) {
+	ctx := context.Background()
+	current := func(name string, consistent bool) (*durable.DefinitionRecord, error) {
+		return s.DefinitionCurrent(ctx, &durable.DefinitionCurrentParams{Name: name, Consistent: consistent})
+	}
+	if _, err := current("order", true); !errors.Is(err, durable.ErrNotFound) {
+		t.Fatalf("current of a name never deployed: %v, want ErrNotFound", err)
+	}
+	v1 := putDefinition(t, s, "order", "saga: order\nsteps: [{id: a, set: {x: 1}}]\n")
+	v2 := putDefinition(t, s, "order", "saga: order\nsteps: [{id: a, set: {x: 2}}]\n")
+	other := putDefinition(t, s, "refund", "saga: refund\nsteps: [{id: a, set: {x: 1}}]\n")
+	if err := s.DefinitionDeploy(ctx, &durable.DefinitionDeployParams{Name: "order", Hash: "not-stored"}); !errors.Is(err, durable.ErrNotFound) {
+		t.Fatalf("deploy of a definition not stored: %v, want ErrNotFound", err)
+	}
+	if err := s.DefinitionDeploy(ctx, &durable.DefinitionDeployParams{Name: "order", Hash: other.Hash}); !errors.Is(err, durable.ErrConflict) {
+		t.Fatalf("deploy of another saga's definition: %v, want ErrConflict", err)
+	}
+	if _, err := current("order", true); !errors.Is(err, durable.ErrNotFound) {
+		t.Fatalf("current after refused deploys: %v, want ErrNotFound", err)
+	}
+	want := func(name string, p *durable.DefinitionPutParams) {
+		t.Helper()
+		got, err := current(name, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Hash != p.Hash || got.Name != p.Name || !bytes.Equal(got.Source, p.Source) {
+			t.Fatalf("current of %s: %+v, want %s", name, got, p.Hash)
+		}
+	}
+	for _, p := range []*durable.DefinitionPutParams{v1, v2, v2} {
+		if err := s.DefinitionDeploy(ctx, &durable.DefinitionDeployParams{Name: "order", Hash: p.Hash}); err != nil {
+			t.Fatal(err)
+		}
+		want("order", p)
+	}
+	if got, err := current("order", false); err != nil || (got.Hash != v1.Hash && got.Hash != v2.Hash) {
+		t.Fatalf("current of a deployed name, not consistent: %+v, %v: want a deployed version", got, err)
+	}
+	if _, err := current("refund", false); !errors.Is(err, durable.ErrNotFound) {
+		t.Fatalf("current of a name stored but never deployed: %v, want ErrNotFound", err)
+	}
+	if err := s.DefinitionDeploy(ctx, &durable.DefinitionDeployParams{Name: "refund", Hash: other.Hash}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := current("refund", false); err != nil || got.Hash != other.Hash {
+		t.Fatalf("current of a name just deployed, not consistent: %+v, %v", got, err)
+	}
+	want("order", v2)
 }
 
 // testLargeState stores a state near the engine's size limit.
