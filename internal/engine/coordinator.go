@@ -141,9 +141,15 @@ func randomID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// StartParams starts a saga.
+// StartParams starts a saga: of a compiled definition (Plan), or of the
+// current version of a deployed name (Name).
 type StartParams struct {
-	Plan   *saga.Plan     // the compiled definition to run; required
+	Plan *saga.Plan // the compiled definition to run; nil: the current version of Name
+	// Name, when Plan is nil, names a deployed saga (Deploy): the start
+	// runs its current version, as Plans.Current finds it (a deploy made
+	// by another process is seen within CurrentTTL). With a Plan, Name is
+	// empty or the plan's name.
+	Name   string
 	SagaID string         // empty: a new random id
 	Input  map[string]any // checked and converted by Plan.CheckInput; nil: an empty object
 }
@@ -151,26 +157,83 @@ type StartParams struct {
 // Start registers the plan's definition, writes the saga's first version
 // and sends its first message. It is idempotent by saga id: starting an
 // existing saga with the same input returns it (and re-sends its first
-// message if it has not moved on), with a different input it is durable.ErrExists.
+// message if it has not moved on), with a different input it is
+// durable.ErrExists. A start by name of an existing saga of that name
+// compares the input with the version the saga pinned, not the current
+// one: a start repeated after a deploy still returns the saga. A name
+// never deployed is an error wrapping durable.ErrNotFound.
 func (c *Coordinator) Start(ctx context.Context, p *StartParams) (st *saga.State, err error) {
-	plan := p.Plan
-	if plan == nil {
-		return nil, errors.New("start: a Plan is required")
+	st, _, err = c.start(ctx, p, false)
+	return st, err
+}
+
+// start is Start; with anyInput, an existing saga is returned whatever
+// its input and definition (SignalWithStart). created reports whether
+// this call wrote the saga.
+func (c *Coordinator) start(ctx context.Context, p *StartParams, anyInput bool) (st *saga.State, created bool, err error) {
+	plan, err := c.startPlan(ctx, p)
+	if err != nil {
+		return nil, false, err
 	}
 	id := p.SagaID
 	if id == "" {
 		id = c.cfg.NewID()
 	}
 	if err := checkSagaID(id); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if durable.IsChildID(id) {
-		return nil, fmt.Errorf("start: saga id %q has the form of a child run's id (<parent>.<step>.<visit>.<index>): forks name their children so; choose another", id)
+		return nil, false, fmt.Errorf("start: saga id %q has the form of a child run's id (<parent>.<step>.<visit>.<index>): forks name their children so; choose another", id)
 	}
 	input, err := plan.CheckInput(p.Input)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	var trace saga.TraceContext
+	if c.cfg.Tracer != nil {
+		var span Span
+		ctx, span = c.cfg.Tracer.StartSpan(ctx, saga.TraceContext{}, SpanParams{Kind: SpanSaga, SagaID: id, SagaName: plan.Name(), Version: 1, Start: c.cfg.Clock.Now()})
+		trace = span.TraceContext()
+		defer func() {
+			var end SpanEnd
+			if st != nil {
+				end.Outcome, end.Version, end.Status = string(st.Status), st.Version, st.Status
+			}
+			end.Err, end.End = err, c.cfg.Clock.Now()
+			span.End(end)
+		}()
+	}
+	st, err = c.create1(ctx, id, plan, input, trace)
+	if errors.Is(err, durable.ErrExists) {
+		st, err = c.existing(ctx, id, plan, input, p, anyInput)
+		return st, false, err
+	}
+	// An error after the write comes with the state written.
+	return st, st != nil, err
+}
+
+// startPlan is the plan a start runs: p.Plan, or the current version of
+// p.Name.
+func (c *Coordinator) startPlan(ctx context.Context, p *StartParams) (*saga.Plan, error) {
+	switch {
+	case p.Plan != nil && p.Name != "" && p.Name != p.Plan.Name():
+		return nil, fmt.Errorf("start: the plan is of saga %s, not %s", p.Plan.Name(), p.Name)
+	case p.Plan != nil:
+		return p.Plan, nil
+	case p.Name == "":
+		return nil, errors.New("start: a Plan or a Name is required")
+	}
+	plan, err := c.cfg.Plans.Current(ctx, p.Name, c.cfg.Clock.Now())
+	if err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	return plan, nil
+}
+
+// create1 writes the first version of saga id of plan and sends its first
+// message, its first span trace: durable.ErrExists when the saga exists.
+// On an error after the write, it returns the state written with it.
+func (c *Coordinator) create1(ctx context.Context, id string, plan *saga.Plan, input map[string]any, trace saga.TraceContext) (st *saga.State, err error) {
 	c.cfg.Plans.Add(plan)
 	if err := c.cfg.Plans.ensureStored(ctx, c.cfg.Store, plan); err != nil {
 		return nil, fmt.Errorf("start %s: store definition: %w", id, err)
@@ -183,20 +246,6 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (st *saga.State
 			return nil, fmt.Errorf("start %s: callback secret: %w", id, err)
 		}
 	}
-	var trace saga.TraceContext
-	if c.cfg.Tracer != nil {
-		var span Span
-		ctx, span = c.cfg.Tracer.StartSpan(ctx, saga.TraceContext{}, SpanParams{Kind: SpanSaga, SagaID: id, SagaName: plan.Name(), Version: 1, Start: now})
-		trace = span.TraceContext()
-		defer func() {
-			var end SpanEnd
-			if st != nil {
-				end.Outcome, end.Version, end.Status = string(st.Status), st.Version, st.Status
-			}
-			end.Err, end.End = err, c.cfg.Clock.Now()
-			span.End(end)
-		}()
-	}
 	var h heard
 	st, rec, err := first(func(st *saga.State, limit int) error {
 		return plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: now, Rand: rnd, SagaID: id, Input: input, Secret: secret, OnStep: c.observer(plan, &h, id, st, nil), StoreLimit: limit})
@@ -206,7 +255,7 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (st *saga.State
 	}
 	err = c.create(ctx, id, rec, &h)
 	if errors.Is(err, durable.ErrExists) {
-		return c.existing(ctx, id, plan, input)
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
@@ -221,17 +270,34 @@ func (c *Coordinator) Start(ctx context.Context, p *StartParams) (st *saga.State
 	return st, nil
 }
 
-func (c *Coordinator) existing(ctx context.Context, id string, plan *saga.Plan, input map[string]any) (*saga.State, error) {
+// existing returns the saga id that a start of plan with input (as
+// converted by it; p as the caller gave it) found stored, if it is the
+// same start, or with anyInput whatever it is, and re-sends its first
+// message if it has not moved on.
+func (c *Coordinator) existing(ctx context.Context, id string, plan *saga.Plan, input map[string]any, p *StartParams, anyInput bool) (*saga.State, error) {
 	st, err := c.Get(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
 	}
-	if st.DefinitionHash != plan.Hash() || !reflect.DeepEqual(st.Input, input) {
+	pinned := plan
+	same := st.DefinitionHash == plan.Hash() && reflect.DeepEqual(st.Input, input)
+	if !same && (anyInput || (p.Plan == nil && st.Name == plan.Name())) {
+		// Deployed again since this saga started, or any saga will do:
+		// the saga runs the version it pinned.
+		if pinned, err = c.cfg.Plans.Get(ctx, st.DefinitionHash); err != nil {
+			return nil, fmt.Errorf("start %s: %w", id, err)
+		}
+		if !anyInput {
+			pinnedInput, err := pinned.CheckInput(p.Input)
+			same = err == nil && reflect.DeepEqual(st.Input, pinnedInput)
+		}
+	}
+	if !same && !anyInput {
 		return nil, fmt.Errorf("start %s: %w with a different definition or input", id, durable.ErrExists)
 	}
 	if st.Version == 1 {
 		// A crash may have come between the create and the send.
-		if err := c.resendOutbox(ctx, st, plan); err != nil {
+		if err := c.resendOutbox(ctx, st, pinned); err != nil {
 			return nil, fmt.Errorf("start %s: re-send first message: %w", id, err)
 		}
 	}

@@ -548,6 +548,13 @@ func (s *rigStore) SagaUpdate(ctx context.Context, p *durable.SagaUpdateParams) 
 	return s.Store.SagaUpdate(ctx, p)
 }
 
+func (s *rigStore) DefinitionCurrent(ctx context.Context, p *durable.DefinitionCurrentParams) (*durable.DefinitionRecord, error) {
+	if err := s.check("current", p.Name); err != nil {
+		return nil, err
+	}
+	return s.Store.DefinitionCurrent(ctx, p)
+}
+
 func (s *rigStore) ForkCount(ctx context.Context, p *durable.ForkCountParams) (*durable.ForkRecord, error) {
 	if err := s.check("forkcount", p.Key); err != nil {
 		return nil, err
