@@ -92,12 +92,17 @@ func NewAWS(cfg AWSConfig) (*Client, error) {
 }
 
 // StartParams names the definition (source and file name, for messages),
-// the saga id (empty: a random one) and the input.
+// or a deployed saga by name, the saga id (empty: a random one) and the
+// input.
 type StartParams struct {
 	// File names the definition in problems ("order.yaml:12:5: ...").
 	File string
-	// Definition is the definition's YAML source.
+	// Definition is the definition's YAML source (or its bundle,
+	// saga.Plan.Source); empty: the current version of Name.
 	Definition []byte
+	// Name, when Definition is empty, names a deployed saga (Deploy): the
+	// start runs its current version.
+	Name string
 	// SagaID identifies the saga: 1 to 128 letters, digits, '_', '.',
 	// ':' or '-', starting with a letter or digit; empty: 32 random hex
 	// digits.
@@ -108,15 +113,52 @@ type StartParams struct {
 }
 
 // Start validates the definition, registers it, writes the saga's first
-// version and sends its first message. Starting a saga id again with the
-// same definition and input returns the existing saga; with a different
-// one it is durable.ErrExists.
+// version and sends its first message; without a definition, it starts
+// the current version of the deployed saga Name (an unknown name is
+// durable.ErrNotFound). Starting a saga id again with the same definition
+// (or name) and input returns the existing saga; with a different one it
+// is durable.ErrExists.
 func (c *Client) Start(ctx context.Context, p StartParams) (*saga.State, error) {
-	plan, err := saga.Compile(p.File, p.Definition, saga.Options{})
+	ep, err := c.startParams(p)
 	if err != nil {
 		return nil, err
 	}
-	return c.coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: p.SagaID, Input: p.Input})
+	return c.coord.Start(ctx, ep)
+}
+
+func (c *Client) startParams(p StartParams) (*engine.StartParams, error) {
+	ep := &engine.StartParams{Name: p.Name, SagaID: p.SagaID, Input: p.Input}
+	if len(p.Definition) > 0 {
+		plan, err := saga.Compile(p.File, p.Definition, saga.Options{})
+		if err != nil {
+			return nil, err
+		}
+		ep.Plan = plan
+	}
+	return ep, nil
+}
+
+// Deploy stores a compiled definition and the child sagas it bundles and
+// makes each the current version of its name, which starts by name run
+// from then on (engine.Coordinator.Deploy); sagas in flight keep theirs.
+func (c *Client) Deploy(ctx context.Context, plan *saga.Plan) ([]engine.Deployed, error) {
+	return c.coord.Deploy(ctx, plan)
+}
+
+// SignalWithStart starts the saga start describes unless a saga of its id
+// (required) exists, and sends it the signal name with payload either way
+// (engine.Coordinator.SignalWithStart): a saga that exists is signalled
+// whatever its input. With SignalID, a retry delivers the signal once.
+func (c *Client) SignalWithStart(ctx context.Context, start StartParams, name string, payload any, opts ...SignalOption) (*engine.SignalWithStartResult, error) {
+	ep, err := c.startParams(start)
+	if err != nil {
+		return nil, err
+	}
+	p := &engine.SignalWithStartParams{Start: *ep, Signal: engine.SignalParams{SagaID: start.SagaID, Name: name, Payload: payload}}
+	for _, o := range opts {
+		o(&p.Signal)
+	}
+	return c.coord.SignalWithStart(ctx, p)
 }
 
 // Status reads a saga.
