@@ -29,6 +29,9 @@ const (
 	ClientPrincipal = "SagaClientPolicy"
 	// OperatorPrincipal is sagactl's commands on sagas.
 	OperatorPrincipal = "SagaOperatorPolicy"
+	// SenderPrincipal is a service in any language that sends requests to
+	// the start queue with its own SDK (docs/START_QUEUE.md).
+	SenderPrincipal = "SagaSenderPolicy"
 )
 
 // Config is an aws.Config for emulators. Its access key id is "local":

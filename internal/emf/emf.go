@@ -52,6 +52,7 @@ const (
 	RecordsFailed     = "RecordsFailed"     // records reported failed (partial batch failures): they come back, malformed ones included
 	RecordsMalformed  = "RecordsMalformed"  // records that can never be handled: they reach the dead-letter queue after maxReceiveCount receives
 	RecordsHandedBack = "RecordsHandedBack" // records sent again for a fresh invocation: the deadline was near
+	RequestsRefused   = "RequestsRefused"   // start queue requests refused: moved to its dead-letter queue with the reason (docs/START_QUEUE.md)
 	WriteConflicts    = "WriteConflicts"    // conditional writes of a saga that lost to another writer
 
 	// Per saga name, when not zero.

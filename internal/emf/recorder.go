@@ -36,6 +36,7 @@ const (
 	Failed                   // reported failed: it comes back
 	Malformed                // reported failed, and never handleable: it reaches the dead-letter queue (counts as Failed too)
 	HandedBack               // sent again for a fresh invocation, then deleted
+	Refused                  // a start queue request that can never be carried out: moved to its dead-letter queue with the reason, then deleted
 )
 
 // Recorder collects the metrics of a batch until Flush. It is safe for
@@ -50,7 +51,7 @@ type Recorder struct {
 	now      func() time.Time
 
 	mu      sync.Mutex
-	records [4]int64 // by Record
+	records [5]int64 // by Record
 	// conflicts counts the lost conditional writes (see Store).
 	conflicts int64
 	sagas     []sagaCounts
@@ -246,6 +247,7 @@ func (r *Recorder) Flush() error {
 		value{name: RecordsFailed, unit: Count, count: r.records[Failed]},
 		value{name: RecordsMalformed, unit: Count, count: r.records[Malformed]},
 		value{name: RecordsHandedBack, unit: Count, count: r.records[HandedBack]},
+		value{name: RequestsRefused, unit: Count, count: r.records[Refused]},
 		value{name: WriteConflicts, unit: Count, count: r.conflicts})
 	r.line = appendLine(r.line[:0], ts, functionDims, []label{{key: DimFunction, value: r.function}}, r.values)
 	write()
@@ -278,7 +280,7 @@ func (r *Recorder) Flush() error {
 			write()
 		}
 	}
-	r.records, r.conflicts = [4]int64{}, 0
+	r.records, r.conflicts = [5]int64{}, 0
 	r.sagas = r.sagas[:0]
 	r.steps = r.steps[:0]
 	clear(r.sagaIndex)

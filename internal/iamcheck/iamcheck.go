@@ -114,6 +114,8 @@ func queueOf(name string) (string, bool) {
 	for _, q := range []struct{ logical, durable string }{
 		{"AdvanceDeadLetterQueue", "advance-dlq"},
 		{"CompensateDeadLetterQueue", "compensate-dlq"},
+		{"StartDeadLetterQueue", "start-dlq"},
+		{"StartQueue", "start"},
 		{"AdvanceQueue", "advance"},
 		{"CompensateQueue", "compensate"},
 	} {

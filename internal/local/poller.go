@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -33,7 +34,9 @@ type poller struct {
 func (p *poller) run(ctx context.Context) {
 	httpClient := &http.Client{Timeout: time.Duration(p.fn.Timeout+5) * time.Second}
 	calm := context.WithoutCancel(ctx) // a receive under way is finished, not cut off
-	arn := "arn:aws:sqs:us-east-1:000000000000:" + p.event.Queue
+	// The queue's ARN as Lambda gives it: its name, the prefix included
+	// (the start queue's handler knows its queue by the name in its URL).
+	arn := "arn:aws:sqs:us-east-1:000000000000:" + p.queueURL[strings.LastIndexByte(p.queueURL, '/')+1:]
 	for ctx.Err() == nil {
 		wait := int32(max(1, min(20, p.event.WindowSeconds)))
 		out, err := p.client.ReceiveMessage(calm, &sqs.ReceiveMessageInput{

@@ -22,7 +22,7 @@ func TestTemplatePassesChecks(t *testing.T) {
 	if problems := tpl.Check(); len(problems) > 0 {
 		t.Fatalf("infra/template.yaml:\n%s", strings.Join(problems, "\n"))
 	}
-	if len(tpl.Functions) != 3 || len(tpl.Queues) != 4 || len(tpl.Tables) != 1 || !tpl.Functions[2].Scheduled() {
+	if len(tpl.Functions) != 3 || len(tpl.Queues) != 6 || len(tpl.Tables) != 1 || !tpl.Functions[2].Scheduled() {
 		t.Fatalf("%d functions, %d queues, %d tables", len(tpl.Functions), len(tpl.Queues), len(tpl.Tables))
 	}
 	adv := tpl.Functions[0]
@@ -34,6 +34,15 @@ func TestTemplatePassesChecks(t *testing.T) {
 	}
 	q, _ := tpl.Queue("AdvanceQueue")
 	if q.DeadLetterQueue != "AdvanceDeadLetterQueue" || q.MaxReceiveCount != 5 || q.VisibilityTimeout != 180 {
+		t.Fatalf("%+v", q)
+	}
+	// The advance function reads the start queue, and knows it and its
+	// dead-letter queue by URL (internal/sqshandler).
+	if len(adv.Events) != 2 || adv.Events[1].Queue != "StartQueue" || adv.Environment["LAMBDASAGA_START_QUEUE_URL"].Ref != "StartQueue" ||
+		adv.Environment["LAMBDASAGA_START_DEAD_LETTER_QUEUE_URL"].Ref != "StartDeadLetterQueue" {
+		t.Fatalf("advance function: events %+v, environment %+v", adv.Events, adv.Environment)
+	}
+	if q, _ := tpl.Queue("StartQueue"); q.DeadLetterQueue != "StartDeadLetterQueue" {
 		t.Fatalf("%+v", q)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/lang"
 	"github.com/lambdasaga/lambdasaga/internal/otelsaga"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
+	"github.com/lambdasaga/lambdasaga/internal/startqueue"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
@@ -42,7 +43,38 @@ const (
 	// EnvChainTime bounds how long a chain goes on starting steps
 	// (engine.CoordinatorConfig.ChainTime), a Go duration.
 	EnvChainTime = "LAMBDASAGA_CHAIN_TIME"
+	// EnvStartQueueURL and EnvStartDeadLetterQueueURL name the start
+	// queue the function reads (docs/START_QUEUE.md) and where it moves
+	// the requests it refuses; both or neither.
+	EnvStartQueueURL           = "LAMBDASAGA_START_QUEUE_URL"
+	EnvStartDeadLetterQueueURL = "LAMBDASAGA_START_DEAD_LETTER_QUEUE_URL"
 )
+
+// startFromEnvironment builds the start queue's handler when the
+// environment names the queue; nil, "" when it does not.
+func startFromEnvironment(ctx context.Context, coord *engine.Coordinator, log *slog.Logger) (*startqueue.Handler, string, error) {
+	url, dlq := os.Getenv(EnvStartQueueURL), os.Getenv(EnvStartDeadLetterQueueURL)
+	switch {
+	case url == "" && dlq == "":
+		return nil, "", nil
+	case url == "" || dlq == "":
+		return nil, "", fmt.Errorf("environment: %s and %s go together", EnvStartQueueURL, EnvStartDeadLetterQueueURL)
+	}
+	name := url[strings.LastIndexByte(url, '/')+1:]
+	if name == "" {
+		return nil, "", fmt.Errorf("environment: %s=%q is not a queue URL", EnvStartQueueURL, url)
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, "", fmt.Errorf("aws config: %w", err)
+	}
+	h, err := startqueue.New(startqueue.Config{Sagas: coord, Logger: log,
+		DeadLetters: &startqueue.SQSDeadLetters{Client: sqs.NewFromConfig(awsCfg), URL: dlq}})
+	if err != nil {
+		return nil, "", err
+	}
+	return h, name, nil
+}
 
 // chainFromEnvironment reads the chain's budgets; zero where unset (the
 // engine's defaults).
@@ -85,7 +117,11 @@ func FromEnvironment(ctx context.Context, reg *engine.Registry) (*Handler, error
 	if err != nil {
 		return nil, err
 	}
-	cfg := Config{Coordinator: coord, Logger: log, Margin: margin, Metrics: metrics}
+	start, startQueue, err := startFromEnvironment(ctx, coord, log)
+	if err != nil {
+		return nil, err
+	}
+	cfg := Config{Coordinator: coord, Logger: log, Margin: margin, Metrics: metrics, Start: start, StartQueue: startQueue}
 	if traces != nil {
 		cfg.Traces = traces
 	}

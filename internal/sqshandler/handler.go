@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -18,6 +20,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/emf"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/startqueue"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 )
 
@@ -43,6 +46,11 @@ type Config struct {
 	// Traces, when set, exports the spans of each batch before Handle
 	// returns (the coordinator opens them: engine.CoordinatorConfig.Tracer).
 	Traces SpanFlusher
+	// Start, when set, carries out the records of the start queue named
+	// StartQueue (docs/START_QUEUE.md): a record whose event source ARN
+	// ends in ":"+StartQueue is a request, not a saga's message.
+	Start      *startqueue.Handler
+	StartQueue string
 }
 
 // Handler handles SQS batches.
@@ -52,6 +60,9 @@ type Handler struct {
 	margin  time.Duration
 	metrics *emf.Recorder
 	traces  SpanFlusher
+	start   *startqueue.Handler
+	// startARNSuffix is ":" and the start queue's name: the end of its ARN.
+	startARNSuffix string
 }
 
 // New returns a handler.
@@ -65,7 +76,14 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Margin == 0 {
 		cfg.Margin = DefaultMargin
 	}
-	return &Handler{coord: cfg.Coordinator, log: cfg.Logger, margin: cfg.Margin, metrics: cfg.Metrics, traces: cfg.Traces}, nil
+	if (cfg.Start == nil) != (cfg.StartQueue == "") {
+		return nil, errors.New("sqshandler: Start and StartQueue go together")
+	}
+	h := &Handler{coord: cfg.Coordinator, log: cfg.Logger, margin: cfg.Margin, metrics: cfg.Metrics, traces: cfg.Traces, start: cfg.Start}
+	if cfg.Start != nil {
+		h.startARNSuffix = ":" + cfg.StartQueue
+	}
+	return h, nil
 }
 
 // Handle processes the batch in order. Records that failed, that are
@@ -79,6 +97,10 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		// What a fresh invocation has: a record whose step timeout fits
 		// that but not what is left is handed back, not cut short.
 		ctx = engine.WithInvocationBudget(ctx, time.Until(deadline))
+	}
+	if h.start != nil && len(ev.Records) > 0 && strings.HasSuffix(ev.Records[0].EventSourceARN, h.startARNSuffix) {
+		// An event source mapping's batch comes from one queue.
+		return h.handleRequests(ctx, ev), nil
 	}
 	recs := sqsqueue.Records(ev)
 	// A chain gives way to the records waiting behind it.
@@ -136,6 +158,39 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		h.count(emf.Handled)
 	}
 	h.log.LogAttrs(ctx, slog.LevelInfo, "batch done", slog.Int("records", len(recs)), slog.Int("handled", handled), slog.Int("handed_back", handedBack), slog.Int("failed", len(failed)))
+	h.flush(ctx)
+	return sqsqueue.BatchResponse(failed), nil
+}
+
+// handleRequests carries out a batch of the start queue: each record a
+// request. One refused is dead-lettered by the start queue's handler and
+// then deleted; one to retry is reported failed and comes back.
+func (h *Handler) handleRequests(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
+	var failed []string
+	for _, r := range ev.Records {
+		if engine.NoTimeToStart(ctx, h.margin) {
+			failed = append(failed, r.MessageId)
+			h.count(emf.Failed)
+			continue
+		}
+		n, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
+		out := h.start.Handle(ctx, startqueue.Message{ID: r.MessageId, Body: []byte(r.Body), ReceiveCount: n})
+		switch out.Verdict {
+		case startqueue.Done:
+			h.count(emf.Handled)
+		case startqueue.Refused:
+			h.count(emf.Refused)
+		default:
+			failed = append(failed, r.MessageId)
+			h.count(emf.Failed)
+		}
+	}
+	h.flush(ctx)
+	return sqsqueue.BatchResponse(failed)
+}
+
+// flush writes the batch's metrics and exports its spans.
+func (h *Handler) flush(ctx context.Context) {
 	if h.metrics != nil {
 		if err := h.metrics.Flush(); err != nil {
 			h.log.LogAttrs(ctx, slog.LevelWarn, "metrics not written", slog.String("error", err.Error()))
@@ -146,7 +201,6 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 			h.log.LogAttrs(ctx, slog.LevelWarn, "spans not exported", slog.String("error", err.Error()))
 		}
 	}
-	return sqsqueue.BatchResponse(failed), nil
 }
 
 // count tells the metrics what became of a record.

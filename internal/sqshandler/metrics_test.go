@@ -199,8 +199,8 @@ func TestHandlerMetricsLines(t *testing.T) {
 	fn := func(handled, failed, malformed, conflicts int) string {
 		return `{"_aws":{"Timestamp":` + ts() + `,"CloudWatchMetrics":[{"Namespace":"lambdasaga","Dimensions":[["Function"]],"Metrics":[` +
 			`{"Name":"RecordsHandled","Unit":"Count"},{"Name":"RecordsFailed","Unit":"Count"},{"Name":"RecordsMalformed","Unit":"Count"},` +
-			`{"Name":"RecordsHandedBack","Unit":"Count"},{"Name":"WriteConflicts","Unit":"Count"}]}]},"Function":"advance-fn",` +
-			fmt.Sprintf(`"RecordsHandled":%d,"RecordsFailed":%d,"RecordsMalformed":%d,"RecordsHandedBack":0,"WriteConflicts":%d}`, handled, failed, malformed, conflicts) + "\n"
+			`{"Name":"RecordsHandedBack","Unit":"Count"},{"Name":"RequestsRefused","Unit":"Count"},{"Name":"WriteConflicts","Unit":"Count"}]}]},"Function":"advance-fn",` +
+			fmt.Sprintf(`"RecordsHandled":%d,"RecordsFailed":%d,"RecordsMalformed":%d,"RecordsHandedBack":0,"RequestsRefused":0,"WriteConflicts":%d}`, handled, failed, malformed, conflicts) + "\n"
 	}
 	sagaLine := func(metric string, n int) string {
 		return `{"_aws":{"Timestamp":` + ts() + `,"CloudWatchMetrics":[{"Namespace":"lambdasaga","Dimensions":[["SagaName"],[]],"Metrics":[` +

@@ -13,21 +13,17 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
-// Sagas carries requests out: the engine's coordinator, through
-// CoordinatorSagas.
+// Sagas carries requests out: *engine.Coordinator, whose methods say
+// what each does.
 type Sagas interface {
-	// Start starts the current version of the saga named name, as
-	// engine.Coordinator.Start: a start of an existing id with the same
-	// input is a no-op, with another durable.ErrExists; an unknown name
-	// durable.ErrNotFound.
-	Start(ctx context.Context, name, id string, input map[string]any) error
-	// SignalWithStart starts the saga if it does not exist, and delivers
-	// the signal either way.
-	SignalWithStart(ctx context.Context, name string, input map[string]any, sig *engine.SignalParams) (*engine.Delivered, error)
+	Start(ctx context.Context, p *engine.StartParams) (*saga.State, error)
+	SignalWithStart(ctx context.Context, p *engine.SignalWithStartParams) (*engine.SignalWithStartResult, error)
 	Signal(ctx context.Context, p *engine.SignalParams) (*engine.Delivered, error)
 	CompleteCallback(ctx context.Context, token string, output any) (*engine.Delivered, error)
 	FailCallback(ctx context.Context, token, errorType, message string) (*engine.Delivered, error)
 }
+
+var _ Sagas = (*engine.Coordinator)(nil)
 
 // DeadLetters takes a request that will never be carried out, with the
 // reason, so that it is kept for an operator rather than dropped: the
@@ -76,6 +72,9 @@ type Outcome struct {
 	// Receipt is what the saga did with a signal or a completion
 	// (applied, kept, duplicate); empty for a start.
 	Receipt saga.Receipt
+	// Started: a signal with a start created the saga (a start says
+	// nothing of whether it was new: a repeat is a no-op).
+	Started bool
 	Err     error // why it was refused or is retried; nil when done
 }
 
@@ -156,15 +155,21 @@ func (h *Handler) carry(ctx context.Context, m Message) Outcome {
 		if in, err = decodeInput(r.Start.Input); err != nil {
 			return out.refuse(err)
 		}
+		start := engine.StartParams{Name: r.Start.Saga, SagaID: r.Start.ID, Input: in}
 		if r.Signal == nil {
-			err = h.sagas.Start(ctx, r.Start.Saga, r.Start.ID, in)
+			_, err = h.sagas.Start(ctx, &start)
 			break
 		}
 		var payload any
 		if payload, err = payloadOf(r.Signal.Payload, "signal.payload"); err != nil {
 			return out.refuse(err)
 		}
-		d, err = h.sagas.SignalWithStart(ctx, r.Start.Saga, in, &engine.SignalParams{SagaID: r.Start.ID, Name: r.Signal.Name, Payload: payload, ID: deliveryID(r.Signal, m)})
+		var res *engine.SignalWithStartResult
+		res, err = h.sagas.SignalWithStart(ctx, &engine.SignalWithStartParams{Start: start,
+			Signal: engine.SignalParams{SagaID: r.Start.ID, Name: r.Signal.Name, Payload: payload, ID: deliveryID(r.Signal, m)}})
+		if res != nil {
+			d, out.Started = res.Delivered, res.Started
+		}
 	case r.Signal != nil:
 		var payload any
 		if payload, err = payloadOf(r.Signal.Payload, "signal.payload"); err != nil {

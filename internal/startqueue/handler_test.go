@@ -18,14 +18,15 @@ type fakeSagas struct {
 	calls []string
 }
 
-func (f *fakeSagas) Start(_ context.Context, name, id string, input map[string]any) error {
-	f.calls = append(f.calls, fmt.Sprintf("start %s %s %v", name, id, input))
-	return f.err
+func (f *fakeSagas) Start(_ context.Context, p *engine.StartParams) (*saga.State, error) {
+	f.calls = append(f.calls, fmt.Sprintf("start %s %s %v", p.Name, p.SagaID, p.Input))
+	return &saga.State{SagaID: p.SagaID}, f.err
 }
 
-func (f *fakeSagas) SignalWithStart(_ context.Context, name string, input map[string]any, sig *engine.SignalParams) (*engine.Delivered, error) {
-	f.calls = append(f.calls, fmt.Sprintf("signal-with-start %s %s %v %s %s", name, sig.SagaID, input, sig.Name, sig.ID))
-	return f.delivered()
+func (f *fakeSagas) SignalWithStart(_ context.Context, p *engine.SignalWithStartParams) (*engine.SignalWithStartResult, error) {
+	f.calls = append(f.calls, fmt.Sprintf("signal-with-start %s %s %v %s %s", p.Start.Name, p.Signal.SagaID, p.Start.Input, p.Signal.Name, p.Signal.ID))
+	d, err := f.delivered()
+	return &engine.SignalWithStartResult{Started: err == nil, Delivered: d}, err
 }
 
 func (f *fakeSagas) Signal(_ context.Context, p *engine.SignalParams) (*engine.Delivered, error) {

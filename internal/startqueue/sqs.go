@@ -126,3 +126,63 @@ func (p *Poller) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Names of the start queue and its dead-letter queue on the emulators,
+// after the queue prefix (lambdasaga-start, lambdasaga-start-dlq).
+const (
+	QueueName           = "start"
+	DeadLetterQueueName = "start-dlq"
+)
+
+// QueueClient is the part of *sqs.Client that finds and makes queues.
+type QueueClient interface {
+	CreateQueue(ctx context.Context, in *sqs.CreateQueueInput, opts ...func(*sqs.Options)) (*sqs.CreateQueueOutput, error)
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, opts ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
+	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+}
+
+// QueueURLs are the start queue's and its dead-letter queue's.
+type QueueURLs struct {
+	Start, DeadLetter string
+}
+
+// CreateQueues makes the start queue and its dead-letter queue (with a
+// redrive policy of maxReceiveCount deliveries) under prefix, as the
+// template does on AWS; queues that exist are kept.
+func CreateQueues(ctx context.Context, client QueueClient, prefix string, maxReceiveCount int, visibility time.Duration) (QueueURLs, error) {
+	dout, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(prefix + DeadLetterQueueName),
+		Attributes: map[string]string{"MessageRetentionPeriod": "1209600"}})
+	if err != nil {
+		return QueueURLs{}, fmt.Errorf("create queue %s: %w", prefix+DeadLetterQueueName, err)
+	}
+	attrs, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dout.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		return QueueURLs{}, fmt.Errorf("queue %s arn: %w", prefix+DeadLetterQueueName, err)
+	}
+	redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, attrs.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], maxReceiveCount)
+	out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(prefix + QueueName), Attributes: map[string]string{
+		"RedrivePolicy": redrive, "VisibilityTimeout": strconv.Itoa(int(visibility.Seconds())),
+	}})
+	if err != nil {
+		return QueueURLs{}, fmt.Errorf("create queue %s: %w", prefix+QueueName, err)
+	}
+	return QueueURLs{Start: *out.QueueUrl, DeadLetter: *dout.QueueUrl}, nil
+}
+
+// FindQueues looks the start queue and its dead-letter queue up by name
+// under prefix; an error wrapping *sqstypes.QueueDoesNotExist names a
+// missing one.
+func FindQueues(ctx context.Context, client QueueClient, prefix string) (QueueURLs, error) {
+	var urls QueueURLs
+	for _, q := range []struct {
+		name string
+		url  *string
+	}{{prefix + QueueName, &urls.Start}, {prefix + DeadLetterQueueName, &urls.DeadLetter}} {
+		out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(q.name)})
+		if err != nil {
+			return QueueURLs{}, fmt.Errorf("queue %s: %w", q.name, err)
+		}
+		*q.url = *out.QueueUrl
+	}
+	return urls, nil
+}
