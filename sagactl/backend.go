@@ -18,6 +18,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/embedded"
+	"github.com/lambdasaga/lambdasaga/internal/startqueue"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
@@ -56,6 +57,11 @@ func (b *backendFlags) apply(ctx context.Context, cfg *embedded.Config, apiOptio
 	em := emulatorStack{dynamoEndpoint: b.dynamoEndpoint, sqsEndpoint: b.sqsEndpoint, table: b.table, queuePrefix: b.queuePrefix}
 	store, queue, err := em.open(ctx, true, apiOptions)
 	if err != nil {
+		return err
+	}
+	// The start queue, so that any service can send requests that
+	// sagactl work then carries out.
+	if _, err := em.startQueues(ctx, true, apiOptions); err != nil {
 		return err
 	}
 	cfg.Store, cfg.Queue, cfg.Receiver = store, queue, queue
@@ -134,6 +140,22 @@ func (e emulatorStack) open(ctx context.Context, create bool, apiOptions []func(
 		return nil, nil, err
 	}
 	return store, queue, nil
+}
+
+// startQueues returns the start queue and its dead-letter queue on the
+// emulators, <prefix>start and <prefix>start-dlq; with create, made if
+// missing. Without, a missing one is startqueue.FindQueues' error, a
+// *sqstypes.QueueDoesNotExist.
+func (e emulatorStack) startQueues(ctx context.Context, create bool, apiOptions []func(*middleware.Stack) error) (startqueue.QueueURLs, error) {
+	sq := awslocal.SQS(e.sqsEndpoint, apiOptions...)
+	if !create {
+		return startqueue.FindQueues(ctx, sq, e.queuePrefix)
+	}
+	urls, err := startqueue.CreateQueues(ctx, sq, e.queuePrefix, 5, 30*time.Second)
+	if err != nil {
+		return urls, endpointError("--sqs-endpoint", e.sqsEndpoint, err)
+	}
+	return urls, nil
 }
 
 // checkTable makes sure the table is there and is a saga table, before a

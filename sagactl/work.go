@@ -2,6 +2,7 @@ package sagactl
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -14,10 +15,14 @@ import (
 	"syscall"
 	"time"
 
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/embedded"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
+	"github.com/lambdasaga/lambdasaga/internal/startqueue"
 )
 
 // workFailUsage is what work --help says of --fail: work serves every saga
@@ -77,6 +82,14 @@ func runWork(c *Config, args []string) int {
 		c.errorf("%v", err)
 		return ExitUsage
 	}
+	// The start queue is read when it is there: a table and queues made
+	// by an older sagactl have none.
+	startURLs, startErr := em.startQueues(context.Background(), false, c.APIOptions)
+	var missingQueue *sqstypes.QueueDoesNotExist
+	if startErr != nil && !errors.As(startErr, &missingQueue) {
+		c.errorf("%v", endpointError("--sqs-endpoint", be.sqsEndpoint, startErr))
+		return ExitUsage
+	}
 	w := &worked{c: c, ended: map[string]durable.Status{}}
 	receiver := &countingReceiver{Receiver: queue}
 	coord := &coordinatorRef{}
@@ -93,6 +106,9 @@ func runWork(c *Config, args []string) int {
 	}
 	// Said before the workers start: from then on they print steps.
 	fmt.Fprintf(c.Stdout, "work: handling the messages of table %s and queues %s... %s\n", be.table, be.queuePrefix, until)
+	if startErr != nil {
+		fmt.Fprintf(c.Stdout, "work: no start queue %s%s: requests are not read (sagactl run --sqs-endpoint makes it)\n", be.queuePrefix, startqueue.QueueName)
+	}
 	rt, err := embedded.Start(rtCfg)
 	if err != nil {
 		c.errorf("%v", err)
@@ -100,6 +116,20 @@ func runWork(c *Config, args []string) int {
 	}
 	coord.c = rt.Coordinator
 	close(ready)
+	var polled sync.WaitGroup
+	pollCtx, stopPolling := context.WithCancel(context.Background())
+	if startErr == nil {
+		h, err := startqueue.New(startqueue.Config{Sagas: rt.Coordinator, Logger: rtCfg.Logger,
+			DeadLetters: &startqueue.SQSDeadLetters{Client: awslocal.SQS(be.sqsEndpoint, c.APIOptions...), URL: startURLs.DeadLetter}})
+		if err != nil {
+			c.errorf("%v", err)
+			stopPolling()
+			rt.Close()
+			return ExitUsage
+		}
+		p := &startqueue.Poller{Client: awslocal.SQS(be.sqsEndpoint, c.APIOptions...), URL: startURLs.Start, Handler: h, Logger: rtCfg.Logger, Handled: w.request}
+		polled.Go(func() { _ = p.Run(pollCtx) })
+	}
 	var timer <-chan time.Time
 	if timed {
 		timer = time.After(*forD)
@@ -114,6 +144,8 @@ func runWork(c *Config, args []string) int {
 	// A second interrupt kills, as usual, while the messages in hand are
 	// handled.
 	signal.Stop(sigs)
+	stopPolling()
+	polled.Wait()
 	rt.Close()
 	w.summary(stopped, receiver)
 	return ExitOK
@@ -153,6 +185,9 @@ type worked struct {
 	mu    sync.Mutex
 	last  string                    // the saga whose steps were printed last
 	ended map[string]durable.Status // the sagas that ended here, fork children aside
+	// requests counts the start queue's requests carried out or refused
+	// (and so deleted), refused those refused.
+	requests, refused int
 }
 
 func (w *worked) step(ev engine.StepEvent) {
@@ -175,6 +210,28 @@ func (w *worked) step(ev engine.StepEvent) {
 	printStep(w.c, ev, ev.Step)
 }
 
+// request prints what became of a start queue request.
+func (w *worked) request(o startqueue.Outcome) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.last = ""
+	switch o.Verdict {
+	case startqueue.Done:
+		w.requests++
+		what := ""
+		if o.Receipt != "" {
+			what = " (" + string(o.Receipt) + ")"
+		}
+		fmt.Fprintf(w.c.Stdout, "request %s %s: done%s\n", o.Kind, o.SagaID, what)
+	case startqueue.Refused:
+		w.requests++
+		w.refused++
+		fmt.Fprintf(w.c.Stdout, "request %s %s: refused, moved to the dead-letter queue: %v\n", o.Kind, o.SagaID, o.Err)
+	default:
+		fmt.Fprintf(w.c.Stdout, "request %s %s: not carried out, it comes again: %v\n", o.Kind, o.SagaID, o.Err)
+	}
+}
+
 // summary prints what work did: the messages it handled and how the sagas
 // that ended did.
 func (w *worked) summary(stopped string, r *countingReceiver) {
@@ -182,6 +239,9 @@ func (w *worked) summary(stopped string, r *countingReceiver) {
 	defer w.mu.Unlock()
 	handled := r.deleted.Load()
 	line := fmt.Sprintf("work: stopped %s; %s handled", stopped, plural(handled, "message"))
+	if w.requests > 0 {
+		line += fmt.Sprintf(", %s (%d refused)", plural(int64(w.requests), "start queue request"), w.refused)
+	}
 	if left := r.received.Load() - handled; left == 1 {
 		line += ", 1 delivery not (left on its queue to come again)"
 	} else if left > 1 {
