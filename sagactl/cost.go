@@ -22,6 +22,7 @@ func runCost(c *Config, args []string) int {
 	batch := fs.Float64("batch-size", 1, "messages per invocation on average (1 under light traffic)")
 	input := fs.String("input", "", "the input whose path is costed: JSON or @FILE (default: zero values)")
 	signalsFirst := fs.Bool("signals-first", false, "cost the path where each await's signal comes before the saga reaches it (kept, then taken without waiting); default: the await waits and the signal wakes it")
+	startQueue := fs.Bool("start-queue", false, "price a saga started, signalled and called back through the start queue (docs/START_QUEUE.md): a message, its share of an invocation and --duration of compute per request")
 	noChain := fs.Bool("no-chain", false, "price every action step as a message of its own, as without chains (the figures without chains are shown beside those with them anyway)")
 	chainSteps := fs.Int("chain-steps", engine.DefaultChainSteps, "steps a chain runs after its message's own (the coordinator's ChainSteps)")
 	chainTime := fs.Duration("chain-time", engine.DefaultChainTime, "a chain's time budget, shared by its batch (the coordinator's ChainTime)")
@@ -80,7 +81,7 @@ func runCost(c *Config, args []string) int {
 		return ExitUsage
 	}
 	p := cost.Params{MemoryMB: *memory, Duration: *duration, StateBytes: *stateBytes, BatchSize: *batch, Input: in, SignalsFirst: *signalsFirst, Signals: payloads,
-		ChainSteps: *chainSteps, ChainTime: *chainTime, FunctionTimeout: *functionTimeout}
+		ChainSteps: *chainSteps, ChainTime: *chainTime, FunctionTimeout: *functionTimeout, StartQueue: *startQueue}
 	if *noChain {
 		p.ChainSteps = -1
 	}

@@ -136,6 +136,14 @@ type Params struct {
 	// a step with a timeout chains only while the invocation has that
 	// timeout and 3 s left.
 	FunctionTimeout time.Duration
+	// StartQueue: the saga is started, and its signals and callbacks
+	// delivered, by requests to the start queue (docs/START_QUEUE.md)
+	// rather than by a client that writes the table itself. Each request
+	// is one message more (a send, and its share of a receive and a
+	// delete per batch), handled by the advance function (its share of an
+	// invocation, and Duration of compute); the writes and reads the
+	// request makes are those a client's start or delivery makes.
+	StartQueue bool
 }
 
 // check refuses figures no deployment has: negative or not finite.
@@ -224,6 +232,9 @@ type Saga struct {
 	// action returned: the completer's read and write, which sends the next
 	// step's message.
 	Callbacks int
+	// QueueRequests counts the start queue's requests (Params.StartQueue):
+	// the start, each signal and each callback's completion.
+	QueueRequests int
 	// Parked counts the awaits and callbacks that waited: each puts a
 	// by_due entry and deletes it when woken (as a wait's timer does).
 	Parked int
@@ -854,7 +865,10 @@ func (s *Saga) count(name string) {
 	// bytes: 1 unit each).
 	s.IndexWRU += 2 * float64(s.Timers+s.Parked)
 	s.RRUPerRead = math.Ceil(float64(s.ItemBytes) / 4096)
-	s.LambdaGBSeconds = float64(s.ActionSteps) * p.Duration.Seconds() * float64(p.MemoryMB) / 1024
+	if p.StartQueue {
+		s.QueueRequests = 1 + s.Signals + s.Callbacks
+	}
+	s.LambdaGBSeconds = float64(s.ActionSteps+s.QueueRequests) * p.Duration.Seconds() * float64(p.MemoryMB) / 1024
 	s.Priced = s.price(s.ChainedSteps)
 	s.Unchained = s.price(0)
 	pr := ListPrices
@@ -878,7 +892,7 @@ func (s *Saga) price(chained int) Priced {
 	// Messages handled: the action steps', the timers', and the stale
 	// timers' (dropped). A delivery's write sends the next step's message,
 	// which its action step counts.
-	c.Messages = steps + s.Timers + s.StaleTimers + s.ForkCounts + s.Joins + 2*s.Undos + s.ExpireMessages
+	c.Messages = steps + s.Timers + s.StaleTimers + s.ForkCounts + s.Joins + 2*s.Undos + s.ExpireMessages + s.QueueRequests
 	chunks := math.Ceil(float64(p.MessageBytes) / 65536) // SQS bills 64 KB chunks
 	messages := float64(c.Messages)
 	c.SQSRequests = messages * chunks * (1 + 2/p.BatchSize) // a send each; a receive and a delete per batch

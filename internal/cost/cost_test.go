@@ -410,3 +410,41 @@ func TestWalkCostsAnAwait(t *testing.T) {
 		}
 	}
 }
+
+// TestStartQueuePricesEachRequest: through the start queue, the start and
+// each delivery are a message more (a send, a receive and a delete per
+// batch), an invocation's share and Duration of compute; nothing else
+// changes.
+func TestStartQueuePricesEachRequest(t *testing.T) {
+	plan, in := expensePlan(t), claim
+	for _, batch := range []float64{1, 10} {
+		direct, err := cost.Walk(plan, cost.Params{Input: in, BatchSize: batch, Signals: map[string]any{"approved": map[string]any{"approved": true, "by": "m"}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queued, err := cost.Walk(plan, cost.Params{Input: in, BatchSize: batch, Signals: map[string]any{"approved": map[string]any{"approved": true, "by": "m"}}, StartQueue: true}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		requests := 1 + direct.Signals + direct.Callbacks
+		if direct.Signals == 0 || queued.QueueRequests != requests || direct.QueueRequests != 0 {
+			t.Fatalf("batch %g: %d signals, %d queue requests (direct %d)", batch, direct.Signals, queued.QueueRequests, direct.QueueRequests)
+		}
+		if got, want := queued.Priced.Messages, direct.Priced.Messages+requests; got != want {
+			t.Errorf("batch %g: messages %d, want %d", batch, got, want)
+		}
+		if got, want := queued.Priced.SQSRequests-direct.Priced.SQSRequests, float64(requests)*(1+2/batch); math.Abs(got-want) > 1e-9 {
+			t.Errorf("batch %g: %g more SQS requests, want %g", batch, got, want)
+		}
+		if got, want := queued.Priced.LambdaInvokes-direct.Priced.LambdaInvokes, float64(requests)/batch; math.Abs(got-want) > 1e-9 {
+			t.Errorf("batch %g: %g more invocations, want %g", batch, got, want)
+		}
+		if queued.TableWRU != direct.TableWRU || queued.IndexWRU != direct.IndexWRU || queued.Priced.DynamoReads != direct.Priced.DynamoReads {
+			t.Errorf("batch %g: DynamoDB differs: %g/%g WRU, %d reads; direct %g/%g, %d", batch, queued.TableWRU, queued.IndexWRU, queued.Priced.DynamoReads,
+				direct.TableWRU, direct.IndexWRU, direct.Priced.DynamoReads)
+		}
+		if queued.CostLambdaSaga <= direct.CostLambdaSaga {
+			t.Errorf("batch %g: the start queue costs nothing: %g vs %g", batch, queued.CostLambdaSaga, direct.CostLambdaSaga)
+		}
+	}
+}

@@ -67,21 +67,28 @@ type Assumptions struct {
 	ChainSteps        int     `json:"chain_steps"`
 	ChainTimeMS       float64 `json:"chain_time_ms"`       // a chain's time budget, shared by the batch
 	FunctionTimeoutMS float64 `json:"function_timeout_ms"` // the functions' timeout
+	// StartQueue: started, signalled and called back through the start
+	// queue (cost.Params.StartQueue).
+	StartQueue bool `json:"start_queue"`
 }
 
 // Counts are one saga's requests and capacity units.
 type Counts struct {
-	ActionSteps   int      `json:"action_steps"`   // actions and compensations run, every attempt
-	ChainedSteps  int      `json:"chained_steps"`  // of action_steps, those run in a chain: a write each, no message
-	Messages      int      `json:"messages"`       // messages handled
-	Transitions   int      `json:"transitions"`    // state writes, the start included
-	StatusChanges int      `json:"status_changes"` // transitions whose status differs from the one before
-	Timers        int      `json:"timers"`         // wait steps' timers fired
-	Signals       int      `json:"signals"`        // signals delivered to awaits, kept ones included
-	SignalsKept   int      `json:"signals_kept"`   // signals kept before their await (--signals-first)
-	Callbacks     int      `json:"callbacks"`      // callback tokens completed
-	Requests      Requests `json:"requests"`
-	ReadUnits     float64  `json:"read_units"` // DynamoDB's read units, the reads' in all
+	ActionSteps   int `json:"action_steps"`   // actions and compensations run, every attempt
+	ChainedSteps  int `json:"chained_steps"`  // of action_steps, those run in a chain: a write each, no message
+	Messages      int `json:"messages"`       // messages handled
+	Transitions   int `json:"transitions"`    // state writes, the start included
+	StatusChanges int `json:"status_changes"` // transitions whose status differs from the one before
+	Timers        int `json:"timers"`         // wait steps' timers fired
+	Signals       int `json:"signals"`        // signals delivered to awaits, kept ones included
+	SignalsKept   int `json:"signals_kept"`   // signals kept before their await (--signals-first)
+	Callbacks     int `json:"callbacks"`      // callback tokens completed
+	// StartQueueRequests are the start queue's requests: the start, the
+	// signals and the completions, with --start-queue; they are among
+	// messages.
+	StartQueueRequests int      `json:"start_queue_requests"`
+	Requests           Requests `json:"requests"`
+	ReadUnits          float64  `json:"read_units"` // DynamoDB's read units, the reads' in all
 	// WriteUnits are DynamoDB's write units: on the table, on the
 	// by_status index (1 at the start, 2 per status change), and both.
 	WriteUnits struct {
@@ -145,7 +152,7 @@ func (s *Saga) Estimate(name string, sagasPerMonth float64) Estimate {
 		Assumptions: Assumptions{MemoryMB: p.MemoryMB, DurationMS: ms(p.Duration),
 			StateBytes: p.StateBytes, ItemBytes: s.ItemBytes, ItemOverheadBytes: s.ItemOverheadBytes,
 			IndexEntryBytes: s.IndexEntryBytes, MessageBytes: p.MessageBytes, BatchSize: p.BatchSize, SagaIDBytes: p.SagaIDBytes,
-			ChainSteps: chainSteps, ChainTimeMS: ms(p.ChainTime), FunctionTimeoutMS: ms(p.FunctionTimeout)},
+			ChainSteps: chainSteps, ChainTimeMS: ms(p.ChainTime), FunctionTimeoutMS: ms(p.FunctionTimeout), StartQueue: p.StartQueue},
 		Steps: s.Steps,
 	}
 	if e.Path == nil {
@@ -156,7 +163,7 @@ func (s *Saga) Estimate(name string, sagasPerMonth float64) Estimate {
 	}
 	c := &e.PerSaga
 	c.ActionSteps, c.ChainedSteps, c.Messages, c.Transitions, c.StatusChanges = s.ActionSteps, s.ChainedSteps, s.Messages, s.Transitions, s.StatusChanges
-	c.Timers, c.Signals, c.SignalsKept, c.Callbacks = s.Timers, s.Signals, s.SignalsKept, s.Callbacks
+	c.Timers, c.Signals, c.SignalsKept, c.Callbacks, c.StartQueueRequests = s.Timers, s.Signals, s.SignalsKept, s.Callbacks, s.QueueRequests
 	c.Requests = s.requests(s.Priced)
 	c.ReadUnits = float64(s.DynamoReads) * s.RRUPerRead
 	c.WriteUnits.Table, c.WriteUnits.Index, c.WriteUnits.Total = s.TableWRU, s.IndexWRU, s.TableWRU+s.IndexWRU
@@ -215,6 +222,10 @@ func (s *Saga) Report(w io.Writer, name string, sagasPerMonth float64) {
 			s.Timers, s.Signals, s.SignalsKept, s.Callbacks, s.Timers+s.Parked, s.StaleTimers)
 	}
 	s.reportChains(w)
+	if p.StartQueue {
+		fmt.Fprintf(w, "start queue: %d request(s) (the start, %d signal(s), %d completion(s)), each a message of its own, handled by the advance function\n",
+			s.QueueRequests, s.Signals, s.Callbacks)
+	}
 	fmt.Fprintf(w, "per saga: %d action steps (%d chained), %d message(s) handled, %d state writes, %d read(s), %.1f SQS requests, %.2f Lambda invocations, %.5f GB-s\n",
 		c.ActionSteps, c.ChainedSteps, c.Messages, c.Requests.DynamoDBWrites, c.Requests.DynamoDBReads, c.Requests.SQS, c.Requests.LambdaInvocations, c.LambdaGBSeconds)
 	if p.Chaining() {
