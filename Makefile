@@ -176,9 +176,9 @@ build: ## the Lambda bootstraps for provided.al2023 arm64 (as sam build makes th
 	$(GO) build -o $(BIN)/sagactl ./cmd/sagactl
 	$(GO) build -o $(BIN)/ordersaga ./examples/order/cmd/ordersaga
 
-e2e: emulators ## the order saga, and the travel saga (parallel, a child saga, foreach), through the real Lambda binaries under aws-lambda-rie, on the emulators
+e2e: emulators $(SAM_VENV)/bin/sam ## the order saga, and the travel saga (parallel, a child saga, foreach), through the real Lambda binaries under aws-lambda-rie, on the emulators; start queue requests from Python (boto3, from the SAM CLI's environment)
 	@$(NEW_RECORDING)
-	LAMBDASAGA_E2E=1 $(RECORDING_EMULATORS) $(GO) test -count=1 -run TestE2E ./internal/local
+	LAMBDASAGA_E2E=1 LAMBDASAGA_PYTHON=$(CURDIR)/$(SAM_VENV)/bin/python $(RECORDING_EMULATORS) $(GO) test -count=1 -run TestE2E ./internal/local
 
 local: emulators ## run the deployed shape here (emulators, real bootstraps under aws-lambda-rie, pollers) with the order example's actions
 	$(GO) build -o $(BIN)/sagactl ./cmd/sagactl

@@ -238,6 +238,7 @@ func TestE2E(t *testing.T) {
 		}
 	}
 	checkDeliveries(t, ctx, c, env, dyn, sq, lambdaAPI)
+	checkStartQueue(t, ctx, c, env, sq)
 	checkWaits(t, ctx, c, env, logs)
 }
 
