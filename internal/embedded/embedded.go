@@ -315,6 +315,18 @@ func (r *Runtime) Signal(ctx context.Context, sagaID, name string, payload any, 
 	return r.Coordinator.Signal(ctx, p)
 }
 
+// SignalWithStart starts a saga unless it exists and signals it either
+// way, as engine.Coordinator.SignalWithStart does, with virtual time held
+// still meanwhile as for Signal.
+func (r *Runtime) SignalWithStart(ctx context.Context, p *engine.SignalWithStartParams) (*engine.SignalWithStartResult, error) {
+	if r.closed.Load() {
+		return nil, ErrClosed
+	}
+	r.moving.RLock()
+	defer r.moving.RUnlock()
+	return r.Coordinator.SignalWithStart(ctx, p)
+}
+
 // CompleteCallback completes a callback token (saga.Call.CallbackToken)
 // with the step's output, as client.Client.CompleteCallback does; errors
 // wrap saga.ErrBadToken, saga.ErrTokenNotAwaited, saga.ErrNotReceiving,
