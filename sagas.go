@@ -15,7 +15,8 @@ import (
 
 // The errors a caller tells apart with errors.Is.
 var (
-	// ErrNotFound: no saga has that id.
+	// ErrNotFound: no saga has that id, or no definition is deployed
+	// under that name (StartNamed).
 	ErrNotFound = durable.ErrNotFound
 	// ErrInvalidDefinition: a definition has problems; the error lists
 	// each, with its file:line, step and field.
@@ -174,6 +175,111 @@ func (s *Client) Start(ctx context.Context, def *Definition, o StartOptions) (*S
 		return nil, err
 	}
 	return sagaOf(st, def.plan), nil
+}
+
+// Deployed is one definition a deploy made the current version of its
+// name.
+type Deployed struct {
+	Name string // the saga's name
+	Hash string // the definition's hash (Definition.Hash), now current for Name
+	// Changed: Hash was not the current version of Name before; false
+	// when the deploy changed nothing.
+	Changed bool
+}
+
+// Deploy stores def and makes it the current version of its name, which
+// StartNamed runs from then on; sagas already started keep the version
+// they started with. Each child saga def calls (saga steps) is deployed
+// as well, under its own name, before def. It returns def's deployment
+// first, then its children's. Deploying the current version again
+// changes nothing.
+func (s *Client) Deploy(ctx context.Context, def *Definition) ([]Deployed, error) {
+	if def == nil {
+		return nil, errors.New("deploy: a definition is required")
+	}
+	ds, err := s.coord.Deploy(ctx, def.plan)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Deployed, len(ds))
+	for i, d := range ds {
+		out[i] = Deployed{Name: d.Name, Hash: d.Hash, Changed: d.Changed}
+	}
+	return out, nil
+}
+
+// StartNamed starts a saga of the current version of the deployed saga
+// name (Deploy), idempotently by its id: a start repeated after another
+// version was deployed returns the saga the first one started, on its own
+// version. ErrNotFound when no definition is deployed under name. A
+// process reads a name's current version at most every few seconds, so a
+// version deployed elsewhere is run by its starts a few seconds later.
+func (s *Client) StartNamed(ctx context.Context, name string, o StartOptions) (*Saga, error) {
+	if name == "" {
+		return nil, errors.New("start: a saga name is required")
+	}
+	st, err := s.coord.Start(ctx, &engine.StartParams{Name: name, SagaID: o.ID, Input: o.Input})
+	if err != nil {
+		return nil, err
+	}
+	return s.view(ctx, st), nil
+}
+
+// SignalWithStartOptions is a signal-with-start: the saga to start unless
+// it exists, and the signal it gets either way.
+type SignalWithStartOptions struct {
+	// Definition is the saga to start; nil: the current version of the
+	// deployed saga Name.
+	Definition *Definition
+	// Name names a deployed saga, when Definition is nil.
+	Name string
+	// Start is the saga's id (required) and its input, as for Start. A
+	// saga of that id that exists is signalled whatever its definition
+	// and input: they are not compared.
+	Start   StartOptions
+	Signal  string // the signal's name, as an await names it
+	Payload any    // the signal's payload: any JSON-able value
+	// SignalID makes the call idempotent: a retry (after a timeout, say)
+	// starts nothing more and its signal is a duplicate. Empty: a random
+	// id, and a retry signals again.
+	SignalID string
+}
+
+// SignalWithStartResult says what a signal-with-start did.
+type SignalWithStartResult struct {
+	// Started: this call started the saga; false when it existed (a retry
+	// of a call that started it included).
+	Started   bool
+	Delivered *Delivered // what became of the signal
+}
+
+// SignalWithStart starts a saga unless one of its id exists, and sends it
+// a signal either way: one call for "the first event of a saga starts
+// it, the later ones find it". A call that failed part way is finished by
+// calling it again with the same options; concurrent calls for one id
+// start the saga once.
+func (s *Client) SignalWithStart(ctx context.Context, o SignalWithStartOptions) (*SignalWithStartResult, error) {
+	p := &engine.SignalWithStartParams{
+		Start:  engine.StartParams{Name: o.Name, SagaID: o.Start.ID, Input: o.Start.Input},
+		Signal: engine.SignalParams{SagaID: o.Start.ID, Name: o.Signal, Payload: o.Payload, ID: o.SignalID},
+	}
+	if o.Definition != nil {
+		p.Start.Plan = o.Definition.plan
+	}
+	var (
+		res *engine.SignalWithStartResult
+		err error
+	)
+	if s.rt != nil {
+		res, err = s.rt.SignalWithStart(ctx, p)
+	} else {
+		res, err = s.coord.SignalWithStart(ctx, p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d, _ := s.delivered(ctx, res.Delivered, nil)
+	return &SignalWithStartResult{Started: res.Started, Delivered: d}, nil
 }
 
 // Get reads a saga; ErrNotFound when there is none of that id.
