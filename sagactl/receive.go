@@ -247,21 +247,34 @@ func shortToken(token string) string {
 	return token[:16] + "…"
 }
 
-// deliveredReport is the JSON shape of signal and callback.
+// deliveredReport is the JSON shape of signal and callback, and of start
+// with --signal.
 type deliveredReport struct {
+	// Started says, for start --signal, whether it started the saga.
+	Started *bool        `json:"started,omitempty"`
 	Receipt saga.Receipt `json:"receipt"`
 	Saga    stateReport  `json:"saga"`
 }
 
 func (c *Config) printDelivered(ctx context.Context, cl *client.Client, d *engine.Delivered, line string, asJSON bool) int {
+	return c.printReport(ctx, cl, deliveredReport{Receipt: d.Receipt}, d.State, line, asJSON)
+}
+
+// printStartDelivered prints what start --signal did.
+func (c *Config) printStartDelivered(ctx context.Context, cl *client.Client, started bool, d *engine.Delivered, line string, asJSON bool) int {
+	return c.printReport(ctx, cl, deliveredReport{Started: &started, Receipt: d.Receipt}, d.State, line, asJSON)
+}
+
+func (c *Config) printReport(ctx context.Context, cl *client.Client, r deliveredReport, st *saga.State, line string, asJSON bool) int {
 	if asJSON {
+		r.Saga = c.reportOf(ctx, cl, st)
 		enc := json.NewEncoder(c.Stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(deliveredReport{Receipt: d.Receipt, Saga: c.reportOf(ctx, cl, d.State)})
+		_ = enc.Encode(r)
 		return ExitOK
 	}
 	fmt.Fprintln(c.Stdout, line)
-	return c.printState(ctx, cl, d.State, false)
+	return c.printState(ctx, cl, st, false)
 }
 
 // pauseReport is what a waiting saga waits on.

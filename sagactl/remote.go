@@ -19,6 +19,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/client"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
@@ -147,26 +148,64 @@ func runStart(c *Config, args []string) int {
 	fs := flag.NewFlagSet("start", flag.ContinueOnError)
 	input := fs.String("input", "", "saga input: JSON, or @FILE")
 	id := fs.String("id", "", "saga id (default: random); starting the same id with the same input again is a no-op")
+	var signals stringList
+	fs.Var(&signals, "signal", "signal-with-start: send the signal NAME=JSON (or NAME=@FILE) to the saga, which is started unless it exists (then its input is not compared); needs --id")
+	signalID := fs.String("signal-id", "", "with --signal, the signal's id: the same start run again delivers it once (default: random)")
 	asJSON := fs.Bool("json", false, "print the saga as JSON")
 	var stack stackFlags
 	stack.register(fs)
-	files, code, ok := c.flags(fs, args)
+	pos, code, ok := c.flags(fs, args)
 	if !ok {
 		return code
 	}
 	if !c.checkID(*id) {
 		return ExitUsage
 	}
-	plan, file, ok := c.oneDefinition("start", files)
-	if !ok {
+	if len(pos) != 1 {
+		c.errorf("start: name exactly one definition file, or the name of a deployed saga (got %d arguments)", len(pos))
 		return ExitUsage
 	}
-	in, ok := c.readInput(*input)
-	if !ok {
+	var (
+		plan *saga.Plan
+		sp   = client.StartParams{SagaID: *id}
+	)
+	if startsByName(pos[0]) {
+		sp.Name = pos[0]
+	} else if plan, ok = c.load(pos[0]); !ok {
+		return ExitUsage
+	} else {
+		// The source compiled here, not the file read again.
+		sp.File, sp.Definition = filepath.Base(pos[0]), plan.Definition().Source
+	}
+	if sp.Input, ok = c.readInput(*input); !ok {
 		return ExitUsage
 	}
-	if _, err := plan.CheckInput(in); err != nil {
-		c.errorf("%v", err)
+	if plan != nil {
+		if _, err := plan.CheckInput(sp.Input); err != nil {
+			c.errorf("%v", err)
+			return ExitUsage
+		}
+	}
+	var sig *startSignal
+	switch {
+	case len(signals) > 1:
+		c.errorf("start: --signal at most once (a signal-with-start delivers one signal; send others with %s signal)", c.Name)
+		return ExitUsage
+	case len(signals) == 1 && *id == "":
+		c.errorf("start --signal: a signal-with-start needs the saga's --id (to find the saga if it exists)")
+		return ExitUsage
+	case len(signals) == 1:
+		ss, ok := c.readSignals(plan, signals)
+		if !ok {
+			return ExitUsage
+		}
+		sig = &ss[0]
+		if err := checkDelivery(&saga.Delivery{Signal: sig.name, ID: *signalID}, sig.payload); err != nil {
+			c.errorf("--signal-id: %v", err)
+			return ExitUsage
+		}
+	case *signalID != "":
+		c.errorf("start: --signal-id goes with --signal")
 		return ExitUsage
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -176,14 +215,46 @@ func runStart(c *Config, args []string) int {
 		c.errorf("%v", err)
 		return ExitUsage
 	}
-	// The source compiled above, not the file read again.
-	src := plan.Definition().Source
-	st, err := cl.Start(ctx, client.StartParams{File: filepath.Base(file), Definition: src, SagaID: *id, Input: in})
+	if sig == nil {
+		st, err := cl.Start(ctx, sp)
+		if err != nil {
+			c.errorf("start: %v", err)
+			return ExitUsage
+		}
+		return c.printState(ctx, cl, st, *asJSON)
+	}
+	var opts []client.SignalOption
+	if *signalID != "" {
+		opts = append(opts, client.SignalID(*signalID))
+	}
+	res, err := cl.SignalWithStart(ctx, sp, sig.name, sig.payload, opts...)
 	if err != nil {
-		c.errorf("start: %v", err)
+		c.errorf("start %s --signal %s: %s", *id, sig.name, deliveryError(err))
 		return ExitUsage
 	}
-	return c.printState(ctx, cl, st, *asJSON)
+	started := "existed already, not started again"
+	if res.Started {
+		started = "started"
+	}
+	d := res.Delivered
+	return c.printStartDelivered(ctx, cl, res.Started, d, fmt.Sprintf("saga %s: %s; signal %s: %s", *id, started, sig.name, d.Receipt), *asJSON)
+}
+
+// startsByName reports whether start's argument names a deployed saga
+// rather than a definition file: it is no file that exists, has no path
+// separator and no definition's extension, and is a saga name.
+func startsByName(arg string) bool {
+	if _, err := os.Stat(arg); err == nil {
+		return false
+	}
+	if strings.ContainsAny(arg, `/\`) {
+		return false
+	}
+	switch filepath.Ext(arg) {
+	case ".yaml", ".yml", ".json":
+		return false
+	}
+	return lang.ValidSagaName(arg)
 }
 
 func runStatus(c *Config, args []string) int { return c.sagaCommand("status", args, nil) }

@@ -180,11 +180,16 @@ type startSignal struct {
 }
 
 // readSignals reads each --signal NAME=JSON or NAME=@FILE, checked as the
-// saga will check it; NAME must be the signal of one of the saga's awaits.
+// saga will check it; NAME must be the signal of one of the saga's awaits
+// (of plan's; with no plan, any name will do).
 func (c *Config) readSignals(plan *saga.Plan, args []string) ([]startSignal, bool) {
 	var names []string
 	awaited := map[string]bool{}
-	for _, s := range plan.StepsWithChildren() {
+	var steps []*lang.Step
+	if plan != nil {
+		steps = plan.StepsWithChildren()
+	}
+	for _, s := range steps {
 		if s.Kind == lang.KindAwait && !awaited[s.Await.Signal] {
 			awaited[s.Await.Signal] = true
 			names = append(names, s.Await.Signal)
@@ -197,7 +202,7 @@ func (c *Config) readSignals(plan *saga.Plan, args []string) ([]startSignal, boo
 			c.errorf("--signal %s: write NAME=JSON or NAME=@FILE", name)
 			return nil, false
 		}
-		if !awaited[name] {
+		if plan != nil && !awaited[name] {
 			what := "it has no await"
 			if len(names) > 0 {
 				what = "its awaits take: " + strings.Join(names, ", ")
