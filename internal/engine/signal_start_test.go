@@ -191,15 +191,22 @@ func TestSignalWithStartConcurrentStartsOnce(t *testing.T) {
 }
 
 // A signal-with-start is for the saga it starts: a signal for another
-// id, or no id, is refused.
-func TestSignalWithStartNeedsOneSagaID(t *testing.T) {
+// id, or no id, is refused; so is a signal that could not be delivered
+// (a bad name, id or payload), before the saga is started.
+func TestSignalWithStartRefusesBeforeStarting(t *testing.T) {
 	r := newTextRig(t, approvalSaga)
 	for _, p := range []*engine.SignalWithStartParams{
 		{Start: engine.StartParams{Plan: r.plan}, Signal: engine.SignalParams{Name: "approved"}},
 		{Start: engine.StartParams{Plan: r.plan, SagaID: "a-1"}, Signal: engine.SignalParams{SagaID: "b-1", Name: "approved"}},
+		{Start: engine.StartParams{Plan: r.plan, SagaID: "a-1"}, Signal: engine.SignalParams{Name: "not a name"}},
+		{Start: engine.StartParams{Plan: r.plan, SagaID: "a-1"}, Signal: engine.SignalParams{Name: "approved", ID: "not an id"}},
+		{Start: engine.StartParams{Plan: r.plan, SagaID: "a-1"}, Signal: engine.SignalParams{Name: "approved", Payload: func() {}}},
 	} {
 		if _, err := r.coord.SignalWithStart(context.Background(), p); err == nil {
 			t.Errorf("%+v accepted", p)
 		}
+	}
+	if _, err := r.coord.Get(context.Background(), "a-1"); !errors.Is(err, durable.ErrNotFound) {
+		t.Fatalf("a refused signal-with-start left a saga: %v", err)
 	}
 }
