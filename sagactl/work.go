@@ -215,20 +215,22 @@ func (w *worked) request(o startqueue.Outcome) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.last = ""
+	// A request that could not be read names neither.
+	what := strings.TrimSpace("request " + strings.TrimSpace(o.Kind+" "+o.SagaID))
 	switch o.Verdict {
 	case startqueue.Done:
 		w.requests++
-		what := ""
+		receipt := ""
 		if o.Receipt != "" {
-			what = " (" + string(o.Receipt) + ")"
+			receipt = " (" + string(o.Receipt) + ")"
 		}
-		fmt.Fprintf(w.c.Stdout, "request %s %s: done%s\n", o.Kind, o.SagaID, what)
+		fmt.Fprintf(w.c.Stdout, "%s: done%s\n", what, receipt)
 	case startqueue.Refused:
 		w.requests++
 		w.refused++
-		fmt.Fprintf(w.c.Stdout, "request %s %s: refused, moved to the dead-letter queue: %v\n", o.Kind, o.SagaID, o.Err)
+		fmt.Fprintf(w.c.Stdout, "%s: refused, moved to the dead-letter queue: %v\n", what, o.Err)
 	default:
-		fmt.Fprintf(w.c.Stdout, "request %s %s: not carried out, it comes again: %v\n", o.Kind, o.SagaID, o.Err)
+		fmt.Fprintf(w.c.Stdout, "%s: not carried out, it comes again: %v\n", what, o.Err)
 	}
 }
 

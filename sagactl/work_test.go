@@ -2,6 +2,7 @@ package sagactl_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"sync"
@@ -9,7 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
+	"github.com/lambdasaga/lambdasaga/internal/startqueue"
 	"github.com/lambdasaga/lambdasaga/sagactl"
 )
 
@@ -201,4 +206,55 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// work reads the start queue that run made beside the work queues: a
+// request sent as raw JSON (as any service sends it) starts a saga
+// deployed by name and delivers its signal; a request the contract
+// refuses goes to the start queue's dead-letter queue with its reason.
+func TestWorkCarriesOutStartQueueRequests(t *testing.T) {
+	t.Parallel()
+	where := workWhere(t)
+	leaveWaiting(t, where, "e-1", `{"approved": true, "by": "maria"}`)
+	if r := runSagactl(t, nil, append([]string{"deploy", expenseExample}, where...)...); r.code != sagactl.ExitOK {
+		t.Fatalf("deploy: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	sq := awslocal.SQS(awslocal.Endpoint(t, awslocal.EnvSQS))
+	prefix := where[len(where)-1]
+	ctx := context.Background()
+	urls, err := startqueue.FindQueues(ctx, sq, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{
+		`{"start": {"saga": "expense", "id": "e-2", "input": {"claim_id": "x-2", "employee": "ada", "cents": 900}}, "signal": {"name": "approved", "payload": {"approved": true, "by": "bo"}}}`,
+		`{"start": {"saga": "expense", "id": "e-3", "inputs": {}}}`,
+	} {
+		if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(urls.Start), MessageBody: aws.String(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runSagactl(t, nil, append([]string{"work", "--for", "5s"}, where...)...)
+	if r.code != sagactl.ExitOK {
+		t.Fatalf("work: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The signal is kept or applied, as the saga's first step and the
+	// delivery race.
+	for _, want := range []string{"request signal-with-start e-2: done (", "\nrequest: refused, moved to the dead-letter queue: request: start.inputs: unknown field",
+		"2 start queue requests (1 refused)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("work's output lacks %q:\n%s%s", want, r.stdout, r.stderr)
+		}
+	}
+	if st := sagaStatus(t, where, "e-2"); st != "succeeded" {
+		t.Errorf("after work: e-2 is %s, want succeeded", st)
+	}
+	out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(urls.DeadLetter), WaitTimeSeconds: 1, MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Messages) != 1 || !strings.Contains(aws.ToString(out.Messages[0].Body), `"e-3"`) ||
+		!strings.Contains(aws.ToString(out.Messages[0].MessageAttributes[startqueue.AttrReason].StringValue), "start.inputs") {
+		t.Fatalf("start dead-letter queue: %d messages %+v", len(out.Messages), out.Messages)
+	}
 }
