@@ -141,6 +141,10 @@ func TestRefusedRequestsAreDeadLettered(t *testing.T) {
 		{"an input missing a field", `{"start": {"saga": "approval", "id": "c-6", "input": {}}}`, "claim"},
 		{"a token the saga did not issue", `{"callback": {"token": "not-a-token", "output": 1}}`, "token"},
 		{"malformed", `{"start": {"saga": "approval"}}`, "start.id: missing"},
+		{"an input past the input limit", `{"start": {"saga": "approval", "id": "c-7", "input": {"claim": "` + strings.Repeat("x", 200<<10) + `"}}}`, "input"},
+		{"an input nested too deep", `{"start": {"saga": "approval", "id": "c-8", "input": {"claim": "a", "x": ` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}}}`, "input"},
+		{"a signal payload past its limit", `{"signal": {"id": "c-3", "name": "approved", "payload": "` + strings.Repeat("x", 40<<10) + `"}}`, "payload"},
+		{"a number past a float64", `{"start": {"saga": "approval", "id": "c-9", "input": {"claim": "a", "n": 1e400}}}`, "start.input"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(r.dead.letters)
@@ -153,7 +157,12 @@ func TestRefusedRequestsAreDeadLettered(t *testing.T) {
 			}
 			l := r.dead.letters[before]
 			if string(l.Body) != tc.body || !strings.Contains(l.Reason, tc.reason) {
-				t.Fatalf("dead letter: body %s, reason %q; want a reason with %q", l.Body, l.Reason, tc.reason)
+				t.Fatalf("dead letter: body %.200s, reason %q; want a reason with %q", l.Body, l.Reason, tc.reason)
+			}
+			// The reason is logged and kept as an attribute: it names,
+			// never quotes a value.
+			if strings.Contains(l.Reason, "xxxxxxxx") || strings.Contains(l.Reason, "taxi") || strings.Contains(l.Reason, "train") || len(l.Reason) > 1024 {
+				t.Fatalf("the reason quotes the request: %.300q", l.Reason)
 			}
 		})
 	}
