@@ -65,7 +65,7 @@ const LastYear = 2199
 // package doc has the rules). Every error is a *ParseError.
 func Parse(expr string, opts Options) (*Schedule, error) {
 	s := &Schedule{expr: expr}
-	loc, err := location(opts.Timezone)
+	loc, err := Zone(opts.Timezone)
 	if err != nil {
 		return nil, &ParseError{Expr: expr, Field: "timezone", Token: opts.Timezone, Reason: err.Error()}
 	}
@@ -98,9 +98,10 @@ func Parse(expr string, opts Options) (*Schedule, error) {
 	return s, nil
 }
 
-// location loads an IANA zone; empty is UTC. "Local" is refused: it
-// would read the expression in this machine's zone, not AWS's.
-func location(name string) (*time.Location, error) {
+// Zone loads the time zone a schedule names (ScheduleExpressionTimezone):
+// an IANA name, UTC when empty. "Local" is refused: it would read the
+// expression in this machine's zone, not AWS's.
+func Zone(name string) (*time.Location, error) {
 	if name == "" {
 		return time.UTC, nil
 	}
