@@ -99,6 +99,7 @@ func commands() []command {
 		{"callback", "TOKEN (--output JSON|@FILE | --error TYPE [--message M]) " + stackArgs, "complete a callback step's token with its output, or fail its attempt", runCallback},
 		{"sweep", "[--idle-for D] [--max-resends N] " + stackArgs, "re-send the messages of unfinished sagas idle too long (a start or cancel cut off before its send)", runSweep},
 		{"console", "[--addr 127.0.0.1:8080] [--allow-remote] " + stackArgs, "serve the operator's web console: sagas listed and filtered, each one's graph, history, input and vars; cancel, resume, signal and callbacks, each confirmed", runConsole},
+		{"schedule", scheduleArgs, "list when an EventBridge Scheduler expression starts a saga, and the saga ids; print a schedule resource for the template", runSchedule},
 		{"local", "[up|down] [--main FUNCTION=PACKAGE]... [--workers N] [--visibility D]", "run the deployed shape here: emulators, the real bootstraps under aws-lambda-rie, queue pollers", runLocal},
 		{"help", "", "show this help", nil},
 	}
@@ -200,8 +201,11 @@ func (c *Config) commandUsage(fs *flag.FlagSet) {
 	if b.Len() > 0 {
 		fmt.Fprintf(c.Stdout, "\nFlags:\n%s", b.String())
 	}
-	if fs.Name() == "run" {
+	switch fs.Name() {
+	case "run":
 		fmt.Fprint(c.Stdout, runExitCodes)
+	case "schedule":
+		fmt.Fprint(c.Stdout, scheduleUsage)
 	}
 }
 
