@@ -3,7 +3,7 @@ package schedule_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -13,14 +13,16 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/engine"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 	"github.com/lambdasaga/lambdasaga/internal/schedule"
+	"github.com/lambdasaga/lambdasaga/internal/startqueue"
 )
 
 // TestDuplicatedDeliveryStartsOnce: EventBridge Scheduler delivers a
 // firing at least once. Each delivery of the request Request renders,
-// started as the start queue starts a request (by its id, with its
-// input), runs one saga per firing: the repeat finds the saga its id
-// names and starts nothing; another firing starts another saga; the same
-// id with another input is refused.
+// as Scheduler substitutes it, goes through the start queue's handler to
+// the coordinator, which starts the deployed saga by name: the repeat
+// finds the saga its id names and runs nothing; another firing runs
+// another saga; the same id with another input is refused
+// (dead-lettered), not run.
 func TestDuplicatedDeliveryStartsOnce(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -41,33 +43,42 @@ func TestDuplicatedDeliveryStartsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := rt.Coordinator.Deploy(ctx, plan); err != nil {
+		t.Fatal(err)
+	}
+	dead := &deadLetters{}
+	h, err := startqueue.New(startqueue.Config{Sagas: rt.Coordinator, DeadLetters: dead})
+	if err != nil {
+		t.Fatal(err)
+	}
 	input, err := schedule.Request("report", "report-", json.RawMessage(`{"region": "eu"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	start := func(body string) (string, error) {
-		var req startRequest
-		if err := json.Unmarshal([]byte(body), &req); err != nil {
-			t.Fatal(err)
-		}
-		_, err := rt.Coordinator.Start(ctx, &engine.StartParams{Plan: plan, SagaID: req.Start.ID, Input: req.Start.Input})
-		return req.Start.ID, err
-	}
-	monday := time.Date(2027, 1, 4, 8, 0, 0, 0, time.UTC)
-	for _, firing := range []time.Time{monday, monday, monday.AddDate(0, 0, 1), monday} {
-		id, err := start(deliver(input, firing))
-		if err != nil {
-			t.Fatalf("%s: %v", id, err)
-		}
-		if st, err := rt.Wait(ctx, id); err != nil || st.Status != durable.StatusSucceeded {
-			t.Fatalf("%s: %v, %v", id, st, err)
-		}
-	}
 	other, _ := schedule.Request("report", "report-", json.RawMessage(`{"region": "us"}`))
-	if id, err := start(deliver(other, monday)); !errors.Is(err, durable.ErrExists) {
-		t.Errorf("%s with another input: %v, want durable.ErrExists", id, err)
+	monday := time.Date(2027, 1, 4, 8, 0, 0, 0, time.UTC)
+	for i, d := range []struct {
+		request string
+		at      time.Time
+		want    startqueue.Verdict
+	}{
+		{input, monday, startqueue.Done},
+		{input, monday, startqueue.Done}, // Scheduler's retry, or SQS's second delivery
+		{input, monday.AddDate(0, 0, 1), startqueue.Done},
+		{input, monday, startqueue.Done},
+		{other, monday, startqueue.Refused},
+	} {
+		out := h.Handle(ctx, startqueue.Message{ID: fmt.Sprint("m", i), Body: []byte(deliver(d.request, d.at)), ReceiveCount: 1})
+		if out.Verdict != d.want {
+			t.Fatalf("delivery %d (%s): verdict %v (%v), want %v", i, out.SagaID, out.Verdict, out.Err, d.want)
+		}
+		if d.want == startqueue.Done {
+			if st, err := rt.Wait(ctx, out.SagaID); err != nil || st.Status != durable.StatusSucceeded {
+				t.Fatalf("%s: %v, %v", out.SagaID, st, err)
+			}
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -75,4 +86,20 @@ func TestDuplicatedDeliveryStartsOnce(t *testing.T) {
 	if len(calls) != len(want) || calls["report-2027-01-04T08:00:00Z/build/1"] != 1 || calls["report-2027-01-05T08:00:00Z/build/1"] != 1 {
 		t.Errorf("action calls %v, want %v", calls, want)
 	}
+	if len(dead.letters) != 1 || dead.letters[0].SagaID != "report-2027-01-04T08:00:00Z" {
+		t.Errorf("dead letters %+v, want the start with another input", dead.letters)
+	}
+}
+
+// deadLetters keeps what the handler refuses.
+type deadLetters struct {
+	mu      sync.Mutex
+	letters []*startqueue.DeadLetter
+}
+
+func (d *deadLetters) DeadLetter(_ context.Context, l *startqueue.DeadLetter) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.letters = append(d.letters, l)
+	return nil
 }

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
 )
 
 // ScheduledTime is the context attribute that EventBridge Scheduler
@@ -55,17 +55,13 @@ func SagaID(prefix string, scheduled time.Time) (string, error) {
 	return id, nil
 }
 
-// sagaNamePattern is the rule for a definition's name (internal/lang):
-// a letter, then letters, digits, '_', '.' or '-', at most 80.
-var sagaNamePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,79}$`)
-
 // Request renders the Input of a schedule's target: the start queue's
-// start request, {"start": {"saga": saga, "id": idPrefix +
-// ScheduledTime, "input": input}}, compact JSON. saga names a deployed
-// definition; input is a JSON object, {} when empty.
+// start request (docs/START_QUEUE.md), {"start": {"saga": saga, "id":
+// idPrefix + ScheduledTime, "input": input}}, compact JSON. saga names a
+// deployed definition; input is a JSON object, {} when empty.
 func Request(saga, idPrefix string, input json.RawMessage) (string, error) {
-	if !sagaNamePattern.MatchString(saga) {
-		return "", fmt.Errorf("saga name %q: a letter, then letters, digits, '_', '.' or '-', at most 80", saga)
+	if !lang.ValidSagaName(saga) {
+		return "", fmt.Errorf("saga name %q: %s", saga, lang.SagaNameRule)
 	}
 	if err := CheckIDPrefix(idPrefix); err != nil {
 		return "", fmt.Errorf("id prefix %q: %w", idPrefix, err)

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/internal/lang"
 	"github.com/lambdasaga/lambdasaga/internal/schedule"
+	"github.com/lambdasaga/lambdasaga/internal/startqueue"
 )
 
 // deliver does what EventBridge Scheduler does to a target's Input when
@@ -53,6 +53,11 @@ func TestSagaIDIsWhatSchedulerSubstitutes(t *testing.T) {
 	}
 	if req.Start.ID != id || req.Start.Saga != "report" || req.Start.Input["region"] != "eu" || !durable.ValidSagaID(req.Start.ID) {
 		t.Fatalf("delivered %+v, want id %s", req, id)
+	}
+	// And the start queue reads it so.
+	got, err := startqueue.Parse([]byte(deliver(input, scheduled)))
+	if err != nil || got.Kind() != "start" || got.Start.Saga != "report" || got.SagaID() != id || string(got.Start.Input) != `{"region":"eu","top":10}` {
+		t.Fatalf("startqueue.Parse: %+v, %v", got, err)
 	}
 }
 
@@ -128,6 +133,7 @@ func TestRequestRefusesWhatCannotStart(t *testing.T) {
 		{"", `{}`, "saga name"},
 		{"1report", `{}`, "saga name"},
 		{`rep"ort`, `{}`, "saga name"},
+		{strings.Repeat("r", 81), `{}`, "saga name"},
 		{"report", `[]`, "input: not a JSON object"},
 		{"report", `null`, "input: not a JSON object"},
 		{"report", `"x"`, "input: not a JSON object"},
@@ -146,23 +152,5 @@ func TestRequestRefusesWhatCannotStart(t *testing.T) {
 	got, _ = schedule.Request("report", "report-", json.RawMessage(`{"html":"<b>&</b>"}`))
 	if !strings.Contains(got, `"<b>&</b>"`) {
 		t.Errorf("the input is kept as written, not HTML-escaped: %s", got)
-	}
-}
-
-// TestSagaNameRuleIsTheDefinitionRule: Request takes a saga name exactly
-// when a definition may carry it.
-func TestSagaNameRuleIsTheDefinitionRule(t *testing.T) {
-	t.Parallel()
-	for _, name := range []string{"report", "r", "Report_2.eu-west", strings.Repeat("r", 80), strings.Repeat("r", 81), "1report", "_report", "re port", "report/x", "rapport-été", ""} {
-		src := fmt.Sprintf("saga: %q\ntimeout: 1h\nsteps:\n  - id: a\n    set: {x: 1}\n", name)
-		_, perr := lang.Parse("d.yaml", []byte(src))
-		definitionTakes := perr == nil || !strings.Contains(perr.Error(), "saga")
-		if name == "" {
-			definitionTakes = false // a definition without a name cannot be started by one
-		}
-		_, err := schedule.Request(name, "p-", nil)
-		if (err == nil) != definitionTakes {
-			t.Errorf("%q: Request %v, definition parse %v", name, err, perr)
-		}
 	}
 }
