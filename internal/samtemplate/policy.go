@@ -41,6 +41,7 @@ func (t *Template) ARN(logicalID string, stack Stack) (string, error) {
 
 // Policy returns the IAM statements that principal is granted: a
 // function's Policies (SAM policy templates and managed policies it names
+// excepted), an AWS::IAM::Role's inline Policies (managed ones it names
 // excepted) or an AWS::IAM::ManagedPolicy's document, with every intrinsic
 // function resolved for stack (conditions decided, AWS::NoValue dropped),
 // as IAM receives them once deployed.
@@ -59,8 +60,12 @@ func (t *Template) Policy(principal string, stack Stack) ([]any, error) {
 		docs = list(get(get(r, "Properties"), "Policies"))
 	case "AWS::IAM::ManagedPolicy", "AWS::IAM::Policy":
 		docs = []*yaml.Node{get(get(r, "Properties"), "PolicyDocument")}
+	case "AWS::IAM::Role":
+		for _, p := range list(get(get(r, "Properties"), "Policies")) {
+			docs = append(docs, get(p, "PolicyDocument"))
+		}
 	default:
-		return nil, fmt.Errorf("%s: %s is a %s, not a function or a policy", t.File, principal, typ)
+		return nil, fmt.Errorf("%s: %s is a %s, not a function, a role or a policy", t.File, principal, typ)
 	}
 	var out []any
 	for _, d := range docs {
