@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -53,6 +54,7 @@ type ParseError struct {
 	Expr, Field, Token, Reason string
 }
 
+// Error says what is wrong: the expression, the field, the token, why.
 func (e *ParseError) Error() string {
 	return fmt.Sprintf("%s: %s %q: %s", e.Expr, e.Field, e.Token, e.Reason)
 }
@@ -81,11 +83,11 @@ func Parse(expr string, opts Options) (*Schedule, error) {
 		s.cron, err = parseCron(expr, inner)
 	case KindRate:
 		s.kind = KindRate
-		if opts.Start.IsZero() {
+		s.every, err = parseRate(expr, inner)
+		if err == nil && opts.Start.IsZero() {
 			return nil, &ParseError{Expr: expr, Field: "rate start", Token: "", Reason: "a rate schedule fires from its start (StartDate, or when it was created): give one"}
 		}
 		s.start = opts.Start.Truncate(time.Second)
-		s.every, err = parseRate(expr, inner)
 	case KindAt:
 		s.kind = KindAt
 		s.at, err = parseAt(expr, inner, loc)
@@ -134,7 +136,7 @@ func parseRate(expr, inner string) (time.Duration, error) {
 	}
 	n, err := strconv.ParseInt(f[0], 10, 64)
 	if err != nil || n < 1 || f[0][0] == '+' {
-		if errorsIsRange(err) {
+		if errors.Is(err, strconv.ErrRange) {
 			return 0, &ParseError{Expr: expr, Field: "rate value", Token: f[0], Reason: "too long a period"}
 		}
 		return 0, &ParseError{Expr: expr, Field: "rate value", Token: f[0], Reason: "not a positive whole number"}
@@ -149,11 +151,6 @@ func parseRate(expr, inner string) (time.Duration, error) {
 // firings than the years a cron schedule covers, and the arithmetic on
 // it cannot overflow.
 const maxPeriod = 100 * 365 * 24 * time.Hour
-
-func errorsIsRange(err error) bool {
-	ne, ok := err.(*strconv.NumError)
-	return ok && ne.Err == strconv.ErrRange
-}
 
 // atLayout is the time of at(...): yyyy-mm-ddThh:mm:ss.
 const atLayout = "2006-01-02T15:04:05"
