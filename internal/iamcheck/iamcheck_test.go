@@ -22,7 +22,7 @@ const EnvCallsDir = "LAMBDASAGA_AWS_CALLS_DIR"
 // The principals whose calls the template must grant, each of them
 // reached by some test on the emulators: a recording that misses one
 // checks nothing of it.
-var principals = []string{"AdvanceFunction", "CompensateFunction", "SweepFunction", awslocal.ClientPrincipal, awslocal.OperatorPrincipal}
+var principals = []string{"AdvanceFunction", "CompensateFunction", "SweepFunction", awslocal.ClientPrincipal, awslocal.OperatorPrincipal, awslocal.SenderPrincipal}
 
 // engine returns the policy engine's directory, or skips the test where it
 // is not installed (and fails it under CI, which installs it).
