@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -41,31 +43,72 @@ type SQSDeadLetters struct {
 // toward its size.
 const maxReasonBytes = 2048
 
-// DeadLetter implements DeadLetters.
+// maxMessageBytes is SQS's limit on a message: its body and its
+// attributes (each one's name, type and value) together.
+const maxMessageBytes = 1 << 20
+
+// DeadLetter implements DeadLetters. The body goes unchanged (SQS took
+// it on the start queue, so it takes it here); the attributes are made
+// to fit what SQS takes, or a request whose reason it refuses would come
+// back forever: each value in the characters SQS allows (others become
+// U+FFFD: a reason may name a key the request spelt with control
+// characters), cut on a character boundary, and only as much of them as
+// the room the body leaves, the reason first.
 func (d *SQSDeadLetters) DeadLetter(ctx context.Context, l *DeadLetter) error {
-	attrs := map[string]sqstypes.MessageAttributeValue{}
-	put := func(k, v string) {
-		if v != "" {
-			attrs[k] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
-		}
-	}
-	reason := l.Reason
-	if len(reason) > maxReasonBytes {
-		reason = reason[:maxReasonBytes] + "…"
-	}
-	put(AttrReason, reason)
-	put(AttrKind, l.Kind)
-	put(AttrSagaID, l.SagaID)
-	put(AttrMessageID, l.MessageID)
 	body := string(l.Body)
 	if body == "" {
 		body = "(empty)" // SQS refuses an empty body
 	}
+	attrs := map[string]sqstypes.MessageAttributeValue{}
+	room := maxMessageBytes - len(body)
+	put := func(k, v string, most int) {
+		const typ = "String"
+		v = cutText(sqsText(v), min(most, room-len(k)-len(typ)))
+		if v == "" {
+			return // SQS refuses an empty value
+		}
+		room -= len(k) + len(typ) + len(v)
+		attrs[k] = sqstypes.MessageAttributeValue{DataType: aws.String(typ), StringValue: aws.String(v)}
+	}
+	put(AttrReason, l.Reason, maxReasonBytes)
+	put(AttrKind, l.Kind, maxReasonBytes)
+	put(AttrSagaID, l.SagaID, maxReasonBytes)
+	put(AttrMessageID, l.MessageID, maxReasonBytes)
 	_, err := d.Client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(d.URL), MessageBody: aws.String(body), MessageAttributes: attrs})
 	if err != nil {
 		return fmt.Errorf("dead-letter queue: %w", err)
 	}
 	return nil
+}
+
+// sqsText is s in the characters SQS takes in a message (#x9, #xA, #xD,
+// #x20 to #xD7FF, #xE000 to #xFFFD, #x10000 to #x10FFFF): any other,
+// and any byte that is not UTF-8, becomes U+FFFD.
+func sqsText(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == 0x9, r == 0xA, r == 0xD, r >= 0x20 && r <= 0xD7FF, r >= 0xE000 && r <= 0xFFFD, r >= 0x10000 && r <= 0x10FFFF:
+			return r
+		}
+		return utf8.RuneError
+	}, strings.ToValidUTF8(s, string(utf8.RuneError)))
+}
+
+// cutText is s in at most n bytes, cut on a character boundary and
+// ended with "…" when cut; "" when n leaves no room for that.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const more = "…"
+	n -= len(more)
+	if n <= 0 {
+		return ""
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + more
 }
 
 // Poller reads the start queue outside Lambda (sagactl work, sagactl run
