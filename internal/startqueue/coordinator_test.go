@@ -118,7 +118,9 @@ func TestSignalWithStartThroughTheQueue(t *testing.T) {
 	r := newRig(t)
 	body := `{"start": {"saga": "approval", "id": "c-2", "input": {"claim": "hotel"}}, "signal": {"name": "approved", "payload": {"by": "ana"}, "delivery": "d-2"}}`
 	o := r.send(body)
-	if o.Verdict != startqueue.Done || !o.Started || o.Receipt != saga.ReceiptKept {
+	// Kept when the signal comes while ask runs, applied when ask ran
+	// first (the runtime's workers race this call): both are right.
+	if o.Verdict != startqueue.Done || !o.Started || (o.Receipt != saga.ReceiptKept && o.Receipt != saga.ReceiptApplied) {
 		t.Fatalf("signal-with-start: %v started %v receipt %v %v", o.Verdict, o.Started, o.Receipt, o.Err)
 	}
 	if o := r.send(body); o.Verdict != startqueue.Done || o.Started || o.Receipt != saga.ReceiptDuplicate {
