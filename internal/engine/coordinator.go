@@ -187,6 +187,19 @@ func (c *Coordinator) start(ctx context.Context, p *StartParams, anyInput bool) 
 	}
 	input, err := plan.CheckInput(p.Input)
 	if err != nil {
+		if p.SagaID != "" && (p.Plan == nil || anyInput) {
+			// A repeat of a start that landed, after a deploy whose input
+			// this one does not satisfy, is judged by the version the saga
+			// pinned (existing), not refused: a read, on this path only.
+			switch _, gerr := c.cfg.Store.SagaGet(ctx, &durable.SagaGetParams{SagaID: id}); {
+			case gerr == nil:
+				st, err = c.existing(ctx, id, plan, nil, p, anyInput)
+				return st, false, err
+			case !errors.Is(gerr, durable.ErrNotFound):
+				// Not known to be refused: try again.
+				return nil, false, fmt.Errorf("start %s: %w", id, gerr)
+			}
+		}
 		return nil, false, err
 	}
 	var trace saga.TraceContext

@@ -201,3 +201,48 @@ func TestDeployMakesEachChildSagaCurrent(t *testing.T) {
 		}
 	}
 }
+
+// A start by name repeated after a deploy whose input the first start's
+// does not satisfy (a field added, a type changed) still returns the saga
+// the first one started: the start queue redelivers a start whose call
+// timed out after its write landed, and refusing the repeat would
+// dead-letter a start that was carried out.
+func TestStartByNameRepeatedAfterADeployThatChangedTheInput(t *testing.T) {
+	const typedV1 = `
+saga: typed
+input: {order: string}
+steps:
+  - id: done
+    succeed: {output: "${input.order}"}
+`
+	const typedV2 = `
+saga: typed
+input: {order: int, region: string}
+steps:
+  - id: done
+    succeed: {output: "${input.region}"}
+`
+	r := newTextRig(t, typedV1)
+	v1, v2 := mustCompile(t, typedV1), mustCompile(t, typedV2)
+	deploy(t, r, v1)
+	in := map[string]any{"order": "o-1"}
+	if _, err := startNamed(r, "t-1", "typed", in); err != nil {
+		t.Fatal(err)
+	}
+	deploy(t, r, v2)
+	st, err := startNamed(r, "t-1", "typed", in)
+	if err != nil {
+		t.Fatalf("repeated start after a deploy that changed the input: %v", err)
+	}
+	if st.DefinitionHash != v1.Hash() {
+		t.Fatalf("repeated start returned a saga on %s, want the pinned v1", st.DefinitionHash)
+	}
+	// A new saga with that input is refused by v2, as before.
+	if _, err := startNamed(r, "t-2", "typed", in); !errors.Is(err, saga.ErrInvalidInput) {
+		t.Fatalf("a new start with v1's input: %v, want ErrInvalidInput", err)
+	}
+	// Another input for t-1 is ErrExists, whatever v2 says of it.
+	if _, err := startNamed(r, "t-1", "typed", map[string]any{"order": "o-2"}); !errors.Is(err, durable.ErrExists) {
+		t.Fatalf("repeated start with another input: %v, want ErrExists", err)
+	}
+}
