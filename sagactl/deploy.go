@@ -39,6 +39,10 @@ func runDeploy(c *Config, args []string) int {
 			return ExitUsage
 		}
 	}
+	if err := oneDefinitionPerName(files, plans); err != nil {
+		c.errorf("deploy: %v", err)
+		return ExitUsage
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cl, err := stack.client(ctx, c.APIOptions...)
@@ -74,4 +78,39 @@ func deployResult(d engine.Deployed) string {
 		return "deployed"
 	}
 	return "unchanged"
+}
+
+// oneDefinitionPerName refuses files whose definitions, with the child
+// sagas they call, hold two different definitions of one name: each file
+// is deployed in turn, so the last would be current, and the report of
+// the one before would say "deployed" of a version that is not.
+// (Coordinator.Deploy refuses that within one file's bundle.)
+func oneDefinitionPerName(files []string, plans []*saga.Plan) error {
+	type first struct{ file, hash string }
+	seen := map[string]first{}
+	for i, root := range plans {
+		var walk func(p *saga.Plan) error
+		walk = func(p *saga.Plan) error {
+			f, ok := seen[p.Name()]
+			switch {
+			case ok && f.hash != p.Hash():
+				return fmt.Errorf("two different definitions of saga %s: in %s (%s) and in %s (%s); deploy one name, one definition", p.Name(), f.file, f.hash, files[i], p.Hash())
+			case ok:
+				return nil // seen already, with its children
+			}
+			seen[p.Name()] = first{files[i], p.Hash()}
+			for _, s := range p.Steps() {
+				if child, ok := p.Child(s.ID); ok {
+					if err := walk(child); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}
+		if err := walk(root); err != nil {
+			return err
+		}
+	}
+	return nil
 }

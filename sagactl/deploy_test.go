@@ -1,7 +1,10 @@
 package sagactl_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -92,6 +95,32 @@ func TestStartAndDeployUsageErrors(t *testing.T) {
 		r := runSagactl(t, nil, c.args...)
 		if r.code != sagactl.ExitUsage || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%q: exit %d, stderr %q; want %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+}
+
+// Two files of one deploy that hold two different definitions of one saga
+// name (a file's own, or a child saga it calls) are refused before
+// anything is deployed: whichever went last would be current, and the
+// report of the other would say "deployed" of a version that is not.
+func TestDeployRefusesTwoDefinitionsOfOneName(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("../examples/travel/payment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "payment.yaml")
+	if err := os.WriteFile(other, bytes.Replace(src, []byte("timeout: 1h"), []byte("timeout: 2h"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"deploy", "../examples/travel/travel.yaml", other},
+		{"deploy", other, "../examples/travel/travel.yaml"},
+	} {
+		r := runSagactl(t, nil, append(args, "--table", "t", "--advance-queue-url", "http://127.0.0.1:1/a", "--compensate-queue-url", "http://127.0.0.1:1/c")...)
+		if r.code != sagactl.ExitUsage || !strings.Contains(r.stderr, "two different definitions of saga payment") ||
+			!strings.Contains(r.stderr, "travel.yaml") || !strings.Contains(r.stderr, other) {
+			t.Errorf("%q: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
 		}
 	}
 }
