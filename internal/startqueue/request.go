@@ -212,9 +212,67 @@ func exactKeys(raw json.RawMessage, path string, fields map[string][]string) err
 			if err := exactKeys(v, field, fields); err != nil {
 				return err
 			}
+		} else if err := uniqueKeys(v, field); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// uniqueKeys checks that no object in the value raw (an input, a payload,
+// an output, at field) repeats a key: encoding/json, and every other
+// parser a sender may test with, keeps the last of them, so
+// {"amount": 1, "amount": 1000} would run with a value its sender may not
+// have meant. It walks the tokens with a stack, not by recursion: a value
+// may nest as deep as the decoder allows.
+func uniqueKeys(raw json.RawMessage, field string) error {
+	type frame struct {
+		path  string          // the object's or array's own
+		keys  map[string]bool // nil: an array
+		value string          // an object's: the path of its last key's value
+		index int             // an array's: its next element
+		key   bool            // an object's: the next token is a key or its end
+	}
+	var stack []*frame
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // a number past a float64 is the engine's to refuse
+	for {
+		t, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return decodeError(err)
+		}
+		path := field
+		if n := len(stack); n > 0 {
+			top := stack[n-1]
+			switch {
+			case t == json.Delim('}') || t == json.Delim(']'):
+				stack = stack[:n-1]
+				continue
+			case top.keys != nil && top.key:
+				k, _ := t.(string)
+				top.value = top.path + "." + k
+				if top.keys[k] {
+					return bad(top.value, "given twice")
+				}
+				top.keys[k], top.key = true, false
+				continue
+			case top.keys != nil:
+				path, top.key = top.value, true
+			default:
+				path = fmt.Sprintf("%s[%d]", top.path, top.index)
+				top.index++
+			}
+		}
+		switch t {
+		case json.Delim('{'):
+			stack = append(stack, &frame{path: path, keys: map[string]bool{}, key: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{path: path})
+		}
+	}
 }
 
 // decodeError says where a body failed to decode, without its text.

@@ -101,6 +101,10 @@ var requestCases = []struct {
 	{"callback with output and error", `{"callback": {"token": "t", "output": 1, "error": {"type": "X"}}}`, "not both", false},
 	{"callback error without type", `{"callback": {"token": "t", "error": {"message": "m"}}}`, "callback.error.type: missing", false},
 	{"callback error with a stray field", `{"callback": {"token": "t", "error": {"type": "X", "code": 1}}}`, "callback.error.code: unknown field", false},
+	{"input repeating a key", `{"start": {"saga": "e", "id": "c-1", "input": {"amount": 1, "amount": 1000}}}`, "start.input.amount: given twice", true},
+	{"input repeating a key deep down", `{"start": {"saga": "e", "id": "c-1", "input": {"a": [{"b": {"c": 1, "c": 2}}]}}}`, "start.input.a[0].b.c: given twice", true},
+	{"payload repeating a key", `{"signal": {"id": "o-1", "name": "a", "payload": {"ok": false, "ok": true}}}`, "signal.payload.ok: given twice", true},
+	{"output repeating a key", `{"callback": {"token": "t", "output": [{"x": 1, "x": 1}]}}`, "callback.output[0].x: given twice", true},
 }
 
 func TestParseRequests(t *testing.T) {
