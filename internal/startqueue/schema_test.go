@@ -140,6 +140,9 @@ func TestParseNeverQuotesValues(t *testing.T) {
 		`{"start": {"saga": "order", "id": "o-1", "input": {"card": "` + secret + `"`,
 		`{"callback": {"token": "t", "output": "` + secret + `", "error": {"type": "X"}}}`,
 		`{"callback": {"token": "t", "error": {"type": "X", "message": "` + strings.Repeat(secret, 300) + `"}}}`,
+		`{"start": {"saga": "order", "id": ` + secret + `}}`,
+		`{"signal": {"id": "o-1", "name": "a", "delivery": ` + secret + `}}`,
+		`{"callback": {"token": ` + secret + `}}`,
 	} {
 		_, err := Parse([]byte(body))
 		if err == nil {
