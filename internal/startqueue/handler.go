@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
@@ -119,7 +120,7 @@ func New(cfg Config) (*Handler, error) {
 // (the message comes back, and is dead-lettered then, or by the queue's
 // redrive policy): a request is never dropped.
 func (h *Handler) Handle(ctx context.Context, m Message) Outcome {
-	out := h.carry(ctx, m)
+	out := h.carrySafely(ctx, m)
 	switch out.Verdict {
 	case Done:
 		h.log.LogAttrs(ctx, slog.LevelInfo, "start queue request done", slog.String("kind", out.Kind), slog.String("saga_id", out.SagaID),
@@ -139,6 +140,30 @@ func (h *Handler) Handle(ctx context.Context, m Message) Outcome {
 			slog.String("saga_id", out.SagaID), slog.String("message_id", m.ID), slog.String("reason", l.Reason))
 	}
 	return out
+}
+
+// errPanicked marks a request whose carrying out panicked.
+var errPanicked = errors.New("panicked")
+
+// carrySafely is carry, with a panic turned into a retry: the request
+// comes back (and the redrive policy moves it after MaxReceiveCount
+// deliveries) while the rest of its batch is carried out, rather than
+// the whole batch failing and every request in it counting a receive.
+func (h *Handler) carrySafely(ctx context.Context, m Message) (out Outcome) {
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		what := engine.PanicText(p)
+		h.log.LogAttrs(ctx, slog.LevelError, "panic while carrying out a start queue request", slog.String("message_id", m.ID),
+			slog.String("panic", what), slog.String("stack", string(debug.Stack())))
+		if r, err := Parse(m.Body); err == nil {
+			out.Kind, out.SagaID = r.Kind(), r.SagaID()
+		}
+		out.Verdict, out.Err = Retry, fmt.Errorf("%w: %s", errPanicked, what)
+	}()
+	return h.carry(ctx, m)
 }
 
 // carry parses and carries out m, and judges the outcome.

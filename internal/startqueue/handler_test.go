@@ -148,3 +148,29 @@ func TestHandleNeverDropsARefusal(t *testing.T) {
 		t.Fatalf("verdict %v (%v), want retry", out.Verdict, out.Err)
 	}
 }
+
+// panicSagas panics on every call, as a bug in the engine or an
+// expression would.
+type panicSagas struct{ fakeSagas }
+
+func (p *panicSagas) Start(context.Context, *engine.StartParams) (*saga.State, error) {
+	panic("boom")
+}
+
+// TestHandleSurvivesAPanic: a request that panics is retried (it comes
+// back, and the redrive policy moves it after MaxReceiveCount), and the
+// panic does not take the batch down with it: the other requests of the
+// batch are carried out, their receive counts untouched.
+func TestHandleSurvivesAPanic(t *testing.T) {
+	h, err := New(Config{Sagas: &panicSagas{}, DeadLetters: &deadLetterBox{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := h.Handle(context.Background(), Message{ID: "m-1", Body: []byte(`{"start": {"saga": "order", "id": "o-1"}}`), ReceiveCount: 1})
+	if out.Verdict != Retry || out.Err == nil || !strings.Contains(out.Err.Error(), "panic") || out.SagaID != "o-1" {
+		t.Fatalf("outcome %+v, want retry naming the panic", out)
+	}
+	if out := h.Handle(context.Background(), Message{ID: "m-2", Body: []byte(`{"signal": {"id": "o-1", "name": "go"}}`), ReceiveCount: 1}); out.Verdict != Done {
+		t.Fatalf("the next request: %+v", out)
+	}
+}
