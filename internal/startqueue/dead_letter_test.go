@@ -2,16 +2,20 @@ package startqueue
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
@@ -105,5 +109,47 @@ func TestEveryRefusalFitsTheDeadLetterQueue(t *testing.T) {
 				t.Fatalf("no reason among %d attributes", len(m.MessageAttributes))
 			}
 		})
+	}
+}
+
+// TestARefusalOfNearly1MiBOnTheEmulator: the SQS emulator takes the dead
+// letter of a refused request whose body leaves no room for attributes at
+// once, through the poller, and the start queue is left empty.
+func TestARefusalOfNearly1MiBOnTheEmulator(t *testing.T) {
+	t.Parallel()
+	client := awslocal.SQS(awslocal.Endpoint(t, awslocal.EnvSQS))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	urls, err := CreateQueues(ctx, client, "dl-"+hex.EncodeToString(r[:])+"-", 5, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"junk": "` + strings.Repeat("x", 1<<20-len(`{"junk": ""}`)) + `"}`
+	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(urls.Start), MessageBody: aws.String(body)}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{Sagas: &fakeSagas{}, DeadLetters: &SQSDeadLetters{Client: client, URL: urls.DeadLetter}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan Outcome, 1)
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		_ = (&Poller{Client: client, URL: urls.Start, Handler: h, Handled: func(o Outcome) { got <- o; stop() }}).Run(pctx)
+	}()
+	select {
+	case o := <-got:
+		if o.Verdict != Refused {
+			t.Fatalf("verdict %v (%.200v), want refused", o.Verdict, o.Err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the poller carried out nothing")
+	}
+	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(urls.DeadLetter), WaitTimeSeconds: 2})
+	if err != nil || len(out.Messages) != 1 || aws.ToString(out.Messages[0].Body) != body {
+		t.Fatalf("dead letters: %d, %v", len(out.Messages), err)
 	}
 }
