@@ -65,7 +65,18 @@ func (c *Coordinator) SignalWithStart(ctx context.Context, p *SignalWithStartPar
 	rec, err := c.cfg.Store.SagaGet(ctx, &durable.SagaGetParams{SagaID: id})
 	switch {
 	case errors.Is(err, durable.ErrNotFound):
-		if _, res.Started, err = c.start(ctx, &p.Start, true); err != nil {
+		// The plan is resolved once: the one checked is the one started.
+		start := p.Start
+		if start.Plan, err = c.startPlan(ctx, &start); err != nil {
+			return res, fmt.Errorf("signal-with-start: %w", err)
+		}
+		if !start.Plan.TakesSignal(p.Signal.Name) {
+			// No run of it could ever take the signal: starting it would
+			// leave a saga without the signal it was started for.
+			return res, fmt.Errorf("signal-with-start %s: %w: saga %s has no await of signal %s, in its own steps or in any fork's (branches, iterations, child sagas): nothing started",
+				id, saga.ErrNotReceiving, start.Plan.Name(), p.Signal.Name)
+		}
+		if _, res.Started, err = c.start(ctx, &start, true); err != nil {
 			return res, fmt.Errorf("signal-with-start: %w", err)
 		}
 	case err != nil:

@@ -210,3 +210,26 @@ func TestSignalWithStartRefusesBeforeStarting(t *testing.T) {
 		t.Fatalf("a refused signal-with-start left a saga: %v", err)
 	}
 }
+
+// A signal-with-start whose signal no await of the saga's definition
+// takes (in its own steps, its forks' or its child sagas') is refused
+// before the saga is started: the start would leave a saga that can never
+// get the signal it was started for, under a refusal that says nothing
+// was done. A saga that exists gets the refusal of Signal, as before.
+func TestSignalWithStartOfASignalNeverAwaitedStartsNothing(t *testing.T) {
+	r := newTextRig(t, approvalSaga)
+	p := &engine.SignalWithStartParams{
+		Start:  engine.StartParams{Plan: r.plan, SagaID: "n-1"},
+		Signal: engine.SignalParams{Name: "rejected", ID: "d-1"},
+	}
+	res, err := r.coord.SignalWithStart(context.Background(), p)
+	if !errors.Is(err, saga.ErrNotReceiving) {
+		t.Fatalf("signal-with-start of signal rejected: %+v, %v; want ErrNotReceiving", res, err)
+	}
+	if res != nil && res.Started {
+		t.Fatalf("result %+v says started", res)
+	}
+	if _, err := r.coord.Get(context.Background(), "n-1"); !errors.Is(err, durable.ErrNotFound) {
+		t.Fatalf("the refused signal-with-start started the saga: %v", err)
+	}
+}

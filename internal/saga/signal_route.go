@@ -165,6 +165,12 @@ func (p *Plan) awaitsAny() bool {
 	return false
 }
 
+// TakesSignal reports whether a run of the plan may ever take the signal
+// name: an await of it is among the plan's steps (its forks' included),
+// or a child saga's at any depth. A saga of a plan that does not is
+// refused the signal (ErrNotReceiving) whatever its state.
+func (p *Plan) TakesSignal(name string) bool { return p.awaits(name) }
+
 // awaits reports whether any step of the plan, or of a child saga's at
 // any depth, awaits the signal name.
 func (p *Plan) awaits(name string) bool {

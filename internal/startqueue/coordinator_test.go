@@ -3,6 +3,7 @@ package startqueue_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +71,7 @@ func newRig(t *testing.T) *rig {
 // send hands the handler a message of body, a new one each time.
 func (r *rig) send(body string) startqueue.Outcome {
 	r.n++
-	return r.h.Handle(context.Background(), startqueue.Message{ID: "m-" + string(rune('0'+r.n)), Body: []byte(body), ReceiveCount: 1})
+	return r.h.Handle(context.Background(), startqueue.Message{ID: "m-" + strconv.Itoa(r.n), Body: []byte(body), ReceiveCount: 1})
 }
 
 func (r *rig) wait(t *testing.T, id string) *saga.State {
@@ -147,6 +148,7 @@ func TestRefusedRequestsAreDeadLettered(t *testing.T) {
 		{"an input nested too deep", `{"start": {"saga": "approval", "id": "c-8", "input": {"claim": "a", "x": ` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}}}`, "input"},
 		{"a signal payload past its limit", `{"signal": {"id": "c-3", "name": "approved", "payload": "` + strings.Repeat("x", 40<<10) + `"}}`, "payload"},
 		{"a number past a float64", `{"start": {"saga": "approval", "id": "c-9", "input": {"claim": "a", "n": 1e400}}}`, "start.input"},
+		{"a signal-with-start of a signal never awaited", `{"start": {"saga": "approval", "id": "c-10", "input": {"claim": "a"}}, "signal": {"name": "nope"}}`, "no await of signal nope"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(r.dead.letters)
@@ -173,7 +175,9 @@ func TestRefusedRequestsAreDeadLettered(t *testing.T) {
 	if err != nil || st.Input["claim"] != "taxi" {
 		t.Fatalf("c-3: %v %v", st, err)
 	}
-	if _, err := r.rt.Coordinator.Get(context.Background(), "c-5"); !errors.Is(err, durable.ErrNotFound) {
-		t.Fatalf("c-5 was started: %v", err)
+	for _, id := range []string{"c-5", "c-10"} {
+		if _, err := r.rt.Coordinator.Get(context.Background(), id); !errors.Is(err, durable.ErrNotFound) {
+			t.Fatalf("%s was started: %v", id, err)
+		}
 	}
 }
