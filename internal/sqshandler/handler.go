@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -98,15 +99,23 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		// that but not what is left is handed back, not cut short.
 		ctx = engine.WithInvocationBudget(ctx, time.Until(deadline))
 	}
-	if h.start != nil && len(ev.Records) > 0 && strings.HasSuffix(ev.Records[0].EventSourceARN, h.startARNSuffix) {
-		// An event source mapping's batch comes from one queue.
-		return h.handleRequests(ctx, ev), nil
+	var failed []string
+	if reqs, rest := h.splitRequests(ev.Records); len(reqs) > 0 {
+		// Each record is known by its own queue: an event source
+		// mapping's batch comes from one, but a batch put together
+		// otherwise must not dead-letter a saga's message as a malformed
+		// request, nor fail a request as a malformed message.
+		failed = h.handleRequests(ctx, reqs)
+		if len(rest) == 0 {
+			h.flush(ctx)
+			return sqsqueue.BatchResponse(failed), nil
+		}
+		ev.Records = rest
 	}
 	recs := sqsqueue.Records(ev)
 	// A chain gives way to the records waiting behind it.
 	var batch engine.Batch
 	ctx = engine.WithBatch(ctx, &batch)
-	var failed []string
 	handled, handedBack := 0, 0
 	for i, r := range recs {
 		if engine.NoTimeToStart(ctx, h.margin) {
@@ -162,12 +171,36 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	return sqsqueue.BatchResponse(failed), nil
 }
 
-// handleRequests carries out a batch of the start queue: each record a
-// request. One refused is dead-lettered by the start queue's handler and
-// then deleted; one to retry is reported failed and comes back.
-func (h *Handler) handleRequests(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
+// splitRequests returns the records of the start queue and the others;
+// none and recs, without allocating, when there is no start queue or no
+// record of it.
+func (h *Handler) splitRequests(recs []events.SQSMessage) (reqs, rest []events.SQSMessage) {
+	if h.start == nil || !slices.ContainsFunc(recs, h.isRequest) {
+		return nil, recs
+	}
+	for _, r := range recs {
+		if h.isRequest(r) {
+			reqs = append(reqs, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	return reqs, rest
+}
+
+// isRequest reports whether r comes from the start queue: its event
+// source ARN ends with the queue's name.
+func (h *Handler) isRequest(r events.SQSMessage) bool {
+	return strings.HasSuffix(r.EventSourceARN, h.startARNSuffix)
+}
+
+// handleRequests carries out records of the start queue: each a request.
+// One refused is dead-lettered by the start queue's handler and then
+// deleted; one to retry is reported failed (its id returned) and comes
+// back.
+func (h *Handler) handleRequests(ctx context.Context, recs []events.SQSMessage) []string {
 	var failed []string
-	for _, r := range ev.Records {
+	for _, r := range recs {
 		if engine.NoTimeToStart(ctx, h.margin) {
 			failed = append(failed, r.MessageId)
 			h.count(emf.Failed)
@@ -185,8 +218,7 @@ func (h *Handler) handleRequests(ctx context.Context, ev events.SQSEvent) events
 			h.count(emf.Failed)
 		}
 	}
-	h.flush(ctx)
-	return sqsqueue.BatchResponse(failed)
+	return failed
 }
 
 // flush writes the batch's metrics and exports its spans.
