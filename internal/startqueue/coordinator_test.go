@@ -148,6 +148,10 @@ func TestRefusedRequestsAreDeadLettered(t *testing.T) {
 		{"an input nested too deep", `{"start": {"saga": "approval", "id": "c-8", "input": {"claim": "a", "x": ` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}}}`, "input"},
 		{"a signal payload past its limit", `{"signal": {"id": "c-3", "name": "approved", "payload": "` + strings.Repeat("x", 40<<10) + `"}}`, "payload"},
 		{"a number past a float64", `{"start": {"saga": "approval", "id": "c-9", "input": {"claim": "a", "n": 1e400}}}`, "start.input"},
+		{"an id of nearly 1 MiB", `{"start": {"saga": "approval", "id": "` + strings.Repeat("a", 1<<20-100) + `"}}`, "start.id"},
+		{"a saga name past its limit", `{"start": {"saga": "` + strings.Repeat("a", 100<<10) + `", "id": "c-11"}}`, "start.saga"},
+		{"a signal name past its limit", `{"signal": {"id": "c-3", "name": "` + strings.Repeat("a", 100<<10) + `"}}`, "signal.name"},
+		{"a delivery id past its limit", `{"signal": {"id": "c-3", "name": "approved", "delivery": "` + strings.Repeat("a", 100<<10) + `"}}`, "signal.delivery"},
 		{"a signal-with-start of a signal never awaited", `{"start": {"saga": "approval", "id": "c-10", "input": {"claim": "a"}}, "signal": {"name": "nope"}}`, "no await of signal nope"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

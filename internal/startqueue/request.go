@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -193,9 +194,9 @@ func exactKeys(raw json.RawMessage, path string, fields map[string][]string) err
 		if err := dec.Decode(&v); err != nil {
 			return decodeError(err)
 		}
-		field := key
+		field := pathKey(key)
 		if path != "" {
-			field = path + "." + key
+			field = path + "." + field
 		}
 		if !slices.Contains(fields[path], key) {
 			where := "the request"
@@ -253,7 +254,7 @@ func uniqueKeys(raw json.RawMessage, field string) error {
 				continue
 			case top.keys != nil && top.key:
 				k, _ := t.(string)
-				top.value = top.path + "." + k
+				top.value = top.path + "." + pathKey(k)
 				if top.keys[k] {
 					return bad(top.value, "given twice")
 				}
@@ -323,7 +324,7 @@ func (r *Request) check() error {
 			case s.ID == "":
 				s.ID = r.Start.ID
 			case s.ID != r.Start.ID:
-				return bad("signal.id", "%q is not the start's id %q: a signal with a start goes to the saga it starts (leave signal.id out)", s.ID, r.Start.ID)
+				return bad("signal.id", "%s is not the start's id %s: a signal with a start goes to the saga it starts (leave signal.id out)", quote(s.ID), quote(r.Start.ID))
 			}
 		}
 		if err := checkSignal(s); err != nil {
@@ -343,13 +344,13 @@ func checkStart(s *Start) error {
 	case s.Saga == "":
 		return bad("start.saga", "missing: the name of a deployed saga (sagactl deploy)")
 	case !lang.ValidSagaName(s.Saga):
-		return bad("start.saga", "%q is not a saga name (%s)", s.Saga, lang.SagaNameRule)
+		return bad("start.saga", "%s is not a saga name (%s)", quote(s.Saga), lang.SagaNameRule)
 	}
 	if err := checkID("start.id", s.ID); err != nil {
 		return err
 	}
 	if durable.IsChildID(s.ID) {
-		return bad("start.id", "%q has the form of a child run's id (<parent>.<step>.<visit>.<index>): forks name their children so; choose another", s.ID)
+		return bad("start.id", "%s has the form of a child run's id (<parent>.<step>.<visit>.<index>): forks name their children so; choose another", quote(s.ID))
 	}
 	if len(s.Input) > 0 && !isObject(s.Input) {
 		return bad("start.input", "must be a JSON object")
@@ -365,9 +366,9 @@ func checkSignal(s *Signal) error {
 	case s.Name == "":
 		return bad("signal.name", "missing: the name the saga's await waits for")
 	case !lang.SignalNamePattern.MatchString(s.Name):
-		return bad("signal.name", "%q is not a signal name (%s)", s.Name, lang.SignalNameRule)
+		return bad("signal.name", "%s is not a signal name (%s)", quote(s.Name), lang.SignalNameRule)
 	case s.Delivery != "" && !saga.ValidDeliveryID(s.Delivery):
-		return bad("signal.delivery", "%q is not a delivery id (%s)", s.Delivery, saga.DeliveryIDRule)
+		return bad("signal.delivery", "%s is not a delivery id (%s)", quote(s.Delivery), saga.DeliveryIDRule)
 	}
 	return nil
 }
@@ -391,7 +392,7 @@ func checkID(field, id string) error {
 	case id == "":
 		return bad(field, "missing: the saga's id")
 	case !durable.ValidSagaID(id):
-		return bad(field, "%q is not a saga id (1 to 128 letters, digits, '_', '.', ':' and '-', starting with a letter or digit)", id)
+		return bad(field, "%s is not a saga id (1 to 128 letters, digits, '_', '.', ':' and '-', starting with a letter or digit)", quote(id))
 	}
 	return nil
 }
@@ -399,4 +400,32 @@ func checkID(field, id string) error {
 func isObject(raw json.RawMessage) bool {
 	b := bytes.TrimSpace(raw)
 	return len(b) > 0 && b[0] == '{'
+}
+
+// maxQuoted bounds what a reason quotes of an id or a name that is not
+// one: enough to recognise it, not a megabyte of logs.
+const maxQuoted = 100
+
+// quote is s quoted (control characters escaped), its first maxQuoted
+// bytes and its length when it is longer.
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	n := maxQuoted
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:n]), len(s))
+}
+
+// pathKey is a key as a field path names it: as it is when it is a plain
+// word, quoted (quote) when not.
+func pathKey(k string) string {
+	if k != "" && len(k) <= maxQuoted && !strings.ContainsFunc(k, func(r rune) bool {
+		return !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) {
+		return k
+	}
+	return quote(k)
 }
