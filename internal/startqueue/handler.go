@@ -241,8 +241,16 @@ func (o Outcome) refuse(err error) Outcome {
 }
 
 // refused reports whether err means the request can never be carried out
-// as it is: sending it again would fail the same way.
+// as it is: sending it again would fail the same way. An error that also
+// carries a transient cause (a throttled or conflicting write, a context
+// ended) is not: the cause may be why, and a retry costs a delivery where
+// a wrong refusal drops a start.
 func refused(err error) bool {
+	for _, e := range []error{durable.ErrThrottled, durable.ErrConflict, context.DeadlineExceeded, context.Canceled} {
+		if errors.Is(err, e) {
+			return false
+		}
+	}
 	for _, e := range []error{
 		ErrMalformed, durable.ErrNotFound, durable.ErrExists, saga.ErrInvalidInput,
 		saga.ErrBadDelivery, saga.ErrBadToken, saga.ErrTokenNotAwaited, saga.ErrNotReceiving,

@@ -112,6 +112,12 @@ func TestHandleJudgesErrors(t *testing.T) {
 		{"signal for no saga", signal, fmt.Errorf("saga o-1: %w", durable.ErrNotFound), DefaultMissingRetries, Refused},
 		{"signal the saga cannot take", signal, fmt.Errorf("signal go: %w", saga.ErrNotReceiving), 1, Refused},
 		{"malformed", `{"start": {}}`, nil, 1, Refused},
+		// A refusal's sentinel beside a transient cause: the cause may be
+		// why, and a retry costs a delivery where a refusal drops the start.
+		{"not found, and throttled", start, errors.Join(fmt.Errorf("saga order: %w", durable.ErrNotFound), durable.ErrThrottled), 1, Retry},
+		{"input refused, and out of time", start, fmt.Errorf("%w: %w", saga.ErrInvalidInput, context.DeadlineExceeded), 1, Retry},
+		{"exists, and cancelled", start, fmt.Errorf("%w (%w)", durable.ErrExists, context.Canceled), 1, Retry},
+		{"not receiving, and a conflict", signal, fmt.Errorf("%w: %w", saga.ErrNotReceiving, durable.ErrConflict), 1, Retry},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, box := &fakeSagas{err: tc.err}, &deadLetterBox{}
