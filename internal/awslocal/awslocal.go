@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 )
@@ -71,6 +72,20 @@ func DynamoDBAs(principal, endpoint string, apiOptions ...func(*middleware.Stack
 // SQSAs is SQS signing as principal.
 func SQSAs(principal, endpoint string, apiOptions ...func(*middleware.Stack) error) *sqs.Client {
 	return sqs.NewFromConfig(ConfigAs(principal, apiOptions...), func(o *sqs.Options) { o.BaseEndpoint = aws.String(endpoint) })
+}
+
+// S3 returns a client for the S3 emulator at endpoint, addressing buckets
+// by path (an emulator on 127.0.0.1 has no bucket host names).
+func S3(endpoint string, apiOptions ...func(*middleware.Stack) error) *s3.Client {
+	return S3As("local", endpoint, apiOptions...)
+}
+
+// S3As is S3 signing as principal.
+func S3As(principal, endpoint string, apiOptions ...func(*middleware.Stack) error) *s3.Client {
+	return s3.NewFromConfig(ConfigAs(principal, apiOptions...), func(o *s3.Options) {
+		o.BaseEndpoint = aws.String(endpoint)
+		o.UsePathStyle = true
+	})
 }
 
 // Endpoint returns the endpoint in the environment variable, or skips the

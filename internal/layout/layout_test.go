@@ -66,7 +66,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 				t.Errorf("durable depends on %s: the contract imports only the standard library", d)
 			case path == "internal/lang" && !standard(d) && own(d) == "" && d != "go.yaml.in/yaml/v3":
 				t.Errorf("internal/lang depends on %s: the language needs only a YAML parser (CEL is the compiler's, in saga)", d)
-			case under(path, "store", "queue", "internal/memstore", "internal/memqueue") && (strings.HasPrefix(d, "github.com/google/cel-go") || strings.HasPrefix(d, "github.com/antlr4-go") || strings.HasPrefix(d, "go.yaml.in/yaml")):
+			case under(path, "store", "queue", "objects", "internal/memstore", "internal/memqueue", "internal/memobjects") && (strings.HasPrefix(d, "github.com/google/cel-go") || strings.HasPrefix(d, "github.com/antlr4-go") || strings.HasPrefix(d, "go.yaml.in/yaml")):
 				t.Errorf("%s depends on %s: adapters and their suites compile none of the engine", path, d)
 			case under(path, "durable", "internal/lang", "internal/saga", "internal/engine") && strings.HasPrefix(d, "github.com/aws/"):
 				t.Errorf("%s depends on %s: the core knows nothing of AWS", path, d)
@@ -80,7 +80,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 				continue
 			}
 			switch {
-			case under(path, "store", "queue", "internal/memstore", "internal/memqueue") && !under(o, "durable") && !under(o, "internal/awslocal"):
+			case under(path, "store", "queue", "objects", "internal/memstore", "internal/memqueue", "internal/memobjects") && !under(o, "durable") && !under(o, "internal/awslocal"):
 				t.Errorf("%s imports %s: an adapter imports the contract (durable), never the engine or another adapter", path, o)
 			case path == "internal/lang" && o != "durable":
 				t.Errorf("internal/lang imports %s: the language stands below the compiler and the runtime", o)
