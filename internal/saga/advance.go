@@ -434,7 +434,11 @@ func (r *runner) fits() bool {
 const settledHeadroom = 4 << 10
 
 func (r *runner) fitsWithin(limit int) bool {
-	b, err := r.st.AppendBinary(r.scratch[:0])
+	var off *Offload
+	if r.ev.OffloadBytes > 0 {
+		off = &Offload{Bytes: r.ev.OffloadBytes, KeepInput: r.p.Secrets(), measure: true}
+	}
+	b, err := r.st.appendWith(r.scratch[:0], off)
 	if err != nil {
 		return false
 	}
@@ -472,8 +476,18 @@ func (r *runner) record(s *planStep, rec StepRecord) {
 	r.remember(s, rec)
 }
 
+// valueLimit is the largest result an expression may build: a value an
+// object can hold when the state keeps large values apart, else what the
+// state itself can (maxResultBytes).
+func (r *runner) valueLimit() int {
+	if r.ev.OffloadBytes > 0 {
+		return MaxValueBytes
+	}
+	return 0
+}
+
 func (r *runner) activation(vars map[string]any, attempt int) *activation {
-	r.act = activation{st: r.st, vars: vars, attempt: int64(attempt), now: r.ev.Now}
+	r.act = activation{st: r.st, vars: vars, attempt: int64(attempt), now: r.ev.Now, limit: r.valueLimit()}
 	return &r.act
 }
 
@@ -1030,7 +1044,7 @@ func (r *runner) unknownOutcome(s *planStep, cur Cursor, attempts int) {
 	if s.args != nil {
 		// The input the attempts had: vars are as they saw them (nothing
 		// ran since), the attempt the last one.
-		in, err := s.args.eval(&activation{st: st, vars: st.Vars, attempt: int64(attempts), now: r.ev.Now})
+		in, err := s.args.eval(&activation{st: st, vars: st.Vars, attempt: int64(attempts), now: r.ev.Now, limit: r.valueLimit()})
 		c.Input, c.HasInput = in, err == nil
 	}
 	st.Stack = append(st.Stack, c)

@@ -122,7 +122,16 @@ func (p *Plan) Chains(cur Cursor) bool {
 // step's with (or its compensation's with, at compensation time, with the
 // step's own out visible). An error here is the step's failure: feed it back
 // with EventResult and Permanent.
-func (p *Plan) Call(st *State, now time.Time) (Call, error) {
+func (p *Plan) Call(st *State, now time.Time) (Call, error) { return p.CallWithin(st, now, 0) }
+
+// CallWithin is Call for an engine that keeps large values as objects
+// (Event.OffloadBytes): when offloadBytes is positive, the input built may
+// be as large as an object (MaxValueBytes).
+func (p *Plan) CallWithin(st *State, now time.Time, offloadBytes int) (Call, error) {
+	limit := 0
+	if offloadBytes > 0 {
+		limit = MaxValueBytes
+	}
 	cur, ok := st.Pending()
 	if !ok {
 		return Call{}, fmt.Errorf("%w: saga %s (%s) waits for no action", ErrInvalidEvent, st.SagaID, st.Status)
@@ -184,7 +193,7 @@ func (p *Plan) Call(st *State, now time.Time) (Call, error) {
 		vars = without(vars, s.Out)
 	}
 	if with != nil {
-		act := &activation{st: st, vars: vars, attempt: int64(inputAttempt), now: now}
+		act := &activation{st: st, vars: vars, attempt: int64(inputAttempt), now: now, limit: limit}
 		in, err := with.eval(act)
 		if err != nil && dropped {
 			return c, &ActionError{Type: ErrorType(err), Message: fmt.Sprintf("compensate.with: the action succeeded but its output could not be kept (vars.%s was never written), so its compensation cannot be built; undo it by hand (idempotency key %s), then resume with --skip: %s",

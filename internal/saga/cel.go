@@ -275,6 +275,7 @@ type activation struct {
 	vars    map[string]any
 	attempt int64
 	now     time.Time
+	limit   int        // the largest result, encoded; 0: maxResultBytes
 	guards  *guardMemo // made by the first guarded call (celguard.go)
 }
 
@@ -308,8 +309,11 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 // toNative turns a CEL result into the plain values state holds: nil, bool,
 // int64, uint64, float64, string, []byte, time.Time, time.Duration, []any and
 // map[string]any.
-func toNative(v ref.Val) (any, error) {
+func toNative(v ref.Val, limit int) (any, error) {
 	budget := maxResultBytes
+	if limit > 0 {
+		budget = limit
+	}
 	return toNativeAt(v, 0, &budget)
 }
 

@@ -86,6 +86,7 @@ const (
 	valMap
 	valTimestamp
 	valDuration
+	valRef // a value kept as an object (Ref): its size, then its SHA-256
 )
 
 var statusCodes = []durable.Status{"", durable.StatusRunning, durable.StatusWaiting, durable.StatusCompensating, durable.StatusSucceeded, durable.StatusCompensated, durable.StatusCompensationFailed}
@@ -94,9 +95,13 @@ var queueCodes = []durable.QueueName{"", durable.QueueAdvance, durable.QueueComp
 // MarshalBinary encodes the state.
 func (st *State) MarshalBinary() ([]byte, error) { return st.AppendBinary(make([]byte, 0, 256)) }
 
-// AppendBinary appends the encoded state to b.
-func (st *State) AppendBinary(b []byte) ([]byte, error) {
-	e := encoder{b: append(b, 'L', 'S', formatVersion)}
+// AppendBinary appends the encoded state to b, every value inline.
+func (st *State) AppendBinary(b []byte) ([]byte, error) { return st.appendWith(b, nil) }
+
+// appendWith appends the encoded state to b, keeping the values off says
+// apart as references (nil: none).
+func (st *State) appendWith(b []byte, off *Offload) ([]byte, error) {
+	e := encoder{b: append(b, 'L', 'S', formatVersion), off: off}
 	e.str(tagSagaID, st.SagaID)
 	e.str(tagName, st.Name)
 	e.str(tagDefinitionHash, st.DefinitionHash)
@@ -105,7 +110,16 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 	// Input and vars are maps of values: each value's depth counts from
 	// itself, as CheckValue counts it, so the map is level -1.
 	if st.Input != nil {
+		// Secrets stay inline: a redactor reads their text from the state
+		// wherever it is shown, references unread (offload.go).
+		if off != nil {
+			e.inline = off.KeepInput
+			if len(st.Inherited) > 0 {
+				e.inlineAll = true
+			}
+		}
 		e.valueAt(tagInput, st.Input, -1)
+		e.inline, e.inlineAll = nil, false
 	}
 	if st.Vars != nil {
 		e.valueAt(tagVars, st.Vars, -1)
@@ -158,7 +172,9 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 		e.uint(tagUndoing, 1)
 	}
 	if st.ForkItems != nil {
+		e.inlineAll = true // a list the decoder reads as one
 		e.value(tagForkItems, st.ForkItems)
+		e.inlineAll = false
 	}
 	e.uint(tagJoined, st.Joined)
 	e.uint(tagUndid, uint64(st.Undid))
@@ -193,6 +209,12 @@ func (st *State) AppendBinary(b []byte) ([]byte, error) {
 type encoder struct {
 	b   []byte
 	err error
+	// off, when set, keeps values larger than off.Bytes apart (offload).
+	// inline names the entries of the map being written that stay inline
+	// whatever their size; inlineAll keeps every value inline.
+	off       *Offload
+	inline    []string
+	inlineAll bool
 }
 
 func (e *encoder) key(tag, wire int) { e.b = appendKey(e.b, tag, wire) }
@@ -401,6 +423,14 @@ func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
 func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
 func (e *encoder) val(v any, depth int) {
+	if depth == 0 && e.off != nil && !e.inlineAll && e.offload(v) {
+		return
+	}
+	e.plain(v, depth)
+}
+
+// plain writes v inline.
+func (e *encoder) plain(v any, depth int) {
 	if depth > MaxDataDepth {
 		if e.err == nil {
 			e.err = fmt.Errorf("encode state: %w", errTooDeep)
@@ -450,6 +480,12 @@ func (e *encoder) val(v any, depth int) {
 		for _, k := range keys {
 			e.b = binary.AppendUvarint(e.b, uint64(len(k)))
 			e.b = append(e.b, k...)
+			if depth == -1 && e.inline != nil && slices.Contains(e.inline, k) {
+				e.inlineAll = true
+				e.val(t[k], depth+1)
+				e.inlineAll = false
+				continue
+			}
 			e.val(t[k], depth+1)
 		}
 	default:
@@ -1007,6 +1043,12 @@ func (d *decoder) val(depth int) any {
 			m[k] = d.val(depth + 1)
 		}
 		return m
+	case valRef:
+		if depth != 0 {
+			d.fail("a reference nested in a value")
+			return nil
+		}
+		return d.ref()
 	}
 	d.fail("unknown value type %d", t)
 	return nil

@@ -119,6 +119,12 @@ type Event struct {
 	// coordinator sets it to replay a transition whose result it could not
 	// store, so that the saga fails in a state that can be stored.
 	StoreLimit int
+	// OffloadBytes, when positive, says that the engine keeps values
+	// larger than this many bytes as objects (offload.go): the state is
+	// measured with references in their place, and an expression's result
+	// may be as large as an object (MaxValueBytes). Zero: every value is
+	// inline, as the state limit allows.
+	OffloadBytes int
 }
 
 // StepOutcome says how a step ended within a transition.

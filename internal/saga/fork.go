@@ -137,7 +137,7 @@ func (r *runner) fork(s *planStep, idx int) (int, bool) {
 		if err != nil {
 			return r.caught(s, 1, exprError(s.ID, err))
 		}
-		native, err := toNative(v)
+		native, err := toNative(v, r.valueLimit())
 		if err != nil {
 			return r.caught(s, 1, newStepError(s.ID, lang.ErrorTypeExpression, fmt.Sprintf("foreach of step %s: %v", s.ID, err)))
 		}
@@ -573,7 +573,7 @@ func (p *Plan) item(s *planStep, parent *State, k int) (any, error) {
 	if !ok || list.Size().(types.Int) <= types.Int(k) {
 		return nil, fmt.Errorf("%w: saga %s's foreach %s no longer has %d elements", ErrInvalidEvent, parent.SagaID, s.ID, k+1)
 	}
-	item, err := toNative(list.Get(types.Int(k)))
+	item, err := toNative(list.Get(types.Int(k)), 0)
 	if err != nil {
 		return nil, fmt.Errorf("saga %s: foreach %s element %d: %w", parent.SagaID, s.ID, k, err)
 	}

@@ -13,8 +13,14 @@ import (
 	"time"
 )
 
-// MaxInputBytes bounds a saga's input, measured as JSON.
+// MaxInputBytes bounds a saga's input, measured as JSON, when every value
+// is kept inline; MaxOffloadInputBytes when large values are kept as
+// objects (CheckInputWithin).
 const MaxInputBytes = 128 << 10
+
+// MaxOffloadInputBytes bounds a saga's input, measured as JSON, when the
+// engine keeps large values as objects: what one object may hold.
+const MaxOffloadInputBytes = MaxValueBytes
 
 // CheckInput checks a saga input against the declared input types and
 // returns it converted to them: JSON numbers become int64, uint64 or
@@ -27,6 +33,18 @@ const MaxInputBytes = 128 << 10
 // stored state holds them: the same input given twice converts to equal
 // values whatever offset it was written with, so Start stays idempotent.
 func (p *Plan) CheckInput(input map[string]any) (map[string]any, error) {
+	return p.CheckInputWithin(input, 0)
+}
+
+// CheckInputWithin is CheckInput for an engine that keeps values over
+// offloadBytes as objects (Event.OffloadBytes): when it is positive, the
+// input may be MaxOffloadInputBytes as JSON; what stays inline is bounded
+// by the state's limit.
+func (p *Plan) CheckInputWithin(input map[string]any, offloadBytes int) (map[string]any, error) {
+	maxBytes := MaxInputBytes
+	if offloadBytes > 0 {
+		maxBytes = MaxOffloadInputBytes
+	}
 	if input == nil {
 		input = map[string]any{}
 	}
@@ -75,8 +93,8 @@ func (p *Plan) CheckInput(input map[string]any) (map[string]any, error) {
 		switch n, err := jsonSize(input); {
 		case err != nil:
 			problems = append(problems, fmt.Sprintf("input cannot be written as JSON, so its size cannot be checked (%v)", err))
-		case n > MaxInputBytes:
-			problems = append(problems, fmt.Sprintf("input is %d bytes as JSON, over the limit of %d", n, MaxInputBytes))
+		case n > maxBytes:
+			problems = append(problems, fmt.Sprintf("input is %d bytes as JSON, over the limit of %d", n, maxBytes))
 		}
 	}
 	if len(problems) > 0 {

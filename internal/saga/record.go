@@ -10,8 +10,10 @@ import (
 // Record encodes st as a store record into buf, within the size a state
 // of its status may have: ErrUnstorable when it cannot be encoded,
 // durable.ErrTooLarge when it is too large.
-func (st *State) Record(buf []byte) (durable.SagaRecord, error) {
-	b, err := st.AppendBinary(buf)
+func (st *State) Record(buf []byte) (durable.SagaRecord, error) { return st.record(buf, nil) }
+
+func (st *State) record(buf []byte, off *Offload) (durable.SagaRecord, error) {
+	b, err := st.appendWith(buf, off)
 	if err != nil {
 		return durable.SagaRecord{}, fmt.Errorf("%w: saga %s: %w", ErrUnstorable, st.SagaID, err)
 	}

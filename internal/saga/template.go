@@ -105,7 +105,7 @@ func (t *template) eval(act *activation) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		out, err := toNative(v)
+		out, err := toNative(v, act.limit)
 		if err != nil {
 			return nil, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %v", t.prog.src, err)}
 		}
@@ -124,13 +124,13 @@ func (t *template) eval(act *activation) (any, error) {
 			if s, ok := v.ConvertToType(types.StringType).(types.String); ok {
 				b.WriteString(string(s))
 			} else {
-				native, err := toNative(v)
+				native, err := toNative(v, act.limit)
 				if err != nil {
 					return nil, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %v", p.prog.src, err)}
 				}
 				fmt.Fprint(&b, native)
 			}
-			if b.Len() > maxResultBytes {
+			if b.Len() > max(maxResultBytes, act.limit) {
 				return nil, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %v", p.prog.src, errResultTooLarge)}
 			}
 		}
