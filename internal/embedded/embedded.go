@@ -57,6 +57,12 @@ type Config struct {
 	// TickInterval is how often the runtime fires due timers
 	// (engine.Coordinator.Tick) on a real clock; default 1s.
 	TickInterval time.Duration
+	// Objects, when set, keeps values larger than OffloadBytes (default
+	// engine.DefaultOffloadBytes) as objects there, the sagas' states
+	// holding references (engine.CoordinatorConfig.Objects); nil: every
+	// value inline, within the state's limit.
+	Objects      durable.Objects
+	OffloadBytes int
 }
 
 // ErrClosed: the runtime was closed; nothing would run the saga.
@@ -117,7 +123,8 @@ func Start(cfg Config) (*Runtime, error) {
 	case virtual != nil:
 		return nil, errors.New("embedded: a manual clock (virtual time) needs the memory store and queue")
 	}
-	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.Store, Queue: r.Queue, Actions: cfg.Actions, Logger: cfg.Logger, OnStep: cfg.OnStep, Clock: cfg.Clock})
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: r.Store, Queue: r.Queue, Actions: cfg.Actions, Logger: cfg.Logger, OnStep: cfg.OnStep, Clock: cfg.Clock,
+		Objects: cfg.Objects, OffloadBytes: cfg.OffloadBytes})
 	if err != nil {
 		return nil, err
 	}

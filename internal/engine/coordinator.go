@@ -63,6 +63,19 @@ type CoordinatorConfig struct {
 	// the state the chain holds, which it must not change: the property
 	// test compares it with a fresh read (docs/PROTOCOL.md, "Chains").
 	BeforeChained func(held *saga.State)
+	// Objects, when set, keeps the values of a saga larger than
+	// OffloadBytes (an input field, an action's output, a payload) as
+	// objects, its state holding references (offload.go): each value up
+	// to saga.MaxValueBytes, the state of references and small values
+	// within saga.MaxStateBytes. Nil: every value inline, within the
+	// state's limit.
+	Objects durable.Objects
+	// OffloadBytes is the threshold with Objects; default
+	// DefaultOffloadBytes.
+	OffloadBytes int
+	// ValueCacheBytes bounds the values kept in memory by hash with
+	// Objects; default DefaultValueCacheBytes.
+	ValueCacheBytes int64
 }
 
 // Coordinator runs the durable protocol: every message is handled by
@@ -81,6 +94,8 @@ type Coordinator struct {
 	// not heard yet (see Unreported).
 	unheardMu sync.Mutex
 	unheard   map[string]int
+	// values caches the values kept as objects (offload.go).
+	values valueCache
 }
 
 type tickedTimer struct {
@@ -132,7 +147,16 @@ func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	if cfg.ChainTime == 0 {
 		cfg.ChainTime = DefaultChainTime
 	}
-	return &Coordinator{cfg: cfg, log: cfg.Logger}, nil
+	if cfg.OffloadBytes < 0 || cfg.ValueCacheBytes < 0 {
+		return nil, fmt.Errorf("coordinator: OffloadBytes %d and ValueCacheBytes %d must be 0 (the defaults) or more", cfg.OffloadBytes, cfg.ValueCacheBytes)
+	}
+	if cfg.OffloadBytes == 0 {
+		cfg.OffloadBytes = DefaultOffloadBytes
+	}
+	if cfg.ValueCacheBytes == 0 {
+		cfg.ValueCacheBytes = DefaultValueCacheBytes
+	}
+	return &Coordinator{cfg: cfg, log: cfg.Logger, values: valueCache{max: cfg.ValueCacheBytes}}, nil
 }
 
 func randomID() string {
@@ -185,7 +209,7 @@ func (c *Coordinator) start(ctx context.Context, p *StartParams, anyInput bool) 
 	if durable.IsChildID(id) {
 		return nil, false, fmt.Errorf("start: saga id %q has the form of a child run's id (<parent>.<step>.<visit>.<index>): forks name their children so; choose another", id)
 	}
-	input, err := plan.CheckInput(p.Input)
+	input, err := plan.CheckInputWithin(p.Input, c.offloadBytes())
 	if err != nil {
 		if p.SagaID != "" && (p.Plan == nil || anyInput) {
 			// A repeat of a start that landed, after a deploy whose input
@@ -260,8 +284,8 @@ func (c *Coordinator) create1(ctx context.Context, id string, plan *saga.Plan, i
 		}
 	}
 	var h heard
-	st, rec, err := first(func(st *saga.State, limit int) error {
-		return plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: now, Rand: rnd, SagaID: id, Input: input, Secret: secret, OnStep: c.observer(plan, &h, id, st, nil), StoreLimit: limit})
+	st, rec, err := c.first(ctx, func(st *saga.State, limit int) error {
+		return plan.Advance(st, saga.Event{Kind: saga.EventStart, Now: now, Rand: rnd, SagaID: id, Input: input, Secret: secret, OnStep: c.observer(plan, &h, id, st, nil), StoreLimit: limit, OffloadBytes: c.offloadBytes()})
 	}, trace)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", id, err)
@@ -301,7 +325,7 @@ func (c *Coordinator) existing(ctx context.Context, id string, plan *saga.Plan, 
 			return nil, fmt.Errorf("start %s: %w", id, err)
 		}
 		if !anyInput {
-			pinnedInput, err := pinned.CheckInput(p.Input)
+			pinnedInput, err := pinned.CheckInputWithin(p.Input, c.offloadBytes())
 			same = err == nil && reflect.DeepEqual(st.Input, pinnedInput)
 		}
 	}
@@ -329,6 +353,9 @@ func (c *Coordinator) Get(ctx context.Context, sagaID string) (*saga.State, erro
 	st := &saga.State{}
 	if err := st.UnmarshalBinary(rec.State); err != nil {
 		return nil, fmt.Errorf("saga %s: %w", sagaID, err)
+	}
+	if err := c.hydrate(ctx, st); err != nil {
+		return nil, err
 	}
 	st.Resends, st.Received = rec.Resends, rec.Received
 	return st, nil
@@ -397,7 +424,7 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind saga.EventK
 		s := subject{sagaID: sagaID, plan: plan}
 		t := transition{
 			advance: func(st *saga.State, limit int) error {
-				return plan.Advance(st, saga.Event{Kind: kind, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Skip: skip, StoreLimit: limit, OnStep: c.observer(plan, &h, sagaID, st, nil)})
+				return plan.Advance(st, saga.Event{Kind: kind, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Skip: skip, StoreLimit: limit, OffloadBytes: c.offloadBytes(), OnStep: c.observer(plan, &h, sagaID, st, nil)})
 			},
 		}
 		st, err = c.commit(ctx, &s, &t, &h, st, rec.Version)
@@ -449,6 +476,9 @@ func (c *Coordinator) load(ctx context.Context, sagaID string) (*durable.SagaRec
 	st := &saga.State{}
 	if err := st.UnmarshalBinary(rec.State); err != nil {
 		return nil, nil, nil, fmt.Errorf("saga %s: %w", sagaID, err)
+	}
+	if err := c.hydrate(ctx, st); err != nil {
+		return nil, nil, nil, err
 	}
 	st.Received = rec.Received // the store's count is what writes are conditional on
 	plan, err := c.cfg.Plans.Get(ctx, st.DefinitionHash)

@@ -67,7 +67,7 @@ func (c *Coordinator) join(ctx context.Context, msg durable.Message) (Outcome, e
 	s := subject{sagaID: st.SagaID, step: msg.Step, plan: plan}
 	t := transition{
 		advance: func(st *saga.State, limit int) error {
-			return plan.Advance(st, saga.Event{Kind: saga.EventJoin, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Join: j, StoreLimit: limit, OnStep: c.observer(plan, &h, st.SagaID, st, nil)})
+			return plan.Advance(st, saga.Event{Kind: saga.EventJoin, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Join: j, StoreLimit: limit, OffloadBytes: c.offloadBytes(), OnStep: c.observer(plan, &h, st.SagaID, st, nil)})
 		},
 		// The outputs (or what follows the fork) take the state past what
 		// can be stored: join again measuring, so that the fork fails, its

@@ -51,8 +51,8 @@ func (c *Coordinator) launch(ctx context.Context, parent *saga.State, plan *saga
 		}
 	}
 	var h heard
-	ev := saga.Event{Kind: saga.EventStart, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), SagaID: id, Input: cs.Input, Secret: secret, Child: cs}
-	st, rec, err := first(func(st *saga.State, limit int) error {
+	ev := saga.Event{Kind: saga.EventStart, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), SagaID: id, Input: cs.Input, Secret: secret, Child: cs, OffloadBytes: c.offloadBytes()}
+	st, rec, err := c.first(ctx, func(st *saga.State, limit int) error {
 		ev.StoreLimit, ev.OnStep = limit, c.observer(childPlan, &h, id, st, nil)
 		return childPlan.Advance(st, ev)
 	}, parent.Trace)

@@ -40,7 +40,7 @@ func (c *Coordinator) undo(ctx context.Context, msg durable.Message) (Outcome, e
 	s := subject{sagaID: st.SagaID, step: msg.Step, plan: plan}
 	t := transition{
 		advance: func(st *saga.State, limit int) error {
-			return plan.Advance(st, saga.Event{Kind: saga.EventUndo, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), StoreLimit: limit, OnStep: c.observer(plan, &h, st.SagaID, st, nil)})
+			return plan.Advance(st, saga.Event{Kind: saga.EventUndo, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), StoreLimit: limit, OffloadBytes: c.offloadBytes(), OnStep: c.observer(plan, &h, st.SagaID, st, nil)})
 		},
 	}
 	if st, err = c.commit(ctx, &s, &t, &h, st, rec.Version); err != nil {
@@ -83,7 +83,7 @@ func (c *Coordinator) undone(ctx context.Context, child *saga.State) (Outcome, e
 	s := subject{sagaID: st.SagaID, step: l.Step, plan: plan}
 	t := transition{
 		advance: func(st *saga.State, limit int) error {
-			return plan.Advance(st, saga.Event{Kind: saga.EventUndone, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Undone: u, StoreLimit: limit, OnStep: c.observer(plan, &h, st.SagaID, st, nil)})
+			return plan.Advance(st, saga.Event{Kind: saga.EventUndone, Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Undone: u, StoreLimit: limit, OffloadBytes: c.offloadBytes(), OnStep: c.observer(plan, &h, st.SagaID, st, nil)})
 		},
 	}
 	if st, err = c.commit(ctx, &s, &t, &h, st, rec.Version); err != nil {

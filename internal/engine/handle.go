@@ -238,7 +238,7 @@ func (c *Coordinator) runStep(ctx context.Context, msg durable.Message, st *saga
 	// state a read would give.
 	now := c.cfg.Clock.Now().UTC()
 	out, took, actErr := c.invoke(ctx, plan, st, now)
-	ev := saga.Event{Kind: saga.EventResult, Now: c.cfg.Clock.Now().UTC(), Rand: c.cfg.Rand(), Output: out, Err: actErr, Took: took, Carrier: carrier}
+	ev := saga.Event{Kind: saga.EventResult, Now: c.cfg.Clock.Now().UTC(), Rand: c.cfg.Rand(), Output: out, Err: actErr, Took: took, Carrier: carrier, OffloadBytes: c.offloadBytes()}
 	var h *heard // only when someone listens: no allocation otherwise
 	if c.cfg.OnStep != nil {
 		h = &heard{}
@@ -306,7 +306,7 @@ func (c *Coordinator) fire(ctx context.Context, msg durable.Message, st *saga.St
 	s := subject{sagaID: msg.SagaID, step: msg.Step, plan: plan}
 	t := transition{
 		advance: func(st *saga.State, limit int) error {
-			ev := saga.Event{Kind: saga.EventTimer, Now: now, Rand: c.cfg.Rand(), StoreLimit: limit}
+			ev := saga.Event{Kind: saga.EventTimer, Now: now, Rand: c.cfg.Rand(), StoreLimit: limit, OffloadBytes: c.offloadBytes()}
 			if h != nil {
 				ev.OnStep = c.observer(plan, h, msg.SagaID, st, nil)
 			}
@@ -370,7 +370,7 @@ func mayBeWritten(err error) bool {
 // invoke runs the pending action with its step timeout. Its error is the
 // step's: an expression error building the input is permanent.
 func (c *Coordinator) invoke(ctx context.Context, plan *saga.Plan, st *saga.State, now time.Time) (_ any, _ time.Duration, err error) {
-	call, err := plan.Call(st, now)
+	call, err := plan.CallWithin(st, now, c.offloadBytes())
 	if err != nil {
 		return nil, 0, saga.Permanent(err)
 	}
@@ -426,7 +426,7 @@ var stateBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); retur
 // because it could not be stored.
 func (c *Coordinator) write(ctx context.Context, st *saga.State, expected uint64, h *heard) error {
 	bp := stateBuffers.Get().(*[]byte)
-	rec, err := st.Record((*bp)[:0])
+	rec, err := c.record(ctx, st, (*bp)[:0])
 	if err == nil {
 		c.writing(st.SagaID)
 		err = c.cfg.Store.SagaUpdate(ctx, &durable.SagaUpdateParams{Record: rec, ExpectedVersion: expected, ExpectedReceived: st.Received})

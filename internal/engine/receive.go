@@ -122,7 +122,7 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 			d.Child = keepFor + 1 // 0: none named, the count decides
 		}
 		var h heard
-		ev := saga.Event{Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Delivery: d, OnStep: c.observer(plan, &h, sagaID, st, nil)}
+		ev := saga.Event{Now: c.cfg.Clock.Now(), Rand: c.cfg.Rand(), Delivery: d, OffloadBytes: c.offloadBytes(), OnStep: c.observer(plan, &h, sagaID, st, nil)}
 		receipt, err := plan.Receive(st, &ev)
 		if err != nil {
 			return nil, err
@@ -142,7 +142,7 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 				// stored: apply it again measuring, so that the step that
 				// grew it fails in a state that can be.
 				advance: func(st *saga.State, limit int) error {
-					ev = saga.Event{Now: ev.Now, Rand: ev.Rand, Delivery: d, StoreLimit: limit, OnStep: c.observer(plan, &h, sagaID, st, nil)}
+					ev = saga.Event{Now: ev.Now, Rand: ev.Rand, Delivery: d, StoreLimit: limit, OffloadBytes: c.offloadBytes(), OnStep: c.observer(plan, &h, sagaID, st, nil)}
 					var rerr error
 					receipt, rerr = plan.Receive(st, &ev)
 					return rerr
@@ -256,7 +256,7 @@ func plainJSON(payload any) (any, int, error) {
 // writeKept stores a saga that kept a delivery: the same version, one more
 // kept, conditional on both as read.
 func (c *Coordinator) writeKept(ctx context.Context, st *saga.State, version uint64, h *heard) error {
-	rec, err := st.Record(nil)
+	rec, err := c.record(ctx, st, nil)
 	if err != nil {
 		return err
 	}

@@ -137,13 +137,13 @@ func (c *Coordinator) publish(ctx context.Context, st *saga.State, plan *saga.Pl
 // a new state (limit as in transition.advance), which is encoded for
 // SagaCreate. A state that can never be stored is made again measuring,
 // so the saga fails in one that can be.
-func first(advance func(st *saga.State, limit int) error, trace saga.TraceContext) (*saga.State, durable.SagaRecord, error) {
+func (c *Coordinator) first(ctx context.Context, advance func(st *saga.State, limit int) error, trace saga.TraceContext) (*saga.State, durable.SagaRecord, error) {
 	build := func(limit int) (*saga.State, durable.SagaRecord, error) {
 		st := &saga.State{Trace: trace}
 		if err := advance(st, limit); err != nil {
 			return nil, durable.SagaRecord{}, err
 		}
-		rec, err := st.Record(nil)
+		rec, err := c.record(ctx, st, nil)
 		return st, rec, err
 	}
 	st, rec, err := build(0)

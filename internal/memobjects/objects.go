@@ -6,6 +6,8 @@ package memobjects
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/lambdasaga/lambdasaga/durable"
@@ -74,6 +76,13 @@ func (o *Objects) Stats() Stats {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.stats
+}
+
+// Keys lists the keys of the objects held, sorted.
+func (o *Objects) Keys() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Sorted(maps.Keys(o.bodies))
 }
 
 // Delete removes the object under key, as an expiry would: for tests of a

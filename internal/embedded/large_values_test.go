@@ -1,0 +1,268 @@
+package embedded_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/embedded"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/memobjects"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
+	"github.com/lambdasaga/lambdasaga/internal/sagatest"
+)
+
+// largeDocs takes a document, renders it to a 5 MiB PDF and publishes
+// it; each done step is undone with what it read or returned.
+const largeDocs = `
+saga: docs
+input: {doc: string}
+steps:
+  - id: ingest
+    action: docs.ingest
+    with: {doc: "${input.doc}"}
+    out: ingested
+    compensate: {action: docs.discard, with: {doc: "${input.doc}"}}
+  - id: render
+    action: docs.render
+    with: {doc: "${input.doc}", id: "${vars.ingested.id}"}
+    out: rendered
+    compensate: {action: docs.unrender, with: {pdf: "${vars.rendered.pdf}"}}
+  - id: publish
+    action: docs.publish
+    with: {pdf: "${vars.rendered.pdf}"}
+`
+
+const (
+	docBytes = 1 << 20
+	pdfBytes = 5 << 20
+)
+
+// docActions are the docs actions; publish fails for good when fail is
+// set. Each records what it got: the sizes of its string inputs.
+func docActions(fail bool) (*engine.Registry, func() []string) {
+	var (
+		mu    sync.Mutex
+		calls []string
+	)
+	note := func(call saga.Call) {
+		in, _ := call.Input.(map[string]any)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range []string{"doc", "pdf"} {
+			if s, ok := in[k].(string); ok {
+				calls = append(calls, fmt.Sprintf("%s(%s=%d)", call.Action, k, len(s)))
+			}
+		}
+	}
+	r := engine.NewRegistry()
+	r.MustRegister("docs.ingest", func(ctx context.Context, call saga.Call) (any, error) {
+		note(call)
+		return map[string]any{"id": "d-1"}, nil
+	})
+	r.MustRegister("docs.render", func(ctx context.Context, call saga.Call) (any, error) {
+		note(call)
+		return map[string]any{"pdf": strings.Repeat("p", pdfBytes)}, nil
+	})
+	r.MustRegister("docs.publish", func(ctx context.Context, call saga.Call) (any, error) {
+		note(call)
+		if fail {
+			return nil, saga.Permanent(errors.New("the printer is on fire"))
+		}
+		return map[string]any{"ok": true}, nil
+	})
+	for _, undo := range []string{"docs.discard", "docs.unrender"} {
+		r.MustRegister(undo, func(ctx context.Context, call saga.Call) (any, error) {
+			note(call)
+			return nil, nil
+		})
+	}
+	return r, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), calls...)
+	}
+}
+
+// A saga with a 1 MiB input and a 5 MiB action output runs with its
+// values kept as objects: the item holds references only, each value is
+// put once whatever the number of writes that refer to it, and the
+// compensations, run when the last step fails, get both values whole.
+func TestLargeValuesRunAndCompensateByReference(t *testing.T) {
+	t.Parallel()
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("publish fails %v", fail), func(t *testing.T) {
+			t.Parallel()
+			actions, calls := docActions(fail)
+			objects := memobjects.New()
+			rt, err := embedded.Start(embedded.Config{Actions: actions, Objects: objects})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			doc := strings.Repeat("d", docBytes)
+			st, err := rt.Run(ctx, &engine.StartParams{Plan: sagatest.MustCompile(t, largeDocs), SagaID: "doc-1", Input: map[string]any{"doc": doc}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := durable.StatusSucceeded
+			wantCalls := []string{"docs.ingest(doc=1048576)", "docs.render(doc=1048576)", "docs.publish(pdf=5242880)"}
+			if fail {
+				want = durable.StatusCompensated
+				wantCalls = append(wantCalls, "docs.unrender(pdf=5242880)", "docs.discard(doc=1048576)")
+			}
+			if st.Status != want {
+				t.Fatalf("status %s, want %s (failure %v)", st.Status, want, st.Failure)
+			}
+			if got := calls(); strings.Join(got, " ") != strings.Join(wantCalls, " ") {
+				t.Fatalf("calls:\n got %v\nwant %v", got, wantCalls)
+			}
+			if st.Input["doc"] != doc {
+				t.Fatal("the saga read back does not hold its input as a value")
+			}
+			rec, err := rt.Store.SagaGet(ctx, &durable.SagaGetParams{SagaID: "doc-1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(rec.State); n > 4<<10 {
+				t.Fatalf("stored state of %d bytes: the values are not kept apart", n)
+			}
+			s := objects.Stats()
+			if s.Objects != 2 || s.Puts != 2 || s.Bytes < docBytes+pdfBytes || s.Bytes > docBytes+pdfBytes+1<<10 {
+				t.Fatalf("objects %+v: want the document and the PDF, each put once", s)
+			}
+			if s.Gets != 0 {
+				t.Fatalf("%d gets: a process reads back none of the values it put (its cache)", s.Gets)
+			}
+			t.Logf("stored state %d bytes; objects %+v", len(rec.State), s)
+		})
+	}
+}
+
+// A process that did not put the values (a cold cache: another Lambda
+// instance) reads each once, checked against its hash; an object gone is
+// an error naming the saga, never a saga without its value.
+func TestLargeValuesReadByAnotherProcess(t *testing.T) {
+	t.Parallel()
+	actions, _ := docActions(false)
+	objects := memobjects.New()
+	rt, err := embedded.Start(embedded.Config{Actions: actions, Objects: objects})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	doc := strings.Repeat("d", docBytes)
+	if _, err := rt.Run(ctx, &engine.StartParams{Plan: sagatest.MustCompile(t, largeDocs), SagaID: "doc-1", Input: map[string]any{"doc": doc}}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: rt.Store, Queue: rt.Queue, Objects: objects})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := objects.Stats().Gets
+	st, err := other.Get(ctx, "doc-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Input["doc"] != doc || len(st.Vars["rendered"].(map[string]any)["pdf"].(string)) != pdfBytes {
+		t.Fatal("another process reads the saga without its values")
+	}
+	if _, err := other.Get(ctx, "doc-1"); err != nil {
+		t.Fatal(err)
+	}
+	if gets := objects.Stats().Gets - before; gets != 2 {
+		t.Fatalf("%d gets for two reads of a saga with two values: want each value read once", gets)
+	}
+	cold, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: rt.Store, Queue: rt.Queue, Objects: objects})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range objects.Keys() {
+		objects.Delete(k) // expired, say
+	}
+	if _, err := cold.Get(ctx, "doc-1"); !errors.Is(err, durable.ErrNotFound) || !strings.Contains(err.Error(), "doc-1") {
+		t.Fatalf("a saga whose object is gone: %v, want ErrNotFound naming the saga", err)
+	}
+}
+
+// flakyObjects fails the first put of every key after the first n puts.
+type flakyObjects struct {
+	*memobjects.Objects
+	mu     sync.Mutex
+	n      int
+	failed map[string]bool
+}
+
+func (f *flakyObjects) ObjectPut(ctx context.Context, p *durable.ObjectPutParams) error {
+	f.mu.Lock()
+	fail := f.n == 0 && !f.failed[p.Key]
+	if f.n > 0 {
+		f.n--
+	}
+	if fail {
+		f.failed[p.Key] = true
+	}
+	f.mu.Unlock()
+	if fail {
+		return errors.New("put: connection reset")
+	}
+	return f.Objects.ObjectPut(ctx, p)
+}
+
+// A put that fails leaves the transition unwritten: the message comes
+// again, the action runs again under its key, and the saga succeeds with
+// every reference it stores resolvable.
+func TestLargeValuesSurviveAFailedPut(t *testing.T) {
+	t.Parallel()
+	actions, calls := docActions(false)
+	objects := &flakyObjects{Objects: memobjects.New(), n: 1, failed: map[string]bool{}}
+	rt, err := embedded.Start(embedded.Config{Actions: actions, Objects: objects, Visibility: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := rt.Run(ctx, &engine.StartParams{Plan: sagatest.MustCompile(t, largeDocs), SagaID: "doc-1", Input: map[string]any{"doc": strings.Repeat("d", docBytes)}})
+	if err != nil || st.Status != durable.StatusSucceeded {
+		t.Fatalf("%v %v", st, err)
+	}
+	// Render runs again (at least once more: a slow run may see its
+	// message come back while it still works), and publish gets the PDF.
+	got := strings.Join(calls(), " ")
+	if strings.Count(got, "docs.render(doc=1048576)") < 2 || !strings.HasSuffix(got, "docs.publish(pdf=5242880)") {
+		t.Fatalf("calls: %s; want render again after its output's put failed, then publish with the PDF", got)
+	}
+	cold, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: rt.Store, Queue: rt.Queue, Objects: objects})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cold.Get(ctx, "doc-1"); err != nil {
+		t.Fatalf("the saga refers to an object that is not there: %v", err)
+	}
+}
+
+// Without an object store, a 1 MiB input is refused at the start, as
+// every value must fit the state.
+func TestLargeInputRefusedWithoutObjects(t *testing.T) {
+	t.Parallel()
+	actions, _ := docActions(false)
+	rt, err := embedded.Start(embedded.Config{Actions: actions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	_, err = rt.Coordinator.Start(context.Background(), &engine.StartParams{Plan: sagatest.MustCompile(t, largeDocs), SagaID: "doc-1", Input: map[string]any{"doc": strings.Repeat("d", docBytes)}})
+	if !errors.Is(err, saga.ErrInvalidInput) {
+		t.Fatalf("a 1 MiB input without objects: %v, want ErrInvalidInput", err)
+	}
+}
