@@ -155,10 +155,10 @@ bench-once: ## every benchmark once, so none can rot
 BENCH_CHAIN_ROUNDS ?= 5
 BENCH_CHAIN_SAGAS ?= 20
 BENCH_CHAIN_THROUGHPUT_SAGAS ?= 300
-bench: emulators ## the benchmarks with allocation counts, then the request economy, payload and chained-steps tables on the emulators (figures go to bench/README.md)
+bench: emulators ## the benchmarks with allocation counts, then the request economy, payload, large-value and chained-steps tables on the emulators (figures go to bench/README.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	@mkdir -p $(BIN)
-	$(WITH_EMULATORS) $(GO) test -count=1 -v -run 'TestRequestEconomy|TestPayloadSize' ./bench | grep -E '^\s+\w+_test.go:[0-9]+: \||^(ok|FAIL|---)'
+	$(WITH_EMULATORS) $(GO) test -count=1 -v -run 'TestRequestEconomy|TestPayloadSize|TestLargeValueCost' ./bench | grep -E '^\s+\w+_test.go:[0-9]+: \||^(ok|FAIL|---)'
 	BENCH_CHAIN_ROUNDS=$(BENCH_CHAIN_ROUNDS) BENCH_CHAIN_SAGAS=$(BENCH_CHAIN_SAGAS) BENCH_CHAIN_THROUGHPUT_SAGAS=$(BENCH_CHAIN_THROUGHPUT_SAGAS) $(WITH_EMULATORS) $(GO) test -count=1 -v -run 'TestChainStepLatency' ./bench | grep -E '^\s+chain_test.go:[0-9]+: |^(ok|FAIL|---)'
 	@$(GO) run ./cmd/sagactl cost examples/order/order.yaml --input @examples/order/testdata/ok.json
 
