@@ -182,6 +182,18 @@ func TestLargeValuesReadByAnotherProcess(t *testing.T) {
 	if gets := objects.Stats().Gets - before; gets != 2 {
 		t.Fatalf("%d gets for two reads of a saga with two values: want each value read once", gets)
 	}
+	// Without the object store, a reader sees the references, and a
+	// transition is refused rather than run on them.
+	none, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: rt.Store, Queue: rt.Queue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := none.Get(ctx, "doc-1"); err != nil || !st.HasRefs() {
+		t.Fatalf("Get without objects: %v; want the state with its references", err)
+	}
+	if _, err := none.Cancel(ctx, "doc-1"); !errors.Is(err, engine.ErrNoObjects) {
+		t.Fatalf("Cancel without objects: %v, want ErrNoObjects", err)
+	}
 	cold, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: rt.Store, Queue: rt.Queue, Objects: objects})
 	if err != nil {
 		t.Fatal(err)

@@ -351,11 +351,14 @@ func (c *Coordinator) Get(ctx context.Context, sagaID string) (*saga.State, erro
 		return nil, err // stores name the saga in their errors
 	}
 	st := &saga.State{}
-	if err := st.UnmarshalBinary(rec.State); err != nil {
+	refs, err := st.UnmarshalBinaryRefs(rec.State)
+	if err != nil {
 		return nil, fmt.Errorf("saga %s: %w", sagaID, err)
 	}
-	if err := c.hydrate(ctx, st); err != nil {
-		return nil, err
+	if c.cfg.Objects != nil { // without, a reader sees the references
+		if err := c.hydrate(ctx, st, refs); err != nil {
+			return nil, err
+		}
 	}
 	st.Resends, st.Received = rec.Resends, rec.Received
 	return st, nil
@@ -474,10 +477,11 @@ func (c *Coordinator) load(ctx context.Context, sagaID string) (*durable.SagaRec
 		return nil, nil, nil, err
 	}
 	st := &saga.State{}
-	if err := st.UnmarshalBinary(rec.State); err != nil {
+	refs, err := st.UnmarshalBinaryRefs(rec.State)
+	if err != nil {
 		return nil, nil, nil, fmt.Errorf("saga %s: %w", sagaID, err)
 	}
-	if err := c.hydrate(ctx, st); err != nil {
+	if err := c.hydrate(ctx, st, refs); err != nil {
 		return nil, nil, nil, err
 	}
 	st.Received = rec.Received // the store's count is what writes are conditional on

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -36,6 +37,11 @@ const DefaultOffloadBytes = 64 << 10
 // by hash (CoordinatorConfig.ValueCacheBytes).
 const DefaultValueCacheBytes = 256 << 20
 
+// ErrNoObjects: a saga's state refers to values kept as objects, and the
+// coordinator has no object store (CoordinatorConfig.Objects) to read
+// them from.
+var ErrNoObjects = errors.New("the saga holds values kept as objects, and this coordinator has no object store (configure the same one that wrote them)")
+
 // offloadBytes is the threshold the core measures states with: 0 without
 // an object store.
 func (c *Coordinator) offloadBytes() int {
@@ -45,11 +51,16 @@ func (c *Coordinator) offloadBytes() int {
 	return c.cfg.OffloadBytes
 }
 
-// hydrate replaces the references in st, a state just read, with their
-// values.
-func (c *Coordinator) hydrate(ctx context.Context, st *saga.State) error {
-	if c.cfg.Objects == nil || !st.HasRefs() {
+// hydrate replaces the references in st, a state just read that holds
+// some (saga.State.UnmarshalBinaryRefs), with their values. Without an
+// object store, such a state is an error: the core would see references
+// where it expects values.
+func (c *Coordinator) hydrate(ctx context.Context, st *saga.State, refs bool) error {
+	if !refs {
 		return nil
+	}
+	if c.cfg.Objects == nil {
+		return fmt.Errorf("saga %s: %w", st.SagaID, ErrNoObjects)
 	}
 	return st.Hydrate(func(r saga.Ref) (any, error) { return c.value(ctx, st.SagaID, r) })
 }

@@ -499,12 +499,20 @@ func (e *encoder) plain(v any, depth int) {
 // UnmarshalBinary decodes a state encoded by MarshalBinary. An unknown
 // format version is ErrUnknownFormat; damaged data is a clear error.
 func (st *State) UnmarshalBinary(data []byte) error {
+	_, err := st.UnmarshalBinaryRefs(data)
+	return err
+}
+
+// UnmarshalBinaryRefs is UnmarshalBinary, and reports whether the state
+// holds references to values kept as objects (Hydrate replaces them):
+// the engine asks it of every state it reads, at no cost.
+func (st *State) UnmarshalBinaryRefs(data []byte) (bool, error) {
 	*st = State{}
 	if len(data) < 3 || data[0] != 'L' || data[1] != 'S' {
-		return errors.New("decode state: not lambdasaga state (bad header)")
+		return false, errors.New("decode state: not lambdasaga state (bad header)")
 	}
 	if data[2] != formatVersion {
-		return fmt.Errorf("%w: version %d (this build reads version %d)", ErrUnknownFormat, data[2], formatVersion)
+		return false, fmt.Errorf("%w: version %d (this build reads version %d)", ErrUnknownFormat, data[2], formatVersion)
 	}
 	d := stateDecoder{decoder: decoder{b: data[3:]}}
 	for d.more() {
@@ -525,9 +533,9 @@ func (st *State) UnmarshalBinary(data []byte) error {
 		st.Output = st.Vars[st.LastOut]
 	}
 	if d.err != nil {
-		return fmt.Errorf("decode state: %w", d.err)
+		return false, fmt.Errorf("decode state: %w", d.err)
 	}
-	return nil
+	return d.refs, nil
 }
 
 // stateDecoder reads the top-level fields of a state. An output that is
@@ -660,8 +668,9 @@ func (d *stateDecoder) treeField(st *State, tag, wire int) bool {
 }
 
 type decoder struct {
-	b   []byte
-	err error
+	b    []byte
+	err  error
+	refs bool // a reference was read (offload.go)
 }
 
 func (d *decoder) more() bool { return d.err == nil && len(d.b) > 0 }

@@ -157,6 +157,7 @@ func (d *decoder) ref() any {
 		return nil
 	}
 	r.Size = int(size)
+	d.refs = true
 	return r
 }
 
@@ -182,14 +183,37 @@ func (r Ref) CheckBody(body []byte) error {
 	return nil
 }
 
-// HasRefs reports whether st holds a reference anywhere Hydrate looks.
+// HasRefs reports whether st holds a reference anywhere Hydrate looks (a
+// reader of a state just decoded has it from UnmarshalBinaryRefs).
 func (st *State) HasRefs() bool {
-	found := false
-	st.eachUnit(func(v any) any {
-		found = true
-		return v
-	})
-	return found
+	if mapHasRef(st.Input) || mapHasRef(st.Vars) || mapHasRef(st.Scope) || isRef(st.Output) {
+		return true
+	}
+	for i := range st.Stack {
+		if isRef(st.Stack[i].Out) || isRef(st.Stack[i].Input) {
+			return true
+		}
+	}
+	for i := range st.Kept {
+		if isRef(st.Kept[i].Payload) {
+			return true
+		}
+	}
+	return false
+}
+
+func isRef(v any) bool {
+	_, ok := v.(Ref)
+	return ok
+}
+
+func mapHasRef(m map[string]any) bool {
+	for _, v := range m {
+		if isRef(v) {
+			return true
+		}
+	}
+	return false
 }
 
 // Hydrate replaces every reference in st with the value get returns for

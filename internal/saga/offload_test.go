@@ -68,8 +68,9 @@ func TestRecordOffloadKeepsLargeValuesAsReferences(t *testing.T) {
 		t.Errorf("state of %d bytes; want the 100 KiB secret inline and about 150 bytes besides", n)
 	}
 	var got saga.State
-	if err := got.UnmarshalBinary(rec.State); err != nil {
-		t.Fatal(err)
+	refs, err := got.UnmarshalBinaryRefs(rec.State)
+	if err != nil || !refs {
+		t.Fatalf("UnmarshalBinaryRefs: %v, %v; want references reported", refs, err)
 	}
 	if _, ok := got.Input["doc"].(saga.Ref); !ok {
 		t.Fatalf("input.doc decoded as %T, want a saga.Ref", got.Input["doc"])
@@ -105,6 +106,10 @@ func TestRecordOffloadOfSmallStateIsRecord(t *testing.T) {
 	}
 	if !bytes.Equal(plain.State, withOff.State) || len(off.Objects) != 0 {
 		t.Fatalf("a state with no value over the threshold encodes differently with an Offload (%d objects)", len(off.Objects))
+	}
+	var got saga.State
+	if refs, err := got.UnmarshalBinaryRefs(plain.State); err != nil || refs {
+		t.Fatalf("UnmarshalBinaryRefs of a state without references: %v, %v", refs, err)
 	}
 }
 
