@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go/middleware"
@@ -18,7 +19,9 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/embedded"
+	"github.com/lambdasaga/lambdasaga/internal/memobjects"
 	"github.com/lambdasaga/lambdasaga/internal/startqueue"
+	"github.com/lambdasaga/lambdasaga/objects/s3objects"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
@@ -37,17 +40,58 @@ type backendFlags struct {
 	sqsEndpoint    string
 	table          string
 	queuePrefix    string
+	s3Endpoint     string
+	bucket         string
 }
+
+// defaultBucket is run's bucket on an S3 emulator.
+const defaultBucket = "lambdasaga"
 
 func (b *backendFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.dynamoEndpoint, "dynamodb-endpoint", "", "keep saga state in DynamoDB at this endpoint (an emulator, e.g. dynalite) instead of memory")
 	fs.StringVar(&b.sqsEndpoint, "sqs-endpoint", "", "send messages through SQS at this endpoint (an emulator, e.g. fauxqs) instead of memory")
 	fs.StringVar(&b.table, "table", defaultTable, "DynamoDB table, created if missing")
 	fs.StringVar(&b.queuePrefix, "queue-prefix", defaultQueuePrefix, "SQS queue name prefix; queues are created if missing")
+	fs.StringVar(&b.s3Endpoint, "s3-endpoint", "", "keep values over 64 KiB as objects in S3 at this endpoint (an emulator) instead of memory; without it, they are kept in memory, or inline on --dynamodb-endpoint")
+	fs.StringVar(&b.bucket, "bucket", defaultBucket, "S3 bucket for --s3-endpoint, created if missing")
+}
+
+// offloads reports whether values over the threshold are kept as objects:
+// in memory (the state is in memory too) or on --s3-endpoint. State on
+// --dynamodb-endpoint with objects in memory would outlive them.
+func (b *backendFlags) offloads() bool { return b.s3Endpoint != "" || b.dynamoEndpoint == "" }
+
+// objects is where values over the threshold go: nil when they stay
+// inline. The bucket is created if missing when create is set; else it
+// must exist.
+func (b *backendFlags) objects(ctx context.Context, apiOptions []func(*middleware.Stack) error, create bool) (durable.Objects, error) {
+	switch {
+	case b.s3Endpoint != "":
+		client := awslocal.S3(b.s3Endpoint, apiOptions...)
+		if _, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &b.bucket}); err != nil {
+			if !create {
+				return nil, fmt.Errorf("--s3-endpoint %s: bucket %s: %w", b.s3Endpoint, b.bucket, err)
+			}
+			if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &b.bucket}); err != nil {
+				return nil, fmt.Errorf("--s3-endpoint %s: create bucket %s: %w", b.s3Endpoint, b.bucket, err)
+			}
+		}
+		return s3objects.New(s3objects.Config{Client: client, Bucket: b.bucket})
+	case b.dynamoEndpoint == "":
+		return memobjects.New(), nil
+	}
+	return nil, nil
 }
 
 // apply points cfg at the emulators when their endpoints are given.
 func (b *backendFlags) apply(ctx context.Context, cfg *embedded.Config, apiOptions []func(*middleware.Stack) error) error {
+	objects, err := b.objects(ctx, apiOptions, true)
+	if err != nil {
+		return err
+	}
+	if objects != nil {
+		cfg.Objects = objects
+	}
 	if b.dynamoEndpoint == "" && b.sqsEndpoint == "" {
 		return nil
 	}
@@ -79,6 +123,12 @@ func (b *backendFlags) where() string {
 	}
 	if b.queuePrefix != defaultQueuePrefix {
 		w += " --queue-prefix " + b.queuePrefix
+	}
+	if b.s3Endpoint != "" {
+		w += " --s3-endpoint " + b.s3Endpoint
+		if b.bucket != defaultBucket {
+			w += " --bucket " + b.bucket
+		}
 	}
 	return w
 }

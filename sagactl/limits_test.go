@@ -44,6 +44,8 @@ func TestFilesAreReadWithinALimit(t *testing.T) {
 	inOver := padTo(t, "over.json", string(ok), sagactl.MaxInputFileBytes+1)
 	defLimit := fmt.Sprintf("over the limit of %d bytes for a definition", lang.MaxDefinitionBytes)
 	inLimit := fmt.Sprintf("over the limit of %d bytes for an input", sagactl.MaxInputFileBytes)
+	// run keeps large values as objects in memory: its inputs may be larger.
+	runInLimit := fmt.Sprintf("over the limit of %d bytes for an input", sagactl.MaxOffloadInputFileBytes)
 
 	for _, args := range [][]string{
 		{"validate", defAt},
@@ -61,10 +63,11 @@ func TestFilesAreReadWithinALimit(t *testing.T) {
 		{[]string{"validate", defOver}, defOver + ": " + defLimit},
 		{[]string{"graph", "/dev/zero"}, "/dev/zero: " + defLimit},
 		{[]string{"run", defOver, "--input", "{}"}, defOver + ": " + defLimit},
-		{[]string{"run", orderFile, "--input", "@/dev/zero"}, "--input: /dev/zero: " + inLimit},
+		{[]string{"run", orderFile, "--input", "@/dev/zero"}, "--input: /dev/zero: " + runInLimit},
 		{[]string{"plan", orderFile, "--fail", "ship", "--input", "@" + inOver}, "--input: " + inOver + ": " + inLimit},
 		{[]string{"cost", orderFile, "--input", "@/dev/zero"}, "--input: /dev/zero: " + inLimit},
-		{[]string{"run", orderFile, "--input", string(ok) + strings.Repeat(" ", sagactl.MaxInputFileBytes)}, " bytes, " + inLimit},
+		{[]string{"plan", orderFile, "--fail", "ship", "--input", string(ok) + strings.Repeat(" ", sagactl.MaxInputFileBytes)}, " bytes, " + inLimit},
+		{[]string{"run", orderFile, "--input", "@/dev/zero", "--dynamodb-endpoint", "http://127.0.0.1:1", "--sqs-endpoint", "http://127.0.0.1:1"}, "--input: /dev/zero: " + inLimit},
 	}
 	for _, tt := range tests {
 		name := strings.Join(tt.args, " ")

@@ -346,7 +346,11 @@ func (c *Config) readRunSetup(o *runOptions, files []string) (runSetup, bool) {
 	if !ok {
 		return runSetup{}, false
 	}
-	in, ok := c.readInput(o.input)
+	inputLimit, offload := MaxInputFileBytes, 0
+	if o.be.offloads() {
+		inputLimit, offload = MaxOffloadInputFileBytes, engine.DefaultOffloadBytes
+	}
+	in, ok := c.readInputWithin(o.input, inputLimit)
 	if !ok {
 		return runSetup{}, false
 	}
@@ -358,7 +362,7 @@ func (c *Config) readRunSetup(o *runOptions, files []string) (runSetup, bool) {
 	if !ok {
 		return runSetup{}, false
 	}
-	if _, err := plan.CheckInput(in); err != nil {
+	if _, err := plan.CheckInputWithin(in, offload); err != nil {
 		c.errorf("%v", err)
 		return runSetup{}, false
 	}

@@ -54,6 +54,11 @@ Exit codes:
 // huge file (or /dev/zero) out of memory.
 const MaxInputFileBytes = 2 * saga.MaxInputBytes
 
+// MaxOffloadInputFileBytes bounds what run reads of an input when it keeps
+// large values as objects (in memory, or on --s3-endpoint): the largest
+// input then, saga.MaxOffloadInputBytes.
+const MaxOffloadInputFileBytes = saga.MaxOffloadInputBytes
+
 // Config is what a sagactl build brings.
 type Config struct {
 	// Actions are the Go actions run for real; others are simulated.
@@ -310,22 +315,28 @@ func (c *Config) inputOrZero(plan *saga.Plan, arg string) (map[string]any, bool)
 	return c.readInput(arg)
 }
 
-// readInput reads --input: inline JSON or @file.
+// readInput reads --input: inline JSON or @file, at most
+// MaxInputFileBytes.
 func (c *Config) readInput(arg string) (map[string]any, bool) {
+	return c.readInputWithin(arg, MaxInputFileBytes)
+}
+
+// readInputWithin reads --input, at most limit bytes.
+func (c *Config) readInputWithin(arg string, limit int) (map[string]any, bool) {
 	if arg == "" {
 		return map[string]any{}, true
 	}
 	src := []byte(arg)
 	what := "--input"
 	if file, ok := strings.CutPrefix(arg, "@"); ok {
-		b, err := readFile(file, MaxInputFileBytes, "an input")
+		b, err := readFile(file, limit, "an input")
 		if err != nil {
 			c.errorf("--input: %v", err)
 			return nil, false
 		}
 		src, what = b, "--input "+arg
-	} else if len(src) > MaxInputFileBytes {
-		c.errorf("--input: %d bytes, over the limit of %d bytes for an input", len(src), MaxInputFileBytes)
+	} else if len(src) > limit {
+		c.errorf("--input: %d bytes, over the limit of %d bytes for an input", len(src), limit)
 		return nil, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(src))

@@ -43,6 +43,8 @@ func runWork(c *Config, args []string) int {
 	fs.Lookup("sqs-endpoint").Usage = "the SQS emulator's endpoint; required"
 	fs.Lookup("table").Usage = "DynamoDB table, as run was given it; it must exist"
 	fs.Lookup("queue-prefix").Usage = "SQS queue name prefix, as run was given it; the queues must exist"
+	fs.Lookup("s3-endpoint").Usage = "the S3 emulator's endpoint, as run was given it: the values kept as objects are there"
+	fs.Lookup("bucket").Usage = "S3 bucket, as run was given it; it must exist"
 	var fails stringList
 	fs.Var(&fails, "fail", workFailUsage)
 	forD := fs.Duration("for", 0, "stop after this long (default: at SIGINT or SIGTERM)")
@@ -97,6 +99,14 @@ func runWork(c *Config, args []string) int {
 	// As run's backendFlags.apply sets them on the emulators.
 	rtCfg := embedded.Config{Actions: gatedInvoker{ready: ready, next: invoker{reg: c.reg, fail: failing, coord: coord}}, OnStep: w.step,
 		Store: store, Queue: queue, Receiver: receiver, Visibility: 30 * time.Second, PollInterval: 20 * time.Millisecond}
+	if be.s3Endpoint != "" {
+		objects, err := be.objects(context.Background(), c.APIOptions, false)
+		if err != nil {
+			c.errorf("%v", err)
+			return ExitUsage
+		}
+		rtCfg.Objects = objects
+	}
 	if *verbose {
 		rtCfg.Logger = slog.New(slog.NewTextHandler(c.Stderr, nil))
 	}
