@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -25,6 +27,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/otelsaga"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 	"github.com/lambdasaga/lambdasaga/internal/startqueue"
+	"github.com/lambdasaga/lambdasaga/objects/s3objects"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
@@ -48,6 +51,13 @@ const (
 	// the requests it refuses; both or neither.
 	EnvStartQueueURL           = "LAMBDASAGA_START_QUEUE_URL"
 	EnvStartDeadLetterQueueURL = "LAMBDASAGA_START_DEAD_LETTER_QUEUE_URL"
+	// EnvBucket names the S3 bucket where values over EnvOffloadBytes
+	// are kept as objects (engine.CoordinatorConfig.Objects); unset:
+	// every value inline, within the state's limit.
+	EnvBucket = "LAMBDASAGA_BUCKET"
+	// EnvOffloadBytes is that threshold in bytes; default
+	// engine.DefaultOffloadBytes.
+	EnvOffloadBytes = "LAMBDASAGA_OFFLOAD_BYTES"
 )
 
 // startFromEnvironment builds the start queue's handler when the
@@ -74,6 +84,28 @@ func startFromEnvironment(ctx context.Context, coord *engine.Coordinator, log *s
 		return nil, "", err
 	}
 	return h, name, nil
+}
+
+// objectsFromEnvironment is the object store EnvBucket names, and the
+// threshold; nil and 0 without a bucket.
+func objectsFromEnvironment(awsCfg aws.Config) (durable.Objects, int, error) {
+	bucket := os.Getenv(EnvBucket)
+	if bucket == "" {
+		return nil, 0, nil
+	}
+	threshold := 0
+	if v := os.Getenv(EnvOffloadBytes); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nil, 0, fmt.Errorf("environment: %s=%q is not a positive number of bytes", EnvOffloadBytes, v)
+		}
+		threshold = n
+	}
+	objects, err := s3objects.New(s3objects.Config{Client: s3.NewFromConfig(awsCfg), Bucket: bucket})
+	if err != nil {
+		return nil, 0, err
+	}
+	return objects, threshold, nil
 }
 
 // chainFromEnvironment reads the chain's budgets; zero where unset (the
@@ -175,6 +207,10 @@ func coordinatorFromEnvironment(ctx context.Context, reg *engine.Registry, metri
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("aws config: %w", err)
 	}
+	objects, offloadBytes, err := objectsFromEnvironment(awsCfg)
+	if err != nil {
+		return nil, nil, 0, err
+	}
 	store, err := dynamo.New(dynamo.Config{Client: dynamodb.NewFromConfig(awsCfg), Table: table, Retention: retention})
 	if err != nil {
 		return nil, nil, 0, err
@@ -202,7 +238,8 @@ func coordinatorFromEnvironment(ctx context.Context, reg *engine.Registry, metri
 		lh = otelsaga.LogHandler(lh)
 	}
 	log := slog.New(lh)
-	cfg := engine.CoordinatorConfig{Store: store, Queue: queue, Actions: actions, Logger: log, ChainSteps: chainSteps, ChainTime: chainTime}
+	cfg := engine.CoordinatorConfig{Store: store, Queue: queue, Actions: actions, Logger: log, ChainSteps: chainSteps, ChainTime: chainTime,
+		Objects: objects, OffloadBytes: offloadBytes}
 	if traces != nil {
 		cfg.Tracer = otelsaga.New(traces)
 	}

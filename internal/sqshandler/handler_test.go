@@ -243,3 +243,28 @@ func TestFromEnvironmentRefusesBadChainBudgets(t *testing.T) {
 		})
 	}
 }
+
+// LAMBDASAGA_BUCKET turns on large values by reference; a threshold that
+// is not a positive number of bytes is refused, naming the variable.
+func TestFromEnvironmentReadsTheBucket(t *testing.T) {
+	for _, tt := range []struct {
+		offload string
+		ok      bool
+	}{{"", true}, {"16384", true}, {"0", false}, {"64KiB", false}} {
+		t.Run("offload="+tt.offload, func(t *testing.T) {
+			t.Setenv(sqshandler.EnvTable, "t")
+			t.Setenv(sqshandler.EnvAdvanceQueueURL, "http://127.0.0.1:1/advance")
+			t.Setenv(sqshandler.EnvCompensateQueueURL, "http://127.0.0.1:1/compensate")
+			t.Setenv("AWS_REGION", "us-east-1")
+			t.Setenv(sqshandler.EnvBucket, "sagas")
+			t.Setenv(sqshandler.EnvOffloadBytes, tt.offload)
+			_, err := sqshandler.FromEnvironment(context.Background(), engine.NewRegistry())
+			if tt.ok && err != nil {
+				t.Fatal(err)
+			}
+			if !tt.ok && (err == nil || !strings.Contains(err.Error(), sqshandler.EnvOffloadBytes)) {
+				t.Fatalf("err %v, want %s=%q refused by name", err, sqshandler.EnvOffloadBytes, tt.offload)
+			}
+		})
+	}
+}
