@@ -320,6 +320,10 @@ func (e *Env) environment(tpl *samtemplate.Template, fn samtemplate.Function) ([
 	for k, v := range fn.Environment {
 		var s string
 		switch {
+		case v.Ref != "" && slices.ContainsFunc(tpl.Buckets, func(b samtemplate.Bucket) bool { return b.Name == v.Ref }):
+			// No S3 emulator runs here: without the bucket, the
+			// functions keep every value inline.
+			continue
 		case v.Literal != "":
 			s = v.Literal
 		case v.Ref != "" && v.Ref == tpl.Tables[0].Name:

@@ -42,6 +42,17 @@ func (t *Template) Check() []string {
 			add("table %s: BillingMode %q, want PAY_PER_REQUEST (on-demand)", tb.Name, tb.BillingMode)
 		}
 	}
+	for _, b := range t.Buckets {
+		if !b.SSE {
+			add("bucket %s: no default encryption (BucketEncryption)", b.Name)
+		}
+		if !b.PublicAccessBlocked {
+			add("bucket %s: public access is not blocked (PublicAccessBlockConfiguration, all four true)", b.Name)
+		}
+		if b.Expiration == (Value{}) {
+			add("bucket %s: no enabled lifecycle rule expiring every object (ExpirationInDays): the sagas' values would stay forever", b.Name)
+		}
+	}
 	for _, q := range t.Queues {
 		if !q.Encrypted {
 			add("queue %s: not encrypted (SqsManagedSseEnabled or KmsMasterKeyId)", q.Name)
@@ -148,12 +159,25 @@ func (t *Template) wildcardResources(fn string) []string {
 		}
 		for _, r := range res {
 			rs, _ := r.(string)
-			if strings.Contains(rs, "*") && !qualifierOfAFunction.MatchString(rs) {
+			if strings.Contains(rs, "*") && !qualifierOfAFunction.MatchString(rs) && !t.objectsOfABucket(rs, stack) {
 				out = append(out, fmt.Sprintf("policy statement %v: wildcard resource %q", st["Sid"], rs))
 			}
 		}
 	}
 	return out
+}
+
+// objectsOfABucket reports whether rs is the objects of a bucket of the
+// template, "arn:aws:s3:::BUCKET/*": the other wildcard resource a
+// function may be granted, its keys being the sagas' own
+// (durable.ObjectKey).
+func (t *Template) objectsOfABucket(rs string, stack Stack) bool {
+	for _, b := range t.Buckets {
+		if arn, err := t.ARN(b.Name, stack); err == nil && rs == arn+"/*" {
+			return true
+		}
+	}
+	return false
 }
 
 // deniesLogGroupCreation reports whether st denies creating any log group.

@@ -109,6 +109,11 @@ func TestChecksCatchBreaches(t *testing.T) {
 		{"log group without retention", "  AdvanceLogGroup:\n    Type: AWS::Logs::LogGroup\n    Properties:\n      RetentionInDays: !Ref LogRetentionDays\n", "  AdvanceLogGroup:\n    Type: AWS::Logs::LogGroup\n", "log group AdvanceLogGroup: no RetentionInDays"},
 		{"retention CloudWatch refuses", "    Default: 30\n    # The values CloudWatch Logs accepts", "    Default: 31\n    # The values CloudWatch Logs accepts", "log group AdvanceLogGroup: RetentionInDays 31 is not a retention CloudWatch Logs accepts"},
 		{"allowed retention CloudWatch refuses", "AllowedValues: [1, 3, 5,", "AllowedValues: [1, 2, 5,", `parameter LogRetentionDays: allowed value "2" is not a retention CloudWatch Logs accepts`},
+		{"bucket without encryption", "      BucketEncryption:\n        ServerSideEncryptionConfiguration:\n          - ServerSideEncryptionByDefault:\n              SSEAlgorithm: AES256\n            BucketKeyEnabled: true\n", "", "bucket ValuesBucket: no default encryption"},
+		{"bucket open to the public", "        RestrictPublicBuckets: true", "        RestrictPublicBuckets: false", "bucket ValuesBucket: public access is not blocked"},
+		{"bucket whose objects never expire", "            ExpirationInDays: !Ref ObjectExpirationDays\n", "", "bucket ValuesBucket: no enabled lifecycle rule expiring every object"},
+		{"objects expiring under a prefix only", "          - Id: ExpireWithTheSagas\n", "          - Id: ExpireWithTheSagas\n            Prefix: old/\n", "bucket ValuesBucket: no enabled lifecycle rule expiring every object"},
+		{"a whole bucket's objects of another bucket", `Resource: !Sub "${ValuesBucket.Arn}/*"`, `Resource: "arn:aws:s3:::other/*"`, `wildcard resource "arn:aws:s3:::other/*"`},
 		{"log group creation allowed", "              Effect: Deny\n              Action: [logs:CreateLogGroup]", "              Effect: Allow\n              Action: [logs:CreateLogGroup]", "function AdvanceFunction: no Deny of logs:CreateLogGroup"},
 		{"log group creation denied on one group only", "              Action: [logs:CreateLogGroup]\n              Resource: \"*\"", "              Action: [logs:CreateLogGroup]\n              Resource: !GetAtt AdvanceLogGroup.Arn", "function AdvanceFunction: no Deny of logs:CreateLogGroup"},
 	}

@@ -34,6 +34,10 @@ func (t *Template) ARN(logicalID string, stack Stack) (string, error) {
 		return fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", stack.Region, stack.Account, logicalID), nil
 	case "AWS::SNS::Topic":
 		return fmt.Sprintf("arn:aws:sns:%s:%s:%s", stack.Region, stack.Account, logicalID), nil
+	case "AWS::S3::Bucket":
+		// CloudFormation names the bucket; here it is the logical id,
+		// lowercased (a bucket name has no capitals).
+		return "arn:aws:s3:::" + strings.ToLower(logicalID), nil
 	default:
 		return "", fmt.Errorf("%s: the ARN of %s, a %s, is not known here", t.File, logicalID, typ)
 	}

@@ -26,6 +26,7 @@ type Template struct {
 	Queues     []Queue
 	Functions  []Function
 	LogGroups  []LogGroup
+	Buckets    []Bucket
 	allowed    map[string][]string   // parameter -> its AllowedValues, if it lists any
 	resources  map[string]*yaml.Node // logical id -> resource node
 	conditions map[string]*yaml.Node // condition name -> its expression
@@ -44,6 +45,19 @@ type Table struct {
 	SSE                  bool
 	PointInTimeRecovery  bool
 	TTLAttribute         string
+}
+
+// Bucket is an AWS::S3::Bucket.
+type Bucket struct {
+	Name string // logical id
+	// SSE: BucketEncryption has a default encryption.
+	SSE bool
+	// PublicAccessBlocked: all four settings of the public access block
+	// are true.
+	PublicAccessBlocked bool
+	// Expiration is an enabled lifecycle rule's ExpirationInDays, on the
+	// whole bucket; zero Value: none.
+	Expiration Value
 }
 
 // Attribute is a key attribute definition.
@@ -222,6 +236,8 @@ func Parse(file string, src []byte) (*Template, error) {
 			var f Function
 			f, err = t.function(name, props)
 			t.Functions = append(t.Functions, f)
+		case "AWS::S3::Bucket":
+			t.Buckets = append(t.Buckets, bucket(name, props))
 		case "AWS::Logs::LogGroup":
 			var lg LogGroup
 			lg, err = t.logGroup(name, props)
@@ -232,6 +248,32 @@ func Parse(file string, src []byte) (*Template, error) {
 		}
 	}
 	return t, nil
+}
+
+// bucket reads a bucket's encryption, public access block and the
+// lifecycle rule that expires its objects.
+func bucket(name string, props *yaml.Node) Bucket {
+	b := Bucket{Name: name}
+	for _, r := range list(get(get(props, "BucketEncryption"), "ServerSideEncryptionConfiguration")) {
+		if scalar(get(get(r, "ServerSideEncryptionByDefault"), "SSEAlgorithm")) != "" {
+			b.SSE = true
+		}
+	}
+	pab := get(props, "PublicAccessBlockConfiguration")
+	b.PublicAccessBlocked = true
+	for _, k := range []string{"BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"} {
+		if scalar(get(pab, k)) != "true" {
+			b.PublicAccessBlocked = false
+		}
+	}
+	for _, r := range list(get(get(props, "LifecycleConfiguration"), "Rules")) {
+		if scalar(get(r, "Status")) == "Enabled" && get(r, "Prefix") == nil && get(r, "Filter") == nil {
+			if e := value(get(r, "ExpirationInDays")); e != (Value{}) {
+				b.Expiration = e
+			}
+		}
+	}
+	return b
 }
 
 // get returns the value of key in a mapping node, or nil.
