@@ -9,6 +9,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/embedded"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/memobjects"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
@@ -38,7 +39,21 @@ type LocalOptions struct {
 	Visibility time.Duration
 	// PollInterval is how often Wait reads a saga; default 2ms.
 	PollInterval time.Duration
+	// Objects, when set, keeps each value larger than OffloadBytes (an
+	// input field, an action's output) as an object there, the saga's
+	// state holding a reference: each value up to 32 MiB, an input up to
+	// 32 MiB. Actions and expressions see values. NewMemoryObjects keeps
+	// them in this process; nil: every value inline, within the state's
+	// limit (300 KiB).
+	Objects durable.Objects
+	// OffloadBytes is the size over which Objects keeps a value; default
+	// 64 KiB.
+	OffloadBytes int
 }
+
+// NewMemoryObjects returns an object store in memory, for
+// LocalOptions.Objects: the values it keeps end with the process.
+func NewMemoryObjects() durable.Objects { return memobjects.New() }
 
 // Local runs sagas in this process, through the protocol the Lambda
 // functions run (the memory store and queue, a worker per queue): for
@@ -62,7 +77,8 @@ func NewLocal(actions *Actions, o LocalOptions) (*Local, error) {
 		clock = durable.NewManualClock(now)
 	}
 	cfg := embedded.Config{Actions: actions.reg, Workers: o.Workers, Logger: o.Logger, Clock: clock,
-		Store: o.Store, Queue: o.Queue, Receiver: o.Receiver, Visibility: o.Visibility, PollInterval: o.PollInterval}
+		Store: o.Store, Queue: o.Queue, Receiver: o.Receiver, Visibility: o.Visibility, PollInterval: o.PollInterval,
+		Objects: o.Objects, OffloadBytes: o.OffloadBytes}
 	rt, err := embedded.Start(cfg)
 	if err != nil {
 		return nil, err
