@@ -278,3 +278,70 @@ func TestLargeInputRefusedWithoutObjects(t *testing.T) {
 		t.Fatalf("a 1 MiB input without objects: %v, want ErrInvalidInput", err)
 	}
 }
+
+// signedDocs awaits two signals with large payloads and passes them on.
+const signedDocs = `
+saga: signed
+input: {id: string}
+steps:
+  - id: first
+    await: {signal: draft, timeout: 1h}
+    out: draft
+  - id: second
+    await: {signal: signed, timeout: 1h}
+    out: signed
+  - id: file
+    action: docs.file
+    with: {draft: "${vars.draft.text}", signed: "${vars.signed.text}"}
+`
+
+// A signal's payload over the threshold is kept by reference, whether
+// the saga awaits it (draft) or keeps it for a later await (signed, sent
+// first): the action gets both whole, and the item stays small.
+func TestLargeSignalPayloadsByReference(t *testing.T) {
+	t.Parallel()
+	var got []int
+	actions := engine.NewRegistry()
+	actions.MustRegister("docs.file", func(ctx context.Context, call saga.Call) (any, error) {
+		in := call.Input.(map[string]any)
+		got = []int{len(in["draft"].(string)), len(in["signed"].(string))}
+		return nil, nil
+	})
+	objects := memobjects.New()
+	rt, err := embedded.Start(embedded.Config{Actions: actions, Objects: objects})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := rt.Coordinator.Start(ctx, &engine.StartParams{Plan: sagatest.MustCompile(t, signedDocs), SagaID: "s-1", Input: map[string]any{"id": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.WaitReceiving(ctx, "s-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Signal(ctx, "s-1", "signed", map[string]any{"text": strings.Repeat("s", 2<<20)}, embedded.SignalID("sig-1")); err != nil {
+		t.Fatalf("a 2 MiB signal kept for a later await: %v", err)
+	}
+	rec, err := rt.Store.SagaGet(ctx, &durable.SagaGetParams{SagaID: "s-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rec.State); n > 4<<10 {
+		t.Fatalf("state of %d bytes with a kept 2 MiB signal: not by reference", n)
+	}
+	if _, err := rt.Signal(ctx, "s-1", "draft", map[string]any{"text": strings.Repeat("d", 1<<20)}, embedded.SignalID("sig-2")); err != nil {
+		t.Fatalf("a 1 MiB signal awaited: %v", err)
+	}
+	st, err := rt.Wait(ctx, "s-1")
+	if err != nil || st.Status != durable.StatusSucceeded {
+		t.Fatalf("%v %v", st, err)
+	}
+	if len(got) != 2 || got[0] != 1<<20 || got[1] != 2<<20 {
+		t.Fatalf("the action got %v bytes, want the 1 MiB draft and the 2 MiB signature", got)
+	}
+	if s := objects.Stats(); s.Objects != 2 {
+		t.Fatalf("objects %+v: want the two payloads", s)
+	}
+}

@@ -101,7 +101,7 @@ func (c *Coordinator) deliver(ctx context.Context, sagaID string, d saga.Deliver
 		return nil, fmt.Errorf("%s to saga %s: %w: payload: %w", what, sagaID, saga.ErrBadDelivery, err)
 	}
 	d.Payload = v
-	if err := saga.CheckDelivery(&d, size); err != nil {
+	if err := saga.CheckDeliveryWithin(&d, size, c.offloadBytes()); err != nil {
 		return nil, fmt.Errorf("%s to saga %s: %w", what, sagaID, err)
 	}
 	for range c.cfg.MaxConflictRetries {

@@ -53,7 +53,7 @@ func (c *Coordinator) SignalWithStart(ctx context.Context, p *SignalWithStartPar
 	if p.Signal.SagaID != "" && p.Signal.SagaID != id {
 		return nil, fmt.Errorf("signal-with-start %s: the signal is for saga %s: it goes to the saga started", id, p.Signal.SagaID)
 	}
-	if err := checkSignal(&p.Signal); err != nil {
+	if err := checkSignal(&p.Signal, c.offloadBytes()); err != nil {
 		// Refused before the start: a signal that cannot be delivered
 		// must not leave a saga started without it.
 		return nil, fmt.Errorf("signal-with-start %s: signal %s: %w", id, p.Signal.Name, err)
@@ -111,10 +111,10 @@ func (c *Coordinator) resendFirst(ctx context.Context, rec *durable.SagaRecord) 
 
 // checkSignal refuses what Signal would refuse of a signal by itself,
 // whatever the saga: its name, id or payload.
-func checkSignal(p *SignalParams) error {
+func checkSignal(p *SignalParams, offloadBytes int) error {
 	v, size, err := plainJSON(p.Payload)
 	if err != nil {
 		return fmt.Errorf("%w: payload: %w", saga.ErrBadDelivery, err)
 	}
-	return saga.CheckDelivery(&saga.Delivery{Signal: p.Name, ID: p.ID, Payload: v}, size)
+	return saga.CheckDeliveryWithin(&saga.Delivery{Signal: p.Name, ID: p.ID, Payload: v}, size, offloadBytes)
 }

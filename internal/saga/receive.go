@@ -168,15 +168,24 @@ func tokenID(mac []byte) string { return "cb:" + hex.EncodeToString(mac[:8]) }
 // CheckDelivery checks what a sender gives before any saga is read: the
 // payload made of plain values within lang.MaxSignalBytes (its JSON size,
 // measured by the caller, is jsonBytes), the signal's name, the id.
-func CheckDelivery(d *Delivery, jsonBytes int) error {
+func CheckDelivery(d *Delivery, jsonBytes int) error { return CheckDeliveryWithin(d, jsonBytes, 0) }
+
+// CheckDeliveryWithin is CheckDelivery for an engine that keeps values
+// over offloadBytes as objects (Event.OffloadBytes): when it is positive,
+// a payload may be as large as an object (MaxValueBytes as JSON).
+func CheckDeliveryWithin(d *Delivery, jsonBytes, offloadBytes int) error {
+	maxBytes := lang.MaxSignalBytes
+	if offloadBytes > 0 {
+		maxBytes = MaxValueBytes
+	}
 	if d.Token == "" && !lang.SignalNamePattern.MatchString(d.Signal) {
 		return fmt.Errorf("%w: signal name %q: %s", ErrBadDelivery, d.Signal, lang.SignalNameRule)
 	}
 	if d.ID != "" && !deliveryIDPattern.MatchString(d.ID) {
 		return fmt.Errorf("%w: id: letters, digits, '_', '.', ':' or '-', at most %d", ErrBadDelivery, MaxDeliveryIDBytes)
 	}
-	if jsonBytes > lang.MaxSignalBytes {
-		return fmt.Errorf("%w: payload is %d bytes of JSON, over the limit of %d", ErrBadDelivery, jsonBytes, lang.MaxSignalBytes)
+	if jsonBytes > maxBytes {
+		return fmt.Errorf("%w: payload is %d bytes of JSON, over the limit of %d", ErrBadDelivery, jsonBytes, maxBytes)
 	}
 	v, err := CheckValue(d.Payload)
 	if err != nil {
@@ -278,14 +287,16 @@ func (p *Plan) waitsOn(st *State) string {
 	return fmt.Sprintf("it runs step %s, visit %d, attempt %d", s.ID, cur.Seq, cur.Attempt)
 }
 
-// keep adds d to the saga's kept deliveries, within their limits.
-func keep(st *State, d Delivery) error {
+// keep adds d to the saga's kept deliveries, within their limits: a
+// payload kept as an object (offloadBytes, Event.OffloadBytes) counts as
+// its reference.
+func keep(st *State, d Delivery, offloadBytes int) error {
 	if len(st.Kept) >= lang.MaxKeptSignals {
 		return fmt.Errorf("%w: saga %s keeps %d deliveries that nothing has waited for yet, its limit", ErrKeptFull, st.SagaID, len(st.Kept))
 	}
-	size := keptBytes(d)
+	size := keptBytes(d, offloadBytes)
 	for _, k := range st.Kept {
-		size += keptBytes(k)
+		size += keptBytes(k, offloadBytes)
 	}
 	if size > lang.MaxKeptSignalBytes {
 		return fmt.Errorf("%w: saga %s would keep %d bytes of deliveries that nothing has waited for yet, over its limit of %d", ErrKeptFull, st.SagaID, size, lang.MaxKeptSignalBytes)
@@ -299,7 +310,7 @@ func keep(st *State, d Delivery) error {
 
 // keep keeps ev's delivery, and says so in the saga's history.
 func (p *Plan) keep(st *State, ev *Event) (Receipt, error) {
-	if err := keep(st, ev.Delivery); err != nil {
+	if err := keep(st, ev.Delivery, ev.OffloadBytes); err != nil {
 		return "", err
 	}
 	p.historyKept(st, ev)
@@ -307,8 +318,11 @@ func (p *Plan) keep(st *State, ev *Event) (Receipt, error) {
 }
 
 // keptBytes is what d takes in the encoded state.
-func keptBytes(d Delivery) int {
+func keptBytes(d Delivery, offloadBytes int) int {
 	e := encoder{}
+	if offloadBytes > 0 {
+		e.off = &Offload{Bytes: offloadBytes, measure: true}
+	}
 	e.delivery(1, d)
 	return len(e.b)
 }
