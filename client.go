@@ -5,11 +5,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
+	"github.com/lambdasaga/lambdasaga/objects/s3objects"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
@@ -26,6 +28,13 @@ type ClientConfig struct {
 	CompensateQueueURL string // required
 	// DynamoDBEndpoint and SQSEndpoint, when set, point at emulators.
 	DynamoDBEndpoint, SQSEndpoint string
+	// Bucket is the stack's output ValuesBucketName: where the functions
+	// keep values over 64 KiB. With it the client reads a saga's large
+	// values and starts sagas with inputs up to 32 MiB; without it, a saga
+	// holding such values shows references and cannot be acted on.
+	Bucket string
+	// S3Endpoint, when set, points at an S3 emulator.
+	S3Endpoint string
 }
 
 // NewClient returns a client of the deployment cfg names. It makes no
@@ -52,17 +61,33 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewBackendClient(store, queue)
+	var objects durable.Objects
+	if cfg.Bucket != "" {
+		s3c := s3.NewFromConfig(cfg.AWS, func(o *s3.Options) {
+			if cfg.S3Endpoint != "" {
+				o.BaseEndpoint, o.UsePathStyle = aws.String(cfg.S3Endpoint), true
+			}
+		})
+		if objects, err = s3objects.New(s3objects.Config{Client: s3c, Bucket: cfg.Bucket}); err != nil {
+			return nil, err
+		}
+	}
+	return newClient(store, queue, objects)
 }
 
 // NewBackendClient returns a client on a store and a queue of your own
 // (the backend contract, package durable).
 func NewBackendClient(store durable.Store, queue durable.Queue) (*Client, error) {
+	return newClient(store, queue, nil)
+}
+
+// newClient is a client on store and queue, and objects when not nil.
+func newClient(store durable.Store, queue durable.Queue, objects durable.Objects) (*Client, error) {
 	if store == nil || queue == nil {
 		return nil, errors.New("lambdasaga: a store and a queue are required")
 	}
 	plans := engine.NewPlans(store, saga.Options{})
-	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: store, Queue: queue, Plans: plans})
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: store, Queue: queue, Plans: plans, Objects: objects})
 	if err != nil {
 		return nil, err
 	}

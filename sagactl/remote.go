@@ -52,6 +52,7 @@ type stackFlags struct {
 	advanceURL, compURL         string
 	dynamoEndpoint, sqsEndpoint string
 	queuePrefix                 string
+	bucket, s3Endpoint          string
 }
 
 func (s *stackFlags) register(fs *flag.FlagSet) {
@@ -63,6 +64,8 @@ func (s *stackFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.dynamoEndpoint, "dynamodb-endpoint", "", "DynamoDB at this endpoint (an emulator), with --sqs-endpoint: the sagas sagactl run --dynamodb-endpoint kept there")
 	fs.StringVar(&s.sqsEndpoint, "sqs-endpoint", "", "SQS at this endpoint (an emulator), with --dynamodb-endpoint")
 	fs.StringVar(&s.queuePrefix, "queue-prefix", defaultQueuePrefix, "on the emulators, the queues' name prefix, as sagactl run's --queue-prefix")
+	fs.StringVar(&s.bucket, "bucket", os.Getenv("LAMBDASAGA_BUCKET"), "the bucket of the sagas' large values (stack output ValuesBucketName; default $LAMBDASAGA_BUCKET; on the emulators, "+defaultBucket+" as sagactl run): without it, a saga holding such values shows references and cannot be acted on")
+	fs.StringVar(&s.s3Endpoint, "s3-endpoint", "", "on the emulators, S3 at this endpoint: the values sagactl run --s3-endpoint kept there")
 }
 
 // given lists the flags among names that the command line set.
@@ -114,7 +117,7 @@ func (s *stackFlags) client(ctx context.Context, apiOptions ...func(*middleware.
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
 	awsCfg.APIOptions = append(awsCfg.APIOptions, apiOptions...)
-	return client.NewAWS(client.AWSConfig{AWS: awsCfg, Table: s.table, AdvanceQueueURL: s.advanceURL, CompensateQueueURL: s.compURL})
+	return client.NewAWS(client.AWSConfig{AWS: awsCfg, Table: s.table, AdvanceQueueURL: s.advanceURL, CompensateQueueURL: s.compURL, Bucket: s.bucket})
 }
 
 // emulatorClient is client on the emulators: the table (run's default
@@ -141,7 +144,17 @@ func (s *stackFlags) emulatorClient(ctx context.Context, apiOptions []func(*midd
 	if err != nil {
 		return nil, err
 	}
-	return client.New(client.Config{Store: store, Queue: queue})
+	var objects durable.Objects
+	if s.s3Endpoint != "" {
+		be := backendFlags{s3Endpoint: s.s3Endpoint, bucket: defaultBucket}
+		if len(s.given("bucket")) > 0 {
+			be.bucket = s.bucket
+		}
+		if objects, err = be.objects(ctx, apiOptions, false); err != nil {
+			return nil, err
+		}
+	}
+	return client.New(client.Config{Store: store, Queue: queue, Objects: objects})
 }
 
 func runStart(c *Config, args []string) int {

@@ -11,11 +11,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
+	"github.com/lambdasaga/lambdasaga/objects/s3objects"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
@@ -26,6 +28,10 @@ type Config struct {
 	Store durable.Store
 	// Queue carries the sagas' messages to the workers; required.
 	Queue durable.Queue
+	// Objects holds the sagas' values kept by reference (the functions'
+	// LAMBDASAGA_BUCKET); nil: a saga holding such values shows
+	// references and cannot be acted on.
+	Objects durable.Objects
 }
 
 // AWSConfig wires a Client to a deployed stack (see the template's outputs).
@@ -43,6 +49,9 @@ type AWSConfig struct {
 	CompensateQueueURL string
 	// DynamoDBEndpoint and SQSEndpoint, when set, point at emulators.
 	DynamoDBEndpoint, SQSEndpoint string
+	// Bucket is the stack's output ValuesBucketName (Config.Objects on
+	// S3); S3Endpoint, when set, points at an S3 emulator.
+	Bucket, S3Endpoint string
 }
 
 // Client starts, reads, signals, cancels and resumes sagas, and completes
@@ -58,7 +67,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.New("client: a Store and a Queue are required")
 	}
 	plans := engine.NewPlans(cfg.Store, saga.Options{})
-	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: cfg.Store, Queue: cfg.Queue, Plans: plans})
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: cfg.Store, Queue: cfg.Queue, Plans: plans, Objects: cfg.Objects})
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +97,18 @@ func NewAWS(cfg AWSConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return New(Config{Store: store, Queue: queue})
+	var objects durable.Objects
+	if cfg.Bucket != "" {
+		s3c := s3.NewFromConfig(cfg.AWS, func(o *s3.Options) {
+			if cfg.S3Endpoint != "" {
+				o.BaseEndpoint, o.UsePathStyle = aws.String(cfg.S3Endpoint), true
+			}
+		})
+		if objects, err = s3objects.New(s3objects.Config{Client: s3c, Bucket: cfg.Bucket}); err != nil {
+			return nil, err
+		}
+	}
+	return New(Config{Store: store, Queue: queue, Objects: objects})
 }
 
 // StartParams names the definition (source and file name, for messages),
