@@ -345,3 +345,35 @@ func TestLargeSignalPayloadsByReference(t *testing.T) {
 		t.Fatalf("objects %+v: want the two payloads", s)
 	}
 }
+
+// Two actions returning equal 1 MiB outputs (different values in
+// memory, one content) make one object, put once: a put is skipped when
+// the process knows the saga's key holds that content.
+func TestEqualValuesArePutOnce(t *testing.T) {
+	t.Parallel()
+	actions := engine.NewRegistry()
+	actions.MustRegister("docs.copy", func(ctx context.Context, call saga.Call) (any, error) {
+		return map[string]any{"text": strings.Repeat("c", 1<<20)}, nil // a new string each call
+	})
+	objects := memobjects.New()
+	rt, err := embedded.Start(embedded.Config{Actions: actions, Objects: objects})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const copies = `
+saga: copies
+steps:
+  - {id: a, action: docs.copy, out: a}
+  - {id: b, action: docs.copy, out: b}
+`
+	st, err := rt.Run(ctx, &engine.StartParams{Plan: sagatest.MustCompile(t, copies), SagaID: "c-1"})
+	if err != nil || st.Status != durable.StatusSucceeded {
+		t.Fatalf("%v %v", st, err)
+	}
+	if s := objects.Stats(); s.Objects != 1 || s.Puts != 1 {
+		t.Fatalf("objects %+v: want one object, put once", s)
+	}
+}

@@ -105,6 +105,9 @@ func (c *Coordinator) record(ctx context.Context, st *saga.State, buf []byte) (d
 		return rec, err
 	}
 	for _, o := range off.Objects {
+		if c.values.stored(o.Ref, st.SagaID) {
+			continue // the same content, put under this saga's key before
+		}
 		key := o.Ref.Key(st.SagaID)
 		if err := c.cfg.Objects.ObjectPut(ctx, &durable.ObjectPutParams{Key: key, Body: o.Body}); err != nil {
 			return durable.SagaRecord{}, fmt.Errorf("saga %s: put value %s: %w", st.SagaID, key, err)
@@ -185,6 +188,15 @@ func (vc *valueCache) get(r saga.Ref, sagaID string) (any, bool) {
 	}
 	e.addKey(sagaID) // its state refers to it: its object exists
 	return e.v, true
+}
+
+// stored reports whether r's object is known to exist under saga
+// sagaID's key.
+func (vc *valueCache) stored(r saga.Ref, sagaID string) bool {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	e, ok := vc.byHash[r.Hash]
+	return ok && slices.Contains(e.keys, sagaID)
 }
 
 // known returns the reference of v if it is cached and its object exists
