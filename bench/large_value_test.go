@@ -157,3 +157,54 @@ func commas(n int) string {
 	}
 	return s
 }
+
+// TestLargeValueCostChained runs documentSaga as a deployed function
+// would with chains on (the default): the start's message runs the 5
+// steps in one invocation, each from the state it holds, its cache warm.
+// It prints what a step costs then; make bench prints it under the table
+// of TestLargeValueCost.
+func TestLargeValueCostChained(t *testing.T) {
+	b := awstest.New(t)
+	plan, err := saga.Compile("document.yaml", []byte(documentSaga), saga.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := engine.NewRegistry()
+	reg.MustRegister("edit", func(ctx context.Context, c saga.Call) (any, error) {
+		doc := c.Input.(map[string]any)["doc"].(string)
+		return map[string]any{"text": c.Step + doc[len(c.Step):]}, nil
+	})
+	objects := memobjects.New()
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: b.Store, Queue: b.Queue, Actions: reg, Objects: objects})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const id = "large-doc-chained"
+	if _, err := coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: id, Input: map[string]any{"doc": strings.Repeat("d", 1<<20)}}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := b.Queue.Receive(ctx, &durable.ReceiveParams{Queue: durable.QueueAdvance, Max: 1, Wait: time.Second})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("%v %v", ds, err)
+	}
+	b.Counter.Reset()
+	before := objects.Stats()
+	if out, err := coord.Handle(ctx, ds[0].Body); err != nil || out != engine.HandledStep {
+		t.Fatalf("handle: %s %v", out, err)
+	}
+	c, after := snapshot(b, "chain"), objects.Stats()
+	st, err := coord.Get(ctx, id)
+	if err != nil || st.Status != durable.StatusSucceeded {
+		t.Fatalf("%v %v: the chain did not run the saga to its end", st, err)
+	}
+	puts, gets := after.Puts-before.Puts, after.Gets-before.Gets
+	if c.reads != 1 || c.writes != 5 || puts != 5 || gets != 0 {
+		t.Errorf("the chain: %d reads, %d writes, %d puts, %d gets; want 1, 5, 5 (a version each) and 0", c.reads, c.writes, puts, gets)
+	}
+	off := c.billedWRU*priceWRU + c.billedRRU*priceRRU + float64(puts)*priceS3Put + float64(gets)*priceS3Get
+	line := fmt.Sprintf("| chained: the 5 steps in one invocation, per step | | %.1f WRU, %.1f RRU | %.0f PUT, %.0f GET | $%.2f | | | |",
+		c.billedWRU/5, c.billedRRU/5, float64(puts)/5, float64(gets)/5, off/5*1e6)
+	t.Log(line)
+	report(t, line)
+}
