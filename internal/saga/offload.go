@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 )
@@ -164,8 +166,11 @@ func (d *decoder) ref() any {
 // DecodeValue decodes an object's body, a value RecordOffload kept apart.
 // The caller checks the body against its reference first (CheckBody).
 func DecodeValue(body []byte) (any, error) {
+	if len(body) > 0 && body[0] == valRef {
+		return nil, errors.New("decode value: a reference, not a value")
+	}
 	d := decoder{b: body}
-	v := d.val(1) // level 1: a reference cannot nest
+	v := d.val(0) // depth counts from the value, as the state's encoding counts it
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("%d stray bytes after a value", len(d.b))
 	}
@@ -235,13 +240,19 @@ func (st *State) Hydrate(get func(Ref) (any, error)) error {
 }
 
 // eachUnit calls fn on each reference in st where the encoding may put
-// one, storing what fn returns in its place.
+// one, storing what fn returns in its place, in a defined order (map keys
+// sorted): the objects are read in the same order every time.
 func (st *State) eachUnit(fn func(any) any) {
 	for _, m := range []map[string]any{st.Input, st.Vars, st.Scope} {
+		var keys []string
 		for k, v := range m {
 			if _, ok := v.(Ref); ok {
-				m[k] = fn(v)
+				keys = append(keys, k)
 			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			m[k] = fn(m[k])
 		}
 	}
 	for i := range st.Stack {

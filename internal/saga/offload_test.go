@@ -281,3 +281,29 @@ func TestAdvanceWithOffloadKeepsLargeValues(t *testing.T) {
 		})
 	}
 }
+
+// A value nested as deep as a state may hold (MaxDataDepth levels under
+// it) is kept as an object and read back: the body's decoding counts
+// depth from the value itself, as the state's does.
+func TestOffloadedValueAtTheDepthLimitDecodes(t *testing.T) {
+	t.Parallel()
+	var v any = strings.Repeat("x", 100<<10)
+	for range saga.MaxDataDepth {
+		v = []any{v}
+	}
+	if _, err := saga.CheckValue(v); err != nil {
+		t.Fatalf("the value is past the depth limit: %v", err)
+	}
+	st := &saga.State{SagaID: "o-1", Status: durable.StatusRunning, Vars: map[string]any{"deep": v}}
+	off := &saga.Offload{Bytes: offloadBytes}
+	if _, err := st.RecordOffload(nil, off); err != nil || len(off.Objects) != 1 {
+		t.Fatalf("%v, %d objects", err, len(off.Objects))
+	}
+	got, err := saga.DecodeValue(off.Objects[0].Body)
+	if err != nil {
+		t.Fatalf("DecodeValue of a value at the depth limit: %v", err)
+	}
+	if !reflect.DeepEqual(got, v) {
+		t.Fatal("decoded value differs")
+	}
+}
