@@ -74,7 +74,9 @@ type CoordinatorConfig struct {
 	// DefaultOffloadBytes.
 	OffloadBytes int
 	// ValueCacheBytes bounds the values kept in memory by hash with
-	// Objects; default DefaultValueCacheBytes.
+	// Objects; default DefaultValueCacheBytes; negative: none, every read
+	// of a value goes to Objects (the simulation, whose faults must not
+	// depend on which goroutine filled a cache first).
 	ValueCacheBytes int64
 }
 
@@ -147,8 +149,8 @@ func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	if cfg.ChainTime == 0 {
 		cfg.ChainTime = DefaultChainTime
 	}
-	if cfg.OffloadBytes < 0 || cfg.ValueCacheBytes < 0 {
-		return nil, fmt.Errorf("coordinator: OffloadBytes %d and ValueCacheBytes %d must be 0 (the defaults) or more", cfg.OffloadBytes, cfg.ValueCacheBytes)
+	if cfg.OffloadBytes < 0 {
+		return nil, fmt.Errorf("coordinator: OffloadBytes %d must be 0 (the default) or more", cfg.OffloadBytes)
 	}
 	if cfg.OffloadBytes == 0 {
 		cfg.OffloadBytes = DefaultOffloadBytes

@@ -42,6 +42,12 @@ const DefaultValueCacheBytes = 256 << 20
 // them from.
 var ErrNoObjects = errors.New("the saga holds values kept as objects, and this coordinator has no object store (configure the same one that wrote them)")
 
+// ErrValueMissing: a value a saga's state refers to is not in the object
+// store (expired, or deleted). Deliberately not durable.ErrNotFound,
+// which callers take for a saga that does not exist: a join would count
+// a child whose value is missing as never launched, and not undo it.
+var ErrValueMissing = errors.New("a value the saga refers to is missing from the object store")
+
 // offloadBytes is the threshold the core measures states with: 0 without
 // an object store.
 func (c *Coordinator) offloadBytes() int {
@@ -73,6 +79,9 @@ func (c *Coordinator) value(ctx context.Context, id string, r saga.Ref) (any, er
 	}
 	key := r.Key(id)
 	body, err := c.cfg.Objects.ObjectGet(ctx, &durable.ObjectGetParams{Key: key})
+	if errors.Is(err, durable.ErrNotFound) {
+		return nil, fmt.Errorf("saga %s: value %s: %w", id, key, ErrValueMissing)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("saga %s: value %s: %w", id, key, err)
 	}
@@ -216,6 +225,9 @@ func (vc *valueCache) known(v any, sagaID string) (saga.Ref, bool) {
 }
 
 func (vc *valueCache) add(r saga.Ref, v any, sagaID string) {
+	if vc.max < 0 {
+		return // no cache
+	}
 	vc.mu.Lock()
 	defer vc.mu.Unlock()
 	if vc.byHash == nil {
