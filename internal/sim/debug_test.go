@@ -9,7 +9,9 @@ import (
 	"testing"
 )
 
-// TestDebugSaga prints a saga's history: SIM_DEBUG=seed:sagas:id.
+// TestDebugSaga prints a saga's history: SIM_DEBUG=seed:sagas:id;
+// SIM_OBJECTS=1 runs with an object store (Config.Objects), SIM_EDGE=R
+// with that EdgeRate.
 func TestDebugSaga(t *testing.T) {
 	spec := os.Getenv("SIM_DEBUG")
 	if spec == "" {
@@ -52,7 +54,9 @@ func TestDebugSaga(t *testing.T) {
 			}
 		}
 	}
-	rep, err := Run(Config{Seed: seed, Sagas: n, Poison: 3})
+	var edge float64
+	fmt.Sscanf(os.Getenv("SIM_EDGE"), "%g", &edge)
+	rep, err := Run(Config{Seed: seed, Sagas: n, Poison: 3, Objects: os.Getenv("SIM_OBJECTS") != "", EdgeRate: edge})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/memobjects"
 	"github.com/lambdasaga/lambdasaga/internal/memstore"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
@@ -74,6 +75,11 @@ type Config struct {
 	// child, so lanes go on after a failure) or "ended-before-end" (a
 	// child is counted as ended as soon as it starts).
 	Sabotage string
+	// Objects keeps values over 64 KiB by reference in an object store
+	// (objects.go) whose puts fail and whose gets are throttled or miss
+	// at FaultRate while faults are on; the coordinator caches no value,
+	// so that every read meets the store.
+	Objects bool
 }
 
 // errCrash is a worker dying at a boundary: nothing after it happens.
@@ -372,9 +378,17 @@ func Run(cfg Config) (*Report, error) {
 	case "clock-behind":
 		clock = shiftedClock{w.clock, -time.Hour}
 	}
+	var objects durable.Objects
+	if cfg.Objects {
+		objects = &faultyObjects{Objects: memobjects.New(), w: w}
+	}
 	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{
 		Store: w.store, Queue: w.queue, Actions: recorder{w: w, inner: services}, Clock: clock, Rand: w.rng.Float64,
-		OnStep: w.heard,
+		OnStep: w.heard, Objects: objects,
+		// No cache: every read goes to the object store, as on Lambda
+		// instances that did not put the value, and a fault does not
+		// depend on which goroutine filled a cache first.
+		ValueCacheBytes: -1,
 	})
 	if err != nil {
 		return nil, err

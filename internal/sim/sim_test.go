@@ -164,3 +164,31 @@ func TestSimulationCatchesForkSabotage(t *testing.T) {
 		})
 	}
 }
+
+// With values kept by reference, in an object store whose puts fail and
+// whose gets are throttled or miss now and then, no invariant breaks and
+// a seed replays exactly: outputs past the state's limit (EdgeRate) are
+// kept as objects. Seed 3 fails when a missing value is taken for a
+// missing child (the defect engine.ErrValueMissing mends).
+func TestSimulationWithObjectFaults(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a seed of 1,000 sagas on one goroutine: the normal build runs it")
+	}
+	rep, err := sim.Run(sim.Config{Seed: 3, Sagas: 1000, Objects: true, EdgeRate: 0.2, Poison: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("broke an invariant:\n%s", rep)
+	}
+	for _, f := range []string{"object_put_failed", "object_get_throttled", "object_get_missing"} {
+		if rep.Faults[f] == 0 {
+			t.Errorf("no %s fault injected:\n%s", f, rep)
+		}
+	}
+	a, _ := sim.Run(sim.Config{Seed: 2, Sagas: 300, Objects: true, EdgeRate: 0.2})
+	b, _ := sim.Run(sim.Config{Seed: 2, Sagas: 300, Objects: true, EdgeRate: 0.2})
+	if a.String() != b.String() {
+		t.Fatalf("seed 2 with objects ran differently:\n%s\n%s", a, b)
+	}
+}
