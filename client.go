@@ -29,7 +29,7 @@ type ClientConfig struct {
 	// DynamoDBEndpoint and SQSEndpoint, when set, point at emulators.
 	DynamoDBEndpoint, SQSEndpoint string
 	// Bucket is the stack's output ValuesBucketName: where the functions
-	// keep values over 64 KiB. With it the client reads a saga's large
+	// keep values over 8 KiB. With it the client reads a saga's large
 	// values and starts sagas with inputs up to 32 MiB; without it, a saga
 	// holding such values shows references and cannot be acted on.
 	Bucket string

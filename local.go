@@ -47,7 +47,7 @@ type LocalOptions struct {
 	// limit (300 KiB).
 	Objects durable.Objects
 	// OffloadBytes is the size over which Objects keeps a value; default
-	// 64 KiB.
+	// 8 KiB.
 	OffloadBytes int
 }
 

@@ -52,7 +52,7 @@ func (b *backendFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&b.sqsEndpoint, "sqs-endpoint", "", "send messages through SQS at this endpoint (an emulator, e.g. fauxqs) instead of memory")
 	fs.StringVar(&b.table, "table", defaultTable, "DynamoDB table, created if missing")
 	fs.StringVar(&b.queuePrefix, "queue-prefix", defaultQueuePrefix, "SQS queue name prefix; queues are created if missing")
-	fs.StringVar(&b.s3Endpoint, "s3-endpoint", "", "keep values over 64 KiB as objects in S3 at this endpoint (an emulator) instead of memory; without it, they are kept in memory, or inline on --dynamodb-endpoint")
+	fs.StringVar(&b.s3Endpoint, "s3-endpoint", "", "keep values over 8 KiB as objects in S3 at this endpoint (an emulator) instead of memory; without it, they are kept in memory, or inline on --dynamodb-endpoint")
 	fs.StringVar(&b.bucket, "bucket", defaultBucket, "S3 bucket for --s3-endpoint, created if missing")
 }
 

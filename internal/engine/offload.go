@@ -28,10 +28,12 @@ import (
 // without encoding, hashing or putting it again.
 
 // DefaultOffloadBytes is the size over which a value is kept as an
-// object when CoordinatorConfig.Objects is set: where one S3 PUT and GET
-// cost less than the write units the value would add to every write of
-// the saga's item (docs/COST.md, "Large values").
-const DefaultOffloadBytes = 64 << 10
+// object when CoordinatorConfig.Objects is set: the break-even at list
+// prices, under which one S3 PUT and a cold GET cost more than the write
+// and read units the value adds to a single write and read of the saga's
+// item (8.4 KB; a value kept across more versions breaks even lower).
+// docs/COST.md, "Large values", gives the rule and the latency it trades.
+const DefaultOffloadBytes = 8 << 10
 
 // DefaultValueCacheBytes bounds the values a coordinator keeps in memory
 // by hash (CoordinatorConfig.ValueCacheBytes).

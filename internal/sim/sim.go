@@ -75,7 +75,7 @@ type Config struct {
 	// child, so lanes go on after a failure) or "ended-before-end" (a
 	// child is counted as ended as soon as it starts).
 	Sabotage string
-	// Objects keeps values over 64 KiB by reference in an object store
+	// Objects keeps values over the threshold (8 KiB) by reference in an object store
 	// (objects.go) whose puts fail and whose gets are throttled or miss
 	// at FaultRate while faults are on; the coordinator caches no value,
 	// so that every read meets the store.
