@@ -22,6 +22,10 @@ func runCost(c *Config, args []string) int {
 	batch := fs.Float64("batch-size", 1, "messages per invocation on average (1 under light traffic)")
 	input := fs.String("input", "", "the input whose path is costed: JSON or @FILE (default: zero values)")
 	signalsFirst := fs.Bool("signals-first", false, "cost the path where each await's signal comes before the saga reaches it (kept, then taken without waiting); default: the await waits and the signal wakes it")
+	largeValues := fs.Int("large-values", 0, "values of --large-value-bytes each that pass through the saga (an input document, an action's output): kept as S3 objects over --offload-bytes, inline at or under it")
+	largeValueBytes := fs.Int("large-value-bytes", 0, "the size of each of --large-values, in bytes (at most 32 MiB)")
+	offloadBytes := fs.Int("offload-bytes", engine.DefaultOffloadBytes, "the threshold over which a value is kept as an object (the functions' LAMBDASAGA_OFFLOAD_BYTES)")
+	objectDays := fs.Int("object-days", 400, "days an object is stored (the template's ObjectExpirationDays)")
 	startQueue := fs.Bool("start-queue", false, "price a saga started, signalled and called back through the start queue (docs/START_QUEUE.md): a message, its share of an invocation and --duration of compute per request")
 	noChain := fs.Bool("no-chain", false, "price every action step as a message of its own, as without chains (the figures without chains are shown beside those with them anyway)")
 	chainSteps := fs.Int("chain-steps", engine.DefaultChainSteps, "steps a chain runs after its message's own (the coordinator's ChainSteps)")
@@ -56,6 +60,10 @@ func runCost(c *Config, args []string) int {
 			*stateBytes > 0 && *stateBytes <= durable.MaxRecordStateBytes},
 		{"batch-size", "a finite number from 1 to 10000 (messages per invocation; an SQS event source's batch is at most 10,000)", positive(*batch) && *batch >= 1 && *batch <= 10000},
 		{"chain-steps", "a number of steps from 1 (--no-chain prices none)", *chainSteps >= 1},
+		{"large-values", "a number of values, 0 or more (with --large-value-bytes)", *largeValues >= 0 && (*largeValues == 0) == (*largeValueBytes == 0)},
+		{"large-value-bytes", fmt.Sprintf("a number of bytes from 1 to %d (with --large-values)", durable.MaxObjectBytes), *largeValueBytes >= 0 && *largeValueBytes <= durable.MaxObjectBytes},
+		{"offload-bytes", "a number of bytes above zero", *offloadBytes > 0},
+		{"object-days", "a number of days above zero", *objectDays > 0},
 		{"chain-time", "a duration above zero", *chainTime > 0},
 		{"function-timeout", "a duration above zero, at most 15m (Lambda's longest invocation)", *functionTimeout > 0 && *functionTimeout <= 15*time.Minute},
 	} {
@@ -81,7 +89,8 @@ func runCost(c *Config, args []string) int {
 		return ExitUsage
 	}
 	p := cost.Params{MemoryMB: *memory, Duration: *duration, StateBytes: *stateBytes, BatchSize: *batch, Input: in, SignalsFirst: *signalsFirst, Signals: payloads,
-		ChainSteps: *chainSteps, ChainTime: *chainTime, FunctionTimeout: *functionTimeout, StartQueue: *startQueue}
+		ChainSteps: *chainSteps, ChainTime: *chainTime, FunctionTimeout: *functionTimeout, StartQueue: *startQueue,
+		LargeValues: *largeValues, LargeValueBytes: *largeValueBytes, OffloadBytes: *offloadBytes, ObjectDays: *objectDays}
 	if *noChain {
 		p.ChainSteps = -1
 	}

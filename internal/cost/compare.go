@@ -74,9 +74,23 @@ func (s *Saga) compare() []Comparison {
 	out := []Comparison{std, exp, durable}
 	for i := range out {
 		out[i].TotalUSD = out[i].OrchestrationUSD + out[i].LambdaUSD
+		if p.LargeValueBytes > MaxPeerPayloadBytes {
+			// Neither carries the value: the user would keep it in S3 and
+			// pass its key, at a cost not counted here.
+			out[i].Fits = false
+			out[i].Counts += fmt.Sprintf("; a value of %d bytes is over its %d-byte payload limit", p.LargeValueBytes, MaxPeerPayloadBytes)
+		}
 	}
 	return out
 }
+
+// MaxPeerPayloadBytes is the largest payload the services compared take:
+// Step Functions, 256 KiB of input or output per state and execution
+// (Step Functions Developer Guide, "Step Functions service quotas");
+// Lambda durable functions, 256 KB per checkpoint and input
+// (aws/durable-execution-sdk-rust, docs/LIMITS.md). A saga whose values
+// are larger does not run there as it is.
+const MaxPeerPayloadBytes = 256 << 10
 
 // ExpressDuration is how long the saga would run as an Express workflow,
 // as billed: its calls' durations, its retries' backoff and its waits,

@@ -67,6 +67,12 @@ type Prices struct {
 	// The same page: $25 per million Actions from 100 to 200 million a
 	// month, the lowest Pay-As-You-Go price it lists.
 	TemporalCloudPerMillionActionsAtVolume float64
+	// https://aws.amazon.com/s3/pricing/, S3 Standard, us-east-1: $0.005
+	// per 1,000 PUT requests, $0.0004 per 1,000 GET requests, $0.023 per
+	// GB-month for the first 50 TB. That page renders its request prices
+	// by script; docs/COST.md ("Prices") names the two readings of it the
+	// figures agree with.
+	S3PerThousandPuts, S3PerThousandGets, S3PerGBMonth float64
 }
 
 // ListPrices is the table, checked in November 2026.
@@ -83,6 +89,10 @@ var ListPrices = Prices{
 
 	TemporalCloudPerMillionActions:         50.0,
 	TemporalCloudPerMillionActionsAtVolume: 25.0,
+
+	S3PerThousandPuts: 0.005,
+	S3PerThousandGets: 0.0004,
+	S3PerGBMonth:      0.023,
 }
 
 // ExpressMemoryMB is the memory an Express workflow of a saga is billed
@@ -144,6 +154,16 @@ type Params struct {
 	// invocation, and Duration of compute); the writes and reads the
 	// request makes are those a client's start or delivery makes.
 	StartQueue bool
+	// LargeValues values of LargeValueBytes each (an input document, an
+	// action's output) pass through the saga: made once, held in the state
+	// to its end. Over OffloadBytes (0: engine.DefaultOffloadBytes) each is
+	// an S3 object: a PUT when made, a GET at each step handled from its
+	// message (a cold read, the worst case: a warm instance or a chain
+	// reads none), ObjectDays of storage (0: 400, the template's
+	// ObjectExpirationDays), and a reference of about 40 bytes in the
+	// item. At or under it, each adds its bytes to the item, and so to
+	// every write and read of it.
+	LargeValues, LargeValueBytes, OffloadBytes, ObjectDays int
 }
 
 // check refuses figures no deployment has: negative or not finite.
@@ -160,6 +180,10 @@ func (p Params) check() error {
 		{"SagaIDBytes", float64(p.SagaIDBytes)},
 		{"ChainTime", float64(p.ChainTime)},
 		{"FunctionTimeout", float64(p.FunctionTimeout)},
+		{"LargeValues", float64(p.LargeValues)},
+		{"LargeValueBytes", float64(p.LargeValueBytes)},
+		{"OffloadBytes", float64(p.OffloadBytes)},
+		{"ObjectDays", float64(p.ObjectDays)},
 	} {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
 			return fmt.Errorf("cost.Params.%s: must be a finite number, zero (the default) or more", f.name)
@@ -195,6 +219,12 @@ func (p Params) withDefaults() Params {
 	}
 	if p.FunctionTimeout == 0 {
 		p.FunctionTimeout = 30 * time.Second
+	}
+	if p.OffloadBytes == 0 {
+		p.OffloadBytes = engine.DefaultOffloadBytes
+	}
+	if p.ObjectDays == 0 {
+		p.ObjectDays = 400
 	}
 	return p
 }
@@ -329,6 +359,9 @@ type Priced struct {
 	DynamoReads   int     // consistent GetItems: one per message handled and per delivery, and the forks' and ticks' reads
 	SQSRequests   float64 // billed requests: a send per message, a receive and a delete per batch
 	LambdaInvokes float64 // Messages over BatchSize
+	// ObjectPuts and ObjectGets are the S3 requests of the large values
+	// kept as objects (Params.LargeValues).
+	ObjectPuts, ObjectGets int
 	// CostBreakdownUSD is USD per saga by part: "lambda requests", "lambda
 	// compute", "sqs", "dynamodb writes", "dynamodb reads".
 	CostBreakdownUSD map[string]float64
@@ -391,7 +424,23 @@ type childRun struct {
 
 // Parts are the keys of Saga.CostBreakdownUSD, in report order.
 func Parts() []string {
-	return []string{"lambda requests", "lambda compute", "sqs", "dynamodb writes", "dynamodb reads"}
+	return []string{"lambda requests", "lambda compute", "sqs", "dynamodb writes", "dynamodb reads", "s3 requests", "s3 storage"}
+}
+
+// refBytes is what a reference to an object adds to the state: its
+// encoding (a type byte, the size, the SHA-256) and the value's framing.
+const refBytes = 40
+
+// Offloaded reports whether the walk's large values are kept as objects.
+func (p Params) Offloaded() bool { return p.LargeValues > 0 && p.LargeValueBytes > p.OffloadBytes }
+
+// valueBytes is what the large values add to the state: their bytes
+// inline, or a reference each.
+func (p Params) valueBytes() int {
+	if p.Offloaded() {
+		return p.LargeValues * refBytes
+	}
+	return p.LargeValues * p.LargeValueBytes
 }
 
 // dryRunStart is the walk's fixed time; retries are not waited for.
@@ -414,6 +463,10 @@ func Walk(plan *saga.Plan, p Params, fail func(saga.Call) bool) (*Saga, error) {
 		return nil, err
 	}
 	p = p.withDefaults()
+	if inline := p.StateBytes + p.valueBytes(); !p.Offloaded() && p.LargeValues > 0 && inline > saga.MaxStateBytes {
+		return nil, fmt.Errorf("%d values of %d bytes inline make a %d-byte state, over the limit of %d: no saga holds them inline (with an object store, they go by reference over OffloadBytes)",
+			p.LargeValues, p.LargeValueBytes, inline, saga.MaxStateBytes)
+	}
 	in, err := plan.CheckInput(p.Input)
 	if err != nil {
 		return nil, err
@@ -820,9 +873,9 @@ func (s *Saga) count(name string) {
 	prev := ""
 	for i, status := range s.Statuses {
 		final := i == len(s.Statuses)-1
-		item := p.StateBytes + itemBytes(p, name, status, final)
+		item := p.StateBytes + p.valueBytes() + itemBytes(p, name, status, final)
 		s.ItemBytes = max(s.ItemBytes, item)
-		s.ItemOverheadBytes = max(s.ItemOverheadBytes, item-p.StateBytes)
+		s.ItemOverheadBytes = max(s.ItemOverheadBytes, item-p.StateBytes-p.valueBytes())
 		s.TableWRU += math.Ceil(float64(item) / 1024)
 		entry := indexEntryBytes(p, name, status)
 		s.IndexEntryBytes = max(s.IndexEntryBytes, entry)
@@ -841,7 +894,7 @@ func (s *Saga) count(name string) {
 	// in the fork record (under 1 KB: 1 unit).
 	prevChild := ""
 	for _, cw := range s.childWrites {
-		item := p.StateBytes + itemBytes(p, name, cw.status, false)
+		item := p.StateBytes + p.valueBytes() + itemBytes(p, name, cw.status, false)
 		s.TableWRU += math.Ceil(float64(item) / 1024)
 		if cw.listed {
 			perIndexWrite := math.Ceil(float64(indexEntryBytes(p, name, cw.status)) / 1024)
@@ -903,6 +956,15 @@ func (s *Saga) price(chained int) Priced {
 	c.CostBreakdownUSD["sqs"] = c.SQSRequests * pr.SQSPerMillionRequests / 1e6
 	c.CostBreakdownUSD["dynamodb writes"] = (s.TableWRU + s.IndexWRU) * pr.DynamoPerMillionWRU / 1e6
 	c.CostBreakdownUSD["dynamodb reads"] = float64(c.DynamoReads) * s.RRUPerRead * pr.DynamoPerMillionRRU / 1e6
+	if p.Offloaded() {
+		// A PUT per value made; a GET per value at each step handled
+		// from its message (a chained step holds the values).
+		c.ObjectPuts = p.LargeValues
+		c.ObjectGets = p.LargeValues * steps
+		c.CostBreakdownUSD["s3 requests"] = float64(c.ObjectPuts)*pr.S3PerThousandPuts/1e3 + float64(c.ObjectGets)*pr.S3PerThousandGets/1e3
+		gb := float64(p.LargeValues*p.LargeValueBytes) / (1 << 30)
+		c.CostBreakdownUSD["s3 storage"] = gb * pr.S3PerGBMonth * float64(p.ObjectDays) * 12 / 365
+	}
 	for _, k := range Parts() { // one order, so one total to the last bit
 		c.CostLambdaSaga += c.CostBreakdownUSD[k]
 	}

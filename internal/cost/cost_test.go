@@ -448,3 +448,64 @@ func TestStartQueuePricesEachRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeValuesPricedAsObjectsOrInline: a value over the threshold is a
+// PUT, a GET per step handled from its message and its storage, and a
+// reference in the item; at or under it, its bytes in every write and
+// read of the item.
+func TestLargeValuesPricedAsObjectsOrInline(t *testing.T) {
+	plan, err := saga.Compile("order.yaml", order.Definition, saga.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	walk := func(p cost.Params) *cost.Saga {
+		t.Helper()
+		p.Input, p.ChainSteps = orderInput, -1 // each step a message of its own
+		s, err := cost.Walk(plan, p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	plain := walk(cost.Params{})
+	const mib = 1 << 20
+	byRef := walk(cost.Params{LargeValues: 1, LargeValueBytes: mib})
+	if !byRef.Params.Offloaded() || byRef.Priced.ObjectPuts != 1 || byRef.Priced.ObjectGets != byRef.ActionSteps {
+		t.Fatalf("by reference: offloaded %v, %d PUTs, %d GETs for %d steps", byRef.Params.Offloaded(), byRef.Priced.ObjectPuts, byRef.Priced.ObjectGets, byRef.ActionSteps)
+	}
+	for _, cmp := range byRef.Comparisons {
+		if cmp.Fits || !strings.Contains(cmp.Counts, "payload limit") {
+			t.Errorf("%s fits a 1 MiB value: %s", cmp.Name, cmp.Counts)
+		}
+	}
+	// A 40-byte reference: the item stays in its write unit.
+	if byRef.TableWRU != plain.TableWRU {
+		t.Errorf("by reference: %g table WRU, without the value %g", byRef.TableWRU, plain.TableWRU)
+	}
+	pr := cost.ListPrices
+	wantS3 := pr.S3PerThousandPuts/1e3 + float64(byRef.ActionSteps)*pr.S3PerThousandGets/1e3
+	if got := byRef.CostBreakdownUSD["s3 requests"]; math.Abs(got-wantS3) > 1e-15 {
+		t.Errorf("s3 requests: $%g, want $%g", got, wantS3)
+	}
+	wantStorage := 1.0 / 1024 * pr.S3PerGBMonth * 400 * 12 / 365
+	if got := byRef.CostBreakdownUSD["s3 storage"]; math.Abs(got-wantStorage) > 1e-15 {
+		t.Errorf("s3 storage: $%g, want $%g", got, wantStorage)
+	}
+	// 20 KB at a 64 KiB threshold: inline, 20 write units more per write.
+	inline := walk(cost.Params{LargeValues: 1, LargeValueBytes: 20 << 10, OffloadBytes: 64 << 10})
+	if inline.Params.Offloaded() || inline.Priced.ObjectPuts != 0 || inline.CostBreakdownUSD["s3 requests"] != 0 {
+		t.Fatalf("inline: offloaded %v, %d PUTs", inline.Params.Offloaded(), inline.Priced.ObjectPuts)
+	}
+	if got, want := inline.TableWRU-plain.TableWRU, float64(20*inline.Transitions); got != want {
+		t.Errorf("inline: %g table WRU more, want %g (20 per write)", got, want)
+	}
+	// The same 20 KB at the default threshold goes by reference, and costs less.
+	dflt := walk(cost.Params{LargeValues: 1, LargeValueBytes: 20 << 10})
+	if !dflt.Params.Offloaded() || dflt.CostLambdaSaga >= inline.CostLambdaSaga {
+		t.Errorf("20 KB at the default threshold: offloaded %v, $%g against $%g inline", dflt.Params.Offloaded(), dflt.CostLambdaSaga, inline.CostLambdaSaga)
+	}
+	// Inline past the state's limit: refused, saying why.
+	if _, err := cost.Walk(plan, cost.Params{Input: orderInput, LargeValues: 1, LargeValueBytes: mib, OffloadBytes: 2 * mib}, nil); err == nil || !strings.Contains(err.Error(), "over the limit") {
+		t.Errorf("1 MiB inline: %v", err)
+	}
+}

@@ -70,6 +70,14 @@ type Assumptions struct {
 	// StartQueue: started, signalled and called back through the start
 	// queue (cost.Params.StartQueue).
 	StartQueue bool `json:"start_queue"`
+	// LargeValues of LargeValueBytes pass through the saga, kept as
+	// objects when over OffloadBytes (Offloaded) for ObjectDays
+	// (cost.Params).
+	LargeValues     int  `json:"large_values"`
+	LargeValueBytes int  `json:"large_value_bytes"`
+	OffloadBytes    int  `json:"offload_bytes"`
+	Offloaded       bool `json:"offloaded"`
+	ObjectDays      int  `json:"object_days"`
 }
 
 // Counts are one saga's requests and capacity units.
@@ -105,6 +113,8 @@ type Requests struct {
 	SQS               float64 `json:"sqs"`            // sends, receives and deletes, per 64 KB chunk
 	DynamoDBReads     int     `json:"dynamodb_reads"` // consistent GetItems
 	DynamoDBWrites    int     `json:"dynamodb_writes"`
+	S3Puts            int     `json:"s3_puts"` // the large values kept as objects
+	S3Gets            int     `json:"s3_gets"` // their cold reads, one per value per step handled from its message
 }
 
 // Dollars are lambdasaga's costs by part.
@@ -114,6 +124,8 @@ type Dollars struct {
 	SQS            float64 `json:"sqs"`             // SQS requests
 	DynamoDBWrites float64 `json:"dynamodb_writes"` // table and index
 	DynamoDBReads  float64 `json:"dynamodb_reads"`  // read units
+	S3Requests     float64 `json:"s3_requests"`     // the objects' PUTs and GETs
+	S3Storage      float64 `json:"s3_storage"`      // the objects kept ObjectDays
 	Total          float64 `json:"total"`           // the parts above
 }
 
@@ -152,7 +164,8 @@ func (s *Saga) Estimate(name string, sagasPerMonth float64) Estimate {
 		Assumptions: Assumptions{MemoryMB: p.MemoryMB, DurationMS: ms(p.Duration),
 			StateBytes: p.StateBytes, ItemBytes: s.ItemBytes, ItemOverheadBytes: s.ItemOverheadBytes,
 			IndexEntryBytes: s.IndexEntryBytes, MessageBytes: p.MessageBytes, BatchSize: p.BatchSize, SagaIDBytes: p.SagaIDBytes,
-			ChainSteps: chainSteps, ChainTimeMS: ms(p.ChainTime), FunctionTimeoutMS: ms(p.FunctionTimeout), StartQueue: p.StartQueue},
+			ChainSteps: chainSteps, ChainTimeMS: ms(p.ChainTime), FunctionTimeoutMS: ms(p.FunctionTimeout), StartQueue: p.StartQueue,
+			LargeValues: p.LargeValues, LargeValueBytes: p.LargeValueBytes, OffloadBytes: p.OffloadBytes, Offloaded: p.Offloaded(), ObjectDays: p.ObjectDays},
 		Steps: s.Steps,
 	}
 	if e.Path == nil {
@@ -192,15 +205,15 @@ func (s *Saga) Estimate(name string, sagasPerMonth float64) Estimate {
 // requests are c's requests by service; the writes are the same with
 // chains and without.
 func (s *Saga) requests(c Priced) Requests {
-	return Requests{LambdaInvocations: c.LambdaInvokes, SQS: c.SQSRequests, DynamoDBReads: c.DynamoReads, DynamoDBWrites: s.DynamoWrites}
+	return Requests{LambdaInvocations: c.LambdaInvokes, SQS: c.SQSRequests, DynamoDBReads: c.DynamoReads, DynamoDBWrites: s.DynamoWrites, S3Puts: c.ObjectPuts, S3Gets: c.ObjectGets}
 }
 
 // dollars are c's dollars per saga, and for sagasPerMonth sagas.
 func dollars(c Priced, sagasPerMonth float64) (perSaga, perMonth Dollars) {
 	b := c.CostBreakdownUSD
-	m := Dollars{b["lambda requests"], b["lambda compute"], b["sqs"], b["dynamodb writes"], b["dynamodb reads"], c.CostLambdaSaga}
+	m := Dollars{b["lambda requests"], b["lambda compute"], b["sqs"], b["dynamodb writes"], b["dynamodb reads"], b["s3 requests"], b["s3 storage"], c.CostLambdaSaga}
 	return m, Dollars{m.LambdaRequests * sagasPerMonth, m.LambdaCompute * sagasPerMonth, m.SQS * sagasPerMonth,
-		m.DynamoDBWrites * sagasPerMonth, m.DynamoDBReads * sagasPerMonth, m.Total * sagasPerMonth}
+		m.DynamoDBWrites * sagasPerMonth, m.DynamoDBReads * sagasPerMonth, m.S3Requests * sagasPerMonth, m.S3Storage * sagasPerMonth, m.Total * sagasPerMonth}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -222,6 +235,15 @@ func (s *Saga) Report(w io.Writer, name string, sagasPerMonth float64) {
 			s.Timers, s.Signals, s.SignalsKept, s.Callbacks, s.Timers+s.Parked, s.StaleTimers)
 	}
 	s.reportChains(w)
+	if p.LargeValues > 0 {
+		if p.Offloaded() {
+			fmt.Fprintf(w, "large values: %d of %d bytes, over the %d-byte threshold: kept as S3 objects (%d PUT(s), %d GET(s) at most, %d days stored), a %d-byte reference each in the item\n",
+				p.LargeValues, p.LargeValueBytes, p.OffloadBytes, s.ObjectPuts, s.ObjectGets, p.ObjectDays, refBytes)
+		} else {
+			fmt.Fprintf(w, "large values: %d of %d bytes, at or under the %d-byte threshold: inline, in every write and read of the item\n",
+				p.LargeValues, p.LargeValueBytes, p.OffloadBytes)
+		}
+	}
 	if p.StartQueue {
 		fmt.Fprintf(w, "start queue: %d request(s) (the start, %d signal(s), %d completion(s)), each a message of its own, handled by the advance function\n",
 			s.QueueRequests, s.Signals, s.Callbacks)
@@ -253,6 +275,9 @@ func (s *Saga) Report(w io.Writer, name string, sagasPerMonth float64) {
 	fmt.Fprintln(w)
 	row("", "per saga", fmt.Sprintf("per %s sagas", human(sagasPerMonth)), "per 1M action steps", "vs lambdasaga")
 	for _, k := range Parts() {
+		if strings.HasPrefix(k, "s3 ") && !p.Offloaded() {
+			continue // no object: no row
+		}
 		row(k, usd(s.CostBreakdownUSD[k]), usd(s.CostBreakdownUSD[k]*sagasPerMonth), perSteps(s.CostBreakdownUSD[k]), "")
 	}
 	row("lambdasaga total", usd(s.CostLambdaSaga), usd(s.CostLambdaSaga*sagasPerMonth), perSteps(s.CostLambdaSaga), "")
