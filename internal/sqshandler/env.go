@@ -88,7 +88,7 @@ func startFromEnvironment(ctx context.Context, coord *engine.Coordinator, log *s
 
 // objectsFromEnvironment is the object store EnvBucket names, and the
 // threshold; nil and 0 without a bucket.
-func objectsFromEnvironment(awsCfg aws.Config) (durable.Objects, int, error) {
+func objectsFromEnvironment(awsCfg aws.Config) (*s3objects.Objects, int, error) {
 	bucket := os.Getenv(EnvBucket)
 	if bucket == "" {
 		return nil, 0, nil
@@ -224,6 +224,10 @@ func coordinatorFromEnvironment(ctx context.Context, reg *engine.Registry, metri
 	var actions engine.Invoker // none for the sweep, which runs no action
 	if reg != nil {
 		invoker := &lambdaaction.Invoker{Client: awslambda.NewFromConfig(awsCfg)}
+		if objects != nil {
+			// An input over Lambda's payload limit goes by reference.
+			invoker.LargeInputs = objects
+		}
 		reg.SetFallback(func(ctx context.Context, call saga.Call) (any, error) {
 			if strings.HasPrefix(call.Action, lambdaaction.Prefix) {
 				return invoker.Invoke(ctx, call)
@@ -239,7 +243,10 @@ func coordinatorFromEnvironment(ctx context.Context, reg *engine.Registry, metri
 	}
 	log := slog.New(lh)
 	cfg := engine.CoordinatorConfig{Store: store, Queue: queue, Actions: actions, Logger: log, ChainSteps: chainSteps, ChainTime: chainTime,
-		Objects: objects, OffloadBytes: offloadBytes}
+		OffloadBytes: offloadBytes}
+	if objects != nil {
+		cfg.Objects = objects // never a nil *s3objects.Objects in the interface
+	}
 	if traces != nil {
 		cfg.Tracer = otelsaga.New(traces)
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -104,4 +105,18 @@ func interpretError(err error) error {
 		}
 	}
 	return err
+}
+
+// PresignGet returns a URL that reads the object under key with a plain
+// HTTP GET, without credentials, until ttl has passed (or the credentials
+// that signed it expire, whichever comes first: a role's session, as a
+// Lambda function's, lasts hours). A `lambda:` action receives its input
+// so when the input is over Lambda's invoke payload limit.
+func (o *Objects) PresignGet(ctx context.Context, key string, ttl time.Duration) (string, error) {
+	req, err := s3.NewPresignClient(o.client).PresignGetObject(ctx, &s3.GetObjectInput{Bucket: &o.bucket, Key: aws.String(o.prefix + key)},
+		s3.WithPresignExpires(ttl))
+	if err != nil {
+		return "", fmt.Errorf("presign object %s: %w", key, err)
+	}
+	return req.URL, nil
 }

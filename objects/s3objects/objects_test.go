@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -74,5 +78,31 @@ func TestNewRequiresClientAndBucket(t *testing.T) {
 	}
 	if _, err := s3objects.New(s3objects.Config{Client: emulator(t)}); err == nil {
 		t.Fatal("New without a bucket: no error")
+	}
+}
+
+// A presigned URL reads the object with a plain GET, no credentials.
+func TestPresignGetReadsTheObject(t *testing.T) {
+	t.Parallel()
+	o := newObjects(t, emulator(t), "sagas/")
+	body := []byte(`{"doc": "large"}`)
+	if err := o.ObjectPut(context.Background(), &durable.ObjectPutParams{Key: "s-1/abc", Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	url, err := o.PresignGet(context.Background(), "s-1/abc", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(url, "X-Amz-Signature=") || !strings.Contains(url, "sagas/s-1/abc") {
+		t.Fatalf("url %s: want a signed URL of the prefixed key", url)
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(got) != string(body) {
+		t.Fatalf("GET %s: %d %q", url, resp.StatusCode, got)
 	}
 }
