@@ -91,3 +91,29 @@ func TestRunTakesALargeInput(t *testing.T) {
 		})
 	}
 }
+
+// start, like run, takes a 1 MiB input when the sagas' values go by
+// reference (--bucket, or --s3-endpoint on the emulators), and work runs
+// the saga it started on the emulators.
+func TestStartTakesALargeInputWithABucket(t *testing.T) {
+	t.Parallel()
+	where := workWhere(t)
+	def, input := largeInputFiles(t)
+	emu := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
+	t.Cleanup(emu.Close)
+	s3flags := []string{"--s3-endpoint", emu.URL, "--bucket", "docs"}
+	// run makes the table and queues (and the bucket).
+	if r := runSagactl(t, nil, append(append([]string{"run", def, "--input", `{"doc": "small"}`, "--id", "d-0"}, where...), s3flags...)...); r.code != sagactl.ExitOK {
+		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Without the bucket, the old limit holds.
+	if r := runSagactl(t, nil, append([]string{"start", def, "--input", "@" + input, "--id", "d-1"}, where...)...); r.code != sagactl.ExitUsage || !strings.Contains(r.stderr, "over the limit") {
+		t.Fatalf("start without a bucket: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runSagactl(t, nil, append(append([]string{"start", def, "--input", "@" + input, "--id", "d-1"}, where...), s3flags...)...); r.code != sagactl.ExitOK {
+		t.Fatalf("start: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runSagactl(t, nil, append(append([]string{"work", "--for", "4s"}, where...), s3flags...)...); r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "d-1 succeeded") {
+		t.Fatalf("work: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -68,6 +68,10 @@ func (s *stackFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.s3Endpoint, "s3-endpoint", "", "on the emulators, S3 at this endpoint: the values sagactl run --s3-endpoint kept there")
 }
 
+// offloads reports whether the commands keep large values by reference:
+// a bucket is named, or S3 on the emulators.
+func (s *stackFlags) offloads() bool { return s.bucket != "" || s.s3Endpoint != "" }
+
 // given lists the flags among names that the command line set.
 func (s *stackFlags) given(names ...string) []string {
 	var out []string
@@ -190,11 +194,17 @@ func runStart(c *Config, args []string) int {
 		// The source compiled here, not the file read again.
 		sp.File, sp.Definition = filepath.Base(pos[0]), plan.Definition().Source
 	}
-	if sp.Input, ok = c.readInput(*input); !ok {
+	// With the sagas' bucket, values over the threshold go by reference:
+	// an input may then be as large as run's.
+	inputLimit, offload := MaxInputFileBytes, 0
+	if stack.offloads() {
+		inputLimit, offload = MaxOffloadInputFileBytes, engine.DefaultOffloadBytes
+	}
+	if sp.Input, ok = c.readInputWithin(*input, inputLimit); !ok {
 		return ExitUsage
 	}
 	if plan != nil {
-		if _, err := plan.CheckInput(sp.Input); err != nil {
+		if _, err := plan.CheckInputWithin(sp.Input, offload); err != nil {
 			c.errorf("%v", err)
 			return ExitUsage
 		}
