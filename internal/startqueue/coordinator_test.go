@@ -11,6 +11,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/embedded"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/memobjects"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 	"github.com/lambdasaga/lambdasaga/internal/sagatest"
 	"github.com/lambdasaga/lambdasaga/internal/startqueue"
@@ -50,9 +51,16 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
+	return newRigWith(t, embedded.Config{})
+}
+
+// newRigWith is newRig on a runtime configured so (its Actions set here).
+func newRigWith(t *testing.T, cfg embedded.Config) *rig {
+	t.Helper()
 	reg := engine.NewRegistry()
 	reg.MustRegister("claims.ask", func(_ context.Context, c saga.Call) (any, error) { return c.Input, nil })
-	rt, err := embedded.Start(embedded.Config{Actions: reg})
+	cfg.Actions = reg
+	rt, err := embedded.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,5 +191,33 @@ func TestRefusedRequestsAreDeadLettered(t *testing.T) {
 		if _, err := r.rt.Coordinator.Get(context.Background(), id); !errors.Is(err, durable.ErrNotFound) {
 			t.Fatalf("%s was started: %v", id, err)
 		}
+	}
+}
+
+// With an object store, a request's input and payload may fill the
+// message: values over the threshold go by reference.
+func TestLargeValuesThroughTheQueueWithAnObjectStore(t *testing.T) {
+	objects := memobjects.New()
+	r := newRigWith(t, embedded.Config{Objects: objects})
+	claim := strings.Repeat("c", 600<<10)
+	if o := r.send(`{"start": {"saga": "approval", "id": "c-big", "input": {"claim": "` + claim + `"}}}`); o.Verdict != startqueue.Done {
+		t.Fatalf("start: %v %v", o.Verdict, o.Err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := r.rt.WaitReceiving(ctx, "c-big"); err != nil {
+		t.Fatal(err)
+	}
+	by := strings.Repeat("b", 200<<10)
+	if o := r.send(`{"signal": {"id": "c-big", "name": "approved", "payload": {"by": "` + by + `"}}}`); o.Verdict != startqueue.Done || o.Receipt != saga.ReceiptApplied {
+		t.Fatalf("signal: %v %v %v", o.Verdict, o.Receipt, o.Err)
+	}
+	st := r.wait(t, "c-big")
+	if st.Status != durable.StatusSucceeded || st.Output.(map[string]any)["by"] != by || st.Input["claim"] != claim {
+		t.Fatalf("saga %s", st.Status)
+	}
+	rec, err := r.rt.Store.SagaGet(context.Background(), &durable.SagaGetParams{SagaID: "c-big"})
+	if err != nil || len(rec.State) > 16<<10 {
+		t.Fatalf("stored state: %d bytes (%v); want references, not values", len(rec.State), err)
 	}
 }
