@@ -32,12 +32,15 @@ type Call struct {
 	Operation string `json:"operation"`
 	Action    string `json:"action"`
 	// The resource named, by its kind: a table (and an index of it), a
-	// queue, a function (and its qualifier, a version or an alias).
+	// queue, a function (and its qualifier, a version or an alias), a
+	// bucket (and an object's key in it).
 	Table     string `json:"table,omitempty"`
 	Index     string `json:"index,omitempty"`
 	Queue     string `json:"queue,omitempty"`
 	Function  string `json:"function,omitempty"`
 	Qualifier string `json:"qualifier,omitempty"`
+	Bucket    string `json:"bucket,omitempty"`
+	Object    string `json:"object,omitempty"`
 	// Conditions are the service's condition keys this request carries
 	// (dynamodb:Attributes, dynamodb:LeadingKeys, dynamodb:ReturnValues,
 	// dynamodb:Select), with IAM's value types: a string or a list of them.
@@ -51,7 +54,13 @@ type Call struct {
 //
 // A key's kind stays in the shape: its text up to its first '#' (SAGA#,
 // FORK#), which a statement does test (ForkRecords grants FORK#* only).
+// An object's key goes too (every value has its own, and the template
+// grants a bucket's objects as a whole), but not that the call names an
+// object rather than its bucket.
 func (c Call) Shape() string {
+	if c.Object != "" {
+		c.Object = "*"
+	}
 	if lk, ok := c.Conditions["dynamodb:LeadingKeys"].([]string); ok {
 		kinds := make([]string, len(lk))
 		for i, k := range lk {
@@ -81,6 +90,10 @@ func (c Call) String() string {
 		res = "function " + c.Function + ":" + c.Qualifier
 	case c.Function != "":
 		res = "function " + c.Function
+	case c.Object != "":
+		res = "object " + c.Bucket + "/" + c.Object
+	case c.Bucket != "":
+		res = "bucket " + c.Bucket
 	}
 	s := c.Operation + " (" + c.Action + ") on " + res
 	if len(c.Conditions) > 0 {
@@ -105,6 +118,7 @@ const (
 	DynamoDB Service = "dynamodb"
 	SQS      Service = "sqs"
 	Lambda   Service = "lambda"
+	S3       Service = "s3"
 )
 
 // TableSchema is what a CreateTable request says of a table's keys: which
@@ -141,6 +155,8 @@ func Parse(service Service, r *http.Request, body []byte, schemas func(table str
 		return parseSQS(call, r, body)
 	case Lambda:
 		return parseLambda(call, r)
+	case S3:
+		return parseS3(call, r)
 	}
 	return call, nil, fmt.Errorf("unknown service %q", service)
 }
@@ -407,4 +423,56 @@ func parseLambda(call Call, r *http.Request) (Call, *TableSchema, error) {
 	}
 	call.Function, call.Qualifier = name, qualifier
 	return call, nil, nil
+}
+
+// s3Operations are the S3 calls read here, path-style (/BUCKET/KEY: an
+// emulator on 127.0.0.1 has no bucket host names), by method and by
+// whether they name an object, with the action IAM authorizes each as
+// (HeadObject as s3:GetObject, HeadBucket and ListObjectsV2 as
+// s3:ListBucket). Any other request is not read: the check then fails on
+// it rather than miss it.
+var s3Operations = map[[2]string][2]string{
+	{http.MethodPut, "object"}:    {"PutObject", "s3:PutObject"},
+	{http.MethodGet, "object"}:    {"GetObject", "s3:GetObject"},
+	{http.MethodHead, "object"}:   {"HeadObject", "s3:GetObject"},
+	{http.MethodDelete, "object"}: {"DeleteObject", "s3:DeleteObject"},
+	{http.MethodPut, "bucket"}:    {"CreateBucket", "s3:CreateBucket"},
+	{http.MethodHead, "bucket"}:   {"HeadBucket", "s3:ListBucket"},
+	{http.MethodGet, "bucket"}:    {"ListObjectsV2", "s3:ListBucket"},
+}
+
+func parseS3(call Call, r *http.Request) (Call, *TableSchema, error) {
+	path := strings.TrimPrefix(r.URL.Path, "/")
+	bucket, key, _ := strings.Cut(path, "/")
+	if bucket == "" {
+		return call, nil, fmt.Errorf("s3: %s %s names no bucket", r.Method, r.URL.Path)
+	}
+	kind := "bucket"
+	if key != "" {
+		kind = "object"
+	}
+	// A subresource (?acl, ?tagging, ?uploads, ...) is another operation,
+	// authorized as another action; the SDK's x-id names the operation
+	// and changes nothing.
+	for q := range r.URL.Query() {
+		if q == "x-id" || kind == "bucket" && r.Method == http.MethodGet && listParams[q] {
+			continue
+		}
+		return call, nil, fmt.Errorf("s3: %s %s?%s is not read here", r.Method, r.URL.Path, r.URL.RawQuery)
+	}
+	if r.Header.Get("X-Amz-Copy-Source") != "" {
+		return call, nil, fmt.Errorf("s3: a copy to %s is not read here", r.URL.Path)
+	}
+	op, ok := s3Operations[[2]string{r.Method, kind}]
+	if !ok {
+		return call, nil, fmt.Errorf("s3: %s of a %s (%s) is not read here", r.Method, kind, r.URL.Path)
+	}
+	call.Operation, call.Action, call.Bucket, call.Object = op[0], op[1], bucket, key
+	return call, nil, nil
+}
+
+// listParams are ListObjectsV2's query parameters.
+var listParams = map[string]bool{
+	"list-type": true, "prefix": true, "delimiter": true, "max-keys": true, "continuation-token": true,
+	"start-after": true, "encoding-type": true, "fetch-owner": true,
 }

@@ -58,6 +58,15 @@ func TestParseReadsCallsAsIAMSeesThem(t *testing.T) {
 		{"an ARN and ?Qualifier", awscall.Lambda,
 			request("POST", "/2015-03-31/functions/arn%3Aaws%3Alambda%3Aus-east-1%3A1%3Afunction%3Apayments/invocations?Qualifier=7", "", `{}`),
 			awscall.Call{Principal: "AdvanceFunction", Operation: "Invoke", Action: "lambda:InvokeFunction", Function: "payments", Qualifier: "7"}},
+		{"an object put, path-style: the bucket and the key", awscall.S3,
+			request("PUT", "/e2e-valuesbucket/saga-1/ab12?x-id=PutObject", "", "body"),
+			awscall.Call{Principal: "AdvanceFunction", Operation: "PutObject", Action: "s3:PutObject", Bucket: "e2e-valuesbucket", Object: "saga-1/ab12"}},
+		{"HeadObject is authorized as s3:GetObject", awscall.S3,
+			request("HEAD", "/b/k", "", ""),
+			awscall.Call{Principal: "AdvanceFunction", Operation: "HeadObject", Action: "s3:GetObject", Bucket: "b", Object: "k"}},
+		{"a listing is s3:ListBucket on the bucket", awscall.S3,
+			request("GET", "/b?list-type=2&prefix=saga-1%2F", "", ""),
+			awscall.Call{Principal: "AdvanceFunction", Operation: "ListObjectsV2", Action: "s3:ListBucket", Bucket: "b"}},
 	} {
 		body, _ := io.ReadAll(tc.req.Body)
 		got, schema, err := awscall.Parse(tc.service, tc.req, body, sagaTable)
@@ -66,6 +75,26 @@ func TestParseReadsCallsAsIAMSeesThem(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s:\ngot  %+v\nwant %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// An S3 request this package cannot name the action of (a subresource, a
+// copy, no bucket) is an error, which the recorder keeps as unread and the
+// IAM check fails on, never a call taken for another.
+func TestParseRefusesS3CallsItCannotName(t *testing.T) {
+	t.Parallel()
+	copyReq := request("PUT", "/b/k", "", "")
+	copyReq.Header.Set("X-Amz-Copy-Source", "/b/other")
+	for name, req := range map[string]*http.Request{
+		"a subresource":  request("PUT", "/b/k?tagging", "", ""),
+		"a copy":         copyReq,
+		"no bucket":      request("GET", "/", "", ""),
+		"a bucket's ACL": request("GET", "/b?acl", "", ""),
+		"a multipart":    request("POST", "/b/k?uploads", "", ""),
+	} {
+		if call, _, err := awscall.Parse(awscall.S3, req, nil, sagaTable); err == nil {
+			t.Errorf("%s: read as %s, want an error", name, call)
 		}
 	}
 }

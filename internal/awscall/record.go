@@ -14,7 +14,8 @@ import (
 
 // EnvFile names the file the recorders of one test run append to: the
 // proxies in front of the emulators (tools/withemulators -calls FILE) and
-// any fake AWS API a test serves itself (a fake Lambda Invoke).
+// any fake AWS API a test serves itself (a fake Lambda Invoke, an S3
+// emulator in the test's process).
 const EnvFile = "LAMBDASAGA_AWS_CALLS"
 
 // Entry is one line of a recording: a call the first time it is seen, a

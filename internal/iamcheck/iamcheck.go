@@ -126,6 +126,18 @@ func queueOf(name string) (string, bool) {
 	return "", false
 }
 
+// bucketOf names the template's bucket a bucket name stands for: the
+// tests name theirs prefix+logical id, lowercased (e2e-valuesbucket), as
+// a bucket name has no capitals.
+func bucketOf(tpl *samtemplate.Template, name string) (string, bool) {
+	for _, b := range tpl.Buckets {
+		if strings.HasSuffix(name, strings.ToLower(b.Name)) {
+			return b.Name, true
+		}
+	}
+	return "", false
+}
+
 // Cases maps each call of the recording to what the engine evaluates:
 // the ARN of the template's resource it names and its principal's
 // statements. Calls that name the user's own resources (tables that are
@@ -189,6 +201,18 @@ func Cases(tpl *samtemplate.Template, rec *Recording) (cases []Case, users []aws
 			arn = fmt.Sprintf("arn:aws:lambda:%s:%s:function:%s", stack.Region, stack.Account, c.Function)
 			if c.Qualifier != "" {
 				arn += ":" + c.Qualifier
+			}
+		case c.Bucket != "":
+			b, ok := bucketOf(tpl, c.Bucket)
+			if !ok {
+				unplaced = append(unplaced, fmt.Sprintf("%s: %s: no bucket of the template is named like %s", c.Principal, c, c.Bucket))
+				continue
+			}
+			if arn, err = tpl.ARN(b, stack); err != nil {
+				return nil, nil, nil, err
+			}
+			if c.Object != "" {
+				arn += "/" + c.Object
 			}
 		default:
 			unplaced = append(unplaced, fmt.Sprintf("%s: %s names no resource", c.Principal, c))
