@@ -1,6 +1,7 @@
 // Package awstest gives an integration test a table and queues of its own
-// on the DynamoDB and SQS emulators, with every request counted. Tests skip
-// when the emulators' endpoints are not set (make test sets them).
+// on the DynamoDB and SQS emulators, with every request counted, and S3 in
+// its own process (NewS3). Tests skip when the emulators' endpoints are
+// not set (make test sets them).
 package awstest
 
 import (
