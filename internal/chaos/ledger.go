@@ -6,12 +6,15 @@ package chaos
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -90,7 +93,11 @@ const SlowFor = 1500 * time.Millisecond
 // attempt is a Timeout; `slow` runs SlowFor after its effect; `note`, a
 // string, is recorded with the effect; `echo`, when present, is the
 // call's output (nil otherwise), so that a fork's join has outputs to
-// put in order. A call with a callback token
+// put in order; `size`, a number, makes the output a large value instead,
+// {"blob": LargeOutput(saga, step, size)}; `check`, any value, is
+// recorded as its Fingerprint when there is no note, so that a test sees
+// what the action received (a large input whole). ledger.undo records
+// the Fingerprint of its input's `check` likewise. A call with a callback token
 // publishes the token (TokenFile) before its effect, and runs
 // CallbackLinger more after it (unless slow: SlowFor is already as close
 // to the kill test's action deadline as it should come), so that
@@ -107,6 +114,9 @@ func (l *Ledger) Register(reg *engine.Registry) {
 			}
 		}
 		note, _ := in["note"].(string)
+		if check, ok := in["check"]; ok && note == "" {
+			note = Fingerprint(check)
+		}
 		if err := l.apply(ctx, c, "do", note); err != nil {
 			return nil, err
 		}
@@ -128,11 +138,50 @@ func (l *Ledger) Register(reg *engine.Registry) {
 			case <-time.After(SlowFor):
 			}
 		}
-		return in["echo"], l.returned(ctx, c)
+		out := in["echo"]
+		if n := size(in["size"]); n > 0 {
+			out = map[string]any{"blob": LargeOutput(c.SagaID, c.Step, n)}
+		}
+		return out, l.returned(ctx, c)
 	})
 	reg.MustRegister("ledger.undo", func(ctx context.Context, c saga.Call) (any, error) {
-		return nil, l.apply(ctx, c, "undo", "")
+		in, _ := c.Input.(map[string]any)
+		note := ""
+		if check, ok := in["check"]; ok {
+			note = Fingerprint(check)
+		}
+		return nil, l.apply(ctx, c, "undo", note)
 	})
+}
+
+// size reads ledger.do's size, an integer or a float as decoded.
+func size(v any) int {
+	switch n := v.(type) {
+	case int64:
+		return int(n)
+	case float64:
+		return int(n)
+	}
+	return 0
+}
+
+// LargeOutput is the large output of ledger.do with size n at step of
+// saga sagaID: n bytes, the same for every call.
+func LargeOutput(sagaID, step string, n int) string {
+	unit := sagaID + "/" + step + " "
+	return strings.Repeat(unit, n/len(unit)+1)[:n]
+}
+
+// Fingerprint names a value by the length and SHA-256 of its JSON
+// encoding: what a ledger entry's note keeps of a large value an action
+// received, for a test to compare with the value it expects.
+func Fingerprint(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "unencodable: " + err.Error()
+	}
+	sum := sha256.Sum256(b)
+	return fmt.Sprintf("%d bytes, sha256 %x", len(b), sum[:8])
 }
 
 // TokenFile is the file where ledger.do publishes the callback token of

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
@@ -118,5 +120,50 @@ func TestLedgerEchoesAndRecordsTravel(t *testing.T) {
 	want := []string{"t.book.1.0 do hotels.book t true", "t.book.1.0 undo hotels.cancel t false", "t.tickets.3.2 do tickets.issue t 2 cy true"}
 	if !slices.Equal(got, want) {
 		t.Errorf("ledger %q, want %q", got, want)
+	}
+}
+
+// ledger.do with a size returns a large output, the same for every call
+// under a key, and notes what it received in check as a fingerprint;
+// ledger.undo notes its check likewise, so that a test sees that a
+// compensation got large values whole.
+func TestLedgerMakesLargeOutputsAndNotesWhatItGot(t *testing.T) {
+	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
+	ctx := context.Background()
+	l := &chaos.Ledger{Client: awslocal.DynamoDB(dyn), Table: "ledger-test-" + t.Name()}
+	if err := l.CreateTable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reg := engine.NewRegistry()
+	l.Register(reg)
+	doc := strings.Repeat("d", 100_000)
+	do := saga.Call{SagaID: "s", Step: "a", Action: "ledger.do", Attempt: 1, IdempotencyKey: "s/a/1", Input: map[string]any{"size": int64(300_000), "check": doc}}
+	var outs []any
+	for range 2 {
+		out, err := reg.Invoke(ctx, do)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs = append(outs, out)
+	}
+	blob, _ := outs[0].(map[string]any)["blob"].(string)
+	if len(blob) != 300_000 || blob != chaos.LargeOutput("s", "a", 300_000) || !reflect.DeepEqual(outs[0], outs[1]) {
+		t.Fatalf("ledger.do's output: %d bytes, the same twice %v; want LargeOutput of 300,000 bytes each call", len(blob), reflect.DeepEqual(outs[0], outs[1]))
+	}
+	undo := saga.Call{SagaID: "s", Step: "a", Action: "ledger.undo", Compensation: true, Attempt: 1, IdempotencyKey: "s/a.compensate/1", Input: map[string]any{"check": []any{doc, outs[0]}}}
+	if _, err := reg.Invoke(ctx, undo); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := l.Entries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := map[string]string{}
+	for _, e := range entries["s"] {
+		notes[e.Phase] = e.Note
+	}
+	want := map[string]string{"do": chaos.Fingerprint(doc), "undo": chaos.Fingerprint([]any{doc, outs[0]})}
+	if !reflect.DeepEqual(notes, want) || chaos.Fingerprint(doc) == chaos.Fingerprint(doc[1:]) {
+		t.Fatalf("notes %q, want %q", notes, want)
 	}
 }
