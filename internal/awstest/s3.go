@@ -2,8 +2,12 @@ package awstest
 
 import (
 	"errors"
+	"maps"
+	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/johannesboyne/gofakes3"
@@ -23,6 +27,9 @@ type S3 struct {
 	Endpoint string
 	Bucket   string
 	backend  gofakes3.Backend
+	mu       sync.Mutex
+	puts     map[string]int // PutObject requests by key, answered or not
+	stored   func(principal, key string)
 }
 
 // NewS3 serves the emulator with bucket created, until the test ends.
@@ -37,13 +44,86 @@ func NewS3(t testing.TB, bucket string) *S3 {
 	if err := backend.CreateBucket(bucket); err != nil {
 		t.Fatal(err)
 	}
-	h := gofakes3.New(backend).Server()
+	s := &S3{Bucket: bucket, backend: backend, puts: map[string]int{}}
+	fake := gofakes3.New(backend).Server()
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, key, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/"); ok && key != "" && r.Method == http.MethodPut {
+			s.mu.Lock()
+			s.puts[key]++
+			stored := s.stored
+			s.mu.Unlock()
+			if stored != nil {
+				b := &beforeAnswer{ResponseWriter: w, hook: func() { stored(principal(r), key) }}
+				fake.ServeHTTP(b, r)
+				b.answered(http.StatusOK) // gofakes3 answers a put it stored with nothing written
+				return
+			}
+		}
+		fake.ServeHTTP(w, r)
+	})
 	if rec != nil {
 		h = rec.Handler(awscall.S3, h)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &S3{Endpoint: srv.URL, Bucket: bucket, backend: backend}
+	s.Endpoint = srv.URL
+	return s
+}
+
+// OnStored has fn called with the principal and the key of each object
+// put, once it is stored and before the put is answered: a test can kill
+// the process that put it there, between its put and the write that
+// would refer to it.
+func (s *S3) OnStored(fn func(principal, key string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stored = fn
+}
+
+// beforeAnswer calls hook before an answer of success, which gofakes3
+// gives once the object is stored.
+type beforeAnswer struct {
+	http.ResponseWriter
+	hook func()
+	done bool
+}
+
+// answered notes the answer's status, calling hook first on a success.
+func (b *beforeAnswer) answered(code int) {
+	if b.done {
+		return
+	}
+	b.done = true
+	if code == http.StatusOK {
+		b.hook()
+	}
+}
+
+func (b *beforeAnswer) WriteHeader(code int) {
+	b.answered(code)
+	b.ResponseWriter.WriteHeader(code)
+}
+
+func (b *beforeAnswer) Write(p []byte) (int, error) {
+	b.answered(http.StatusOK)
+	return b.ResponseWriter.Write(p)
+}
+
+// principal is the access key id a signed request names.
+func principal(r *http.Request) string {
+	_, cred, _ := strings.Cut(r.Header.Get("Authorization"), "Credential=")
+	key, _, _ := strings.Cut(cred, "/")
+	return key
+}
+
+// Puts returns how many PutObject requests came for each key, whether
+// they were stored or cut off: a key put more than once was put again
+// by a process that did not know it stored (a worker killed between the
+// put and the write that refers to it, a write that lost a race).
+func (s *S3) Puts() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.puts)
 }
 
 // Has reports whether the bucket holds an object under key.

@@ -513,6 +513,10 @@ func (w *prefixWriter) Write(p []byte) (int, error) {
 // Workers counts the running workers (RIEs).
 func (e *Env) Workers() int { return len(e.workers) }
 
+// WorkerFunction names worker i's function (its logical id), for a test
+// that kills the workers of one function.
+func (e *Env) WorkerFunction(i int) string { return e.workers[i].fn.Name }
+
 // Kill ends worker i's RIE and its function with SIGKILL, wherever they
 // are, as a crashed Lambda execution environment would end.
 func (e *Env) Kill(i int) error {
