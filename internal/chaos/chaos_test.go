@@ -24,11 +24,13 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
+	"github.com/lambdasaga/lambdasaga/internal/awstest"
 	"github.com/lambdasaga/lambdasaga/internal/chaos"
 	"github.com/lambdasaga/lambdasaga/internal/client"
 	"github.com/lambdasaga/lambdasaga/internal/lang"
 	"github.com/lambdasaga/lambdasaga/internal/local"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
+	"github.com/lambdasaga/lambdasaga/objects/s3objects"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
 
@@ -81,6 +83,30 @@ func killEvery(rng *mrand.Rand, slow bool) time.Duration {
 	return time.Duration(100+rng.IntN(400)) * time.Millisecond
 }
 
+// One plain saga (not a fork) in largeEvery, up to maxLarge, carries
+// large values: a 1 MiB input, and a 5 MiB output of its step a, each
+// kept as an object in S3 (gofakes3 in the test's process). Their checks
+// are the others', plus large_values_seen_whole and large_items_small;
+// every saga's stored states are held to references_resolve.
+const (
+	largeEvery       = 8
+	maxLarge         = 20
+	largeInputBytes  = 1 << 20
+	largeOutputBytes = 5 << 20 // chaos.yaml's size
+	// putKills is how many of the advance function's puts have its
+	// workers killed right after the object is stored.
+	putKills = 3
+)
+
+// largeInput is the 1 MiB input of saga id.
+func largeInput(id string) string {
+	return strings.Repeat(id+" input ", largeInputBytes/len(id)+1)[:largeInputBytes]
+}
+
+// largeStateBytes bounds the stored state of a large saga: its values
+// are references, so it is as small as a small saga's.
+const largeStateBytes = 16 << 10
+
 // sweepIdle is how long a saga must be idle for the sweep (run every
 // second here) to send its outbox again.
 const sweepIdle = 5 * time.Second
@@ -111,6 +137,8 @@ func TestChaos(t *testing.T) {
 	if err := ledger.CreateTable(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// S3 for the large values, named as the template's bucket.
+	s3 := awstest.NewS3(t, "chaos-"+tag+"-valuesbucket")
 	tokenDir := filepath.Join(dir, "tokens")
 	if err := os.Mkdir(tokenDir, 0o700); err != nil {
 		t.Fatal(err)
@@ -141,7 +169,8 @@ func TestChaos(t *testing.T) {
 		// never did (the driver's retry, a duplicate, sends it again only
 		// as a fallback delayed 15 minutes).
 		Env: map[string]string{chaos.EnvLedgerTable: ledger.Table, chaos.EnvTokenDir: tokenDir,
-			"AWS_LAMBDA_FUNCTION_TIMEOUT": strconv.Itoa(int(functionTimeout / time.Second)), "LAMBDASAGA_SWEEP_IDLE_FOR": sweepIdle.String()},
+			"AWS_LAMBDA_FUNCTION_TIMEOUT": strconv.Itoa(int(functionTimeout / time.Second)), "LAMBDASAGA_SWEEP_IDLE_FOR": sweepIdle.String(),
+			"AWS_ENDPOINT_URL_S3": s3.Endpoint, "LAMBDASAGA_BUCKET": s3.Bucket},
 		// The scheduled function ticks (and sweeps) every second: each tick
 		// sends again the timers due within its minute, so timers fire from
 		// two sources and their copies are dropped by version. Its workers
@@ -153,7 +182,7 @@ func TestChaos(t *testing.T) {
 	}
 	defer env.Down()
 	cl, err := client.NewAWS(client.AWSConfig{AWS: awslocal.ConfigAs(awslocal.ClientPrincipal), Table: env.Table, AdvanceQueueURL: env.QueueURLs["AdvanceQueue"],
-		CompensateQueueURL: env.QueueURLs["CompensateQueue"], DynamoDBEndpoint: dyn, SQSEndpoint: sq})
+		CompensateQueueURL: env.QueueURLs["CompensateQueue"], DynamoDBEndpoint: dyn, SQSEndpoint: sq, Bucket: s3.Bucket, S3Endpoint: s3.Endpoint})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +202,11 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dropper, err := client.New(client.Config{Store: dropStore, Queue: dropQueue{}})
+	objects, err := s3objects.New(s3objects.Config{Client: awslocal.S3(s3.Endpoint), Bucket: s3.Bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropper, err := client.New(client.Config{Store: dropStore, Queue: dropQueue{}, Objects: objects})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,6 +230,24 @@ func TestChaos(t *testing.T) {
 	stopKilling := make(chan struct{})
 	killerDone := make(chan struct{})
 	var slowKills atomic.Bool
+	// Kills aimed between a put and its write: when the advance function
+	// has stored one of the first putKills objects it puts while fast
+	// kills run, before the put is answered, its workers are killed (the
+	// one that put it among them) and restarted.
+	putKill := make(chan chan struct{})
+	var putKillsLeft, putKilled atomic.Int64
+	putKillsLeft.Store(putKills)
+	s3.OnStored(func(principal, key string) {
+		if principal != "AdvanceFunction" || slowKills.Load() || putKillsLeft.Add(-1) < 0 {
+			return
+		}
+		done := make(chan struct{})
+		select {
+		case putKill <- done:
+			<-done
+		case <-killerDone:
+		}
+	})
 	go func() {
 		defer close(killerDone)
 		krng := mrand.New(mrand.NewPCG(seed, 11))
@@ -204,6 +255,24 @@ func TestChaos(t *testing.T) {
 			select {
 			case <-stopKilling:
 				return
+			case done := <-putKill:
+				var advance []int
+				for i := range env.Workers() {
+					if env.WorkerFunction(i) == "AdvanceFunction" && env.Kill(i) == nil {
+						kills.Add(1)
+						killed.kill()
+						advance = append(advance, i)
+					}
+				}
+				putKilled.Add(1)
+				close(done)
+				for _, i := range advance {
+					if err := env.Restart(ctx, i); err != nil {
+						t.Errorf("restart worker %d: %v", i, err)
+						return
+					}
+				}
+				continue
 			case <-time.After(killEvery(krng, slowKills.Load())):
 			}
 			i := krng.IntN(env.Workers())
@@ -230,6 +299,8 @@ func TestChaos(t *testing.T) {
 	var cancelMu sync.Mutex
 	cancelLanded := map[string]bool{}
 	forks := map[string]*forkRun{}
+	docs := map[string]string{} // the large sagas' inputs
+	plain := 0
 	for i := range nSagas {
 		if i%forkEvery == forkEvery-1 {
 			id := fmt.Sprintf("chaosf-%d", i)
@@ -253,7 +324,13 @@ func TestChaos(t *testing.T) {
 			continue
 		}
 		id := fmt.Sprintf("chaos-%d", i)
-		in := map[string]any{"fail_at": "", "hang_at": "", "slow_at": ""}
+		in := map[string]any{"fail_at": "", "hang_at": "", "slow_at": "", "doc": ""}
+		plain++
+		large := plain%largeEvery == 0 && len(docs) < maxLarge
+		if large {
+			docs[id] = largeInput(id)
+			in["doc"] = docs[id]
+		}
 		switch r := rng.IntN(100); {
 		case r < 5:
 			hangAt[id] = order[rng.IntN(len(order))]
@@ -261,6 +338,11 @@ func TestChaos(t *testing.T) {
 		case r < 10:
 			cancelAt[id] = order[rng.IntN(3)]
 			in["slow_at"] = cancelAt[id]
+		case large:
+			// Most large sagas fail after a, so that a's compensation
+			// reads both values.
+			failAt[id] = []string{"", "b", "c", "d"}[rng.IntN(4)]
+			in["fail_at"] = failAt[id]
 		default:
 			failAt[id] = steps[rng.IntN(len(steps))]
 			in["fail_at"] = failAt[id]
@@ -341,6 +423,32 @@ func TestChaos(t *testing.T) {
 	// a loaded machine fork sagas undoing their children after many kills
 	// are slow, not lost. A lost saga does not move: the sweep re-sends an
 	// idle saga's outbox every few seconds, which moves it if anything can.
+	// references_resolve: a stored state's references each name an object
+	// of the bucket, sampled while the large sagas run (a kill between a
+	// put and the write that refers to it leaves an object no state
+	// names, never a reference to nothing), then in every final state.
+	refsOf := func(id string) (refs, missing []string, stateBytes int, err error) {
+		rec, err := dropStore.SagaGet(ctx, &durable.SagaGetParams{SagaID: id})
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		var st saga.State
+		if _, err := st.UnmarshalBinaryRefs(rec.State); err != nil {
+			return nil, nil, 0, err
+		}
+		err = st.Hydrate(func(r saga.Ref) (any, error) {
+			key := r.Key(id)
+			refs = append(refs, key)
+			ok, err := s3.Has(key)
+			if err == nil && !ok {
+				missing = append(missing, fmt.Sprintf("%s (%d bytes) at version %d", key, r.Size, rec.Version))
+			}
+			return r, err
+		})
+		return refs, missing, len(rec.State), err
+	}
+	refSamples, refsSampled := 0, 0
+	var sampledMissing []string
 	const stillFor = 30 * time.Second
 	hardDeadline := began.Add(settleFor)
 	versions := map[string]uint64{}
@@ -366,6 +474,16 @@ func TestChaos(t *testing.T) {
 		for id := range all {
 			if final[id] == nil {
 				look(id)
+			}
+		}
+		for id := range docs {
+			if final[id] != nil {
+				continue
+			}
+			if refs, missing, _, err := refsOf(id); err == nil {
+				refSamples++
+				refsSampled += len(refs)
+				sampledMissing = append(sampledMissing, missing...)
 			}
 		}
 		forksLeft := 0
@@ -413,6 +531,7 @@ func TestChaos(t *testing.T) {
 	}
 	cancels.Wait()
 	duplicates, hung, cancelled, waited, unknownVersions, unknownEffects := 0, 0, 0, 0, 0, 0
+	largeUndone, largestState := 0, 0
 	for id := range all {
 		fail := failAt[id]
 		st := final[id]
@@ -499,6 +618,35 @@ func TestChaos(t *testing.T) {
 		}
 		sort.Slice(dos, func(i, j int) bool { return dos[i].Seq < dos[j].Seq })
 		sort.Slice(undos, func(i, j int) bool { return undos[i].Seq < undos[j].Seq })
+		if doc, ok := docs[id]; ok {
+			// a got the input whole; a's compensation got the input and
+			// a's output whole (a compensation of a never runs unless a
+			// returned success).
+			made := map[string]any{"blob": chaos.LargeOutput(id, "a", largeOutputBytes)}
+			for _, e := range dos {
+				if e.Step == "a" {
+					checked["large_values_seen_whole"]++
+					if want := chaos.Fingerprint(doc); e.Note != want {
+						violate("large_values_seen_whole", "saga %s: a received %s, want the input, %s", id, e.Note, want)
+					}
+				}
+			}
+			for _, e := range undos {
+				if e.Step == "a" {
+					largeUndone++
+					checked["large_values_seen_whole"]++
+					if want := chaos.Fingerprint([]any{doc, made}); e.Note != want {
+						violate("large_values_seen_whole", "saga %s: a's compensation received %s, want the input and a's output, %s", id, e.Note, want)
+					}
+				}
+			}
+			checked["large_items_small"]++
+			if _, _, n, err := refsOf(id); err != nil || n > largeStateBytes {
+				violate("large_items_small", "saga %s: its stored state is %d bytes (%v), want at most %d: a large value kept inline", id, n, err, largeStateBytes)
+			} else {
+				largestState = max(largestState, n)
+			}
+		}
 		if step := cancelAt[id]; step != "" {
 			// Cancelled while step ran: every effect done up to it (or one
 			// step further, if the cancel raced its end) is compensated, in
@@ -750,6 +898,34 @@ func TestChaos(t *testing.T) {
 		}
 		fc.check(id, r, ledgerEntries)
 	}
+	// Every final state's references resolve; and none did while sampled.
+	checked["references_resolve"] += refSamples
+	for _, m := range sampledMissing {
+		violate("references_resolve", "a stored state referred to an object the bucket did not hold: %s", m)
+	}
+	refsFinal := 0
+	for id := range final {
+		checked["references_resolve"]++
+		refs, missing, _, err := refsOf(id)
+		if err != nil {
+			violate("references_resolve", "saga %s: its stored state: %v", id, err)
+		}
+		for _, m := range missing {
+			violate("references_resolve", "saga %s ended referring to an object the bucket does not hold: %s", id, m)
+		}
+		refsFinal += len(refs)
+	}
+	objectKeys, _, err := s3.Keys("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	puts, putAgain := 0, 0
+	for _, n := range s3.Puts() {
+		puts += n
+		if n > 1 {
+			putAgain++
+		}
+	}
 	// Dead-letter queues: the poison bodies, byte for byte, and nothing else.
 	checked["dead_letters_only_poison"]++
 	var dead [][]byte
@@ -787,14 +963,23 @@ func TestChaos(t *testing.T) {
 		sigs["deliveries"], drv.sends["signal"], sigs["applied"], sigs["kept"], sigs["duplicate"], sigs["refused"], sigs["error"], drv.sends["signal dropped"],
 		cbs["deliveries"], drv.sends["callback"], cbs["applied"], cbs["kept"], cbs["duplicate"], cbs["refused"], cbs["error"], drv.sends["callback dropped"], unknownVersions)
 	drv.mu.Unlock()
+	t.Logf("large values: %d sagas with a 1 MiB input and a 5 MiB output (%d of them undid a with both), %d objects in the bucket from %d puts (%d objects put again: a worker killed between its put and its write, %d times on purpose, or a write that lost); references: %d in %d states sampled while they ran, %d in the final states; largest stored state of a large saga %d bytes",
+		len(docs), largeUndone, len(objectKeys), puts, putAgain, putKilled.Load(), refsSampled, refSamples, refsFinal, largestState)
 	for _, k := range []string{"no_saga_lost", "status_as_scripted", "versions_written_once", "effects_once_per_completed_step", "compensation_exact_reverse", "deadline_attempt_recorded", "cancel_during_action_compensates_it",
 		"signal_taken_at_most_once", "signal_taken_by_the_await", "callback_taken_at_most_once", "kept_writes_match_receipts", "await_and_callback_outs_reach_d", "dead_letters_only_poison",
-		"fork_children_final", "fork_status_as_scripted", "fork_effects_once_per_completed_step", "fork_deadline_attempt_recorded", "fork_output_in_order", "fork_compensated_exactly_once", "fork_undo_order", "fork_join_once", "fork_record_counts"} {
+		"fork_children_final", "fork_status_as_scripted", "fork_effects_once_per_completed_step", "fork_deadline_attempt_recorded", "fork_output_in_order", "fork_compensated_exactly_once", "fork_undo_order", "fork_join_once", "fork_record_counts",
+		"references_resolve", "large_values_seen_whole", "large_items_small"} {
 		t.Logf("  %-36s checked %5d, violated %d", k, checked[k], violated[k])
 	}
 	logs.mu.Unlock()
 	if kills.Load() == 0 {
 		t.Error("no worker was killed: the test proved nothing")
+	}
+	if len(docs) >= putKills && putKilled.Load() == 0 {
+		t.Error("no worker was killed between a put and its write: references_resolve met no such crash")
+	}
+	if len(docs) > 0 && largeUndone == 0 {
+		t.Errorf("%d sagas with large values, none undid a: no compensation read them back", len(docs))
 	}
 	if chained == 0 {
 		t.Error("no step was chained: the kill test never met a chain")
