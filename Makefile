@@ -102,8 +102,8 @@ $(EMU)/node_modules/.installed: $(EMU)/package.json $(EMU)/package-lock.json
 	cd $(EMU) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-# 100 sagas (16 of them forks, about 60 workers killed) take about a minute
-# here; make chaos-long runs 2,000.
+# 100 sagas (16 of them forks, 10 with large values in S3, about 70 workers
+# killed) take about a minute here; make chaos-long runs 2,000.
 CHAOS_SAGAS ?= 100
 chaos: emulators ## kill test: the real binaries under aws-lambda-rie, workers SIGKILLed while CHAOS_SAGAS sagas (100) run and a driver signals them and completes their callbacks, then the invariants
 	@mkdir -p $(BIN)
