@@ -38,6 +38,35 @@ type ObjectGetParams struct {
 	Key string // the key it was put under
 }
 
+// ObjectsEnder is what an Objects may also do: mark the objects of a
+// saga that ended for good, so that they expire with its retention.
+// Until marked, an object never expires by its age: a saga may run, wait
+// or stay parked for as long as it likes, and keep its values. The engine
+// finds it by type assertion on CoordinatorConfig.Objects; a store
+// without it keeps objects until something else removes them.
+type ObjectsEnder interface {
+	// ObjectsEnd marks every object under p.SagaID's key prefix
+	// ("<saga id>/": the objects its versions referred to, values it
+	// replaced since, and those put before a write that then lost) as
+	// ended: each expires with the retention from now on. A saga with no
+	// objects is not an error. Marking again is harmless (it may restart
+	// the retention), so a caller retries the whole call after an error,
+	// which may leave some of the objects marked: ErrThrottled when the
+	// backend asked to slow down. It never creates an object, and an
+	// object that vanishes while it is marked (expired) is passed over.
+	ObjectsEnd(ctx context.Context, p *ObjectsEndParams) error
+}
+
+// ObjectsEndParams marks the objects of one saga as ended.
+type ObjectsEndParams struct {
+	SagaID string // the saga whose objects (ObjectKey(SagaID, ...)) are marked
+}
+
+// ObjectPrefix is the prefix of the keys of saga sagaID's objects
+// (ObjectKey): "<saga id>/". No other saga's key starts with it: a saga id
+// holds no "/".
+func ObjectPrefix(sagaID string) string { return sagaID + "/" }
+
 // MaxObjectBytes is the largest body an Objects must keep: one value of a
 // saga, encoded (32 MiB).
 const MaxObjectBytes = 32 << 20

@@ -29,6 +29,14 @@ func Exercise(t *testing.T, newObjects NewObjects) {
 	t.Run("ObjectKeysOfChildren", func(t *testing.T) { testChildKeys(t, newObjects(t)) })
 	t.Run("ObjectBodyIsCopied", func(t *testing.T) { testBodyCopied(t, newObjects(t)) })
 	t.Run("ObjectEmpty", func(t *testing.T) { testEmpty(t, newObjects(t)) })
+	t.Run("ObjectsEnd", func(t *testing.T) {
+		o := newObjects(t)
+		e, ok := o.(durable.ObjectsEnder)
+		if !ok {
+			t.Skip("not a durable.ObjectsEnder")
+		}
+		testEnd(t, o, e)
+	})
 	t.Run("ObjectLargest", func(t *testing.T) {
 		if testing.Short() {
 			t.Skip("32 MiB through the backend: not under -short")
@@ -144,4 +152,35 @@ func testLargest(t *testing.T, o durable.Objects) {
 	k, b := body("o-1", durable.MaxObjectBytes, 6)
 	put(t, o, k, b)
 	get(t, o, k, b)
+}
+
+// Marking a saga's objects ended keeps every body readable as it was, its
+// own and its neighbours' (a child's id starts with its parent's); a
+// saga without objects, and a second mark, are no errors.
+func testEnd(t *testing.T, o durable.Objects, e durable.ObjectsEnder) {
+	ctx := context.Background()
+	type obj struct {
+		key  string
+		body []byte
+	}
+	var all []obj
+	for i, id := range []string{"o-1", "o-1", "o-1", "o-1.pay.3.0", "o-10"} {
+		k, b := body(id, 9<<10, byte(i))
+		put(t, o, k, b)
+		all = append(all, obj{k, b})
+	}
+	for range 2 {
+		if err := e.ObjectsEnd(ctx, &durable.ObjectsEndParams{SagaID: "o-1"}); err != nil {
+			t.Fatalf("ObjectsEnd: %v", err)
+		}
+	}
+	if err := e.ObjectsEnd(ctx, &durable.ObjectsEndParams{SagaID: "o-2"}); err != nil {
+		t.Fatalf("ObjectsEnd of a saga without objects: %v", err)
+	}
+	for _, x := range all {
+		get(t, o, x.key, x.body)
+	}
+	// A value put again after the mark (the same body) reads the same.
+	put(t, o, all[0].key, all[0].body)
+	get(t, o, all[0].key, all[0].body)
 }
