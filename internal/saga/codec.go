@@ -70,6 +70,7 @@ const (
 	tagOutputIsLastOut   = 38 // the output is the var LastOut names (a branch's or iteration's end)
 	tagForkVisit         = 39 // one per State.Forks entry, in order
 	tagCarrier           = 40
+	tagObjects           = 41 // State.Objects, or a reference written in this encoding
 )
 
 // Value type bytes.
@@ -199,6 +200,10 @@ func (st *State) appendWith(b []byte, off *Offload) ([]byte, error) {
 	e.uint(tagHistoryDropped, st.HistoryDropped)
 	if st.Output != nil {
 		e.output(st)
+	}
+	// Last: whether any value above became a reference.
+	if st.Objects || e.off != nil && e.off.Refs > 0 {
+		e.uint(tagObjects, 1)
 	}
 	if e.err != nil {
 		return nil, e.err
@@ -643,6 +648,8 @@ func (d *stateDecoder) treeField(st *State, tag, wire int) bool {
 		st.Scope = d.mapValue()
 	case tag == tagLastOut && wire == wireBytes:
 		st.LastOut = d.str()
+	case tag == tagObjects && wire == wireVarint:
+		st.Objects = d.uint() != 0
 	case tag == tagUndoing && wire == wireVarint:
 		st.Undoing = d.uint() == 1
 	case tag == tagForkItems && wire == wireBytes:

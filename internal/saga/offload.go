@@ -67,6 +67,10 @@ type Offload struct {
 	// apart that Known did not know, once each: put them before writing
 	// the record that refers to them.
 	Objects []Object
+	// Refs counts the references the encoding wrote, known or new: when
+	// positive, the encoded state has State.Objects set, and so must the
+	// state in memory.
+	Refs int
 	// measure: only the size matters (Advance measuring a state); no hash
 	// is computed and nothing is collected.
 	measure bool
@@ -102,6 +106,7 @@ func (e *encoder) offload(v any) bool {
 	if e.off.Known != nil {
 		if r, ok := e.off.Known(v); ok {
 			e.ref(r)
+			e.off.Refs++
 			return true
 		}
 	}
@@ -125,6 +130,7 @@ func (e *encoder) offload(v any) bool {
 	}
 	e.b = e.b[:start]
 	e.ref(r)
+	e.off.Refs++
 	return true
 }
 

@@ -307,3 +307,37 @@ func TestOffloadedValueAtTheDepthLimitDecodes(t *testing.T) {
 		t.Fatal("decoded value differs")
 	}
 }
+
+// A state encoded with a reference says so (State.Objects), and keeps
+// saying so once no reference is left: its objects are marked when its
+// tree ends, those of values it replaced too.
+func TestObjectsFlagOutlivesItsReferences(t *testing.T) {
+	t.Parallel()
+	st := largeState()
+	off := &saga.Offload{Bytes: offloadBytes, KeepInput: []string{"card"}}
+	rec, err := st.RecordOffload(nil, off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off.Refs != 3 {
+		t.Errorf("%d references written, want 3 (the document, the items twice)", off.Refs)
+	}
+	read := &saga.State{}
+	if refs, err := read.UnmarshalBinaryRefs(rec.State); err != nil || !refs || !read.Objects {
+		t.Fatalf("read back: refs %v, Objects %v, %v; want both", refs, read.Objects, err)
+	}
+	small := &saga.State{SagaID: "o-1", Status: durable.StatusSucceeded, Version: 9, Objects: true}
+	b, err := small.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := &saga.State{}
+	if err := again.UnmarshalBinary(b); err != nil || !again.Objects {
+		t.Fatalf("a state without references that had some: Objects %v, %v", again.Objects, err)
+	}
+	plain := &saga.State{}
+	b, _ = (&saga.State{SagaID: "o-2", Status: durable.StatusRunning, Version: 1}).MarshalBinary()
+	if err := plain.UnmarshalBinary(b); err != nil || plain.Objects {
+		t.Fatalf("a state that never had references: Objects %v, %v", plain.Objects, err)
+	}
+}

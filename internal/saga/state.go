@@ -130,6 +130,12 @@ type State struct {
 	// tree's root once it ends for good (durable.KindExpire). Kept until
 	// the saga ends, also once the fork is joined or undone.
 	Forks []ForkVisit
+	// Objects: a version of the saga was written with a value kept as an
+	// object (a reference), so its objects are marked when its tree ends
+	// for good (durable.ObjectsEnder), even if no reference is left by
+	// then. Never cleared. Encoding a state with a reference sets it in
+	// the encoding; RecordOffload's caller sets it in memory (Offload.Refs).
+	Objects bool
 	// Resends is how many times the sweep has sent the outbox of this
 	// version again (durable.SagaRecord.Resends): kept by the store
 	// beside the state, not encoded in it, and filled by the reads that
