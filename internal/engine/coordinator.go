@@ -471,6 +471,13 @@ func (c *Coordinator) List(ctx context.Context, p *durable.SagaListParams) (*dur
 }
 
 func (c *Coordinator) load(ctx context.Context, sagaID string) (*durable.SagaRecord, *saga.State, *saga.Plan, error) {
+	return c.loadAs(ctx, sagaID, true)
+}
+
+// loadAs is load, with the references of the state replaced by their
+// values when hydrated is set, and left as they are otherwise (a reader
+// of the saga's status and tree alone, as the expiry: no object is read).
+func (c *Coordinator) loadAs(ctx context.Context, sagaID string, hydrated bool) (*durable.SagaRecord, *saga.State, *saga.Plan, error) {
 	rec, err := c.cfg.Store.SagaGet(ctx, &durable.SagaGetParams{SagaID: sagaID})
 	if errors.Is(err, durable.ErrNotFound) {
 		return nil, nil, nil, fmt.Errorf("%w (%w)", err, errSagaMissing)
@@ -483,7 +490,7 @@ func (c *Coordinator) load(ctx context.Context, sagaID string) (*durable.SagaRec
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("saga %s: %w", sagaID, err)
 	}
-	if err := c.hydrate(ctx, st, refs); err != nil {
+	if err := c.hydrate(ctx, st, refs && hydrated); err != nil {
 		return nil, nil, nil, err
 	}
 	st.Received = rec.Received // the store's count is what writes are conditional on

@@ -24,6 +24,14 @@ import (
 // names the visit (Attempt-1) and the child (Child) it resumes from. Every
 // mark is idempotent and creates nothing, so a crash anywhere in a walk
 // loses nothing: the message comes back and marks again.
+//
+// With an object store that can (durable.ObjectsEnder), the objects of
+// each saga of the tree are marked ended as its item is, so that they
+// expire with the retention: the root's by the first message of its walk,
+// before any other mark, and each child's after its item's mark. A root
+// that kept values as objects sends a KindExpire even when it never
+// forked (saga.State.Objects); its walk is then the root's objects alone.
+// The expiry reads states without their values: no object is read.
 
 // defaultExpireBatch is CoordinatorConfig.ExpireBatch's default.
 const defaultExpireBatch = 1000
@@ -42,7 +50,7 @@ const expireResumeDelay = 10 * time.Second
 // expire handles KindExpire: it marks one batch of the tree below the
 // saga the message names.
 func (c *Coordinator) expire(ctx context.Context, msg durable.Message) (Outcome, error) {
-	_, st, plan, err := c.load(ctx, msg.SagaID)
+	_, st, plan, err := c.loadAs(ctx, msg.SagaID, false)
 	ctx = c.traceMessage(ctx, st) // in the saga's own trace, as its other messages
 	if errors.Is(err, errSagaMissing) {
 		return "", fmt.Errorf("%w: %w", durable.ErrMalformedMessage, err)
@@ -61,8 +69,16 @@ func (c *Coordinator) expire(ctx context.Context, msg durable.Message) (Outcome,
 		return HandledStale, nil // the root is kept (parked): so is its tree
 	}
 	visit, from := msg.Attempt-1, msg.Child
-	if visit >= len(st.Forks) || from < 0 || visit < len(st.Forks) && from > st.Forks[visit].Children {
+	if len(st.Forks) == 0 && (visit != 0 || from != 0) || len(st.Forks) > 0 && (visit >= len(st.Forks) || from < 0 || from > st.Forks[visit].Children) {
 		return "", fmt.Errorf("%w: expire of saga %s from visit %d child %d, which it has not", durable.ErrMalformedMessage, st.SagaID, visit, from)
+	}
+	if st.Parent == nil && visit == 0 && from == 0 {
+		// The walk's first message: the root's own objects, before any
+		// other mark, so that a failure fails the delivery and the
+		// message comes back to mark them again.
+		if err := c.endObjects(ctx, st.SagaID); err != nil {
+			return "", err
+		}
 	}
 	var out []durable.Message
 	next := func(visit, from int) durable.Message {
@@ -210,17 +226,51 @@ func (c *Coordinator) expireChild(ctx context.Context, id string, deep bool, end
 	if err != nil {
 		return nil, ignoreNotFound(err)
 	}
-	if !deep {
+	_, ended := c.objectsEnder()
+	if !deep && !ended {
 		return nil, nil
 	}
-	_, child, _, err := c.load(ctx, id)
+	_, child, _, err := c.loadAs(ctx, id, false)
 	if err != nil {
 		return nil, err
 	}
-	if len(child.Forks) == 0 {
+	if child.Objects {
+		// Marked after its item: a failure here marks the item again
+		// when the walk resumes from this child, which is harmless.
+		if err := c.endObjects(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	if !deep || len(child.Forks) == 0 {
 		return nil, nil
 	}
 	return &durable.Message{SagaID: id, Version: child.Version, Queue: durable.QueueAdvance, Kind: durable.KindExpire, Attempt: 1}, nil
+}
+
+// objectsEnder returns the object store's ObjectsEnder, if it has one.
+func (c *Coordinator) objectsEnder() (durable.ObjectsEnder, bool) {
+	e, ok := c.cfg.Objects.(durable.ObjectsEnder)
+	return e, ok
+}
+
+// endObjects marks saga id's objects ended (durable.ObjectsEnder), with
+// the store's throttling retried as a mark's is; nothing without an
+// object store that can.
+func (c *Coordinator) endObjects(ctx context.Context, id string) error {
+	e, ok := c.objectsEnder()
+	if !ok {
+		return nil
+	}
+	var err error
+	for try := 0; try < joinReadTries; try++ {
+		if err = e.ObjectsEnd(ctx, &durable.ObjectsEndParams{SagaID: id}); !errors.Is(err, durable.ErrThrottled) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("saga %s: end its objects: %w", id, err)
+	}
+	return nil
 }
 
 func ignoreNotFound(err error) error {
@@ -238,7 +288,7 @@ func (c *Coordinator) rootEnded(ctx context.Context, st *saga.State) (time.Time,
 		if depth > maxTreeDepth {
 			return time.Time{}, false, fmt.Errorf("%w: saga %s is deeper than any tree", ErrDamagedState, st.SagaID)
 		}
-		_, parent, _, err := c.load(ctx, st.Parent.ID)
+		_, parent, _, err := c.loadAs(ctx, st.Parent.ID, false)
 		if err != nil {
 			return time.Time{}, false, err
 		}

@@ -115,6 +115,9 @@ func (c *Coordinator) record(ctx context.Context, st *saga.State, buf []byte) (d
 	if err != nil {
 		return rec, err
 	}
+	if off.Refs > 0 {
+		st.Objects = true // as the encoding says: the state in memory is the one read back
+	}
 	for _, o := range off.Objects {
 		if c.values.stored(o.Ref, st.SagaID) {
 			continue // the same content, put under this saga's key before

@@ -22,7 +22,9 @@ func TestObjectsEndMarksTheSagasObjects(t *testing.T) {
 	t.Parallel()
 	o := memobjects.New()
 	ctx := context.Background()
-	key := func(id string, i int) string { return durable.ObjectKey(id, sha256.Sum256([]byte{byte(i), byte(i >> 8)})) }
+	key := func(id string, i int) string {
+		return durable.ObjectKey(id, sha256.Sum256([]byte{byte(i), byte(i >> 8)}))
+	}
 	for i := range 1001 {
 		if err := o.ObjectPut(ctx, &durable.ObjectPutParams{Key: key("o-1", i), Body: []byte{1}}); err != nil {
 			t.Fatal(err)

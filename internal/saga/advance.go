@@ -303,8 +303,10 @@ func (r *runner) sendEnded() {
 		r.send(durable.QueueAdvance, st.Parent.Step, 1, 0)
 		st.Outbox[len(st.Outbox)-1].Kind = durable.KindEnded
 	}
-	if st.Parent == nil && len(st.Forks) > 0 && (st.Status == durable.StatusSucceeded || st.Status == durable.StatusCompensated) {
-		// A root that forked ended for good: its tree expires with it.
+	if st.Parent == nil && (st.Status == durable.StatusSucceeded || st.Status == durable.StatusCompensated) &&
+		(len(st.Forks) > 0 || st.Objects || r.ev.OffloadBytes > 0 && r.hasRefs()) {
+		// A root that forked, or kept values as objects, ended for good:
+		// its tree and its objects expire with it.
 		st.Outbox = append(st.Outbox, durable.Message{SagaID: st.SagaID, Version: st.Version, Queue: durable.QueueAdvance, Kind: durable.KindExpire, Attempt: 1})
 	}
 }
@@ -444,6 +446,18 @@ func (r *runner) fitsWithin(limit int) bool {
 	}
 	r.scratch = b[:0]
 	return len(b)+r.hist.headerRoom() <= limit
+}
+
+// hasRefs reports whether the state, as the engine will write it, keeps
+// a value as an object: a root ending with its first large value (its
+// output, say) has not had State.Objects set yet.
+func (r *runner) hasRefs() bool {
+	off := &Offload{Bytes: r.ev.OffloadBytes, KeepInput: r.p.Secrets(), measure: true}
+	b, err := r.st.appendWith(r.scratch[:0], off)
+	if err == nil {
+		r.scratch = b[:0]
+	}
+	return off.Refs > 0
 }
 
 func (r *runner) tooLarge(step, what string) *StepError {
