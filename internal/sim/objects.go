@@ -5,19 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"sync"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/memobjects"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // faultyObjects injects faults around the memory object store while
 // faults are on: a put that fails (the object may or may not be there:
-// here it is not), a get throttled, a get that finds nothing for now.
+// here it is not), a get throttled, a get that finds nothing for now, and
+// a mark of a saga's objects as ended that fails after it marked them (a
+// LIST or a COPY cut off, some objects marked: here all of them).
 // Each fault is drawn from the key and how often it was asked, not from
 // the world's random source, as the store's reads are: joins read on
 // goroutines of their own, and a seed still replays exactly.
 type faultyObjects struct {
-	durable.Objects
+	*memobjects.Objects
 	w *world
 
 	mu    sync.Mutex
@@ -71,4 +76,55 @@ func (o *faultyObjects) ObjectGet(ctx context.Context, p *durable.ObjectGetParam
 		return nil, fmt.Errorf("get object %s: %w", p.Key, durable.ErrNotFound)
 	}
 	return o.Objects.ObjectGet(ctx, p)
+}
+
+func (o *faultyObjects) ObjectsEnd(ctx context.Context, p *durable.ObjectsEndParams) error {
+	err := o.Objects.ObjectsEnd(ctx, p)
+	if err == nil && o.fault("end", p.SagaID, "objects_end_failed") != "" {
+		return errors.New("end objects: connection reset")
+	}
+	return err
+}
+
+// checkObjectsEnded checks that once a tree ended for good, every object
+// of its sagas is marked ended (durable.ObjectsEnder), so that it expires
+// with the tree; and that the objects of a tree kept (parked) are not.
+//
+//   - objects_end_with_tree: an object whose saga's root is succeeded or
+//     compensated is marked; one whose root is parked is not.
+func (w *world) checkObjectsEnded(ctx context.Context) {
+	r := w.report
+	r.Checks["objects_end_with_tree"] += 0
+	r.Violations["objects_end_with_tree"] += 0
+	o := w.objects
+	if o == nil {
+		return
+	}
+	roots := map[string]*saga.State{} // saga id -> its root
+	rootOf := func(id string) (*saga.State, error) {
+		if st, ok := roots[id]; ok {
+			return st, nil
+		}
+		st, err := w.coord.Get(ctx, id)
+		for depth := 0; err == nil && st.Parent != nil && depth < 16; depth++ {
+			st, err = w.coord.Get(ctx, st.Parent.ID)
+		}
+		if err == nil {
+			roots[id] = st
+		}
+		return st, err
+	}
+	for _, key := range o.Keys() {
+		id, _, _ := strings.Cut(key, "/")
+		root, err := rootOf(id)
+		r.Checks["objects_end_with_tree"]++
+		if err != nil {
+			w.violate("objects_end_with_tree", "object %s: its saga's root: %v", key, err)
+			continue
+		}
+		over := root.Status == durable.StatusSucceeded || root.Status == durable.StatusCompensated
+		if ended := o.Ended(key) > 0; ended != over {
+			w.violate("objects_end_with_tree", "object %s: marked ended %v, and its root %s is %s", key, ended, root.SagaID, root.Status)
+		}
+	}
 }

@@ -76,8 +76,9 @@ type Config struct {
 	// child is counted as ended as soon as it starts).
 	Sabotage string
 	// Objects keeps values over the threshold (8 KiB) by reference in an object store
-	// (objects.go) whose puts fail and whose gets are throttled or miss
-	// at FaultRate while faults are on; the coordinator caches no value,
+	// (objects.go) whose puts fail, whose gets are throttled or miss,
+	// and whose marks of an ended saga's objects fail, at FaultRate while
+	// faults are on; the coordinator caches no value,
 	// so that every read meets the store.
 	Objects bool
 }
@@ -168,6 +169,7 @@ type world struct {
 	queue   *simQueue
 	actions *simActions
 	coord   *engine.Coordinator
+	objects *faultyObjects // nil without Config.Objects
 	faults  bool
 	report  *Report
 
@@ -380,7 +382,8 @@ func Run(cfg Config) (*Report, error) {
 	}
 	var objects durable.Objects
 	if cfg.Objects {
-		objects = &faultyObjects{Objects: memobjects.New(), w: w}
+		w.objects = &faultyObjects{Objects: memobjects.New(), w: w}
+		objects = w.objects
 	}
 	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{
 		Store: w.store, Queue: w.queue, Actions: recorder{w: w, inner: services}, Clock: clock, Rand: w.rng.Float64,
@@ -451,6 +454,7 @@ func Run(cfg Config) (*Report, error) {
 	}
 	w.check(ctx, append(slices.Clone(sagas), w.forks.children...))
 	w.checkForks(ctx, sagas)
+	w.checkObjectsEnded(ctx)
 	w.report.Forks, w.report.Children = w.forks.forks, len(w.forks.children)
 	return w.report, nil
 }

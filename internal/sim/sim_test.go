@@ -165,9 +165,10 @@ func TestSimulationCatchesForkSabotage(t *testing.T) {
 	}
 }
 
-// With values kept by reference, in an object store whose puts fail and
-// whose gets are throttled or miss now and then, no invariant breaks and
-// a seed replays exactly: outputs past the state's limit (EdgeRate) are
+// With values kept by reference, in an object store whose puts fail,
+// whose gets are throttled or miss, and whose marks of an ended saga's
+// objects fail now and then, no invariant breaks (every object of a tree
+// that ended is marked ended) and a seed replays exactly: outputs past the state's limit (EdgeRate) are
 // kept as objects. Seed 3 fails when a missing value is taken for a
 // missing child (the defect engine.ErrValueMissing mends).
 func TestSimulationWithObjectFaults(t *testing.T) {
@@ -181,10 +182,13 @@ func TestSimulationWithObjectFaults(t *testing.T) {
 	if !rep.OK() {
 		t.Fatalf("broke an invariant:\n%s", rep)
 	}
-	for _, f := range []string{"object_put_failed", "object_get_throttled", "object_get_missing"} {
+	for _, f := range []string{"object_put_failed", "object_get_throttled", "object_get_missing", "objects_end_failed"} {
 		if rep.Faults[f] == 0 {
 			t.Errorf("no %s fault injected:\n%s", f, rep)
 		}
+	}
+	if rep.Checks["objects_end_with_tree"] == 0 {
+		t.Errorf("no object checked to end with its tree:\n%s", rep)
 	}
 	a, _ := sim.Run(sim.Config{Seed: 2, Sagas: 300, Objects: true, EdgeRate: 0.2})
 	b, _ := sim.Run(sim.Config{Seed: 2, Sagas: 300, Objects: true, EdgeRate: 0.2})
