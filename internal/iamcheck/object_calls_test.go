@@ -13,7 +13,8 @@ import (
 
 // The functions' calls on the values bucket (large values by reference)
 // are placed on the template's ValuesBucket and evaluated: an object put
-// and read is granted to every function, a delete to none; a call on a
+// and read is granted to every function, a listing and a tag to the
+// advance function alone, a delete to none; a call on a
 // bucket the template does not have is reported, never skipped.
 func TestObjectCallsAreCheckedOnTheBucket(t *testing.T) {
 	t.Parallel()
@@ -25,6 +26,9 @@ func TestObjectCallsAreCheckedOnTheBucket(t *testing.T) {
 {"call":{"principal":"SweepFunction","operation":"GetObject","action":"s3:GetObject","bucket":"e2e-valuesbucket","object":"saga-1/ab"}}
 {"call":{"principal":"AdvanceFunction","operation":"DeleteObject","action":"s3:DeleteObject","bucket":"e2e-valuesbucket","object":"saga-1/ab"}}
 {"call":{"principal":"AdvanceFunction","operation":"ListObjectsV2","action":"s3:ListBucket","bucket":"e2e-valuesbucket"}}
+{"call":{"principal":"AdvanceFunction","operation":"CopyObject","action":"s3:PutObjectTagging","bucket":"e2e-valuesbucket","object":"saga-1/ab"}}
+{"call":{"principal":"CompensateFunction","operation":"ListObjectsV2","action":"s3:ListBucket","bucket":"e2e-valuesbucket"}}
+{"call":{"principal":"CompensateFunction","operation":"CopyObject","action":"s3:PutObjectTagging","bucket":"e2e-valuesbucket","object":"saga-1/ab"}}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -37,12 +41,16 @@ func TestObjectCallsAreCheckedOnTheBucket(t *testing.T) {
 	for _, d := range denials {
 		denied = append(denied, strings.SplitN(d, " is ", 2)[0])
 	}
+	// The advance function lists a saga's objects and tags them (an
+	// expire marks a finished tree's objects ended); no other function
+	// does.
 	want := []string{
 		"AdvanceFunction: DeleteObject (s3:DeleteObject) on object e2e-valuesbucket/saga-1/ab",
-		"AdvanceFunction: ListObjectsV2 (s3:ListBucket) on bucket e2e-valuesbucket",
+		"CompensateFunction: CopyObject (s3:PutObjectTagging) on object e2e-valuesbucket/saga-1/ab",
+		"CompensateFunction: ListObjectsV2 (s3:ListBucket) on bucket e2e-valuesbucket",
 	}
 	slices.Sort(denied)
-	if len(cases) != 5 || !slices.Equal(denied, want) {
+	if len(cases) != 8 || !slices.Equal(denied, want) {
 		t.Errorf("%d cases, denied:\ngot  %q\nwant %q", len(cases), denied, want)
 	}
 	for _, c := range cases {

@@ -49,8 +49,11 @@ func (t *Template) Check() []string {
 		if !b.PublicAccessBlocked {
 			add("bucket %s: public access is not blocked (PublicAccessBlockConfiguration, all four true)", b.Name)
 		}
-		if b.Expiration == (Value{}) {
-			add("bucket %s: no enabled lifecycle rule expiring every object (ExpirationInDays): the sagas' values would stay forever", b.Name)
+		if b.EndedExpiration == (Value{}) {
+			add("bucket %s: no enabled lifecycle rule expiring the objects tagged %s=1 (TagFilters, ExpirationInDays): the values of ended sagas would stay forever", b.Name, EndedTag)
+		}
+		if b.Expiration != (Value{}) {
+			add("bucket %s: a lifecycle rule expires every object by its age (ExpirationInDays %s): a saga running or parked for longer would lose its values; put it under a condition, off by default", b.Name, b.Expiration)
 		}
 	}
 	for _, q := range t.Queues {

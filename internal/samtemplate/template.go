@@ -56,9 +56,18 @@ type Bucket struct {
 	// are true.
 	PublicAccessBlocked bool
 	// Expiration is an enabled lifecycle rule's ExpirationInDays, on the
-	// whole bucket; zero Value: none.
+	// whole bucket, unconditional; zero Value: none. A rule under !If is
+	// not read: it is an option.
 	Expiration Value
+	// EndedExpiration is an enabled lifecycle rule's ExpirationInDays on
+	// the objects tagged EndedTag=1 alone, those of sagas that ended for
+	// good (s3objects.EndedTag); zero Value: none.
+	EndedExpiration Value
 }
+
+// EndedTag is the tag the objects of an ended saga carry
+// (objects/s3objects.EndedTag, with the value "1").
+const EndedTag = "lambdasaga-ended"
 
 // Attribute is a key attribute definition.
 type Attribute struct{ Name, Type string }
@@ -267,10 +276,19 @@ func bucket(name string, props *yaml.Node) Bucket {
 		}
 	}
 	for _, r := range list(get(get(props, "LifecycleConfiguration"), "Rules")) {
-		if scalar(get(r, "Status")) == "Enabled" && get(r, "Prefix") == nil && get(r, "Filter") == nil {
-			if e := value(get(r, "ExpirationInDays")); e != (Value{}) {
-				b.Expiration = e
-			}
+		if scalar(get(r, "Status")) != "Enabled" || get(r, "Prefix") != nil || get(r, "Filter") != nil {
+			continue
+		}
+		e := value(get(r, "ExpirationInDays"))
+		if e == (Value{}) {
+			continue
+		}
+		tags := list(get(r, "TagFilters"))
+		switch {
+		case len(tags) == 0:
+			b.Expiration = e
+		case len(tags) == 1 && scalar(get(tags[0], "Key")) == EndedTag && scalar(get(tags[0], "Value")) == "1":
+			b.EndedExpiration = e
 		}
 	}
 	return b
