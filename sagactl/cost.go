@@ -25,7 +25,7 @@ func runCost(c *Config, args []string) int {
 	largeValues := fs.Int("large-values", 0, "values of --large-value-bytes each that pass through the saga (an input document, an action's output): kept as S3 objects over --offload-bytes, inline at or under it")
 	largeValueBytes := fs.Int("large-value-bytes", 0, "the size of each of --large-values, in bytes (at most 32 MiB)")
 	offloadBytes := fs.Int("offload-bytes", engine.DefaultOffloadBytes, "the threshold over which a value is kept as an object (the functions' LAMBDASAGA_OFFLOAD_BYTES)")
-	objectDays := fs.Int("object-days", 400, "days an object is stored (the template's ObjectExpirationDays)")
+	objectDays := fs.Int("object-days", 30, "days an object is stored after its saga's tree ends (the template's RetentionDays; the saga's own run aside)")
 	startQueue := fs.Bool("start-queue", false, "price a saga started, signalled and called back through the start queue (docs/START_QUEUE.md): a message, its share of an invocation and --duration of compute per request")
 	noChain := fs.Bool("no-chain", false, "price every action step as a message of its own, as without chains (the figures without chains are shown beside those with them anyway)")
 	chainSteps := fs.Int("chain-steps", engine.DefaultChainSteps, "steps a chain runs after its message's own (the coordinator's ChainSteps)")

@@ -199,8 +199,9 @@ func TestChainedSteps(t *testing.T) {
 			// expiry of the finished tree (1): 8. Reads: the four action
 			// steps', each count's read of its child (2), the join's read
 			// of the parent (1) and of each child (2), and the expiry's
-			// reads of the root and its fork record (2): 11.
-			messages: 8, reads: 11, sqs: 24, invokes: 8,
+			// reads of the root, its fork record and each child, for its
+			// objects (4): 13.
+			messages: 8, reads: 13, sqs: 24, invokes: 8,
 			// Writes: the parent's five (start, a, the join, c, d); each
 			// child's three (create, one, two); the two counts; the
 			// expiry's three (each child and the fork record), 1 unit

@@ -159,9 +159,10 @@ type Params struct {
 	// to its end. Over OffloadBytes (0: engine.DefaultOffloadBytes) each is
 	// an S3 object: a PUT when made, a GET at each step handled from its
 	// message (a cold read, the worst case: a warm instance or a chain
-	// reads none), ObjectDays of storage (0: 400, the template's
-	// ObjectExpirationDays), and a reference of about 40 bytes in the
-	// item. At or under it, each adds its bytes to the item, and so to
+	// reads none), a LIST (per 1,000) and a COPY when the saga ends (its
+	// objects marked ended), ObjectDays of storage (0: 30, the
+	// template's RetentionDays after the end; the saga's own run aside),
+	// and a reference of about 40 bytes in the item. At or under it, each adds its bytes to the item, and so to
 	// every write and read of it.
 	LargeValues, LargeValueBytes, OffloadBytes, ObjectDays int
 }
@@ -224,7 +225,7 @@ func (p Params) withDefaults() Params {
 		p.OffloadBytes = engine.DefaultOffloadBytes
 	}
 	if p.ObjectDays == 0 {
-		p.ObjectDays = 400
+		p.ObjectDays = 30
 	}
 	return p
 }
@@ -302,7 +303,9 @@ type Saga struct {
 	// marks (each child run and fork record, once the root is succeeded or
 	// compensated: an UpdateItem of ttl each); ExpireMessages its
 	// messages and ExpireReads its reads (each message reads its saga,
-	// its ancestors and its fork records; a child that can fork is read).
+	// its ancestors and its fork records; each child is read, for its
+	// objects and its forks). A root without forks whose values are kept
+	// as objects (Params.Offloaded) has one message, which reads it.
 	Expires, ExpireMessages, ExpireReads int
 	expireWRU                            float64
 	childWrites                          []childWrite
@@ -360,8 +363,10 @@ type Priced struct {
 	SQSRequests   float64 // billed requests: a send per message, a receive and a delete per batch
 	LambdaInvokes float64 // Messages over BatchSize
 	// ObjectPuts and ObjectGets are the S3 requests of the large values
-	// kept as objects (Params.LargeValues).
-	ObjectPuts, ObjectGets int
+	// kept as objects (Params.LargeValues); ObjectLists and ObjectCopies
+	// those that mark them ended when the saga's tree ends (billed as
+	// PUTs are).
+	ObjectPuts, ObjectGets, ObjectLists, ObjectCopies int
 	// CostBreakdownUSD is USD per saga by part: "lambda requests", "lambda
 	// compute", "sqs", "dynamodb writes", "dynamodb reads".
 	CostBreakdownUSD map[string]float64
@@ -737,6 +742,12 @@ func (w *walker) fork(plan *saga.Plan, st *saga.State, cur saga.Cursor, wrote fu
 func (w *walker) expire(plan *saga.Plan, st *saga.State, depth int) {
 	s := w.s
 	if len(st.Forks) == 0 {
+		if depth == 0 && s.Params.Offloaded() {
+			// A root that kept values as objects and never forked: one
+			// message, which reads it and marks its objects ended.
+			s.ExpireMessages++
+			s.ExpireReads++
+		}
 		return
 	}
 	s.ExpireMessages++
@@ -750,8 +761,10 @@ func (w *walker) expire(plan *saga.Plan, st *saga.State, depth int) {
 			}
 			s.Expires++
 			s.expireWRU += math.Ceil(float64(s.Params.StateBytes+itemBytes(s.Params, plan.Name(), string(c.st.Status), false)) / 1024)
+			// Each child is read: for its objects (State.Objects, with
+			// the template's bucket) and, if it can fork, for its forks.
+			s.ExpireReads++
 			if deep {
-				s.ExpireReads++
 				w.expire(c.plan, c.st, depth+1)
 			}
 		}
@@ -961,7 +974,11 @@ func (s *Saga) price(chained int) Priced {
 		// from its message (a chained step holds the values).
 		c.ObjectPuts = p.LargeValues
 		c.ObjectGets = p.LargeValues * steps
-		c.CostBreakdownUSD["s3 requests"] = float64(c.ObjectPuts)*pr.S3PerThousandPuts/1e3 + float64(c.ObjectGets)*pr.S3PerThousandGets/1e3
+		// The end: a LIST of the saga's prefix per 1,000 objects, a COPY
+		// of each onto itself with the ended tag.
+		c.ObjectLists = (p.LargeValues + 999) / 1000
+		c.ObjectCopies = p.LargeValues
+		c.CostBreakdownUSD["s3 requests"] = float64(c.ObjectPuts+c.ObjectLists+c.ObjectCopies)*pr.S3PerThousandPuts/1e3 + float64(c.ObjectGets)*pr.S3PerThousandGets/1e3
 		gb := float64(p.LargeValues*p.LargeValueBytes) / (1 << 30)
 		c.CostBreakdownUSD["s3 storage"] = gb * pr.S3PerGBMonth * float64(p.ObjectDays) * 12 / 365
 	}

@@ -482,12 +482,18 @@ func TestLargeValuesPricedAsObjectsOrInline(t *testing.T) {
 	if byRef.TableWRU != plain.TableWRU {
 		t.Errorf("by reference: %g table WRU, without the value %g", byRef.TableWRU, plain.TableWRU)
 	}
+	// Its end: one message more, which reads the saga, LISTs its prefix
+	// and COPYs its object with the ended tag.
+	if byRef.Priced.ObjectLists != 1 || byRef.Priced.ObjectCopies != 1 || byRef.ExpireMessages != 1 || plain.ExpireMessages != 0 {
+		t.Errorf("by reference: %d LISTs, %d COPYs, %d expire messages (%d without the value); want 1, 1, 1 (0)",
+			byRef.Priced.ObjectLists, byRef.Priced.ObjectCopies, byRef.ExpireMessages, plain.ExpireMessages)
+	}
 	pr := cost.ListPrices
-	wantS3 := pr.S3PerThousandPuts/1e3 + float64(byRef.ActionSteps)*pr.S3PerThousandGets/1e3
+	wantS3 := 3*pr.S3PerThousandPuts/1e3 + float64(byRef.ActionSteps)*pr.S3PerThousandGets/1e3
 	if got := byRef.CostBreakdownUSD["s3 requests"]; math.Abs(got-wantS3) > 1e-15 {
 		t.Errorf("s3 requests: $%g, want $%g", got, wantS3)
 	}
-	wantStorage := 1.0 / 1024 * pr.S3PerGBMonth * 400 * 12 / 365
+	wantStorage := 1.0 / 1024 * pr.S3PerGBMonth * 30 * 12 / 365 // RetentionDays after the end
 	if got := byRef.CostBreakdownUSD["s3 storage"]; math.Abs(got-wantStorage) > 1e-15 {
 		t.Errorf("s3 storage: $%g, want $%g", got, wantStorage)
 	}

@@ -34,8 +34,9 @@ steps:
 		t.Fatal(err)
 	}
 	// 3 iterations, 6 branches, 1 + 3 fork records; the root's message
-	// and one per iteration.
-	if s.Expires != 3+6+4 || s.ExpireMessages != 4 || s.ExpireReads != (1+1+3)+3*(1+1+1) {
+	// and one per iteration. Reads: each message's saga, its ancestors
+	// and its fork records, and every child (for its objects and forks).
+	if s.Expires != 3+6+4 || s.ExpireMessages != 4 || s.ExpireReads != (1+1+3)+3*(1+1+1)+6 {
 		t.Fatalf("expires %d, messages %d, reads %d", s.Expires, s.ExpireMessages, s.ExpireReads)
 	}
 	// A saga without forks is priced as before.

@@ -115,6 +115,10 @@ type Requests struct {
 	DynamoDBWrites    int     `json:"dynamodb_writes"`
 	S3Puts            int     `json:"s3_puts"` // the large values kept as objects
 	S3Gets            int     `json:"s3_gets"` // their cold reads, one per value per step handled from its message
+	// S3Lists and S3Copies mark the objects ended when the saga's tree
+	// ends: a LIST of its prefix per 1,000, a COPY of each with the tag.
+	S3Lists  int `json:"s3_lists"`
+	S3Copies int `json:"s3_copies"`
 }
 
 // Dollars are lambdasaga's costs by part.
@@ -205,7 +209,7 @@ func (s *Saga) Estimate(name string, sagasPerMonth float64) Estimate {
 // requests are c's requests by service; the writes are the same with
 // chains and without.
 func (s *Saga) requests(c Priced) Requests {
-	return Requests{LambdaInvocations: c.LambdaInvokes, SQS: c.SQSRequests, DynamoDBReads: c.DynamoReads, DynamoDBWrites: s.DynamoWrites, S3Puts: c.ObjectPuts, S3Gets: c.ObjectGets}
+	return Requests{LambdaInvocations: c.LambdaInvokes, SQS: c.SQSRequests, DynamoDBReads: c.DynamoReads, DynamoDBWrites: s.DynamoWrites, S3Puts: c.ObjectPuts, S3Gets: c.ObjectGets, S3Lists: c.ObjectLists, S3Copies: c.ObjectCopies}
 }
 
 // dollars are c's dollars per saga, and for sagasPerMonth sagas.
@@ -237,8 +241,8 @@ func (s *Saga) Report(w io.Writer, name string, sagasPerMonth float64) {
 	s.reportChains(w)
 	if p.LargeValues > 0 {
 		if p.Offloaded() {
-			fmt.Fprintf(w, "large values: %d of %d bytes, over the %d-byte threshold: kept as S3 objects (%d PUT(s), %d GET(s) at most, %d days stored), a %d-byte reference each in the item\n",
-				p.LargeValues, p.LargeValueBytes, p.OffloadBytes, s.ObjectPuts, s.ObjectGets, p.ObjectDays, refBytes)
+			fmt.Fprintf(w, "large values: %d of %d bytes, over the %d-byte threshold: kept as S3 objects (%d PUT(s), %d GET(s) at most; at the end %d LIST(s) and %d COPY(s) to mark them ended, then %d days stored), a %d-byte reference each in the item\n",
+				p.LargeValues, p.LargeValueBytes, p.OffloadBytes, s.ObjectPuts, s.ObjectGets, s.ObjectLists, s.ObjectCopies, p.ObjectDays, refBytes)
 		} else {
 			fmt.Fprintf(w, "large values: %d of %d bytes, at or under the %d-byte threshold: inline, in every write and read of the item\n",
 				p.LargeValues, p.LargeValueBytes, p.OffloadBytes)
