@@ -164,7 +164,7 @@ func testEnd(t *testing.T, o durable.Objects, e durable.ObjectsEnder) {
 		body []byte
 	}
 	var all []obj
-	for i, id := range []string{"o-1", "o-1", "o-1", "o-1.pay.3.0", "o-10"} {
+	for i, id := range []string{"o-1", "o-1", "o-1", "o-1.pay.3.0", "o-10", "tenant:42_x-y"} {
 		k, b := body(id, 9<<10, byte(i))
 		put(t, o, k, b)
 		all = append(all, obj{k, b})
@@ -173,6 +173,9 @@ func testEnd(t *testing.T, o durable.Objects, e durable.ObjectsEnder) {
 		if err := e.ObjectsEnd(ctx, &durable.ObjectsEndParams{SagaID: "o-1"}); err != nil {
 			t.Fatalf("ObjectsEnd: %v", err)
 		}
+	}
+	if err := e.ObjectsEnd(ctx, &durable.ObjectsEndParams{SagaID: "tenant:42_x-y"}); err != nil {
+		t.Fatalf("ObjectsEnd of a saga id with a colon: %v", err)
 	}
 	if err := e.ObjectsEnd(ctx, &durable.ObjectsEndParams{SagaID: "o-2"}); err != nil {
 		t.Fatalf("ObjectsEnd of a saga without objects: %v", err)
