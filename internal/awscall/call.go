@@ -161,6 +161,35 @@ func Parse(service Service, r *http.Request, body []byte, schemas func(table str
 	return call, nil, fmt.Errorf("unknown service %q", service)
 }
 
+// ParseAll is Parse with every action a request is authorized as: one
+// for most, three for an S3 CopyObject that sets tags (s3:PutObject on
+// the copy, s3:GetObject on the source, s3:PutObjectTagging on the copy:
+// Amazon S3 API Reference, CopyObject, "Permissions"), two without tags.
+func ParseAll(service Service, r *http.Request, body []byte, schemas func(table string) (TableSchema, bool)) ([]Call, *TableSchema, error) {
+	call, schema, err := Parse(service, r, body, schemas)
+	if err != nil || schema != nil || call.Operation != "CopyObject" {
+		return []Call{call}, schema, err
+	}
+	src, err := url.PathUnescape(strings.TrimPrefix(r.Header.Get("X-Amz-Copy-Source"), "/"))
+	if err != nil {
+		return []Call{call}, nil, fmt.Errorf("s3: copy source %q: %w", r.Header.Get("X-Amz-Copy-Source"), err)
+	}
+	src, _, _ = strings.Cut(src, "?") // ?versionId=
+	srcBucket, srcKey, _ := strings.Cut(src, "/")
+	if srcBucket == "" || srcKey == "" {
+		return []Call{call}, nil, fmt.Errorf("s3: copy source %q names no object", src)
+	}
+	get := call
+	get.Operation, get.Action, get.Bucket, get.Object = "CopyObject", "s3:GetObject", srcBucket, srcKey
+	calls := []Call{call, get}
+	if r.Header.Get("X-Amz-Tagging") != "" || strings.EqualFold(r.Header.Get("X-Amz-Tagging-Directive"), "REPLACE") {
+		tag := call
+		tag.Action = "s3:PutObjectTagging"
+		calls = append(calls, tag)
+	}
+	return calls, nil, nil
+}
+
 func target(r *http.Request) string {
 	_, op, _ := strings.Cut(r.Header.Get("X-Amz-Target"), ".")
 	return op
@@ -461,7 +490,14 @@ func parseS3(call Call, r *http.Request) (Call, *TableSchema, error) {
 		return call, nil, fmt.Errorf("s3: %s %s?%s is not read here", r.Method, r.URL.Path, r.URL.RawQuery)
 	}
 	if r.Header.Get("X-Amz-Copy-Source") != "" {
-		return call, nil, fmt.Errorf("s3: a copy to %s is not read here", r.URL.Path)
+		if r.Method != http.MethodPut || kind != "object" {
+			return call, nil, fmt.Errorf("s3: a copy to %s is not read here", r.URL.Path)
+		}
+		// CopyObject is authorized as PutObject on the copy (and
+		// GetObject on the source, PutObjectTagging for its tags:
+		// ParseAll): this is the copy's own call.
+		call.Operation, call.Action, call.Bucket, call.Object = "CopyObject", "s3:PutObject", bucket, key
+		return call, nil, nil
 	}
 	op, ok := s3Operations[[2]string{r.Method, kind}]
 	if !ok {

@@ -79,16 +79,41 @@ func TestParseReadsCallsAsIAMSeesThem(t *testing.T) {
 	}
 }
 
+// A CopyObject is authorized as s3:PutObject on the copy and
+// s3:GetObject on its source, and s3:PutObjectTagging on the copy when it
+// sets tags: ParseAll reads all of them.
+func TestParseAllReadsACopyAsEveryActionItNeeds(t *testing.T) {
+	t.Parallel()
+	req := request("PUT", "/e2e-valuesbucket/saga-1/ab12?x-id=CopyObject", "", "")
+	req.Header.Set("X-Amz-Copy-Source", "e2e-valuesbucket/saga-1%2Fab12")
+	req.Header.Set("X-Amz-Tagging", "lambdasaga-ended=1")
+	req.Header.Set("X-Amz-Tagging-Directive", "REPLACE")
+	calls, _, err := awscall.ParseAll(awscall.S3, req, nil, sagaTable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := awscall.Call{Principal: "AdvanceFunction", Operation: "CopyObject", Action: "s3:PutObject", Bucket: "e2e-valuesbucket", Object: "saga-1/ab12"}
+	get, tag := put, put
+	get.Action, tag.Action = "s3:GetObject", "s3:PutObjectTagging"
+	if !reflect.DeepEqual(calls, []awscall.Call{put, get, tag}) {
+		t.Fatalf("calls %+v", calls)
+	}
+	req.Header.Del("X-Amz-Tagging")
+	req.Header.Del("X-Amz-Tagging-Directive")
+	if calls, _, err := awscall.ParseAll(awscall.S3, req, nil, sagaTable); err != nil || !reflect.DeepEqual(calls, []awscall.Call{put, get}) {
+		t.Fatalf("without tags: %+v %v", calls, err)
+	}
+}
+
 // An S3 request this package cannot name the action of (a subresource, a
-// copy, no bucket) is an error, which the recorder keeps as unread and the
-// IAM check fails on, never a call taken for another.
+// copy of no object, no bucket) is an error, which the recorder keeps as
+// unread and the IAM check fails on, never a call taken for another.
 func TestParseRefusesS3CallsItCannotName(t *testing.T) {
 	t.Parallel()
 	copyReq := request("PUT", "/b/k", "", "")
-	copyReq.Header.Set("X-Amz-Copy-Source", "/b/other")
+	copyReq.Header.Set("X-Amz-Copy-Source", "/b")
 	for name, req := range map[string]*http.Request{
 		"a subresource":  request("PUT", "/b/k?tagging", "", ""),
-		"a copy":         copyReq,
 		"no bucket":      request("GET", "/", "", ""),
 		"a bucket's ACL": request("GET", "/b?acl", "", ""),
 		"a multipart":    request("POST", "/b/k?uploads", "", ""),
@@ -96,5 +121,8 @@ func TestParseRefusesS3CallsItCannotName(t *testing.T) {
 		if call, _, err := awscall.Parse(awscall.S3, req, nil, sagaTable); err == nil {
 			t.Errorf("%s: read as %s, want an error", name, call)
 		}
+	}
+	if calls, _, err := awscall.ParseAll(awscall.S3, copyReq, nil, sagaTable); err == nil {
+		t.Errorf("a copy of no object: read as %+v, want an error", calls)
 	}
 }

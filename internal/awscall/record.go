@@ -84,7 +84,7 @@ func (r *Recorder) Observe(service Service, req *http.Request, body []byte) {
 		s, ok := r.schemas[table]
 		return s, ok
 	}
-	call, s, err := Parse(service, req, body, schema)
+	calls, s, err := ParseAll(service, req, body, schema)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s != nil {
@@ -92,17 +92,20 @@ func (r *Recorder) Observe(service Service, req *http.Request, body []byte) {
 		r.write(Entry{Schema: s})
 		return
 	}
-	if call.Principal == "" || call.Principal == "local" {
+	principal := calls[0].Principal
+	if principal == "" || principal == "local" {
 		return
 	}
 	if err != nil {
-		r.write(Entry{Unread: fmt.Sprintf("%s from %s: %v", service, call.Principal, err)})
+		r.write(Entry{Unread: fmt.Sprintf("%s from %s: %v", service, principal, err)})
 		return
 	}
-	r.counts[call.Principal]++
-	if k := call.Shape(); !r.seen[k] {
-		r.seen[k] = true
-		r.write(Entry{Call: &call})
+	r.counts[principal]++
+	for _, call := range calls {
+		if k := call.Shape(); !r.seen[k] {
+			r.seen[k] = true
+			r.write(Entry{Call: &call})
+		}
 	}
 }
 
