@@ -121,6 +121,12 @@ func TestLargeValueCost(t *testing.T) {
 		b.Counter.Reset()
 		before := objects.Stats()
 		out, err := newCoordinator().Handle(ctx, ds[0].Body)
+		if err == nil && out == engine.HandledExpired {
+			// The end: the saga's objects marked to expire with it (a
+			// listing and a copy each), not a step of the table's rows.
+			_ = b.Queue.Delete(ctx, &durable.DeleteParams{Queue: ds[0].Queue, ReceiptHandle: ds[0].ReceiptHandle})
+			continue
+		}
 		if err != nil || out != engine.HandledStep {
 			t.Fatalf("handle %s: %s %v", msg.Step, out, err)
 		}
