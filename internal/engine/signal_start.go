@@ -99,8 +99,14 @@ func (c *Coordinator) SignalWithStart(ctx context.Context, p *SignalWithStartPar
 // resendFirst sends again the outbox of rec, a saga at its first version.
 func (c *Coordinator) resendFirst(ctx context.Context, rec *durable.SagaRecord) error {
 	st := &saga.State{}
-	if err := st.UnmarshalBinary(rec.State); err != nil {
+	refs, err := st.UnmarshalBinaryRefs(rec.State)
+	if err != nil {
 		return fmt.Errorf("saga %s: %w", rec.SagaID, err)
+	}
+	// Its launches copy the saga's values into its children: values, not
+	// the references the state holds to them.
+	if err := c.hydrate(ctx, st, refs); err != nil {
+		return err
 	}
 	plan, err := c.cfg.Plans.Get(ctx, st.DefinitionHash)
 	if err != nil {
