@@ -314,7 +314,11 @@ func toNative(v ref.Val, limit int) (any, error) {
 	if limit > 0 {
 		budget = limit
 	}
-	return toNativeAt(v, 0, &budget)
+	out, err := toNativeAt(v, 0, &budget)
+	if err == errResultTooLarge {
+		return nil, resultTooLarge(max(maxResultBytes, limit))
+	}
+	return out, err
 }
 
 // maxResultBytes bounds the size of one expression's result as state would
@@ -324,8 +328,23 @@ func toNative(v ref.Val, limit int) (any, error) {
 // long before memory does.
 const maxResultBytes = maxSettledStateBytes
 
-// errResultTooLarge is the error of a result past maxResultBytes.
-var errResultTooLarge = fmt.Errorf("result larger than %d bytes, more than a saga's state can hold", maxResultBytes)
+// errResultTooLarge is the error of a result past its budget, within
+// toNativeAt; toNative names the limit (resultTooLarge).
+var errResultTooLarge = errors.New("result too large")
+
+// resultTooLargeError is a result past limit: a state's (maxResultBytes),
+// or an object's when the engine keeps large values apart.
+type resultTooLargeError struct{ limit int }
+
+func resultTooLarge(limit int) error { return resultTooLargeError{limit} }
+
+func (e resultTooLargeError) Error() string {
+	what := "a saga's state"
+	if e.limit > maxResultBytes {
+		what = "a value kept as an object"
+	}
+	return fmt.Sprintf("result larger than %d bytes, more than %s can hold", e.limit, what)
+}
 
 // toNativeAt converts v found depth levels down, refusing values nested
 // past MaxDataDepth as CheckValue does, and charging each part to budget.

@@ -12,31 +12,33 @@ import (
 // call (s.replace('', s), l.join(''), format, flatten), so a small input
 // can make one call allocate gigabytes before any check runs. guardSizes
 // wraps those calls: their arguments are evaluated first, and a call whose
-// result would be larger than maxResultBytes fails without being made.
+// result would be larger than the evaluation's limit (resultLimit) fails
+// without being made.
 
 // resultBounds gives, by function name, an upper bound in bytes of what
-// the call builds from its evaluated arguments (receiver first).
-var resultBounds = map[string]func(args []ref.Val) int{
-	"replace": func(args []ref.Val) int {
+// the call builds from its evaluated arguments (receiver first), counted
+// up to limit.
+var resultBounds = map[string]func(args []ref.Val, limit int) int{
+	"replace": func(args []ref.Val, _ int) int {
 		s, old, repl := strLen(args, 0), strLen(args, 1), strLen(args, 2)
 		if old == 0 {
 			return s + (s+1)*repl
 		}
 		return s + s/old*repl
 	},
-	"join": func(args []ref.Val) int {
+	"join": func(args []ref.Val, limit int) int {
 		n, size := 0, 0
 		if l, ok := args[0].(traits.Lister); ok {
 			n = listLen(l)
-			size = deepSize(l, maxResultBytes+1)
+			size = deepSize(l, limit+1)
 		}
 		return size + n*strLen(args, 1)
 	},
-	"format": func(args []ref.Val) int {
+	"format": func(args []ref.Val, limit int) int {
 		// Each value renders to at most a few times its size.
-		return strLen(args, 0) + 4*deepSize(arg(args, 1), maxResultBytes+1)
+		return strLen(args, 0) + 4*deepSize(arg(args, 1), limit+1)
 	},
-	"flatten": func(args []ref.Val) int { return deepSize(arg(args, 0), maxResultBytes+1) },
+	"flatten": func(args []ref.Val, limit int) int { return deepSize(arg(args, 0), limit+1) },
 }
 
 // guardSizes is the decorator that wraps the calls of resultBounds.
@@ -54,15 +56,15 @@ func guardSizes(i interpreter.InterpretableV2) (interpreter.InterpretableV2, err
 
 type sizeGuarded struct {
 	interpreter.InterpretableCall
-	bound func([]ref.Val) int
+	bound func(args []ref.Val, limit int) int
 }
 
 func (g *sizeGuarded) Exec(f *interpreter.ExecutionFrame) ref.Val {
-	return g.run(memoOf(f.Activation), func(a interpreter.InterpretableV2) ref.Val { return a.Exec(f) }, func() ref.Val { return g.InterpretableCall.Exec(f) })
+	return g.run(memoOf(f.Activation), resultLimit(f.Activation), func(a interpreter.InterpretableV2) ref.Val { return a.Exec(f) }, func() ref.Val { return g.InterpretableCall.Exec(f) })
 }
 
 func (g *sizeGuarded) Eval(act interpreter.Activation) ref.Val {
-	return g.run(memoOf(act), func(a interpreter.InterpretableV2) ref.Val { return a.Eval(act) }, func() ref.Val { return g.InterpretableCall.Eval(act) })
+	return g.run(memoOf(act), resultLimit(act), func(a interpreter.InterpretableV2) ref.Val { return a.Eval(act) }, func() ref.Val { return g.InterpretableCall.Eval(act) })
 }
 
 // guardMemo keeps, for one evaluation, the results of guarded calls made
@@ -93,10 +95,23 @@ func memoOf(a interpreter.Activation) *guardMemo {
 	return nil
 }
 
+// resultLimit is the largest result the evaluation in act may build: a
+// saga's activation says (an object's limit when the engine keeps large
+// values apart), else what a state holds.
+func resultLimit(a interpreter.Activation) int {
+	for a != nil {
+		if sa, ok := a.(*activation); ok {
+			return max(maxResultBytes, sa.limit)
+		}
+		a = a.Parent()
+	}
+	return maxResultBytes
+}
+
 // run checks the call's arguments and makes the call, through m.
-func (g *sizeGuarded) run(m *guardMemo, evalArg func(interpreter.InterpretableV2) ref.Val, call func() ref.Val) ref.Val {
+func (g *sizeGuarded) run(m *guardMemo, limit int, evalArg func(interpreter.InterpretableV2) ref.Val, call func() ref.Val) ref.Val {
 	if m == nil {
-		if err := g.check(evalArg); err != nil {
+		if err := g.check(limit, evalArg); err != nil {
 			return err
 		}
 		return call()
@@ -108,7 +123,7 @@ func (g *sizeGuarded) run(m *guardMemo, evalArg func(interpreter.InterpretableV2
 		}
 	}
 	m.recording++
-	v := g.check(evalArg)
+	v := g.check(limit, evalArg)
 	m.recording--
 	if v == nil {
 		m.replaying++
@@ -127,7 +142,7 @@ func (g *sizeGuarded) run(m *guardMemo, evalArg func(interpreter.InterpretableV2
 // check evaluates the arguments (pure: the call that follows finds them in
 // the memo, or evaluates them again) and refuses a call whose result would
 // be too large.
-func (g *sizeGuarded) check(eval func(interpreter.InterpretableV2) ref.Val) ref.Val {
+func (g *sizeGuarded) check(limit int, eval func(interpreter.InterpretableV2) ref.Val) ref.Val {
 	args := g.Args()
 	vals := make([]ref.Val, len(args))
 	for i, a := range args {
@@ -137,9 +152,9 @@ func (g *sizeGuarded) check(eval func(interpreter.InterpretableV2) ref.Val) ref.
 		}
 		vals[i] = v
 	}
-	if n := g.bound(vals); n > maxResultBytes || n < 0 {
+	if n := g.bound(vals, limit); n > limit || n < 0 {
 		// No ": " and no quotes, so that redactEvalError keeps the reason.
-		return types.NewErr("%s would build a result larger than %d bytes, more than a saga's state can hold", g.Function(), maxResultBytes)
+		return types.NewErr("%s would build a %v", g.Function(), resultTooLarge(limit))
 	}
 	return nil
 }

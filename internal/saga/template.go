@@ -130,8 +130,8 @@ func (t *template) eval(act *activation) (any, error) {
 				}
 				fmt.Fprint(&b, native)
 			}
-			if b.Len() > max(maxResultBytes, act.limit) {
-				return nil, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %v", p.prog.src, errResultTooLarge)}
+			if limit := max(maxResultBytes, act.limit); b.Len() > limit {
+				return nil, &ActionError{Type: lang.ErrorTypeExpression, Message: fmt.Sprintf("${%s}: %v", p.prog.src, resultTooLarge(limit))}
 			}
 		}
 		return b.String(), nil
