@@ -565,7 +565,11 @@ func (p *Plan) item(s *planStep, parent *State, k int) (any, error) {
 		}
 		return parent.ForkItems[k], nil
 	}
-	v, err := s.items.eval(&activation{st: parent, vars: parent.Vars, attempt: 1, now: parent.UpdatedAt})
+	// The fork step took the list under its own limit (valueLimit): read
+	// again, an element is taken whatever its size up to an object's, so
+	// that a list the step accepted always launches. Without objects, the
+	// step bounded the whole list by a state's limit already.
+	v, err := s.items.eval(&activation{st: parent, vars: parent.Vars, attempt: 1, now: parent.UpdatedAt, limit: MaxValueBytes})
 	if err != nil {
 		return nil, fmt.Errorf("saga %s: foreach %s: %w", parent.SagaID, s.ID, err)
 	}
@@ -573,7 +577,7 @@ func (p *Plan) item(s *planStep, parent *State, k int) (any, error) {
 	if !ok || list.Size().(types.Int) <= types.Int(k) {
 		return nil, fmt.Errorf("%w: saga %s's foreach %s no longer has %d elements", ErrInvalidEvent, parent.SagaID, s.ID, k+1)
 	}
-	item, err := toNative(list.Get(types.Int(k)), 0)
+	item, err := toNative(list.Get(types.Int(k)), MaxValueBytes)
 	if err != nil {
 		return nil, fmt.Errorf("saga %s: foreach %s element %d: %w", parent.SagaID, s.ID, k, err)
 	}

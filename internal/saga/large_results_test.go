@@ -53,3 +53,41 @@ func TestLargeResultsWithOffloadAreBoundedByTheObjectLimit(t *testing.T) {
 		})
 	}
 }
+
+// A foreach over a list of large values launches each child with its
+// element, however large the fork step accepted it: an element is read
+// again from the list's expression under the same limit.
+func TestForeachLaunchesLargeElementsWithOffload(t *testing.T) {
+	t.Parallel()
+	p := mustCompile(t, `
+saga: docs
+input: {docs: list}
+steps:
+  - id: each
+    foreach: "${input.docs}"
+    as: doc
+    steps:
+      - id: use
+        action: svc.use
+        with: {doc: "${doc}"}
+`)
+	doc := strings.Repeat("d", 500<<10)
+	in, err := p.CheckInputWithin(map[string]any{"docs": []any{doc, "small"}}, offloadBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &saga.State{}
+	if err := p.Advance(st, saga.Event{Kind: saga.EventStart, Now: t0, SagaID: "o-1", Input: in, StoreLimit: saga.MaxStateBytes, OffloadBytes: offloadBytes}); err != nil {
+		t.Fatal(err)
+	}
+	if st.Status.Final() {
+		t.Fatalf("status %s (failure %v), want it waiting on its children", st.Status, st.Failure)
+	}
+	_, cs, err := p.Launch(st, 0)
+	if err != nil {
+		t.Fatalf("launch of the large element: %v", err)
+	}
+	if got := cs.Scope["doc"]; got != doc {
+		t.Fatalf("child 0 got doc %.20v, want the 500 KiB element", got)
+	}
+}
