@@ -108,6 +108,24 @@ func objectsFromEnvironment(awsCfg aws.Config) (*s3objects.Objects, int, error) 
 	return objects, threshold, nil
 }
 
+// valueCacheShare is the part of a function's memory its cache of large
+// values may take, counted as encoded: decoded, a map of small values takes
+// several times that, and the garbage collector lets the heap grow to twice
+// what is live.
+const valueCacheShare = 8
+
+// valueCacheBytes bounds the values a function keeps in memory
+// (engine.CoordinatorConfig.ValueCacheBytes) by its memory, memoryMB as
+// Lambda gives it (AWS_LAMBDA_FUNCTION_MEMORY_SIZE); 0, the engine's
+// default, outside Lambda or when the default is smaller.
+func valueCacheBytes(memoryMB string) int64 {
+	mb, err := strconv.ParseInt(memoryMB, 10, 64)
+	if err != nil || mb <= 0 {
+		return 0
+	}
+	return min(mb<<20/valueCacheShare, engine.DefaultValueCacheBytes)
+}
+
 // chainFromEnvironment reads the chain's budgets; zero where unset (the
 // engine's defaults).
 func chainFromEnvironment() (steps int, d time.Duration, err error) {
@@ -246,6 +264,7 @@ func coordinatorFromEnvironment(ctx context.Context, reg *engine.Registry, metri
 		OffloadBytes: offloadBytes}
 	if objects != nil {
 		cfg.Objects = objects // never a nil *s3objects.Objects in the interface
+		cfg.ValueCacheBytes = valueCacheBytes(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"))
 	}
 	if traces != nil {
 		cfg.Tracer = otelsaga.New(traces)
