@@ -89,6 +89,21 @@ func (p *Plan) CheckInputWithin(input map[string]any, offloadBytes int) (map[str
 			}
 		}
 	}
+	if len(problems) == 0 && offloadBytes > 0 {
+		// Secret fields stay inline (masked where values print, never
+		// put as objects): together they keep the inline input's limit,
+		// or the saga would be created and fail at once, its state too
+		// large to write.
+		secret := map[string]any{}
+		for _, f := range p.def.Input {
+			if f.Secret {
+				secret[f.Name] = out[f.Name]
+			}
+		}
+		if n, err := jsonSize(secret); err == nil && len(secret) > 0 && n > MaxInputBytes {
+			problems = append(problems, fmt.Sprintf("input: the secret fields are %d bytes as JSON, over the limit of %d: secret fields stay inline, never kept as objects", n, MaxInputBytes))
+		}
+	}
 	if len(problems) == 0 {
 		switch n, err := jsonSize(input); {
 		case err != nil:

@@ -341,3 +341,23 @@ func TestObjectsFlagOutlivesItsReferences(t *testing.T) {
 		t.Fatalf("a state that never had references: Objects %v, %v", plain.Objects, err)
 	}
 }
+
+// Secret fields stay inline, so with an object store they keep the
+// inline input's limit together: an input whose secrets pass it is
+// refused before the saga starts, not started to fail at once with a
+// state too large to write. Other fields go up to the object limit.
+func TestSecretInputsKeepTheInlineLimitWithObjects(t *testing.T) {
+	plan, err := saga.Compile("s.yaml", []byte("saga: s\ninput: {card: secret string, doc: string}\nsteps:\n  - {id: done, succeed: {output: \"${input.doc}\"}}\n"), saga.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("d", 1<<20)
+	if _, err := plan.CheckInputWithin(map[string]any{"card": "4242", "doc": big}, offloadBytes); err != nil {
+		t.Fatalf("a large plain field: %v", err)
+	}
+	secret := strings.Repeat("4", 350<<10)
+	_, err = plan.CheckInputWithin(map[string]any{"card": secret, "doc": "x"}, offloadBytes)
+	if !errors.Is(err, saga.ErrInvalidInput) || !strings.Contains(err.Error(), "secret fields stay inline") || strings.Contains(err.Error(), "4444") {
+		t.Fatalf("a 350 KiB secret: %v", err)
+	}
+}
