@@ -100,13 +100,7 @@ func TestLargeValuesRunAndCompensateByReference(t *testing.T) {
 			t.Parallel()
 			actions, calls := docActions(fail)
 			objects := memobjects.New()
-			rt, err := embedded.Start(embedded.Config{Actions: actions, Objects: objects})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rt.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
+			rt, ctx := startRuntime(t, embedded.Config{Actions: actions, Objects: objects})
 			doc := strings.Repeat("d", docBytes)
 			st, err := rt.Run(ctx, &engine.StartParams{Plan: sagatest.MustCompile(t, largeDocs), SagaID: "doc-1", Input: map[string]any{"doc": doc}})
 			if err != nil {
@@ -155,13 +149,7 @@ func TestLargeValuesReadByAnotherProcess(t *testing.T) {
 	t.Parallel()
 	actions, _ := docActions(false)
 	objects := memobjects.New()
-	rt, err := embedded.Start(embedded.Config{Actions: actions, Objects: objects})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	rt, ctx := startRuntime(t, embedded.Config{Actions: actions, Objects: objects})
 	doc := strings.Repeat("d", docBytes)
 	if _, err := rt.Run(ctx, &engine.StartParams{Plan: sagatest.MustCompile(t, largeDocs), SagaID: "doc-1", Input: map[string]any{"doc": doc}}); err != nil {
 		t.Fatal(err)
@@ -240,13 +228,7 @@ func TestLargeValuesSurviveAFailedPut(t *testing.T) {
 	t.Parallel()
 	actions, calls := docActions(false)
 	objects := &flakyObjects{Objects: memobjects.New(), n: 1, failed: map[string]bool{}}
-	rt, err := embedded.Start(embedded.Config{Actions: actions, Objects: objects, Visibility: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	rt, ctx := startRuntime(t, embedded.Config{Actions: actions, Objects: objects, Visibility: 50 * time.Millisecond})
 	st, err := rt.Run(ctx, &engine.StartParams{Plan: sagatest.MustCompile(t, largeDocs), SagaID: "doc-1", Input: map[string]any{"doc": strings.Repeat("d", docBytes)}})
 	if err != nil || st.Status != durable.StatusSucceeded {
 		t.Fatalf("%v %v", st, err)
@@ -311,13 +293,7 @@ func TestLargeSignalPayloadsByReference(t *testing.T) {
 		return nil, nil
 	})
 	objects := memobjects.New()
-	rt, err := embedded.Start(embedded.Config{Actions: actions, Objects: objects})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	rt, ctx := startRuntime(t, embedded.Config{Actions: actions, Objects: objects})
 	if _, err := rt.Coordinator.Start(ctx, &engine.StartParams{Plan: sagatest.MustCompile(t, signedDocs), SagaID: "s-1", Input: map[string]any{"id": "x"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -359,13 +335,7 @@ func TestEqualValuesArePutOnce(t *testing.T) {
 		return map[string]any{"text": strings.Repeat("c", 1<<20)}, nil // a new string each call
 	})
 	objects := memobjects.New()
-	rt, err := embedded.Start(embedded.Config{Actions: actions, Objects: objects})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	rt, ctx := startRuntime(t, embedded.Config{Actions: actions, Objects: objects})
 	const copies = `
 saga: copies
 steps:
@@ -379,4 +349,18 @@ steps:
 	if s := objects.Stats(); s.Objects != 1 || s.Puts != 1 {
 		t.Fatalf("objects %+v: want one object, put once", s)
 	}
+}
+
+// startRuntime starts an embedded runtime for one test, closed at its
+// end, and a context that bounds the test's waits.
+func startRuntime(t *testing.T, cfg embedded.Config) (*embedded.Runtime, context.Context) {
+	t.Helper()
+	rt, err := embedded.Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return rt, ctx
 }
