@@ -177,8 +177,9 @@ func (e *Env) startPollers(ctx, pctx context.Context, sq *sqs.Client, fn samtemp
 			return err
 		}
 		e.workers = append(e.workers, wk)
+		busy := &sync.Mutex{} // the advance function reads two queues
 		for _, ev := range fn.Events {
-			p := &poller{env: e, client: sq, fn: fn, event: ev, queueURL: e.QueueURLs[ev.Queue], rieURL: "http://" + addr + "/2015-03-31/functions/function/invocations", worker: w}
+			p := &poller{env: e, client: sq, fn: fn, event: ev, queueURL: e.QueueURLs[ev.Queue], rieURL: "http://" + addr + "/2015-03-31/functions/function/invocations", worker: w, busy: busy}
 			e.pollers.Go(func() { p.run(pctx) })
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -29,6 +30,11 @@ type poller struct {
 	queueURL string
 	rieURL   string
 	worker   int
+	// busy is the worker's: its pollers (one per event source) invoke it
+	// one at a time, as Lambda runs one invocation at a time in an
+	// execution environment; aws-lambda-rie crashes on a second
+	// invocation while one runs.
+	busy *sync.Mutex
 }
 
 func (p *poller) run(ctx context.Context) {
@@ -86,7 +92,9 @@ func (p *poller) invoke(ctx context.Context, hc *http.Client, ev events.SQSEvent
 	if err != nil {
 		return nil, err
 	}
+	p.busy.Lock()
 	out, err := invokeRIE(ctx, hc, p.rieURL, body)
+	p.busy.Unlock()
 	if err != nil {
 		return nil, err
 	}
