@@ -77,7 +77,7 @@ func (p *parser) parse(src []byte) (def *Definition) {
 		return def
 	}
 	var stepsNode *yaml.Node
-	p.eachField(root, "", []string{"saga", "input", "timeout", "steps"}, func(key string, k, v *yaml.Node) {
+	p.eachField(root, "", []string{"saga", "input", "timeout", "on_failure", "hold_for", "steps"}, func(key string, k, v *yaml.Node) {
 		def.pos[key] = Pos{k.Line, k.Column}
 		switch key {
 		case "saga":
@@ -95,10 +95,15 @@ func (p *parser) parse(src []byte) (def *Definition) {
 				p.errorf(v, "timeout", "%s is longer than the limit of %s (one year)", v.Value, FormatDuration(MaxSagaTimeout))
 				def.Timeout = 0
 			}
+		case "on_failure":
+			def.OnFailure = p.onFailure(v)
+		case "hold_for":
+			def.HoldFor = p.duration(v, "hold_for", 0)
 		case "steps":
 			stepsNode = v
 		}
 	})
+	p.checkHold(def)
 	if _, ok := def.pos["saga"]; !ok {
 		p.errorf(root, "saga", "missing: every definition needs a saga name")
 	}

@@ -64,10 +64,30 @@ type Definition struct {
 	// Timeout is the saga's deadline after its start (timeout:); past it
 	// the saga compensates. Zero: no deadline.
 	Timeout time.Duration
+	// OnFailure is what a step that fails for good does to the saga
+	// (on_failure:): OnFailureCompensate (the default) or OnFailureHold.
+	OnFailure OnFailure
+	// HoldFor is how long a held saga waits for an operator before it
+	// compensates (hold_for:); zero: until its deadline, or for ever.
+	HoldFor time.Duration
 	Steps   []*Step // in source order; the first runs first
 
 	pos map[string]Pos // saga-level field -> position
 }
+
+// OnFailure is what a saga does when a step fails for good.
+type OnFailure string
+
+const (
+	// OnFailureCompensate undoes the completed steps at once: the default.
+	OnFailureCompensate OnFailure = "compensate"
+	// OnFailureHold parks the saga in status held when an action step
+	// fails for good, for an operator to retry the step or compensate.
+	OnFailureHold OnFailure = "hold"
+)
+
+// OnFailures lists every OnFailure.
+func OnFailures() []OnFailure { return []OnFailure{OnFailureCompensate, OnFailureHold} }
 
 // InputField is one declared input field.
 type InputField struct {

@@ -31,7 +31,7 @@ func (p *Plan) Advance(st *State, ev Event) error {
 	st.Joined, st.Undid = 0, 0
 	st.Version++
 	st.UpdatedAt = ev.Now
-	st.FromOutside = ev.Kind == EventCancel || ev.Kind == EventResume || ev.Kind == EventSignal || ev.Kind == EventCallback
+	st.FromOutside = fromOutside(ev.Kind)
 	switch ev.Kind {
 	case EventResult:
 		st.Carrier = ev.Carrier
@@ -67,6 +67,10 @@ func (p *Plan) Advance(st *State, ev Event) error {
 		r.childUndone(ev.Undone)
 	case EventResume:
 		r.resume()
+	case EventRetry:
+		r.retryHeld()
+	case EventCompensate:
+		r.compensateHeld()
 	}
 	r.markStatusSince() // before the last measure: it is part of the state
 	if ev.StoreLimit > 0 {
@@ -113,6 +117,12 @@ func (r *runner) start() {
 // read before the outbox was reset.
 func (r *runner) cancel(retryDue time.Time, retryWaits bool) {
 	st, p := r.st, r.p
+	if st.Status == durable.StatusHeld {
+		// Nothing runs while a saga is held: it compensates at once.
+		st.Cursors = st.Cursors[:0]
+		r.compensate(cancelled())
+		return
+	}
 	if retryWaits && r.ev.Now.Add(clockSkew).Before(retryDue) {
 		// The pending attempt waits out its backoff: no one can be
 		// running it yet, so nothing is in flight to wait for. The
@@ -164,6 +174,10 @@ func (r *runner) timerFired() {
 	st, p := r.st, r.p
 	cur := st.Cursors[0]
 	s := p.steps[cur.Step]
+	if cur.Held {
+		r.holdEnded(s)
+		return
+	}
 	if cur.Fork {
 		// The deadline passed while the children ran: they stop, and
 		// the join compensates.
@@ -355,9 +369,11 @@ func (p *Plan) admit(st *State, ev Event) error {
 			return fmt.Errorf("%w: saga %s (%s) waits for no action", ErrInvalidEvent, st.SagaID, st.Status)
 		}
 	case EventCancel:
-		if st.Status != durable.StatusRunning && st.Status != durable.StatusWaiting {
+		if st.Status != durable.StatusRunning && st.Status != durable.StatusWaiting && st.Status != durable.StatusHeld {
 			return fmt.Errorf("%w: saga %s is %s and cannot be cancelled", ErrInvalidEvent, st.SagaID, st.Status)
 		}
+	case EventRetry, EventCompensate:
+		return p.admitHeld(st, ev)
 	case EventSignal, EventCallback:
 		cur, ok := st.Pending()
 		if !ok || !cur.Wait || st.Status != durable.StatusWaiting || cur.Compensating {
@@ -420,6 +436,9 @@ type runner struct {
 	was   durable.Status
 	since time.Time
 	hist  historyWriter // the transition's entries in the saga's history
+	// failing is the attempt of an action step that failed for good in
+	// this transition (Attempt zero: none): what a hold keeps.
+	failing Cursor
 }
 
 // fits reports whether the state, encoded, is within ev.StoreLimit (always
@@ -770,11 +789,12 @@ func (r *runner) callbackResult(s *planStep, cur Cursor, d Delivery) {
 	takeCallback(st, cur) // no completion of this attempt or one before it is kept any longer
 	if d.Err != nil {
 		se := newStepError(s.ID, d.Err.Type, d.Err.Message)
-		st.Cursors = append(st.Cursors[:0], Cursor{Step: cur.Step, Attempt: cur.Attempt, Seq: cur.Seq})
-		if r.retryable(s.policy, cur.Attempt, &ActionError{Type: se.Type}, se.Type) && !r.pastDeadline() {
+		st.Cursors = append(st.Cursors[:0], Cursor{Step: cur.Step, Attempt: cur.Attempt, Seq: cur.Seq, Budget: cur.Budget})
+		if r.retryable(s.policy, cur.Attempt-cur.Budget, &ActionError{Type: se.Type}, se.Type) && !r.pastDeadline() {
 			r.retry(s, s.policy, st.Cursors[0], durable.QueueAdvance, false, se)
 			return
 		}
+		r.failing = st.Cursors[0]
 		st.Cursors = st.Cursors[:0]
 		r.stepFailed(s, cur.Attempt, se)
 		return
@@ -921,6 +941,10 @@ func (r *runner) caught(s *planStep, attempt int, err *StepError) (int, bool) {
 		}
 	}
 	r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: attempt, Error: err})
+	if r.holdsOn(s, err) {
+		r.hold(s, err)
+		return 0, false
+	}
 	r.compensate(err)
 	return 0, false
 }
@@ -1027,7 +1051,7 @@ func (r *runner) actionFailed(s *planStep, cur Cursor, err error) {
 	}
 	typ := ErrorType(err)
 	se := newStepError(s.ID, typ, errorMessage(err))
-	if r.retryable(s.policy, cur.Attempt, err, typ) && !st.CancelRequested && !r.pastDeadline() {
+	if r.retryable(s.policy, cur.Attempt-cur.Budget, err, typ) && !st.CancelRequested && !r.pastDeadline() {
 		r.retry(s, s.policy, cur, durable.QueueAdvance, false, se)
 		return
 	}
@@ -1038,6 +1062,7 @@ func (r *runner) actionFailed(s *planStep, cur Cursor, err error) {
 	cur.Unknown = typ == lang.ErrorTypeTimeout || cur.Unknown && !definite(s.policy, err, typ)
 	r.unknownOutcome(s, cur, cur.Attempt)
 	st.Cursors = st.Cursors[:0]
+	r.failing = cur
 	r.stepFailed(s, cur.Attempt, se)
 }
 

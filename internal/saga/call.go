@@ -54,6 +54,9 @@ func (st *State) WakeAt() time.Time {
 	if ok && cur.Fork && !cur.Compensating && st.Status == durable.StatusWaiting && st.Failure == nil && !st.CancelRequested {
 		return st.Deadline // the children run; the saga's deadline stops them
 	}
+	if ok && cur.Held && st.Status == durable.StatusHeld {
+		return earliest(cur.Due, st.Deadline) // hold_for, or the deadline, ends the hold
+	}
 	if !ok || !cur.Wait || st.Status != durable.StatusWaiting {
 		return time.Time{}
 	}
@@ -61,6 +64,14 @@ func (st *State) WakeAt() time.Time {
 		return st.Deadline
 	}
 	return cur.Due
+}
+
+// earliest is the earlier of a and b, a zero time standing for never.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // DeadlinePassed reports whether the saga has a forward action pending

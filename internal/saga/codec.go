@@ -90,7 +90,7 @@ const (
 	valRef // a value kept as an object (Ref): its size, then its SHA-256
 )
 
-var statusCodes = []durable.Status{"", durable.StatusRunning, durable.StatusWaiting, durable.StatusCompensating, durable.StatusSucceeded, durable.StatusCompensated, durable.StatusCompensationFailed}
+var statusCodes = []durable.Status{"", durable.StatusRunning, durable.StatusWaiting, durable.StatusCompensating, durable.StatusSucceeded, durable.StatusCompensated, durable.StatusCompensationFailed, durable.StatusHeld}
 var queueCodes = []durable.QueueName{"", durable.QueueAdvance, durable.QueueCompensate}
 
 // MarshalBinary encodes the state.
@@ -293,6 +293,10 @@ func (e *encoder) cursor(tag int, c Cursor) {
 	if c.Unknown {
 		e.uint(13, 1)
 	}
+	if c.Held {
+		e.uint(14, 1)
+	}
+	e.uint(15, uint64(c.Budget))
 	e.end(at)
 }
 
@@ -809,6 +813,10 @@ func (d *decoder) cursor() Cursor {
 			c.Child = d.int()
 		case 13:
 			c.Unknown = d.uint() == 1
+		case 14:
+			c.Held = d.uint() == 1
+		case 15:
+			c.Budget = d.int()
 		default:
 			return false
 		}

@@ -38,10 +38,17 @@ const (
 	// EventUndone tells a saga undoing a fork's children that one of them
 	// ended its compensation (Event.Undone).
 	EventUndone
+	// EventRetry runs the step a held saga failed on again, with a fresh
+	// attempt budget (an operator fixed what made it fail).
+	EventRetry
+	// EventCompensate compensates a held saga, as its failure would have
+	// at once without on_failure: hold.
+	EventCompensate
 )
 
 // String returns the kind's name: "start", "result", "cancel", "resume",
-// "timer", "signal", "callback", "join", "undo" or "undone".
+// "timer", "signal", "callback", "join", "undo", "undone", "retry" or
+// "compensate".
 func (k EventKind) String() string {
 	switch k {
 	case EventStart:
@@ -64,6 +71,10 @@ func (k EventKind) String() string {
 		return "undo"
 	case EventUndone:
 		return "undone"
+	case EventRetry:
+		return "retry"
+	case EventCompensate:
+		return "compensate"
 	}
 	return fmt.Sprintf("event(%d)", uint8(k))
 }

@@ -163,12 +163,13 @@ type HistoryFork struct {
 }
 
 // FromOutside reports whether the entry's transition came from outside
-// the saga: a cancel, a resume (with or without a skip), a signal or a
-// callback's completion.
+// the saga: a cancel, a resume (with or without a skip), a signal, a
+// callback's completion, or an operator's retry or compensate of a held
+// saga.
 func (e *HistoryEntry) FromOutside() bool { return fromOutside(e.Cause) }
 
 func fromOutside(k EventKind) bool {
-	return k == EventCancel || k == EventResume || k == EventSignal || k == EventCallback
+	return k == EventCancel || k == EventResume || k == EventSignal || k == EventCallback || k == EventRetry || k == EventCompensate
 }
 
 // HistoryEntries decodes st.History, oldest first. p, when not nil, is

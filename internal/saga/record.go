@@ -59,6 +59,9 @@ func (p *Plan) CheckState(st *State) error {
 			}
 			continue
 		}
+		if c.Held && (c.Compensating || st.Status != durable.StatusHeld) || c.Budget < 0 || c.Budget >= c.Attempt {
+			return fmt.Errorf("a held cursor at step %s (attempt %d, budget from %d) of a %s saga", s.ID, c.Attempt, c.Budget, st.Status)
+		}
 		if s.Kind != lang.KindAction || (c.Compensating && s.comp == nil) {
 			return fmt.Errorf("a cursor at step %s, which has no such action", s.ID)
 		}

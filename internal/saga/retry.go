@@ -53,7 +53,7 @@ func (r *runner) retry(s *planStep, pol lang.RetryPolicy, cur Cursor, q durable.
 		// Timeout says nothing of what the attempt before it did.
 		cur.Unknown = cur.Unknown || se != nil && se.Type == lang.ErrorTypeTimeout
 	}
-	d := backoff(pol, cur.Attempt, r.ev.Rand)
+	d := backoff(pol, cur.Attempt-cur.Budget, r.ev.Rand)
 	if dl := r.st.Deadline; !comp && !dl.IsZero() && r.ev.Now.Add(d).After(dl) {
 		// The saga's deadline comes first: the retry's message comes just
 		// after it (by clockSkew, so that no worker whose clock is behind

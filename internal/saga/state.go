@@ -167,6 +167,16 @@ type Cursor struct {
 	// puts the step on the stack to be found out. Compensating: the work
 	// is finding out, running the step's action again under its key.
 	Unknown bool
+	// Held: the cursor is the step a held saga failed on, at its last
+	// attempt; Due, when not zero, is when the hold ends (hold_for) and
+	// the saga compensates. An operator's retry runs the step again.
+	Held bool
+	// Budget is how many attempts of the step ran before its retry
+	// policy's budget started afresh (an operator's retry of a held
+	// saga): the policy counts attempts after it. Attempt numbers go on,
+	// so that a callback token of an earlier attempt never completes a
+	// later one.
+	Budget int
 }
 
 // ParentLink is where a child run came from: its parent saga, the fork
