@@ -28,14 +28,15 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
-// Status is where a saga stands: running, waiting, succeeded, compensating,
-// compensated or compensation_failed (docs/STATES.md).
+// Status is where a saga stands: running, waiting, held, succeeded,
+// compensating, compensated or compensation_failed (docs/STATES.md).
 type Status string
 
 // The statuses.
 const (
 	StatusRunning            Status = Status(durable.StatusRunning)
 	StatusWaiting            Status = Status(durable.StatusWaiting)
+	StatusHeld               Status = Status(durable.StatusHeld)
 	StatusSucceeded          Status = Status(durable.StatusSucceeded)
 	StatusCompensating       Status = Status(durable.StatusCompensating)
 	StatusCompensated        Status = Status(durable.StatusCompensated)

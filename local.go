@@ -87,7 +87,8 @@ func NewLocal(actions *Actions, o LocalOptions) (*Local, error) {
 }
 
 // Run starts a saga of def and waits until it ends (succeeded or
-// compensated) or parks (compensation_failed), or ctx ends.
+// compensated), parks (compensation_failed) or is held (held: a step
+// failed and the definition says on_failure: hold), or ctx ends.
 func (l *Local) Run(ctx context.Context, def *Definition, o StartOptions) (*Saga, error) {
 	s, err := l.Start(ctx, def, o)
 	if err != nil {
@@ -96,8 +97,8 @@ func (l *Local) Run(ctx context.Context, def *Definition, o StartOptions) (*Saga
 	return l.Wait(ctx, s.ID)
 }
 
-// Wait waits until the saga ends or parks, or ctx ends (its error then,
-// with the saga as it was).
+// Wait waits until the saga ends, parks or is held, or ctx ends (its
+// error then, with the saga as it was).
 func (l *Local) Wait(ctx context.Context, id string) (*Saga, error) {
 	st, err := l.rt.Wait(ctx, id)
 	return l.view(ctx, st), err

@@ -400,6 +400,28 @@ func (s *Client) Resume(ctx context.Context, id string) (*Saga, error) {
 	return s.view(ctx, st), nil
 }
 
+// Retry runs the step a held saga failed on again (a definition with
+// on_failure: hold), with its retry policy's attempts afresh and the same
+// idempotency key: an operator fixed what made it fail. Retrying a saga
+// whose retry landed already changes nothing.
+func (s *Client) Retry(ctx context.Context, id string) (*Saga, error) {
+	st, err := s.coord.Retry(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.view(ctx, st), nil
+}
+
+// Compensate compensates a held saga, as its failure would have without
+// on_failure: hold.
+func (s *Client) Compensate(ctx context.Context, id string) (*Saga, error) {
+	st, err := s.coord.Compensate(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.view(ctx, st), nil
+}
+
 // SkipCompensation continues a saga parked in compensation_failed without
 // the compensation that failed: an operator has undone that step by hand.
 func (s *Client) SkipCompensation(ctx context.Context, id string) (*Saga, error) {

@@ -223,7 +223,7 @@ func TestStackFlagsAreChecked(t *testing.T) {
 		{[]string{"list", "--dynamodb-endpoint", down, "--sqs-endpoint", down, "--advance-queue-url", "u"}, "name the queues by --queue-prefix, or by both --advance-queue-url and --compensate-queue-url"},
 		{[]string{"list"}, "say where the sagas are: --local, or --table"},
 		{[]string{"list", "--table", "t", "--advance-queue-url", "a", "--compensate-queue-url", "c", "--queue-prefix", "p-"}, "--queue-prefix names the queues on the emulators"},
-		{[]string{"list", "--status", "stuck", "--local"}, "list: --status stuck: not a status; one of running, waiting, compensating, succeeded, compensated, compensation_failed"},
+		{[]string{"list", "--status", "stuck", "--local"}, "list: --status stuck: not a status; one of running, waiting, compensating, held, succeeded, compensated, compensation_failed"},
 		{[]string{"list", "--limit", "0", "--local"}, "list: --limit must be 1 to 10000"},
 		{[]string{"list", "--limit", "10001", "--local"}, "list: --limit must be 1 to 10000"},
 		{[]string{"list", "--since", "-1h", "--local"}, "list: --since must not be negative"},

@@ -301,6 +301,18 @@ func runResume(c *Config, args []string) int {
 	}, flags)
 }
 
+func runRetry(c *Config, args []string) int {
+	return c.sagaCommand("retry", args, func(ctx context.Context, cl *client.Client, id string) (*saga.State, error) {
+		return cl.Retry(ctx, id)
+	})
+}
+
+func runCompensate(c *Config, args []string) int {
+	return c.sagaCommand("compensate", args, func(ctx context.Context, cl *client.Client, id string) (*saga.State, error) {
+		return cl.Compensate(ctx, id)
+	})
+}
+
 // sagaCommand runs a command on one saga by id; act nil only reads it.
 // flags, if given, adds the command's own flags.
 func (c *Config) sagaCommand(name string, args []string, act func(context.Context, *client.Client, string) (*saga.State, error), flags ...func(*flag.FlagSet)) int {
@@ -362,6 +374,8 @@ type stateReport struct {
 	// Resends counts the sweep's re-sends of this version's messages:
 	// at engine.DefaultMaxResends the sweep stops and leaves the saga for an operator.
 	Resends int `json:"resends,omitempty"`
+	// Held is what a held saga is held on.
+	Held *heldReport `json:"held,omitempty"`
 	// Pause is what a waiting saga waits on: a wait, an await's signal, a
 	// callback's token.
 	Pause *pauseReport `json:"pause,omitempty"`
@@ -404,6 +418,10 @@ func (c *Config) reportOf(ctx context.Context, cl *client.Client, st *saga.State
 	if l := st.Parent; l != nil {
 		r.Parent = &parentReport{SagaID: l.ID, Step: l.Step, Index: l.Index}
 	}
+	if cur, ok := st.Pending(); ok && cur.Held {
+		r.Held = &heldReport{Step: r.Pending, Attempts: cur.Attempt, Until: st.WakeAt()}
+		r.Pending, r.Attempt = "", 0
+	}
 	if cur, ok := st.Pending(); ok && cur.Fork {
 		if cur.Compensating {
 			r.Undoing = durable.ChildID(st.SagaID, strings.TrimPrefix(r.Pending, "undo "), cur.Seq, cur.Child)
@@ -412,6 +430,15 @@ func (c *Config) reportOf(ctx context.Context, cl *client.Client, st *saga.State
 		}
 	}
 	return r
+}
+
+// heldReport is what a held saga is held on: the step that failed, its
+// attempts so far, and when the hold ends (hold_for or the deadline; zero:
+// never by itself).
+type heldReport struct {
+	Step     string    `json:"step"`
+	Attempts int       `json:"attempts"`
+	Until    time.Time `json:"until,omitzero"`
 }
 
 func (c *Config) printState(ctx context.Context, cl *client.Client, st *saga.State, asJSON bool) int {
@@ -441,6 +468,11 @@ func (c *Config) printState(ctx context.Context, cl *client.Client, st *saga.Sta
 		}
 		if f.FailedChild >= 0 && f.FailedChild < f.Children {
 			fmt.Fprintf(c.Stdout, "    child %d failed: no other starts; the running ones are cancelled\n", f.FailedChild)
+		}
+	case r.Held != nil:
+		fmt.Fprintf(c.Stdout, "  held on: %s after %d attempt(s) (%s retry %s runs it again, with a fresh attempt budget; %s compensate %s undoes the saga)\n", r.Held.Step, r.Held.Attempts, c.Name, r.SagaID, c.Name, r.SagaID)
+		if !r.Held.Until.IsZero() {
+			fmt.Fprintf(c.Stdout, "  compensates at %s unless an operator acts first\n", r.Held.Until.UTC().Format(time.RFC3339))
 		}
 	case r.Undoing != "":
 		fmt.Fprintf(c.Stdout, "  undoing: %s, a child of %s, as a whole\n", r.Undoing, strings.TrimPrefix(r.Pending, "undo "))

@@ -551,6 +551,8 @@ func (r *runRecorder) end(plan *saga.Plan, st *saga.State, started time.Time, vt
 		return ExitOK
 	case durable.StatusCompensated:
 		return ExitCompensated
+	case durable.StatusHeld:
+		return ExitHeld
 	default:
 		return ExitCompensationFailed
 	}
@@ -623,6 +625,9 @@ func printSummary(c *Config, st *saga.State, r runReport, took time.Duration) {
 	}
 	if st.CompensationError != nil {
 		fmt.Fprintf(c.Stdout, "parked: %s\n", st.CompensationError.Error())
+	}
+	if st.Status == durable.StatusHeld {
+		fmt.Fprintf(c.Stdout, "held for an operator: %s retry %s runs the step again, %s compensate %s undoes the saga\n", c.Name, st.SagaID, c.Name, st.SagaID)
 	}
 	if st.Status == durable.StatusSucceeded {
 		out, _ := json.Marshal(jsonable(st.Output))

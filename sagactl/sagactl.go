@@ -36,6 +36,7 @@ const (
 	ExitCompensated        = 2 // the saga failed and was compensated
 	ExitCompensationFailed = 3 // the saga failed and a compensation failed too
 	ExitStillRunning       = 4 // run: the saga was still running at --timeout
+	ExitHeld               = 5 // run: the saga is held for an operator (on_failure: hold)
 )
 
 // runExitCodes is what run --help says of its exit codes.
@@ -46,6 +47,8 @@ Exit codes:
   2  the saga failed and was compensated
   3  the saga failed and a compensation failed too (parked)
   4  the saga was still running at --timeout
+  5  the saga is held: a step failed and on_failure: hold keeps it for an
+     operator (sagactl retry ID or sagactl compensate ID)
 `
 
 // MaxInputFileBytes bounds what sagactl reads of an input, inline or
@@ -100,6 +103,8 @@ func commands() []command {
 		{"history", "ID [--json] " + stackArgs, "show what happened to a saga (or a fork's child run), step by step, compensations included", runHistory},
 		{"cancel", "ID " + stackArgs, "stop a running saga; it compensates", runCancel},
 		{"resume", "ID [--skip] " + stackArgs, "continue a saga parked in compensation_failed", runResume},
+		{"retry", "ID " + stackArgs, "run the step a held saga failed on again, with a fresh attempt budget (on_failure: hold)", runRetry},
+		{"compensate", "ID " + stackArgs, "compensate a held saga, as its failure would have without on_failure: hold", runCompensate},
 		{"signal", "ID NAME [--payload JSON|@FILE] [--id ID] " + stackArgs, "send a saga a signal: an await of NAME takes it, its payload in the await's out", runSignal},
 		{"callback", "TOKEN (--output JSON|@FILE | --error TYPE [--message M]) " + stackArgs, "complete a callback step's token with its output, or fail its attempt", runCallback},
 		{"sweep", "[--idle-for D] [--max-resends N] " + stackArgs, "re-send the messages of unfinished sagas idle too long (a start or cancel cut off before its send)", runSweep},

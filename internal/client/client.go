@@ -221,6 +221,17 @@ func (c *Client) SkipCompensation(ctx context.Context, sagaID string) (*saga.Sta
 	return c.coord.SkipCompensation(ctx, sagaID)
 }
 
+// Retry runs the step a held saga failed on again, with a fresh attempt
+// budget (engine.Coordinator.Retry).
+func (c *Client) Retry(ctx context.Context, sagaID string) (*saga.State, error) {
+	return c.coord.Retry(ctx, sagaID)
+}
+
+// Compensate compensates a held saga (engine.Coordinator.Compensate).
+func (c *Client) Compensate(ctx context.Context, sagaID string) (*saga.State, error) {
+	return c.coord.Compensate(ctx, sagaID)
+}
+
 // List pages through sagas, those that entered their status most recently
 // first (durable.SagaListParams).
 func (c *Client) List(ctx context.Context, p *durable.SagaListParams) (*durable.SagaListResult, error) {

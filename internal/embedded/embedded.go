@@ -226,7 +226,7 @@ func (r *Runtime) Close() {
 }
 
 // Run starts a saga and waits until it is final (succeeded, compensated or
-// compensation_failed) or ctx ends.
+// compensation_failed) or held, or ctx ends.
 func (r *Runtime) Run(ctx context.Context, p *engine.StartParams) (*saga.State, error) {
 	if r.closed.Load() {
 		return nil, ErrClosed
@@ -238,14 +238,15 @@ func (r *Runtime) Run(ctx context.Context, p *engine.StartParams) (*saga.State, 
 	return r.Wait(ctx, st.SagaID)
 }
 
-// Wait polls a saga until it is final or ctx ends. On a manual clock,
+// Wait polls a saga until it is final or held (on_failure: hold: it
+// waits for an operator), or ctx ends. On a manual clock,
 // virtual time passes meanwhile, awaits' and callbacks' timeouts included.
 // It returns once OnStep, if set, has heard every step of the saga.
 func (r *Runtime) Wait(ctx context.Context, sagaID string) (*saga.State, error) {
 	r.waiters.Add(1)
 	defer r.waiters.Add(-1)
 	return r.poll(ctx, sagaID, func(st *saga.State) bool {
-		return st.Status.Final() && !r.Coordinator.Unreported(sagaID)
+		return (st.Status.Final() || st.Status == durable.StatusHeld) && !r.Coordinator.Unreported(sagaID)
 	})
 }
 

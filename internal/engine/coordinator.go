@@ -398,8 +398,25 @@ func (c *Coordinator) SkipCompensation(ctx context.Context, sagaID string) (*sag
 	return c.apply(ctx, sagaID, saga.EventResume, true)
 }
 
-// apply writes a cancel or a resume (skip: without the compensation that
-// failed).
+// Retry runs the step a held saga failed on again, with its retry
+// policy's attempts afresh and the same idempotency key. A retry whose
+// write landed (the step's first attempt of a fresh budget pending) is
+// answered again without a change; a saga in any other status is
+// saga.ErrInvalidEvent, as is a held saga whose deadline has passed.
+func (c *Coordinator) Retry(ctx context.Context, sagaID string) (*saga.State, error) {
+	return c.apply(ctx, sagaID, saga.EventRetry, false)
+}
+
+// Compensate compensates a held saga, as its failure would have without
+// on_failure: hold. A saga already compensating (or compensated) is
+// answered without a change; one in any other status is
+// saga.ErrInvalidEvent.
+func (c *Coordinator) Compensate(ctx context.Context, sagaID string) (*saga.State, error) {
+	return c.apply(ctx, sagaID, saga.EventCompensate, false)
+}
+
+// apply writes an operator's event: a cancel, a resume (skip: without
+// the compensation that failed), a retry or a compensate of a held saga.
 func (c *Coordinator) apply(ctx context.Context, sagaID string, kind saga.EventKind, skip bool) (*saga.State, error) {
 	if err := checkSagaID(sagaID); err != nil {
 		return nil, err
@@ -447,9 +464,10 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind saga.EventK
 	return nil, fmt.Errorf("%s %s: %w after %d tries", kind, sagaID, durable.ErrConflict, c.cfg.MaxConflictRetries)
 }
 
-// already reports whether st is where a cancel or resume leads, so that
-// the event is a retry rather than a mistake: compensating (or, for a
-// cancel, finished after being cancelled).
+// already reports whether st is where a cancel, resume, retry or
+// compensate leads, so that the event is a repeat rather than a mistake:
+// compensating (or, for a cancel, finished after being cancelled; for a
+// retry, the first attempt of a fresh budget pending).
 func already(st *saga.State, kind saga.EventKind) bool {
 	switch kind {
 	case saga.EventCancel:
@@ -461,6 +479,11 @@ func already(st *saga.State, kind saga.EventKind) bool {
 			return ok && cur.Fork && cur.Compensating
 		}
 		return st.Status == durable.StatusCompensating
+	case saga.EventRetry:
+		cur, ok := st.Pending()
+		return ok && st.Status == durable.StatusRunning && !cur.Compensating && cur.Budget > 0 && cur.Attempt == cur.Budget+1
+	case saga.EventCompensate:
+		return st.Status == durable.StatusCompensating || st.Status == durable.StatusCompensated
 	}
 	return false
 }

@@ -202,7 +202,12 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (outcome 
 		c.logHandled(ctx, msg, st, HandledStale, 0)
 		return HandledStale, nil
 	}
-	if cur.Wait || st.DeadlinePassed(c.cfg.Clock.Now()) {
+	if cur.Held && st.WakeAt().IsZero() {
+		// Held for an operator with no timer: nothing runs.
+		c.logHandled(ctx, msg, st, HandledStale, 0)
+		return HandledStale, nil
+	}
+	if cur.Wait || cur.Held || st.DeadlinePassed(c.cfg.Clock.Now()) {
 		// A timer; or an action whose saga's deadline has passed: it does
 		// not run, the deadline fires.
 		return c.fire(ctx, msg, st, plan)
