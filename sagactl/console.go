@@ -117,6 +117,14 @@ func (s clientSource) Resume(ctx context.Context, sagaID string) (*saga.State, e
 	return s.cl.Resume(ctx, sagaID)
 }
 
+func (s clientSource) Retry(ctx context.Context, sagaID string) (*saga.State, error) {
+	return s.cl.Retry(ctx, sagaID)
+}
+
+func (s clientSource) Compensate(ctx context.Context, sagaID string) (*saga.State, error) {
+	return s.cl.Compensate(ctx, sagaID)
+}
+
 func (s clientSource) Signal(ctx context.Context, p *engine.SignalParams) (*engine.Delivered, error) {
 	var opts []client.SignalOption
 	if p.ID != "" {

@@ -62,6 +62,8 @@ func stepStatuses(plan *saga.Plan, st *saga.State, history []Entry) map[string]S
 			switch {
 			case cur.Compensating:
 				out[id] = StepCompensating
+			case cur.Held:
+				out[id] = StepFailed // held on it, for an operator
 			case cur.Wait || st.Status == durable.StatusWaiting:
 				out[id] = StepWaiting
 			default:

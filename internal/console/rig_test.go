@@ -74,6 +74,22 @@ steps:
     with: {card: "${input.card}"}
 `
 
+// heldSaga books, then pays; the payment fails until the rig's ledger is
+// fixed, and the saga is held for an operator.
+const heldSaga = `saga: held
+input: {order_id: string}
+on_failure: hold
+steps:
+  - id: book
+    action: ledger.book
+    with: {order_id: "${input.order_id}"}
+    compensate: {action: ledger.cancel, with: {order_id: "${input.order_id}"}}
+  - id: pay
+    action: payments.flaky
+    with: {order_id: "${input.order_id}"}
+    retry: {attempts: 1}
+`
+
 // rig is an in-process runtime on memory, its console, and a server.
 type rig struct {
 	rt    *embedded.Runtime
@@ -95,6 +111,10 @@ func newRig(t *testing.T, on ...*awstest.Backend) *rig {
 		case "ledger.unbook":
 			if !r.fixed.Load() {
 				return nil, saga.Permanent(saga.NewError("LedgerDown", "the ledger refuses unbookings"))
+			}
+		case "payments.flaky":
+			if !r.fixed.Load() {
+				return nil, saga.NewError("PaymentsDown", "the payment service is down")
 			}
 		case "payments.refund":
 			return nil, saga.Permanent(saga.NewError("CardExpired", "the card expired"))
@@ -125,7 +145,7 @@ func newRig(t *testing.T, on ...*awstest.Backend) *rig {
 	}
 	r.srv = httptest.NewServer(r.con)
 	t.Cleanup(r.srv.Close)
-	for name, src := range map[string]string{"order": orderSaga, "refund": refundSaga, "webhook": webhookSaga, "card": cardSaga} {
+	for name, src := range map[string]string{"order": orderSaga, "refund": refundSaga, "webhook": webhookSaga, "card": cardSaga, "held": heldSaga} {
 		p, err := saga.Compile(name+".yaml", []byte(src), saga.Options{})
 		if err != nil {
 			t.Fatal(err)

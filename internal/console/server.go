@@ -345,10 +345,12 @@ func (s *Server) sagaPage(ctx context.Context, id string) (*sagaPage, error) {
 		page.Parent = st.Parent.ID
 	}
 	page.CanAct = map[string]bool{
-		"cancel":   st.Status == durable.StatusRunning || st.Status == durable.StatusWaiting,
-		"resume":   st.Status == durable.StatusCompensationFailed,
-		"signal":   st.Status == durable.StatusRunning || st.Status == durable.StatusWaiting,
-		"callback": page.Pause != nil && page.Pause.Kind == "callback",
+		"cancel":     st.Status == durable.StatusRunning || st.Status == durable.StatusWaiting || st.Status == durable.StatusHeld,
+		"resume":     st.Status == durable.StatusCompensationFailed,
+		"retry":      st.Status == durable.StatusHeld,
+		"compensate": st.Status == durable.StatusHeld,
+		"signal":     st.Status == durable.StatusRunning || st.Status == durable.StatusWaiting,
+		"callback":   page.Pause != nil && page.Pause.Kind == "callback",
 	}
 	return page, nil
 }
@@ -478,6 +480,10 @@ func (s *Server) describe(action string, form url.Values) (string, []field, erro
 		return "Cancel the saga: it stops and compensates every step it completed (an action in flight is awaited first).", nil, nil
 	case "resume":
 		return "Resume the saga: the compensation that failed runs again, then the rest of the compensations.", nil, nil
+	case "retry":
+		return "Retry the held saga: the step it failed on runs again, with its retry policy's attempts afresh and the same idempotency key.", nil, nil
+	case "compensate":
+		return "Compensate the held saga: every step it completed is undone, newest first, as its failure would have without on_failure: hold.", nil, nil
 	case "signal":
 		name := form.Get("name")
 		if name == "" {
@@ -500,7 +506,7 @@ func (s *Server) describe(action string, form url.Values) (string, []field, erro
 		}
 		return "Complete the callback with this output: the step goes on.", keep("token", "output"), nil
 	}
-	return "", nil, fmt.Errorf("unknown action %q (cancel, resume, signal, callback)", action)
+	return "", nil, fmt.Errorf("unknown action %q (cancel, resume, retry, compensate, signal, callback)", action)
 }
 
 // do takes a confirmed action and says what it did.
@@ -519,6 +525,18 @@ func (s *Server) do(ctx context.Context, id, action string, form url.Values) (st
 			return "", err
 		}
 		return fmt.Sprintf("Resumed: the saga is %s.", st.Status), nil
+	case "retry":
+		st, err := src.Retry(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Retried: the saga is %s.", st.Status), nil
+	case "compensate":
+		st, err := src.Compensate(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Compensating: the saga is %s.", st.Status), nil
 	case "signal":
 		p := &engine.SignalParams{SagaID: id, Name: form.Get("name")}
 		if v := form.Get("payload"); v != "" {

@@ -253,6 +253,47 @@ func TestResumeContinuesParked(t *testing.T) {
 	}
 }
 
+// A held saga offers retry, compensate and cancel, each confirmed; a
+// retry runs the step again and the saga goes on.
+func TestRetryAndCompensateHeld(t *testing.T) {
+	r := newRig(t)
+	r.start(t, "held", "h-1")
+	r.start(t, "held", "h-2")
+	tok := r.token(t, "h-1")
+	_, body := get(t, r.srv.URL, "/sagas/h-1")
+	for _, want := range []string{`id="retry"`, `id="compensate"`, `id="cancel"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("held saga's page has no %s", want)
+		}
+	}
+	code, body := post(t, r.srv.URL, "/sagas/h-1/retry", url.Values{"csrf": {tok}}, nil)
+	if code != http.StatusOK || !strings.Contains(body, `id="confirm"`) || !strings.Contains(body, "same idempotency key") {
+		t.Fatalf("retry without confirm: %d\n%s", code, body)
+	}
+	if st := r.waitFor(t, "h-1", durable.StatusHeld); st.Failure == nil {
+		t.Fatal("the confirmation retried")
+	}
+	r.fixed.Store(true)
+	code, body = post(t, r.srv.URL, "/sagas/h-1/retry", url.Values{"csrf": {tok}, "confirm": {"yes"}}, nil)
+	if code != http.StatusOK || !strings.Contains(body, `id="result">Retried`) {
+		t.Fatalf("retry: %d\n%s", code, body)
+	}
+	r.waitFor(t, "h-1", durable.StatusSucceeded)
+	code, body = post(t, r.srv.URL, "/sagas/h-2/compensate", url.Values{"csrf": {tok}, "confirm": {"yes"}}, nil)
+	if code != http.StatusOK || !strings.Contains(body, `id="result">Compensating`) {
+		t.Fatalf("compensate: %d\n%s", code, body)
+	}
+	r.waitFor(t, "h-2", durable.StatusCompensated)
+	if _, body := get(t, r.srv.URL, "/sagas/h-2"); stepStatus(body, "book") != "compensated" {
+		t.Errorf("book after compensate: %q, want compensated", stepStatus(body, "book"))
+	}
+	// Neither verb applies to a saga that is not held.
+	code, body = post(t, r.srv.URL, "/sagas/h-1/compensate", url.Values{"csrf": {tok}, "confirm": {"yes"}}, nil)
+	if code != http.StatusConflict || !strings.Contains(body, "compensate failed") {
+		t.Errorf("compensate a succeeded saga: %d\n%s", code, body)
+	}
+}
+
 func TestSignal(t *testing.T) {
 	r := newRig(t)
 	r.start(t, "order", "o-1")
@@ -431,6 +472,8 @@ func (f failing) History(context.Context, string) ([]console.Entry, error) { ret
 func (f failing) Plan(context.Context, string) (*saga.Plan, error)         { return nil, f.err }
 func (f failing) Cancel(context.Context, string) (*saga.State, error)      { return nil, f.err }
 func (f failing) Resume(context.Context, string) (*saga.State, error)      { return nil, f.err }
+func (f failing) Retry(context.Context, string) (*saga.State, error)       { return nil, f.err }
+func (f failing) Compensate(context.Context, string) (*saga.State, error)  { return nil, f.err }
 func (f failing) Signal(context.Context, *engine.SignalParams) (*engine.Delivered, error) {
 	return nil, f.err
 }

@@ -33,6 +33,11 @@ type Source interface {
 	// Resume continues a saga parked in compensation_failed
 	// (engine.Coordinator.Resume).
 	Resume(ctx context.Context, sagaID string) (*saga.State, error)
+	// Retry runs the step a held saga failed on again
+	// (engine.Coordinator.Retry).
+	Retry(ctx context.Context, sagaID string) (*saga.State, error)
+	// Compensate compensates a held saga (engine.Coordinator.Compensate).
+	Compensate(ctx context.Context, sagaID string) (*saga.State, error)
 	// Signal sends a saga a signal (engine.Coordinator.Signal).
 	Signal(ctx context.Context, p *engine.SignalParams) (*engine.Delivered, error)
 	// CompleteCallback completes a callback token with the step's output
@@ -118,6 +123,16 @@ func (c *Coordinator) Cancel(ctx context.Context, sagaID string) (*saga.State, e
 // Resume implements Source.
 func (c *Coordinator) Resume(ctx context.Context, sagaID string) (*saga.State, error) {
 	return c.Coord.Resume(ctx, sagaID)
+}
+
+// Retry implements Source.
+func (c *Coordinator) Retry(ctx context.Context, sagaID string) (*saga.State, error) {
+	return c.Coord.Retry(ctx, sagaID)
+}
+
+// Compensate implements Source.
+func (c *Coordinator) Compensate(ctx context.Context, sagaID string) (*saga.State, error) {
+	return c.Coord.Compensate(ctx, sagaID)
 }
 
 // Signal implements Source.

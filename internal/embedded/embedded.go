@@ -251,11 +251,13 @@ func (r *Runtime) Wait(ctx context.Context, sagaID string) (*saga.State, error) 
 }
 
 // WaitReceiving polls a saga until it waits on a signal (an await) or on a
-// callback token, or is final, or ctx ends: then a test can send the
+// callback token, or is final or held, or ctx ends: then a test can send the
 // signal or complete the token. On a manual clock, virtual time does not
 // pass the await's or callback's timeout meanwhile.
 func (r *Runtime) WaitReceiving(ctx context.Context, sagaID string) (*saga.State, error) {
-	return r.poll(ctx, sagaID, func(st *saga.State) bool { return st.Status.Final() || r.receiving(ctx, st) })
+	return r.poll(ctx, sagaID, func(st *saga.State) bool {
+		return st.Status.Final() || st.Status == durable.StatusHeld || r.receiving(ctx, st)
+	})
 }
 
 // receiving reports whether a saga waits on a signal or a callback token.

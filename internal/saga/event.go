@@ -44,6 +44,8 @@ const (
 	// EventCompensate compensates a held saga, as its failure would have
 	// at once without on_failure: hold.
 	EventCompensate
+
+	lastEventKind = EventCompensate // the history's decoder knows kinds up to it
 )
 
 // String returns the kind's name: "start", "result", "cancel", "resume",

@@ -309,7 +309,7 @@ func (e *histEntry) parse(b []byte, strs bool) (int, error) {
 	if e.opens {
 		e.version, e.ms = d.uint(), d.uint()
 		c := d.uint()
-		if c&0x0f == 0 || c&0x0f > uint64(EventUndone) || c>>4 >= uint64(len(statusCodes)) {
+		if c&0x0f == 0 || c&0x0f > uint64(lastEventKind) || c>>4 >= uint64(len(statusCodes)) {
 			d.fail("unknown transition cause %#x", c)
 		}
 		e.cause = uint8(c)

@@ -148,6 +148,18 @@ func TestCompensateOfAHeldSagaUndoesTheCompletedSteps(t *testing.T) {
 	if r.st.Status != durable.StatusCompensated {
 		t.Fatalf("after release: %s", r.st.Status)
 	}
+	// The history reads back whole, the operator's compensate with it.
+	h, err := r.st.HistoryEntries(r.p)
+	if err != nil {
+		t.Fatalf("history: %v", err)
+	}
+	var causes []string
+	for _, e := range h {
+		causes = append(causes, e.Cause.String())
+	}
+	if !slices.Contains(causes, "compensate") || h[len(h)-1].Version != r.st.Version {
+		t.Fatalf("history causes %v, last version %d of %d", causes, h[len(h)-1].Version, r.st.Version)
+	}
 }
 
 func TestCancelOfAHeldSagaCompensatesAtOnce(t *testing.T) {
