@@ -134,3 +134,18 @@ func TestRunExitsHeldWhenAStepFailsForGood(t *testing.T) {
 		t.Fatalf("run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// plan and cost walk a held saga as an operator's compensate would end
+// it, and say so.
+func TestPlanAndCostWalkAHeldSagaToItsCompensation(t *testing.T) {
+	t.Parallel()
+	in := `{}`
+	r := runSagactl(t, nil, "plan", heldFile, "--fail", "charge", "--input", in)
+	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "on_failure: hold: the saga is held first") || !strings.Contains(r.stdout, "1. undo reserve") {
+		t.Fatalf("plan: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runSagactl(t, nil, "cost", heldFile, "--fail", "charge", "--input", in, "--json")
+	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, `"held",`) || !strings.Contains(r.stdout, `"compensating"`) {
+		t.Fatalf("cost: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

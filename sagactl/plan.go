@@ -61,6 +61,9 @@ func runPlan(c *Config, args []string) int {
 	if st.Failure.Type == ErrorTypeSimulated {
 		what = "step " + st.Failure.Step + " fails for good"
 	}
+	if ls, ok := plan.Step(st.Failure.Step); ok && ls.Kind == lang.KindAction && plan.Definition().OnFailure == lang.OnFailureHold {
+		fmt.Fprintf(c.Stdout, "on_failure: hold: the saga is held first, for an operator to retry %s (%s retry ID) or compensate (%s compensate ID, or the hold's end):\n", ls.ID, c.Name, c.Name)
+	}
 	writePlan(c.Stdout, plan, st, what, path, comps)
 	if assumed := pausesOn(plan, path, payloads); len(assumed) > 0 {
 		fmt.Fprintf(c.Stdout, "(the plan assumes %s)\n", strings.Join(assumed, ", and "))

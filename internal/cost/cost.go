@@ -259,6 +259,10 @@ type Saga struct {
 	// SignalsKept counts those of Signals kept first (Params.SignalsFirst):
 	// their write keeps the status, and their await does not wait.
 	SignalsKept int
+	// Holds counts the times the saga was held (on_failure: hold) and an
+	// operator compensated it, as the walk assumes: the operator's read
+	// and write, which sends the first compensation's message.
+	Holds int
 	// Callbacks counts the callback steps' tokens completed, each after its
 	// action returned: the completer's read and write, which sends the next
 	// step's message.
@@ -400,6 +404,7 @@ const (
 	WhyCallback     = "after a callback"           // the callback's completer wrote it
 	WhyJoin         = "after a join"               // the fork's join message wrote it
 	WhyUndo         = "after an undo"              // a fork's undo of a child wrote it
+	WhyOperator     = "after an operator's verb"   // a held saga's compensate wrote it
 	WhyOutbox       = "outbox not one step message"
 	WhyBackoff      = "retry backoff"      // the message is delayed
 	WhyDelayed      = "delayed message"    // delayed, not a retry
@@ -567,6 +572,17 @@ func (w *walker) drive(plan *saga.Plan, st *saga.State, after string, wrote func
 			if err := w.fork(plan, st, cur, wrote); err != nil {
 				return err
 			}
+			continue
+		}
+		if cur.Held {
+			// Held: an operator compensates it (the worst case the walk
+			// prices: a retry would run the step again).
+			s.Holds++
+			if err := plan.Advance(st, saga.Event{Kind: saga.EventCompensate, Now: w.now, OnStep: onStep}); err != nil {
+				return err
+			}
+			wrote(st)
+			ch = chain{after: WhyOperator}
 			continue
 		}
 		if cur.Wait && !p.delivers(plan, cur) {
@@ -953,7 +969,7 @@ func (s *Saga) price(chained int) Priced {
 	// sender's), per stale timer (read and dropped), and the forks' and
 	// expiry's reads.
 	c := Priced{CostBreakdownUSD: map[string]float64{}}
-	c.DynamoReads = steps + s.Timers + s.TickedTimers + s.Signals + s.Callbacks + s.StaleTimers +
+	c.DynamoReads = steps + s.Timers + s.TickedTimers + s.Signals + s.Callbacks + s.Holds + s.StaleTimers +
 		s.ForkCounts + s.Joins + s.Children + 3*s.Undos + s.LaunchReads + s.ExpireReads
 	// Messages handled: the action steps', the timers', and the stale
 	// timers' (dropped). A delivery's write sends the next step's message,

@@ -60,6 +60,7 @@ const (
 	SagasSucceeded   = "SagasSucceeded"   // a function's transition ended the saga succeeded
 	SagasCompensated = "SagasCompensated" // a function's transition ended the saga compensated
 	SagasParked      = "SagasParked"      // a function's transition parked the saga in compensation_failed
+	SagasHeld        = "SagasHeld"        // a function's transition held the saga for an operator (on_failure: hold)
 
 	// Per step of an action or await (and per compensation), when not zero.
 	StepDuration  = "StepDuration"  // how long the action ran (Milliseconds)

@@ -66,8 +66,8 @@ type Recorder struct {
 }
 
 type sagaCounts struct {
-	name                                    string
-	started, succeeded, compensated, parked int64
+	name                                          string
+	started, succeeded, compensated, parked, held int64
 }
 
 type stepKey struct {
@@ -162,7 +162,7 @@ func measured(ev engine.StepEvent) bool {
 
 func (r *Recorder) countSaga(ev engine.StepEvent) {
 	started := ev.Version == 2
-	var succeeded, compensated, parked bool
+	var succeeded, compensated, parked, held bool
 	switch ev.Status {
 	case durable.StatusSucceeded:
 		succeeded = true
@@ -170,8 +170,10 @@ func (r *Recorder) countSaga(ev engine.StepEvent) {
 		compensated = true
 	case durable.StatusCompensationFailed:
 		parked = true
+	case durable.StatusHeld:
+		held = true
 	}
-	if !started && !succeeded && !compensated && !parked {
+	if !started && !succeeded && !compensated && !parked && !held {
 		return
 	}
 	i, ok := r.sagaIndex[ev.SagaName]
@@ -185,6 +187,7 @@ func (r *Recorder) countSaga(ev engine.StepEvent) {
 	s.succeeded += b2i(succeeded)
 	s.compensated += b2i(compensated)
 	s.parked += b2i(parked)
+	s.held += b2i(held)
 }
 
 func b2i(b bool) int64 {
@@ -254,7 +257,8 @@ func (r *Recorder) Flush() error {
 	for _, s := range r.sagas {
 		r.values = appendCounts(r.values[:0],
 			value{name: SagasStarted, count: s.started}, value{name: SagasSucceeded, count: s.succeeded},
-			value{name: SagasCompensated, count: s.compensated}, value{name: SagasParked, count: s.parked})
+			value{name: SagasCompensated, count: s.compensated}, value{name: SagasParked, count: s.parked},
+			value{name: SagasHeld, count: s.held})
 		r.line = appendLine(r.line[:0], ts, sagaDims, []label{{key: DimSagaName, value: s.name}}, r.values)
 		write()
 	}

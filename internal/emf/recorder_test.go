@@ -94,13 +94,15 @@ func TestSagaOutcomesOncePerTransition(t *testing.T) {
 	}
 	rec.OnStep(engine.StepEvent{SagaID: "o-2", SagaName: "order", Version: 5, Status: durable.StatusCompensationFailed,
 		StepRecord: saga.StepRecord{Step: "reserve", Kind: lang.KindAction, Outcome: saga.OutcomeCompensationFailed, Compensation: true}})
+	rec.OnStep(engine.StepEvent{SagaID: "o-3", SagaName: "order", Version: 4, Status: durable.StatusHeld,
+		StepRecord: saga.StepRecord{Step: "charge", Kind: lang.KindAction, Outcome: saga.OutcomeFailed}})
 	if err := rec.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	want := []string{
-		`"SagaName":"order","SagasStarted":1,"SagasSucceeded":1,"SagasParked":1}`,
-		`"SagaName":"order","Step":"charge","StepCompleted":1}`,
+		`"SagaName":"order","SagasStarted":1,"SagasSucceeded":1,"SagasParked":1,"SagasHeld":1}`,
+		`"SagaName":"order","Step":"charge","StepCompleted":1,"StepFailed":1}`,
 		`"SagaName":"order","Step":"check","StepCompleted":1}`,
 		`"SagaName":"order","Step":"done","StepCompleted":1}`,
 		`"SagaName":"order","Step":"reserve/compensate","StepFailed":1}`,

@@ -99,6 +99,13 @@ func (d *dryRunner) drive(p *Plan, st *State) error {
 				return err
 			}
 			continue
+		case cur.Held:
+			// Held (on_failure: hold): the dry run shows what an
+			// operator's compensate (or the hold's end) undoes.
+			if err := p.Advance(st, Event{Kind: EventCompensate, Now: d.now, OnStep: params.OnStep}); err != nil {
+				return err
+			}
+			continue
 		case cur.Wait:
 			// A wait: its timer fires when due, and time moves on to then.
 			d.now = st.WakeAt()
