@@ -303,7 +303,10 @@ func (w *world) cancel(ctx context.Context, sagaID string) {
 			w.tracing++
 			fmt.Printf("%s cancel %s\n", w.clock.Now().Format("15:04:05.000"), sagaID)
 		}
-		_, err := w.coord.Cancel(ctx, sagaID)
+		st, err := w.coord.Cancel(ctx, sagaID)
+		if err == nil {
+			w.operated[fmt.Sprintf("%s@%d", sagaID, st.Version)] = verbCancel
+		}
 		if debugTrace != "" && strings.HasPrefix(sagaID, debugTrace) {
 			w.tracing--
 			fmt.Printf("%s   cancel -> %v\n", w.clock.Now().Format("15:04:05.000"), err)

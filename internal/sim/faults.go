@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
@@ -173,6 +174,12 @@ func (w *world) commit(r *durable.SagaRecord, kept bool) {
 		if w.cfg.Sabotage == "ended-before-end" && !r.Status.Final() {
 			// The sabotage's ended message, sent as the child starts.
 			w.queue.add(durable.AppendMessage(nil, durable.Message{SagaID: r.SagaID, Version: r.Version, Queue: durable.QueueAdvance, Kind: durable.KindEnded, Attempt: 1, Step: "x"}), w.clock.Now())
+		}
+	}
+	if r.Status == durable.StatusCompensating {
+		st := &saga.State{}
+		if st.UnmarshalBinary(r.State) == nil {
+			cw.cancelled = st.Failure != nil && st.Failure.Type == lang.ErrorTypeCancelled
 		}
 	}
 	if r.Status == durable.StatusWaiting {

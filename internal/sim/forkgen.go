@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing/fstest"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
@@ -104,16 +105,19 @@ func (g *forkGen) fork(indent, depth int, top bool) {
 
 // child writes a child definition (a child saga counts one deeper than
 // its saga step): actions, and below depth 2 sometimes a fork of its own;
-// a third have a deadline of their own.
+// a third have a deadline of their own, a quarter hold on failure.
 func (g *forkGen) child(file string, depth int) {
 	outer := g.sb
 	g.sb = strings.Builder{}
 	g.files[file] = "" // reserve the name
 	g.line(0, "saga: %s", strings.TrimSuffix(file, ".yaml"))
 	g.line(0, "input: {n: int, items: list}")
+	var deadline time.Duration
 	if g.w.rng.IntN(3) == 0 {
-		g.line(0, "timeout: %ds", 60+g.w.rng.IntN(600))
+		deadline = time.Duration(60+g.w.rng.IntN(600)) * time.Second
+		g.line(0, "timeout: %ds", int(deadline/time.Second))
 	}
+	g.sb.WriteString(g.w.genHold(deadline)) // a held child keeps its parent waiting
 	g.line(0, "steps:")
 	g.list(1, depth+1)
 	g.line(1, "- id: %s", g.id("d"))

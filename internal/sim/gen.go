@@ -27,8 +27,8 @@ type genBlock struct {
 // genDefinition writes a definition from a handful of templates with
 // random parameters: actions (out, retry, timeout, compensate, catch,
 // callback), set, switch, assert, wait, await (timeouts short and long,
-// some caught), and a succeed and a fail at the end; a quarter of them
-// have a saga timeout (a deadline). Every choice comes from the world's
+// some caught), and a succeed and a fail at the end; a third of them
+// have a saga timeout (a deadline), a quarter hold on failure (holds.go). Every choice comes from the world's
 // random source.
 func (w *world) genDefinition(k int) string {
 	r := w.rng
@@ -206,6 +206,7 @@ func (w *world) genDefinition(k int) string {
 	if deadline > 0 {
 		fmt.Fprintf(&sb, "timeout: %s\n", lang.FormatDuration(deadline))
 	}
+	sb.WriteString(w.genHold(deadline))
 	sb.WriteString("steps:\n")
 	all := append(blocks, done)
 	if stopUsed {

@@ -180,6 +180,11 @@ type world struct {
 	depth     int
 
 	resumeFailed map[string]bool // sagas whose last resume reported an error
+	// held marks the transitions (saga id and version) that held a saga,
+	// heard once each; operated names the operator's verb that wrote a
+	// version (saga id and version): holds_kept checks what ended a hold.
+	held     map[string]bool
+	operated map[string]string
 	// handUndone lists, per saga, the compensation keys an operator undid
 	// by hand before resuming with skip, in order.
 	handUndone map[string][]string
@@ -281,6 +286,10 @@ type committedWrite struct {
 	seq int
 	// forkWait: the write leaves the saga waiting on a fork's children.
 	forkWait bool
+	// cancelled: the write compensates the saga for a cancel (a client's,
+	// an operator's, or its fork's stop): holds_kept takes it as ending a
+	// hold.
+	cancelled bool
 	// kept: the write kept a delivery (the same version, Received+1).
 	kept     bool
 	received uint64
@@ -338,6 +347,7 @@ func (w *world) top() *handleLog { return w.bufs[len(w.bufs)-1] }
 func (w *world) heard(ev engine.StepEvent) {
 	t := w.top()
 	t.events = append(t.events, ev)
+	w.noteHeld(ev)
 	if sc := w.actions.scripts[ev.SagaID]; sc != nil && ev.Outcome == saga.OutcomeCompensationFailed && sc.lateResumes < 3 {
 		sc.lateResumes++
 		w.scheduleResume(ev.SagaID, time.Hour+time.Duration(w.rng.Int64N(int64(71*time.Hour))))
@@ -365,6 +375,7 @@ func Run(cfg Config) (*Report, error) {
 		committed: map[string][]committedWrite{}, resumeFailed: map[string]bool{}, handUndone: map[string][]string{}, quarantined: map[string]bool{},
 		signals: map[string]*sentSignal{}, callbackReceipts: map[string]map[string]int{}, tokens: map[string][]string{},
 		forks: newForkLedger(), lastErr: map[string]string{}, handled: map[string]int{},
+		held: map[string]bool{}, operated: map[string]string{},
 	}
 	w.store = &faultyStore{Store: memstore.New(), w: w}
 	w.queue = newSimQueue(w)
@@ -437,7 +448,7 @@ func Run(cfg Config) (*Report, error) {
 				if w.tickIdle(ctx) {
 					continue
 				}
-				if rounds < 50 && w.resumeParked(ctx, append(slices.Clone(sagas), w.forks.children...)) {
+				if rounds < 50 && (w.resumeParked(ctx, append(slices.Clone(sagas), w.forks.children...)) || w.releaseHeld(ctx, append(slices.Clone(sagas), w.forks.children...))) {
 					rounds++
 					continue
 				}
