@@ -1,0 +1,125 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
+)
+
+// A branch fails its fork (its parent decides), while a child saga holds
+// by its own definition: its parent waits on it, and a cancel of the
+// parent stops the held child, which compensates, and the parent after it.
+func TestAHeldChildSagaKeepsItsParentWaitingUntilACancel(t *testing.T) {
+	t.Parallel()
+	parent := `saga: parent
+on_failure: hold
+steps:
+  - {id: first, action: first.do, with: {arg: first}, compensate: {action: first.undo, with: {arg: first}}}
+  - {id: kid, saga: child.yaml}
+  - {id: last, action: last.do, with: {arg: last}}
+`
+	child := `saga: child
+on_failure: hold
+steps:
+  - {id: c1, action: c.do, with: {arg: c1}, compensate: {action: c.undo, with: {arg: c1}}}
+  - {id: c2, action: pay.do, with: {arg: c2}, retry: {attempts: 1}}
+`
+	r := newForkRig(t, parent, map[string]string{"child.yaml": child})
+	r.fail["pay.do(c2)"] = true
+	r.start("p", nil)
+	r.drain()
+	kid := durable.ChildID("p", "kid", 2, 0)
+	if st := r.get(kid); st.Status != durable.StatusHeld {
+		t.Fatalf("child %s: %s, want held", kid, st.Status)
+	}
+	if st := r.get("p"); st.Status != durable.StatusWaiting {
+		t.Fatalf("parent: %s, want waiting on its held child", st.Status)
+	}
+	if _, err := r.coord.Cancel(context.Background(), "p"); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if st := r.get(kid); st.Status != durable.StatusCompensated || st.Failure == nil || st.Failure.Type != lang.ErrorTypeCancelled {
+		t.Fatalf("child after the parent's cancel: %s %+v", st.Status, st.Failure)
+	}
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Fatalf("parent after its cancel: %s", st.Status)
+	}
+	log := r.effects()
+	if i := slices.Index(log, "c.undo(c1)"); i < 0 || !slices.Equal(log[i:], []string{"c.undo(c1)", "first.undo(first)"}) {
+		t.Fatalf("effects %v", log)
+	}
+}
+
+// A branch of a parallel does not hold: its failure fails its fork, and
+// the fork's failure (a fork step is no action) compensates the saga.
+func TestABranchFailureFailsItsForkEvenInAHoldingSaga(t *testing.T) {
+	t.Parallel()
+	src := `saga: fan
+on_failure: hold
+steps:
+  - {id: first, action: first.do, with: {arg: first}, compensate: {action: first.undo, with: {arg: first}}}
+  - id: fan
+    parallel:
+      - steps:
+          - {id: a1, action: a.do, with: {arg: a1}, compensate: {action: a.undo, with: {arg: a1}}}
+      - steps:
+          - {id: b1, action: b.do, with: {arg: b1}, retry: {attempts: 1}}
+`
+	r := newForkRig(t, src, nil)
+	r.fail["b.do(b1)"] = true
+	r.start("p", nil)
+	r.drain()
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Fatalf("parent: %s, want compensated", st.Status)
+	}
+}
+
+// Retry and compensate of a held saga answer a repeat without a change,
+// and refuse a saga that is not held.
+func TestRetryAndCompensateAreIdempotent(t *testing.T) {
+	t.Parallel()
+	src := `saga: order
+on_failure: hold
+steps:
+  - {id: first, action: first.do, with: {arg: first}, compensate: {action: first.undo, with: {arg: first}}}
+  - {id: pay, action: pay.do, with: {arg: pay}, retry: {attempts: 1}}
+`
+	r := newForkRig(t, src, nil)
+	r.fail["pay.do(pay)"] = true
+	ctx := context.Background()
+	for _, id := range []string{"a", "b"} {
+		r.start(id, nil)
+	}
+	r.drain()
+	st1, err := r.coord.Retry(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st2, err := r.coord.Retry(ctx, "a") // the first's answer was lost: asked again
+	if err != nil || st2.Version != st1.Version {
+		t.Fatalf("retry again: %v, version %d then %d", err, st1.Version, st2.Version)
+	}
+	c1, err := r.coord.Compensate(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2, err := r.coord.Compensate(ctx, "b"); err != nil || c2.Version != c1.Version {
+		t.Fatalf("compensate again: %v", err)
+	}
+	r.drain()
+	if st := r.get("a"); st.Status != durable.StatusHeld {
+		t.Fatalf("a, retried while pay still fails: %s, want held again", st.Status)
+	}
+	if st := r.get("b"); st.Status != durable.StatusCompensated {
+		t.Fatalf("b: %s", st.Status)
+	}
+	if _, err := r.coord.Retry(ctx, "b"); !errors.Is(err, saga.ErrInvalidEvent) {
+		t.Fatalf("retry of a compensated saga: %v", err)
+	}
+}
