@@ -27,7 +27,8 @@ const templateFile = "../../infra/template.yaml"
 // Every metric of the namespace lambdasaga that the template's alarms and
 // dashboard name, with its dimensions, is one the functions emit: the
 // metric lines of real batches (sagas that succeed, retry, compensate and
-// park, a malformed record), of a caught step, and of the sweep are
+// park, a malformed record), of a caught step, of a held saga, and of the
+// sweep are
 // collected and the template is held to them. A metric renamed in the
 // code and not in the template, or the other way round, fails here rather
 // than as an alarm that never fires.
@@ -77,6 +78,9 @@ func emittedMetrics(t *testing.T) map[string]bool {
 	rec := emf.New(emf.Config{Out: &out, Function: "f"})
 	rec.OnStep(engine.StepEvent{SagaID: "c-1", SagaName: "caught", Version: 3, Status: durable.StatusRunning,
 		StepRecord: saga.StepRecord{Step: "charge", Kind: lang.KindAction, Outcome: saga.OutcomeCaught}})
+	// A step that failed in a saga that holds: the shop saga compensates.
+	rec.OnStep(engine.StepEvent{SagaID: "h-1", SagaName: "held", Version: 3, Status: durable.StatusHeld,
+		StepRecord: saga.StepRecord{Step: "charge", Kind: lang.KindAction, Outcome: saga.OutcomeFailed}})
 	if err := rec.Flush(); err != nil {
 		t.Fatal(err)
 	}
