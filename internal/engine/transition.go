@@ -62,6 +62,11 @@ func (c *Coordinator) commit(ctx context.Context, s *subject, t *transition, h *
 // err: the lost write tried again where t.onConflict allows, the
 // unstorable one replayed measuring. It returns the state written.
 func (c *Coordinator) settle(ctx context.Context, s *subject, t *transition, h *heard, st *saga.State, base uint64, err error) (*saga.State, error) {
+	// A write that did not land may have put objects (record) that the
+	// version written in its place no longer refers to: the saga keeps
+	// the mark that it has objects, so that they are marked with its tree
+	// when it ends, never left to no expiry at all.
+	put := st.Objects
 	for range c.cfg.MaxConflictRetries {
 		if t.onConflict == nil || !errors.Is(err, durable.ErrConflict) {
 			break
@@ -71,7 +76,9 @@ func (c *Coordinator) settle(ctx context.Context, s *subject, t *transition, h *
 			break
 		}
 		st, base = st2, base2
+		st.Objects = st.Objects || put
 		err = c.advanceWrite(ctx, t, h, st, base, 0)
+		put = put || st.Objects
 	}
 	if !unstorable(err) {
 		return st, err
@@ -91,6 +98,7 @@ func (c *Coordinator) settle(ctx context.Context, s *subject, t *transition, h *
 	if st, base, err = reread(ctx, base); err != nil {
 		return nil, err
 	}
+	st.Objects = st.Objects || put
 	err = c.advanceWrite(ctx, t, h, st, base, saga.MaxStateBytes)
 	if unstorable(err) {
 		red := s.plan.Redactor(st)

@@ -185,6 +185,9 @@ type world struct {
 	// version (saga id and version): holds_kept checks what ended a hold.
 	held     map[string]bool
 	operated map[string]string
+	// putBy is the handle that put each object: objects_end_with_tree
+	// tells an object orphaned by a lost write from one the engine forgot.
+	putBy map[string]*handleLog
 	// handUndone lists, per saga, the compensation keys an operator undid
 	// by hand before resuming with skip, in order.
 	handUndone map[string][]string
@@ -375,7 +378,7 @@ func Run(cfg Config) (*Report, error) {
 		committed: map[string][]committedWrite{}, resumeFailed: map[string]bool{}, handUndone: map[string][]string{}, quarantined: map[string]bool{},
 		signals: map[string]*sentSignal{}, callbackReceipts: map[string]map[string]int{}, tokens: map[string][]string{},
 		forks: newForkLedger(), lastErr: map[string]string{}, handled: map[string]int{},
-		held: map[string]bool{}, operated: map[string]string{},
+		held: map[string]bool{}, operated: map[string]string{}, putBy: map[string]*handleLog{},
 	}
 	w.store = &faultyStore{Store: memstore.New(), w: w}
 	w.queue = newSimQueue(w)
