@@ -980,11 +980,8 @@ func (s *Saga) price(chained int) Priced {
 	c.SQSRequests = messages * chunks * (1 + 2/p.BatchSize) // a send each; a receive and a delete per batch
 	c.LambdaInvokes = messages / p.BatchSize
 	pr := ListPrices
-	c.CostBreakdownUSD["lambda requests"] = c.LambdaInvokes * pr.LambdaPerMillionRequests / 1e6
-	c.CostBreakdownUSD["lambda compute"] = s.LambdaGBSeconds * pr.LambdaArmPerGBSecond
-	c.CostBreakdownUSD["sqs"] = c.SQSRequests * pr.SQSPerMillionRequests / 1e6
-	c.CostBreakdownUSD["dynamodb writes"] = (s.TableWRU + s.IndexWRU) * pr.DynamoPerMillionWRU / 1e6
-	c.CostBreakdownUSD["dynamodb reads"] = float64(c.DynamoReads) * s.RRUPerRead * pr.DynamoPerMillionRRU / 1e6
+	u := Usage{Invocations: c.LambdaInvokes, GBSeconds: s.LambdaGBSeconds, SQSRequests: c.SQSRequests,
+		WRU: s.TableWRU + s.IndexWRU, RRU: float64(c.DynamoReads) * s.RRUPerRead}
 	if p.Offloaded() {
 		// A PUT per value made; a GET per value at each step handled
 		// from its message (a chained step holds the values).
@@ -994,9 +991,19 @@ func (s *Saga) price(chained int) Priced {
 		// of each onto itself with the ended tag.
 		c.ObjectLists = (p.LargeValues + 999) / 1000
 		c.ObjectCopies = p.LargeValues
-		c.CostBreakdownUSD["s3 requests"] = float64(c.ObjectPuts+c.ObjectLists+c.ObjectCopies)*pr.S3PerThousandPuts/1e3 + float64(c.ObjectGets)*pr.S3PerThousandGets/1e3
+		u.S3Puts, u.S3Gets = float64(c.ObjectPuts+c.ObjectLists+c.ObjectCopies), float64(c.ObjectGets)
+	}
+	// The same expressions as the functions' EstimatedCost (Prices.USD).
+	var b [6]float64
+	pr.parts(u, &b)
+	for i, k := range Parts()[:len(b)] {
+		c.CostBreakdownUSD[k] = b[i]
+	}
+	if p.Offloaded() {
 		gb := float64(p.LargeValues*p.LargeValueBytes) / (1 << 30)
 		c.CostBreakdownUSD["s3 storage"] = gb * pr.S3PerGBMonth * float64(p.ObjectDays) * 12 / 365
+	} else {
+		delete(c.CostBreakdownUSD, "s3 requests")
 	}
 	for _, k := range Parts() { // one order, so one total to the last bit
 		c.CostLambdaSaga += c.CostBreakdownUSD[k]
