@@ -32,6 +32,7 @@ type Unit string
 const (
 	Count        Unit = "Count"
 	Milliseconds Unit = "Milliseconds"
+	None         Unit = "None" // CloudWatch has no currency unit
 )
 
 // Dimension names.
@@ -61,6 +62,14 @@ const (
 	SagasCompensated = "SagasCompensated" // a function's transition ended the saga compensated
 	SagasParked      = "SagasParked"      // a function's transition parked the saga in compensation_failed
 	SagasHeld        = "SagasHeld"        // a function's transition held the saga for an operator (on_failure: hold)
+
+	// EstimatedCost is what the function's work cost, in USD (unit None;
+	// a double carries a step's millionths of a dollar exactly enough),
+	// at internal/cost's list prices, as AWS bills each request: per saga
+	// name when not zero, and per function in every batch's line (zero
+	// included), which a budget alarm sums. Only with Config.MemoryMB;
+	// docs/COST.md, "What it costs, as it runs".
+	EstimatedCost = "EstimatedCost"
 
 	// Per step of an action or await (and per compensation), when not zero.
 	StepDuration  = "StepDuration"  // how long the action ran (Milliseconds)
@@ -94,7 +103,9 @@ type value struct {
 	name   string
 	unit   Unit
 	count  int64
-	values []float64 // nil: count
+	values []float64 // nil: count, or number
+	number float64
+	isNum  bool // number, not count
 }
 
 // label is one dimension of a line: a member of the root. suffix is
@@ -129,6 +140,10 @@ func appendLine(b []byte, timestamp int64, dims string, labels []label, metrics 
 		b = append(b, ',')
 		b = appendString(b, m.name, "")
 		b = append(b, ':')
+		if m.isNum {
+			b = appendNumber(b, m.number)
+			continue
+		}
 		if m.values == nil {
 			b = strconv.AppendInt(b, m.count, 10)
 			continue
@@ -138,14 +153,19 @@ func appendLine(b []byte, timestamp int64, dims string, labels []label, metrics 
 			if i > 0 {
 				b = append(b, ',')
 			}
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				v = 0
-			}
-			b = strconv.AppendFloat(b, v, 'f', -1, 64)
+			b = appendNumber(b, v)
 		}
 		b = append(b, ']')
 	}
 	return append(b, "}\n"...)
+}
+
+// appendNumber appends v, 0 when not finite (JSON has no NaN).
+func appendNumber(b []byte, v float64) []byte {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		v = 0
+	}
+	return strconv.AppendFloat(b, v, 'f', -1, 64)
 }
 
 // appendString appends s+suffix as a JSON string. Invalid UTF-8 becomes

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/cost"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
 	"github.com/lambdasaga/lambdasaga/internal/lang"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
@@ -23,8 +24,14 @@ type Config struct {
 	// AWS_LAMBDA_FUNCTION_NAME Lambda sets, or "unknown" without it (a
 	// dimension's value may not be empty).
 	Function string
-	// Now stamps the lines; default time.Now.
+	// Now stamps the lines and times each record (Charge); default
+	// time.Now.
 	Now func() time.Time
+	// MemoryMB is the function's memory. Set, the Recorder estimates what
+	// each saga name's work costs (EstimatedCost): pass the coordinator
+	// its Store, Queue and Objects wrappers, and each record to Charge.
+	// 0: no estimate.
+	MemoryMB int
 }
 
 // Record is what a batch handler did with one record of its batch.
@@ -63,11 +70,25 @@ type Recorder struct {
 	seen   map[transition]struct{}
 	line   []byte
 	values []value
+
+	memoryMB int
+	// known holds each saga read or written since the last flush, by id:
+	// its name, for the cost of its work, and the status and timer an
+	// update replaces, for the index writes it bills.
+	known map[string]knownSaga
+	total cost.Usage // the function's, every saga's
 }
 
 type sagaCounts struct {
 	name                                          string
 	started, succeeded, compensated, parked, held int64
+	usage                                         cost.Usage
+}
+
+type knownSaga struct {
+	name   string
+	status durable.Status
+	wakeAt time.Time
 }
 
 type stepKey struct {
@@ -102,8 +123,9 @@ func New(cfg Config) *Recorder {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Recorder{out: cfg.Out, function: cfg.Function, now: cfg.Now,
-		sagaIndex: map[string]int{}, stepIndex: map[stepKey]int{}, seen: map[transition]struct{}{}}
+	return &Recorder{out: cfg.Out, function: cfg.Function, now: cfg.Now, memoryMB: cfg.MemoryMB,
+		sagaIndex: map[string]int{}, stepIndex: map[stepKey]int{}, seen: map[transition]struct{}{},
+		known: map[string]knownSaga{}}
 }
 
 // OnStep takes a step event of the coordinator: it counts how the step
@@ -176,18 +198,23 @@ func (r *Recorder) countSaga(ev engine.StepEvent) {
 	if !started && !succeeded && !compensated && !parked && !held {
 		return
 	}
-	i, ok := r.sagaIndex[ev.SagaName]
-	if !ok {
-		i = len(r.sagas)
-		r.sagas = append(r.sagas, sagaCounts{name: ev.SagaName})
-		r.sagaIndex[ev.SagaName] = i
-	}
-	s := &r.sagas[i]
+	s := r.saga(ev.SagaName)
 	s.started += b2i(started)
 	s.succeeded += b2i(succeeded)
 	s.compensated += b2i(compensated)
 	s.parked += b2i(parked)
 	s.held += b2i(held)
+}
+
+// saga returns the counts of the saga name; r.mu is held.
+func (r *Recorder) saga(name string) *sagaCounts {
+	i, ok := r.sagaIndex[name]
+	if !ok {
+		i = len(r.sagas)
+		r.sagas = append(r.sagas, sagaCounts{name: name})
+		r.sagaIndex[name] = i
+	}
+	return &r.sagas[i]
 }
 
 func b2i(b bool) int64 {
@@ -209,7 +236,8 @@ func (r *Recorder) Count(what Record) {
 
 // Store wraps s so that the Recorder counts every SagaUpdate that returns
 // durable.ErrConflict: a conditional write that lost to another writer
-// (the coordinator then reloads the saga and looks again).
+// (the coordinator then reloads the saga and looks again). With
+// Config.MemoryMB it also meters the reads and writes of sagas (cost.go).
 func (r *Recorder) Store(s durable.Store) durable.Store {
 	return &conflictCounter{Store: s, r: r}
 }
@@ -226,7 +254,26 @@ func (c *conflictCounter) SagaUpdate(ctx context.Context, p *durable.SagaUpdateP
 		c.r.conflicts++
 		c.r.mu.Unlock()
 	}
+	if c.r.memoryMB > 0 {
+		c.r.meterUpdate(&p.Record, err)
+	}
 	return err
+}
+
+func (c *conflictCounter) SagaCreate(ctx context.Context, p *durable.SagaCreateParams) error {
+	err := c.Store.SagaCreate(ctx, p)
+	if err == nil && c.r.memoryMB > 0 {
+		c.r.meterCreate(&p.Record)
+	}
+	return err
+}
+
+func (c *conflictCounter) SagaGet(ctx context.Context, p *durable.SagaGetParams) (*durable.SagaRecord, error) {
+	rec, err := c.Store.SagaGet(ctx, p)
+	if err == nil && c.r.memoryMB > 0 {
+		c.r.meterGet(rec)
+	}
+	return rec, err
 }
 
 // Flush writes what was collected since the last flush, one line per
@@ -252,6 +299,9 @@ func (r *Recorder) Flush() error {
 		value{name: RecordsHandedBack, unit: Count, count: r.records[HandedBack]},
 		value{name: RequestsRefused, unit: Count, count: r.records[Refused]},
 		value{name: WriteConflicts, unit: Count, count: r.conflicts})
+	if r.memoryMB > 0 {
+		r.values = append(r.values, value{name: EstimatedCost, unit: None, number: cost.ListPrices.USD(r.total), isNum: true})
+	}
 	r.line = appendLine(r.line[:0], ts, functionDims, []label{{key: DimFunction, value: r.function}}, r.values)
 	write()
 	for _, s := range r.sagas {
@@ -259,6 +309,9 @@ func (r *Recorder) Flush() error {
 			value{name: SagasStarted, count: s.started}, value{name: SagasSucceeded, count: s.succeeded},
 			value{name: SagasCompensated, count: s.compensated}, value{name: SagasParked, count: s.parked},
 			value{name: SagasHeld, count: s.held})
+		if !s.usage.Zero() {
+			r.values = append(r.values, value{name: EstimatedCost, unit: None, number: cost.ListPrices.USD(s.usage), isNum: true})
+		}
 		r.line = appendLine(r.line[:0], ts, sagaDims, []label{{key: DimSagaName, value: s.name}}, r.values)
 		write()
 	}
@@ -290,6 +343,8 @@ func (r *Recorder) Flush() error {
 	clear(r.sagaIndex)
 	clear(r.stepIndex)
 	clear(r.seen)
+	clear(r.known)
+	r.total = cost.Usage{}
 	return errs
 }
 

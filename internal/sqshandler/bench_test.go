@@ -114,8 +114,8 @@ func BenchmarkHandler(b *testing.B) {
 
 // enableMetrics wires a Recorder, writing to io.Discard, as FromEnvironment does.
 func enableMetrics(cfg *engine.CoordinatorConfig, hcfg *sqshandler.Config) {
-	rec := emf.New(emf.Config{Out: io.Discard, Function: "bench"})
-	cfg.Store, cfg.OnStep = rec.Store(cfg.Store), rec.OnStep
+	rec := emf.New(emf.Config{Out: io.Discard, Function: "bench", MemoryMB: 256})
+	cfg.Store, cfg.OnStep, cfg.Queue = rec.Store(cfg.Store), rec.OnStep, rec.Queue(cfg.Queue)
 	hcfg.Metrics = rec
 }
 

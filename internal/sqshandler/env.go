@@ -158,7 +158,9 @@ func FromEnvironment(ctx context.Context, reg *engine.Registry) (*Handler, error
 		// dead-letter queue.
 		return nil, errors.New("sqshandler: FromEnvironment needs a registry (engine.NewRegistry(), with your actions)")
 	}
-	metrics := emf.New(emf.Config{})
+	// Lambda's memory prices the work's compute (emf.EstimatedCost).
+	memoryMB, _ := strconv.Atoi(os.Getenv("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"))
+	metrics := emf.New(emf.Config{MemoryMB: max(memoryMB, 0)})
 	traces, err := tracingFromEnvironment(ctx)
 	if err != nil {
 		return nil, err
@@ -270,7 +272,10 @@ func coordinatorFromEnvironment(ctx context.Context, reg *engine.Registry, metri
 		cfg.Tracer = otelsaga.New(traces)
 	}
 	if metrics != nil {
-		cfg.Store, cfg.OnStep = metrics.Store(store), metrics.OnStep
+		cfg.Store, cfg.OnStep, cfg.Queue = metrics.Store(store), metrics.OnStep, metrics.Queue(queue)
+		if objects != nil {
+			cfg.Objects = metrics.Objects(objects)
+		}
 	}
 	coord, err := engine.NewCoordinator(cfg)
 	if err != nil {

@@ -100,6 +100,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		ctx = engine.WithInvocationBudget(ctx, time.Until(deadline))
 	}
 	var failed []string
+	batchSize := len(ev.Records) // each record's share of the invocation
 	if reqs, rest := h.splitRequests(ev.Records); len(reqs) > 0 {
 		// Each record is known by its own queue: an event source
 		// mapping's batch comes from one, but a batch put together
@@ -142,7 +143,14 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		// The coordinator ends the action saga.ResultReserve before the
 		// deadline, so that its outcome is written and sent in time.
 		batch.Waiting = len(recs) - i - 1
+		var start time.Time
+		if h.metrics != nil {
+			start = h.metrics.Now()
+		}
 		err := h.handleRecord(ctx, r)
+		if h.metrics != nil {
+			h.metrics.Charge(r.Message.SagaID, start, batchSize)
+		}
 		if errors.Is(err, engine.ErrNoTime) && h.handBack(ctx, r) {
 			handedBack++
 			h.count(emf.HandedBack)

@@ -75,7 +75,7 @@ func emittedMetrics(t *testing.T) map[string]bool {
 	lines = append(lines, r.handle(t, r.batch(t, durable.QueueCompensate))...)
 	// A step that failed and was caught: the shop saga has no catch.
 	var out bytes.Buffer
-	rec := emf.New(emf.Config{Out: &out, Function: "f"})
+	rec := emf.New(emf.Config{Out: &out, Function: "f", MemoryMB: 256}) // with EstimatedCost
 	rec.OnStep(engine.StepEvent{SagaID: "c-1", SagaName: "caught", Version: 3, Status: durable.StatusRunning,
 		StepRecord: saga.StepRecord{Step: "charge", Kind: lang.KindAction, Outcome: saga.OutcomeCaught}})
 	// A step that failed in a saga that holds: the shop saga compensates.
@@ -155,6 +155,19 @@ func templateMetrics(t *testing.T) []namedMetric {
 		}
 		if typ == "AWS::CloudWatch::Alarm" {
 			alarms++
+			for _, q := range listOf(props["Metrics"]) { // metric math
+				stat, _ := q.(map[string]any)["MetricStat"].(map[string]any)
+				metric, _ := stat["Metric"].(map[string]any)
+				if metric["Namespace"] != emf.Namespace {
+					continue
+				}
+				m := namedMetric{where: id, name: metric["MetricName"].(string)}
+				for _, d := range listOf(metric["Dimensions"]) {
+					m.dims = append(m.dims, d.(map[string]any)["Name"].(string))
+				}
+				slices.Sort(m.dims)
+				named = append(named, m)
+			}
 			if props["Namespace"] != emf.Namespace {
 				continue
 			}
