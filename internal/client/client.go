@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/bulk"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 	"github.com/lambdasaga/lambdasaga/objects/s3objects"
@@ -298,4 +299,11 @@ func (c *Client) CompleteCallback(ctx context.Context, token string, output any)
 // CompleteCallback's; an empty errorType is saga.ErrBadDelivery.
 func (c *Client) FailCallback(ctx context.Context, token, errorType, message string) (*engine.Delivered, error) {
 	return c.coord.FailCallback(ctx, token, errorType, message)
+}
+
+// Bulk acts on every saga p matches (package bulk): a listing paged
+// through, each match read and acted on with p.Verb (bulk.VerbNamed),
+// p.Progress told as it goes.
+func (c *Client) Bulk(ctx context.Context, p bulk.Params) (*bulk.Result, error) {
+	return bulk.Run(ctx, c.coord, p)
 }
