@@ -283,12 +283,18 @@ func startsByName(arg string) bool {
 func runStatus(c *Config, args []string) int { return c.sagaCommand("status", args, nil) }
 
 func runCancel(c *Config, args []string) int {
+	if isBulk(args) {
+		return runBulk(c, "cancel", args)
+	}
 	return c.sagaCommand("cancel", args, func(ctx context.Context, cl *client.Client, id string) (*saga.State, error) {
 		return cl.Cancel(ctx, id)
 	})
 }
 
 func runResume(c *Config, args []string) int {
+	if isBulk(args) {
+		return runBulk(c, "resume", args)
+	}
 	var skip bool
 	flags := func(fs *flag.FlagSet) {
 		fs.BoolVar(&skip, "skip", false, "do not run the compensation that failed: you undid that step by hand")

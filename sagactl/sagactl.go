@@ -68,6 +68,10 @@ type Config struct {
 	Actions *lambdasaga.Actions
 	Stdout  io.Writer // the commands' output and help; default os.Stdout
 	Stderr  io.Writer // errors, problems and logs; default os.Stderr
+	// Stdin answers a bulk command's confirmation; default os.Stdin,
+	// asked only when it is a terminal (a reader that is no file counts
+	// as one).
+	Stdin io.Reader
 	// Name is the program name in messages; default "sagactl".
 	Name string
 	// APIOptions are added to the DynamoDB and SQS clients that every
@@ -101,8 +105,8 @@ func commands() []command {
 		{"status", "ID [--json] " + stackArgs, "show a saga", runStatus},
 		{"list", "[--status S] [--name N] [--since D] [--limit N] [--cursor C] [--json] " + stackArgs, "list sagas, the one that entered its status last first; child sagas (saga: FILE) are listed, a parallel's branches and a foreach's iterations are not (status of their parent shows them)", runList},
 		{"history", "ID [--json] " + stackArgs, "show what happened to a saga (or a fork's child run), step by step, compensations included", runHistory},
-		{"cancel", "ID " + stackArgs, "stop a running saga; it compensates", runCancel},
-		{"resume", "ID [--skip] " + stackArgs, "continue a saga parked in compensation_failed", runResume},
+		{"cancel", "ID | " + bulkArgs + " " + stackArgs, "stop a running saga; it compensates. With a filter, every running or waiting saga it matches (confirmed first)", runCancel},
+		{"resume", "ID [--skip] | " + bulkArgs + " " + stackArgs, "continue a saga parked in compensation_failed. With a filter, every parked saga it matches (confirmed first)", runResume},
 		{"retry", "ID " + stackArgs, "run the step a held saga failed on again, with a fresh attempt budget (on_failure: hold)", runRetry},
 		{"compensate", "ID " + stackArgs, "compensate a held saga, as its failure would have without on_failure: hold", runCompensate},
 		{"signal", "ID NAME [--payload JSON|@FILE] [--id ID] " + stackArgs, "send a saga a signal: an await of NAME takes it, its payload in the await's out", runSignal},
