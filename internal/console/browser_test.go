@@ -179,4 +179,23 @@ func browse(t *testing.T, exe string, r *rig) {
 	if st, book := text("#saga-status"), status("book"); st != "compensated" || book != "compensated" {
 		t.Errorf("after the resume: saga %q, book %q; want compensated, compensated", st, book)
 	}
+
+	// Every waiting order at once, from the filtered list: the count is
+	// confirmed, then each is cancelled.
+	r.start(t, "order", "o-4001")
+	r.start(t, "order", "o-4002")
+	do("the waiting orders", chromedp.Navigate(r.srv.URL+"/sagas?status=waiting&name=order"), chromedp.WaitVisible(chromedp.CSS(`tr[data-id="o-4002"]`)))
+	do("bulk cancel, asked", chromedp.Click(chromedp.ID("bulk-cancel")), chromedp.WaitVisible(chromedp.ID("bulk-confirm")))
+	if count := text("#bulk-count"); !strings.Contains(count, "cancel 2 sagas") {
+		t.Errorf("the bulk confirmation: %q", count)
+	}
+	if st := r.waitFor(t, "o-4001", durable.StatusWaiting); st.CancelRequested {
+		t.Fatal("asking to confirm the bulk cancel cancelled")
+	}
+	do("bulk cancel, confirmed", chromedp.Click(chromedp.ID("bulk-confirm")), chromedp.WaitVisible(chromedp.ID("bulk-result")))
+	if result := text("#bulk-result"); !strings.HasPrefix(result, "2 acted on, 0 skipped, 0 failed") {
+		t.Errorf("bulk cancel: %q", result)
+	}
+	r.waitFor(t, "o-4001", durable.StatusCompensated)
+	r.waitFor(t, "o-4002", durable.StatusCompensated)
 }

@@ -99,7 +99,7 @@ func New(cfg Config) (*Server, error) {
 		"legend":   StepStatuses,
 	}
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html", "assets/graph.html"))
-	for _, page := range []string{"list", "saga", "confirm", "error"} {
+	for _, page := range []string{"list", "saga", "confirm", "error", "bulk"} {
 		s.pages[page] = template.Must(template.Must(base.Clone()).ParseFS(assets, "assets/"+page+".html"))
 	}
 	static, err := fs.Sub(assets, "assets/static")
@@ -114,6 +114,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /sagas", s.list)
 	mux.HandleFunc("GET /sagas/{id}", s.saga)
 	mux.HandleFunc("POST /sagas/{id}/{action}", s.act)
+	mux.HandleFunc("POST /bulk/{verb}", s.bulk) // bulk.go
 	s.mux = mux
 	return s, nil
 }
@@ -173,6 +174,8 @@ type listPage struct {
 	NextCursor string
 	Next       template.URL // the next page's address
 	Error      string
+	CSRF       string
+	Bulk       []bulkForm // what the filter's matches can be acted on with (bulk.go)
 }
 
 // maxListReads bounds the store pages one list page reads while a name or
@@ -237,6 +240,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		// escape the query's own = and & if it were given the string.
 		page.Next = template.URL("/sagas?" + next.Encode())
 	}
+	page.CSRF, page.Bulk = s.csrf, bulkForms(status, page.Name)
 	s.render(w, http.StatusOK, "list", page)
 }
 
