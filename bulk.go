@@ -39,14 +39,14 @@ type BulkProgress struct {
 	Pages   int // pages of the listing read
 	Read    int // sagas read from the listing, those filtered out included
 	Matched int // sagas the filter kept
-	Acted   int
-	Skipped int
-	Failed  int
+	Acted   int // sagas acted on
+	Skipped int // sagas skipped (BulkResult.Skipped)
+	Failed  int // sagas failed (BulkResult.Failed)
 }
 
 // BulkResult is what Client.Bulk did.
 type BulkResult struct {
-	DryRun  bool
+	DryRun  bool     // nothing was acted on
 	Read    int      // sagas read from the listing
 	Matched int      // sagas the filter kept
 	IDs     []string // the sagas acted on; in a dry run, those it would act on
@@ -60,8 +60,8 @@ type BulkResult struct {
 
 // BulkOutcome is a saga skipped or failed, and why.
 type BulkOutcome struct {
-	ID     string
-	Reason string
+	ID     string // the saga's id
+	Reason string // why it was skipped, or what failed
 }
 
 // Bulk acts on every saga o matches, page by page of the listing, newest
