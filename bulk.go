@@ -11,8 +11,9 @@ import (
 
 // BulkOptions say which sagas Client.Bulk acts on, and how.
 type BulkOptions struct {
-	// Verb is what it does to each: "cancel" (sagas running or waiting)
-	// or "resume" (sagas parked in compensation_failed).
+	// Verb is what it does to each: "cancel" (sagas running, waiting or
+	// held), "resume" (sagas parked in compensation_failed), "retry" or
+	// "compensate" (sagas held: on_failure: hold).
 	Verb string
 	// Status keeps the sagas in it, one the verb acts on; empty: each of
 	// them.
@@ -74,7 +75,7 @@ type BulkOutcome struct {
 func (s *Client) Bulk(ctx context.Context, o BulkOptions) (*BulkResult, error) {
 	verb, ok := bulk.VerbNamed(o.Verb)
 	if !ok {
-		return nil, fmt.Errorf("lambdasaga: Bulk: no verb %q (cancel or resume)", o.Verb)
+		return nil, fmt.Errorf("lambdasaga: Bulk: no verb %q (cancel, resume, retry or compensate)", o.Verb)
 	}
 	p := bulk.Params{Verb: verb, Status: durable.Status(o.Status), Name: o.Name, After: o.Since, All: o.All, DryRun: o.DryRun}
 	if o.Progress != nil {

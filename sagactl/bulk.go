@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -92,8 +93,11 @@ func runBulk(c *Config, verb string, args []string) int {
 	if *since > 0 {
 		p.After = time.Now().Add(-*since)
 	}
-	if err := p.Check(); err != nil {
-		c.errorf("%s: %v (--all)", verb, err)
+	if err := p.Check(); errors.Is(err, bulk.ErrTooBroad) {
+		c.errorf("%s: %v; or --all", verb, err)
+		return ExitUsage
+	} else if err != nil {
+		c.errorf("%s: %v", verb, err)
 		return ExitUsage
 	}
 	// Until SIGINT or SIGTERM: a run stopped so prints what it did, and

@@ -202,7 +202,7 @@ func TestBulkUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"cancel", "o-1", "--name", "order"}, "give a saga id or a filter"},
-		{[]string{"cancel", "--status", "compensation_failed"}, "cancel acts on sagas running or waiting, not compensation_failed"},
+		{[]string{"cancel", "--status", "compensation_failed"}, "cancel acts on sagas running, waiting or held, not compensation_failed"},
 		{[]string{"resume", "--status", "running"}, "resume acts on sagas compensation_failed, not running"},
 		{[]string{"cancel", "--since", "1h"}, "too broad"},
 		{[]string{"resume", "--name", "order", "--skip"}, "--skip skips one saga's failed compensation"},

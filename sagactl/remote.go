@@ -308,12 +308,18 @@ func runResume(c *Config, args []string) int {
 }
 
 func runRetry(c *Config, args []string) int {
+	if isBulk(args) {
+		return runBulk(c, "retry", args)
+	}
 	return c.sagaCommand("retry", args, func(ctx context.Context, cl *client.Client, id string) (*saga.State, error) {
 		return cl.Retry(ctx, id)
 	})
 }
 
 func runCompensate(c *Config, args []string) int {
+	if isBulk(args) {
+		return runBulk(c, "compensate", args)
+	}
 	return c.sagaCommand("compensate", args, func(ctx context.Context, cl *client.Client, id string) (*saga.State, error) {
 		return cl.Compensate(ctx, id)
 	})

@@ -1,5 +1,6 @@
 // Package bulk acts on every saga a filter matches: cancel the running
-// sagas of a name, resume those parked since yesterday. It pages through
+// sagas of a name, resume those parked since yesterday, retry or
+// compensate the held ones. It pages through
 // the store's listing (the by_status index on DynamoDB, one status at a
 // time, newest first, as `sagactl list` does), reads each saga that
 // matches and acts on it with one of the operator's verbs (Verbs), so a
@@ -49,14 +50,19 @@ type Verb struct {
 // ErrUnsupported is a verb the source cannot carry out.
 var ErrUnsupported = errors.New("this source cannot do that")
 
+// ErrTooBroad is a run with neither a status nor a name, without All.
+var ErrTooBroad = errors.New("too broad")
+
 // Verbs lists the verbs a run takes, by name. Each one is a method of
 // engine.Coordinator on one saga by id, found on the Source by an
 // interface of its own: a verb is one entry here and, when the source has
 // no such method yet, one interface.
 func Verbs() []Verb {
 	return []Verb{
-		{Name: "cancel", Statuses: []durable.Status{durable.StatusRunning, durable.StatusWaiting}, Act: call(canceler.Cancel), Done: cancelRequested},
+		{Name: "cancel", Statuses: []durable.Status{durable.StatusRunning, durable.StatusWaiting, durable.StatusHeld}, Act: call(canceler.Cancel), Done: cancelRequested},
 		{Name: "resume", Statuses: []durable.Status{durable.StatusCompensationFailed}, Act: call(resumer.Resume)},
+		{Name: "retry", Statuses: []durable.Status{durable.StatusHeld}, Act: call(retrier.Retry)},
+		{Name: "compensate", Statuses: []durable.Status{durable.StatusHeld}, Act: call(compensator.Compensate)},
 	}
 }
 
@@ -66,6 +72,14 @@ type canceler interface {
 
 type resumer interface {
 	Resume(ctx context.Context, sagaID string) (*saga.State, error)
+}
+
+type retrier interface {
+	Retry(ctx context.Context, sagaID string) (*saga.State, error)
+}
+
+type compensator interface {
+	Compensate(ctx context.Context, sagaID string) (*saga.State, error)
 }
 
 // call makes a verb's Act of a method of an interface the source may
@@ -134,7 +148,7 @@ func (p *Params) Check() error {
 		return fmt.Errorf("%s acts on sagas %s, not %s", v.Name, statusList(v.Statuses), p.Status)
 	}
 	if p.Status == "" && p.Name == "" && !p.All {
-		return fmt.Errorf("%s of every saga %s is too broad: give a status (one of %s), a name, or both; or say all", v.Name, statusList(v.Statuses), statusList(v.Statuses))
+		return fmt.Errorf("%s of every saga %s is %w: give a status (%s), a name, or both", v.Name, statusList(v.Statuses), ErrTooBroad, statusList(v.Statuses))
 	}
 	return nil
 }

@@ -201,7 +201,7 @@ func TestRunRefusesUnsafeFilters(t *testing.T) {
 		p    bulk.Params
 		want string
 	}{
-		{bulk.Params{Verb: cancelVerb(t), Status: durable.StatusCompensationFailed}, "cancel acts on sagas running or waiting, not compensation_failed"},
+		{bulk.Params{Verb: cancelVerb(t), Status: durable.StatusCompensationFailed}, "cancel acts on sagas running, waiting or held, not compensation_failed"},
 		{bulk.Params{Verb: resume, Status: durable.StatusRunning, Name: "x"}, "resume acts on sagas compensation_failed, not running"},
 		{bulk.Params{Verb: cancelVerb(t)}, "too broad"},
 	} {
@@ -265,4 +265,86 @@ func (f *flaky) Cancel(ctx context.Context, id string) (*saga.State, error) {
 		return nil, fmt.Errorf("cancel %s: %w", id, durable.ErrConflict)
 	}
 	return f.Coordinator.Cancel(ctx, id)
+}
+
+// A saga that holds on failure, its second action failing for good.
+const holdDef = `saga: hold
+on_failure: hold
+steps:
+  - id: pack
+    action: box.pack
+    compensate: {action: box.unpack}
+  - id: charge
+    action: card.charge
+`
+
+// Held sagas are retried, or compensated, every one a filter matches.
+func TestRunRetriesAndCompensatesHeldSagas(t *testing.T) {
+	t.Parallel()
+	q := memqueue.New(memqueue.Config{})
+	reg := engine.NewRegistry()
+	reg.MustRegister("box.pack", func(context.Context, saga.Call) (any, error) { return map[string]any{}, nil })
+	reg.MustRegister("box.unpack", func(context.Context, saga.Call) (any, error) { return map[string]any{}, nil })
+	reg.MustRegister("card.charge", func(context.Context, saga.Call) (any, error) {
+		return nil, saga.Permanent(saga.NewError("Declined", "no"))
+	})
+	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{Store: memstore.New(), Queue: q, Actions: reg, ChainSteps: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := saga.Compile("hold.yaml", []byte(holdDef), saga.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	drain := func() {
+		t.Helper()
+		for _, queue := range []durable.QueueName{durable.QueueAdvance, durable.QueueCompensate} {
+			for {
+				ds, err := q.Receive(ctx, &durable.ReceiveParams{Queue: queue, Max: 10})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(ds) == 0 {
+					break
+				}
+				for _, d := range ds {
+					msg, err := durable.DecodeMessage(d.Body)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := coord.HandleMessage(ctx, msg); err != nil {
+						t.Fatal(err)
+					}
+					_ = q.Delete(ctx, &durable.DeleteParams{Queue: queue, ReceiptHandle: d.ReceiptHandle})
+				}
+			}
+		}
+	}
+	for i := range 4 {
+		if _, err := coord.Start(ctx, &engine.StartParams{Plan: plan, SagaID: fmt.Sprintf("h-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drain()
+	retry, _ := bulk.VerbNamed("retry")
+	res, err := bulk.Run(ctx, coord, bulk.Params{Verb: retry, Status: durable.StatusHeld, Name: "hold"})
+	if err != nil || res.Acted() != 4 || len(res.Failed) != 0 {
+		t.Fatalf("retry: %+v %v", res, err)
+	}
+	drain() // the charge fails again: held again
+	compensate, _ := bulk.VerbNamed("compensate")
+	if res, err = bulk.Run(ctx, coord, bulk.Params{Verb: compensate, Name: "hold"}); err != nil || res.Acted() != 4 || len(res.Failed) != 0 {
+		t.Fatalf("compensate: %+v %v", res, err)
+	}
+	drain()
+	for i := range 4 {
+		st, err := coord.Get(ctx, fmt.Sprintf("h-%d", i))
+		if err != nil || st.Status != durable.StatusCompensated {
+			t.Errorf("h-%d: %v %v, want compensated", i, st.Status, err)
+		}
+	}
+	if res, err = bulk.Run(ctx, coord, bulk.Params{Verb: retry, Name: "hold"}); err != nil || res.Matched != 0 {
+		t.Errorf("retry once compensated: %+v %v, want nothing matched", res, err)
+	}
 }
