@@ -155,9 +155,13 @@ func templateMetrics(t *testing.T) []namedMetric {
 		}
 		if typ == "AWS::CloudWatch::Alarm" {
 			alarms++
-			for _, q := range listOf(props["Metrics"]) { // metric math
+			metrics := []any{props} // a metric, or metric math's
+			for _, q := range listOf(props["Metrics"]) {
 				stat, _ := q.(map[string]any)["MetricStat"].(map[string]any)
-				metric, _ := stat["Metric"].(map[string]any)
+				metrics = append(metrics, stat["Metric"])
+			}
+			for _, v := range metrics {
+				metric, _ := v.(map[string]any)
 				if metric["Namespace"] != emf.Namespace {
 					continue
 				}
@@ -168,15 +172,6 @@ func templateMetrics(t *testing.T) []namedMetric {
 				slices.Sort(m.dims)
 				named = append(named, m)
 			}
-			if props["Namespace"] != emf.Namespace {
-				continue
-			}
-			m := namedMetric{where: id, name: props["MetricName"].(string)}
-			for _, d := range listOf(props["Dimensions"]) {
-				m.dims = append(m.dims, d.(map[string]any)["Name"].(string))
-			}
-			slices.Sort(m.dims)
-			named = append(named, m)
 			continue
 		}
 		dashboards++
