@@ -10,7 +10,7 @@
 // the batch is done. An EMF document takes its dimension values from
 // members of its root, so one line carries one combination of them: a
 // flush writes a line for the function, one per saga name and one per step
-// (of a saga) the batch touched. No line names more than 5 metrics, well
+// (of a saga) the batch touched. No line names more than 7 metrics, well
 // under the specification's 100 per directive, and a step with more than
 // 100 durations in one batch gets further lines, since a metric's array
 // holds at most 100 values.
