@@ -224,7 +224,11 @@ func (p *parser) actionFields(s *Step, kn *yaml.Node, fields map[string]*yaml.No
 		s.Timeout = p.duration(v, "timeout", durable.MaxDelay)
 	}
 	if v, ok := fields["compensate"]; ok {
-		s.Compensate = p.compensation(v)
+		if v.Kind == yaml.ScalarNode {
+			s.NoCompensation = p.noCompensation(v)
+		} else {
+			s.Compensate = p.compensation(v)
+		}
 	}
 	if v, ok := fields["callback"]; ok {
 		s.Callback = p.callback(v)
@@ -528,6 +532,24 @@ func (p *parser) retry(n *yaml.Node, field string) *RetryPolicy {
 		p.errorf(n, field+".max_backoff", "%s is shorter than backoff %s", r.MaxBackoff, r.Backoff)
 	}
 	return &r
+}
+
+// NoCompensation is the word that says a step needs no undo:
+// compensate: none.
+const NoCompensation = "none"
+
+// noCompensation reads a compensate that is not a mapping: none, or a
+// mistake (false, null, a typo), refused with what may stand there.
+func (p *parser) noCompensation(n *yaml.Node) bool {
+	if n.ShortTag() == "!!str" && n.Value == NoCompensation {
+		return true
+	}
+	hint := ""
+	if strings.EqualFold(n.Value, NoCompensation) {
+		hint = " (did you mean none?)"
+	}
+	p.errorf(n, "compensate", "must be a mapping {action: NAME, with: ...} that undoes the step, or none to say it needs no undo%s", hint)
+	return false
 }
 
 func (p *parser) compensation(n *yaml.Node) *Compensation {

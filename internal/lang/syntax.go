@@ -120,6 +120,11 @@ type Step struct {
 	Retry      *RetryPolicy  // nil: DefaultRetry
 	Timeout    time.Duration // bounds one attempt; zero: no step timeout
 	Compensate *Compensation // what undoes the step; nil: nothing
+	// NoCompensation: the step says compensate: none, on purpose: it
+	// changes nothing that needs undoing (a read, a quote, a check). The
+	// engine treats it as a step without compensate; the compensation
+	// check (sagactl check) takes it as declared, not forgotten.
+	NoCompensation bool
 	// Callback makes the step wait, once its action returns, for someone
 	// to complete the action's callback token; nil: the action's return
 	// completes the step.
