@@ -19,6 +19,10 @@ var (
 // lambdaaction, which strips it and invokes the rest as the function name).
 const lambdaActionPrefix = "lambda:"
 
+// IsLambdaAction reports whether the action name is run by Lambda Invoke
+// (lambda:FUNCTION) rather than by a Go action.
+func IsLambdaAction(name string) bool { return strings.HasPrefix(name, lambdaActionPrefix) }
+
 // ValidActionName reports whether name can name an action in a definition:
 // either a Go action (a letter, then letters, digits, '_', '.', '-' or '/',
 // at most 128), or "lambda:" followed by a Lambda function name, partial ARN

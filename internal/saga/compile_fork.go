@@ -168,15 +168,19 @@ func (c *compiler) scopeEnvs() bool {
 
 // listName names a list in problems: "the saga's own steps", "branch 2 of
 // book", "the body of ship_all".
-func (c *compiler) listName(li int) string {
-	l := c.plan.lists[li]
+func (c *compiler) listName(li int) string { return c.plan.listName(li) }
+
+// listName names list li: "the saga's own steps", "branch 2 of book", "the
+// body of ship_all".
+func (p *Plan) listName(li int) string {
+	l := p.lists[li]
 	switch {
 	case l.fork < 0:
 		return "the saga's own steps"
-	case c.plan.steps[l.fork].Kind == lang.KindForeach:
-		return fmt.Sprintf("the body of %s", c.plan.steps[l.fork].ID)
+	case p.steps[l.fork].Kind == lang.KindForeach:
+		return fmt.Sprintf("the body of %s", p.steps[l.fork].ID)
 	}
-	return fmt.Sprintf("branch %d of %s", l.branch+1, c.plan.steps[l.fork].ID)
+	return fmt.Sprintf("branch %d of %s", l.branch+1, p.steps[l.fork].ID)
 }
 
 // compileFork compiles what a parallel, foreach or saga step adds to the
