@@ -37,6 +37,7 @@ const (
 	ExitCompensationFailed = 3 // the saga failed and a compensation failed too
 	ExitStillRunning       = 4 // run: the saga was still running at --timeout
 	ExitHeld               = 5 // run: the saga is held for an operator (on_failure: hold)
+	ExitFindings           = 6 // check --require-compensation: a finding (an action without compensate, ...)
 )
 
 // runExitCodes is what run --help says of its exit codes.
@@ -98,6 +99,7 @@ func commands() []command {
 		{"run", "FILE --input JSON|@FILE [--fail STEP]... [--json] [--id ID] [--timeout D] [--dynamodb-endpoint URL --sqs-endpoint URL]", "run a saga in this process and watch it", runRun},
 		{"work", "--dynamodb-endpoint URL --sqs-endpoint URL [--table T] [--queue-prefix P] [--for D] [--fail STEP]... [--verbose]", "run the workers on the emulators' table and queues, as run does, until SIGINT or SIGTERM (or for D): what run left there at --timeout moves on; --fail matches a step id in any saga, unchecked", runWork},
 		{"graph", "FILE", "print the definition as a Mermaid flowchart", runGraph},
+		{"check", "FILE... [--require-compensation] [--json]", "walk every path of each definition and its child sagas: what each failing step would undo, actions without compensate, compensations that may read a value they lack; with --require-compensation, exit 6 on any (a CI gate)", runCheck},
 		{"plan", "FILE --fail STEP [--input JSON|@FILE] [--signal NAME=JSON|@FILE]...", "show what a failure at STEP would compensate, running nothing", runPlan},
 		{"cost", "FILE [--input JSON|@FILE] [--signal NAME=JSON|@FILE]... [--fail STEP]... [--signals-first] [--steps-per-month N | --sagas-per-month N] [--memory MB] [--duration D] [--state-bytes N] [--batch-size N] [--no-chain | --chain-steps N] [--chain-time D] [--function-timeout D] [--json]", "estimate the AWS cost of a saga as AWS bills it, with chained steps and without, next to Step Functions Standard and Express and Lambda durable functions", runCost},
 		{"deploy", "FILE... [--json] " + stackArgs, "store each definition (and its child sagas) as the current version of its name, which start NAME runs; print each name, hash, and deployed or unchanged", runDeploy},
@@ -220,6 +222,8 @@ func (c *Config) commandUsage(fs *flag.FlagSet) {
 		fmt.Fprint(c.Stdout, runExitCodes)
 	case "schedule":
 		fmt.Fprint(c.Stdout, scheduleUsage)
+	case "check":
+		fmt.Fprint(c.Stdout, checkExitCodes)
 	}
 }
 
