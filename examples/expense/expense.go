@@ -57,6 +57,9 @@ func (s *Services) Register(reg *engine.Registry) {
 	reg.MustRegister("payments.reimburse", engine.Typed(func(ctx context.Context, c saga.Call, in claimIn) (any, error) {
 		return s.once(c, "reimburse "+in.ClaimID, map[string]any{"payment_id": "pay-" + in.ClaimID})
 	}))
+	reg.MustRegister("payments.reclaim", engine.Typed(func(ctx context.Context, c saga.Call, in claimIn) (any, error) {
+		return s.once(c, "reclaim "+in.ClaimID, nil)
+	}))
 	reg.MustRegister("expenses.escalate", engine.Typed(func(ctx context.Context, c saga.Call, in claimIn) (any, error) {
 		return s.once(c, "escalate "+in.ClaimID, map[string]any{"ticket": "fin-" + in.ClaimID})
 	}))
