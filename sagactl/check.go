@@ -53,9 +53,10 @@ func runCheck(c *Config, args []string) int {
 	for _, cf := range checked {
 		findings += len(cf.Findings)
 	}
-	if *asJSON {
+	switch {
+	case *asJSON:
 		writeCheckJSON(c.Stdout, checked, findings)
-	} else {
+	case len(checked) > 0:
 		writeCheck(c.Stdout, checked, findings)
 	}
 	if code == ExitOK && *require && findings > 0 {
