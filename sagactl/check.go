@@ -93,7 +93,11 @@ func writeCheck(w io.Writer, files []saga.CheckedFile, findings int) {
 				fmt.Fprintf(w, "%s: %s%s\n", head, undoLine(fp, fp.Stacks[0]), then)
 				continue
 			}
-			fmt.Fprintf(w, "%s, on %d paths%s:\n", head, len(fp.Stacks)+fp.Omitted, then)
+			paths := fmt.Sprint(len(fp.Stacks) + fp.Omitted)
+			if cf.Truncated {
+				paths = "at least " + paths // the walk stopped before it met them all
+			}
+			fmt.Fprintf(w, "%s, on %s paths%s:\n", head, paths, then)
 			for _, s := range fp.Stacks {
 				fmt.Fprintf(w, "      %s\n", undoLine(fp, s))
 			}
@@ -102,7 +106,7 @@ func writeCheck(w io.Writer, files []saga.CheckedFile, findings int) {
 			}
 		}
 		if cf.Truncated {
-			fmt.Fprintf(w, "  (too many paths: the walk stopped at %d steps and stacks, so some stacks may be missing above; the findings below do not depend on it)\n", saga.MaxCheckStates)
+			fmt.Fprintf(w, "  (too many paths: the walk of a list of steps stopped at %d steps and stacks, so stacks may be missing above; the findings below do not depend on it)\n", saga.MaxCheckStates)
 		}
 		if len(cf.Findings) == 0 {
 			fmt.Fprintln(w, "  no findings")

@@ -22,7 +22,8 @@ import (
 // Bounds of the check's walk.
 const (
 	// MaxCheckStates bounds the (step, compensation stack) pairs the check
-	// walks in one definition file. A definition with more paths than this
+	// walks in one list of steps (the saga's own, a branch, a foreach
+	// body) of one definition file. A list with more paths than this
 	// (a long row of switches, each choosing whether to run a compensable
 	// action) gets its stacks listed as far as the walk went, and says so;
 	// its findings do not depend on the walk and are complete.
@@ -88,8 +89,8 @@ type CheckedFile struct {
 	Failures []FailurePoint
 	// Findings are in source order.
 	Findings []Finding
-	// Truncated: the walk stopped at MaxCheckStates; the stacks listed
-	// are those it found by then.
+	// Truncated: the walk of some list stopped at MaxCheckStates; the
+	// stacks listed there are those it found by then.
 	Truncated bool
 }
 
@@ -254,15 +255,15 @@ func stackKey(stack []undoEntry) string {
 func (p *Plan) checkFile(maxStates int) CheckedFile {
 	cf := CheckedFile{File: p.def.File, Saga: p.def.Name}
 	stacks := make([][][]undoEntry, len(p.steps))
-	states := 0
 	type state struct {
 		step  int
 		stack []undoEntry
 	}
 	for _, l := range p.lists {
-		if l.n == 0 || cf.Truncated {
+		if l.n == 0 {
 			continue
 		}
+		states := 0
 		seen := map[string]bool{}
 		met := make([]map[string]bool, len(p.steps))
 		work := []state{{step: l.first}}
