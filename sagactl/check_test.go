@@ -67,7 +67,7 @@ func TestCheckPrintsJSON(t *testing.T) {
 	}
 }
 
-// --require-compensation makes a finding fail the command (exit 5); an
+// --require-compensation makes a finding fail the command (exit 6); an
 // invalid definition exits 1 as validate does, with its problems, and
 // wins over findings in the files beside it.
 func TestCheckExitCodes(t *testing.T) {
@@ -90,7 +90,7 @@ func TestCheckExitCodes(t *testing.T) {
 			t.Errorf("%q: exit %d, want %d with %q in:\n%s", tc.args, r.code, tc.code, tc.stderr, r.stderr)
 		}
 	}
-	if r := runSagactl(t, nil, "check", "--help"); r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "5  --require-compensation: some definition has a finding") {
+	if r := runSagactl(t, nil, "check", "--help"); r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "6  --require-compensation: some definition has a finding") {
 		t.Errorf("check --help: exit %d, no exit codes:\n%s", r.code, r.stdout)
 	}
 }
