@@ -206,16 +206,16 @@ func (p *Plan) checkEdges(ps *planStep) []checkEdge {
 }
 
 // canFail reports whether the step can fail at run time: anything that
-// calls, waits on a signal, forks, asserts or fails, and any step that
-// evaluates an expression (which may fail: a missing key, an overflow).
+// calls, waits, forks, asserts or fails (a wait: the saga's deadline or a
+// cancel meets it there, since a saga mostly waits in one), and any step
+// that evaluates an expression (which may fail: a missing key, an
+// overflow).
 func (ps *planStep) canFail() bool {
 	switch ps.Kind {
 	case lang.KindSet:
 		return slices.ContainsFunc(ps.assigns, func(a compiledAssign) bool { return a.val != nil && a.val.kind != lang.ValueLiteral })
 	case lang.KindSwitch:
 		return slices.ContainsFunc(ps.cases, func(c compiledCase) bool { return c.cond != nil })
-	case lang.KindWait:
-		return ps.until != nil
 	case lang.KindSucceed:
 		return ps.output != nil && ps.output.kind != lang.ValueLiteral
 	}

@@ -81,7 +81,7 @@ func TestCheckCompensationStacksAndFindings(t *testing.T) {
 		findings []string
 	}{
 		{file: "missing.yaml",
-			stacks:   map[string]string{"quote": "-", "reserve": "+reserve -", "notify": "reserve"},
+			stacks:   map[string]string{"quote": "-", "reserve": "+reserve -", "notify": "reserve", "cool": "reserve"},
 			absent:   []string{"done"},
 			findings: []string{"missing-compensation notify compensate 14"}},
 		{file: "overwritten.yaml",
