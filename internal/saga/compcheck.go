@@ -195,10 +195,13 @@ func (p *Plan) checkEdges(ps *planStep) []checkEdge {
 	}
 	for i, r := range ps.routes {
 		// A caught failure leaves a compensable step on the stack when it
-		// may have taken effect: its attempt timed out (found out later),
-		// or its callback failed after its action returned.
+		// may have taken effect: an attempt timed out and no answer said
+		// otherwise since (found out if the saga compensates), or its
+		// callback failed after its action returned. Only a type the
+		// step's retry lists as permanent is a definite answer whatever
+		// came before (definite): a Timeout never is.
 		maybe := ps.comp != nil && (ps.Callback != nil || slices.ContainsFunc(ps.Catch[i].Errors, func(t string) bool {
-			return t == "*" || t == lang.ErrorTypeTimeout
+			return t == "*" || t == lang.ErrorTypeTimeout || !slices.Contains(ps.policy.Permanent, t)
 		}))
 		out = append(out, checkEdge{to: r.nextIndex, push: maybe, maybe: maybe})
 	}
