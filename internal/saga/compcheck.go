@@ -199,9 +199,9 @@ func (p *Plan) checkEdges(ps *planStep) []checkEdge {
 		// otherwise since (found out if the saga compensates), or its
 		// callback failed after its action returned. Only a type the
 		// step's retry lists as permanent is a definite answer whatever
-		// came before (definite): a Timeout never is.
+		// the error (definite, the engine's own rule): a Timeout never is.
 		maybe := ps.comp != nil && (ps.Callback != nil || slices.ContainsFunc(ps.Catch[i].Errors, func(t string) bool {
-			return t == "*" || t == lang.ErrorTypeTimeout || !slices.Contains(ps.policy.Permanent, t)
+			return !definite(ps.policy, nil, t)
 		}))
 		out = append(out, checkEdge{to: r.nextIndex, push: maybe, maybe: maybe})
 	}
