@@ -138,7 +138,7 @@ proptest-long: ## "what validation accepts must run" at size: DEFS generated def
 
 FUZZTIME ?= 2m
 # go test -fuzz takes one target of one package at a time.
-FUZZ_TARGETS := FuzzListPosition=./durable FuzzDecodeMessage=./durable FuzzCompile=./internal/saga FuzzCallbackToken=./internal/saga FuzzRedactorText=./internal/saga FuzzStateDecode=./internal/saga FuzzDefinitionsRun=./internal/proptest FuzzParse=./internal/schedule
+FUZZ_TARGETS := FuzzListPosition=./durable FuzzDecodeMessage=./durable FuzzCompile=./internal/saga FuzzCheckCompensation=./internal/saga FuzzCallbackToken=./internal/saga FuzzRedactorText=./internal/saga FuzzStateDecode=./internal/saga FuzzDefinitionsRun=./internal/proptest FuzzParse=./internal/schedule
 fuzz: ## each fuzz target for FUZZTIME (2m); what it finds lands in the package's testdata/fuzz and fails go test until fixed
 	@for f in $(FUZZ_TARGETS); do \
 		name=$${f%%=*}; pkg=$${f#*=}; echo "== $$name ($$pkg, $(FUZZTIME))"; \

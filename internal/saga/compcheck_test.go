@@ -187,31 +187,51 @@ func TestCheckCompensationOfGeneratedDefinitions(t *testing.T) {
 	}
 	checked := 0
 	for seed := uint64(1); seed <= uint64(n); seed++ {
-		c := proptest.NewCase(seed)
-		fsys := fstest.MapFS{"prop.yaml": {Data: c.YAML}}
-		for name, src := range c.Files {
-			fsys[name] = &fstest.MapFile{Data: src}
-		}
-		p, err := saga.CompileFile(fsys, "prop.yaml", saga.Options{})
-		if err != nil {
-			continue
-		}
-		checked++
-		a, b := p.CheckCompensation(), p.CheckCompensation()
-		if !reflect.DeepEqual(a, b) {
-			t.Fatalf("seed %d: two checks differ", seed)
-		}
-		for _, f := range a.Files {
-			for _, fp := range f.Failures {
-				if len(fp.Stacks) == 0 || len(fp.Stacks) > saga.MaxCheckStacks {
-					t.Fatalf("seed %d: %s fails with %d stacks listed", seed, fp.Step, len(fp.Stacks))
-				}
-			}
+		if checkGenerated(t, proptest.NewCase(seed)) {
+			checked++
 		}
 	}
 	if checked < n/4 {
 		t.Fatalf("only %d of %d generated definitions compiled", checked, n)
 	}
+}
+
+// FuzzCheckCompensation holds the same of the definitions a fuzzer's
+// bytes generate (make fuzz).
+func FuzzCheckCompensation(f *testing.F) {
+	for _, seed := range []string{"", "check", strings.Repeat("\xff", 64)} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkGenerated(t, proptest.CaseFromBytes(data))
+	})
+}
+
+// checkGenerated checks a generated case's definition twice, if it
+// compiles, and reports whether it did: the two checks must agree, and
+// every failing step list between one and MaxCheckStacks stacks.
+func checkGenerated(t *testing.T, c *proptest.Case) bool {
+	t.Helper()
+	fsys := fstest.MapFS{"prop.yaml": {Data: c.YAML}}
+	for name, src := range c.Files {
+		fsys[name] = &fstest.MapFile{Data: src}
+	}
+	p, err := saga.CompileFile(fsys, "prop.yaml", saga.Options{})
+	if err != nil {
+		return false
+	}
+	a, b := p.CheckCompensation(), p.CheckCompensation()
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("seed %d: two checks differ\n%s", c.Seed, c.YAML)
+	}
+	for _, f := range a.Files {
+		for _, fp := range f.Failures {
+			if len(fp.Stacks) == 0 || len(fp.Stacks) > saga.MaxCheckStacks {
+				t.Fatalf("seed %d: %s fails with %d stacks listed\n%s", c.Seed, fp.Step, len(fp.Stacks), c.YAML)
+			}
+		}
+	}
+	return true
 }
 
 // What a dry run compensates when a step fails is one of the stacks the
