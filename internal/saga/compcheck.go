@@ -371,19 +371,32 @@ func (p *Plan) compensationFindings() []Finding {
 			continue
 		}
 		pos := s.Compensate.With.Pos
-		reads := ps.comp.with.varReads()
+		reads, whole := ps.comp.with.varReads()
 		if s.Out != "" && slices.Contains(reads, s.Out) && s.Callback != nil && lang.IsLambdaAction(s.Action) {
 			add(FindingMissingValue, s, pos, "compensate.with",
 				"reads vars.%s, its own out: a lambda: action with callback returns nothing, so vars.%s is null until its token is completed, and a callback that fails or times out is compensated with null; build the undo from what its with read (input, vars written before it)", s.Out, s.Out)
 		}
 		writers := p.writersAfter(ps)
-		for _, name := range reads {
-			if name == s.Out {
-				continue // its own output is kept with its completion
+		delete(writers, s.Out) // its own output is kept with its completion
+		if whole {
+			var all []string
+			for _, name := range slices.Sorted(maps.Keys(writers)) {
+				for _, w := range writers[name] {
+					if !slices.Contains(all, w) {
+						all = append(all, w)
+					}
+				}
 			}
+			if len(all) > 0 {
+				slices.SortStableFunc(all, func(a, b string) int { return cmp.Compare(p.index[a], p.index[b]) })
+				add(FindingOverwrittenValue, s, pos, "compensate.with",
+					"reads vars whole, or by a key known only when it runs, and %s may write vars after this step: the compensation runs with the vars at the time of the failure, not those this step ran with; read the fields it needs by name", p.stepNames(all))
+			}
+		}
+		for _, name := range reads {
 			if ws := writers[name]; len(ws) > 0 {
 				add(FindingOverwrittenValue, s, pos, "compensate.with",
-					"reads vars.%s, which %s may write after this step: the compensation runs with the value at the time of the failure, not the one this step ran with; keep what the undo needs in this step's out, or in a var no later step writes", name, ws)
+					"reads vars.%s, which %s may write after this step: the compensation runs with the value at the time of the failure, not the one this step ran with; keep what the undo needs in this step's out, or in a var no later step writes", name, p.stepNames(ws))
 			}
 		}
 	}
@@ -393,10 +406,10 @@ func (p *Plan) compensationFindings() []Finding {
 	return out
 }
 
-// writersAfter names, for each var, the steps that may write it while ps
-// is on the compensation stack: those reachable in its list from the ways
-// on that leave it there. "step b (line 9)", "steps b (line 9) and c (line 12)".
-func (p *Plan) writersAfter(ps *planStep) map[string]string {
+// writersAfter lists, for each var, the ids of the steps that may write
+// it while ps is on the compensation stack, in plan order: those reachable
+// in its list from the ways on that leave it there.
+func (p *Plan) writersAfter(ps *planStep) map[string][]string {
 	reached := map[int]bool{}
 	var work []int
 	for _, e := range p.checkEdges(ps) {
@@ -418,46 +431,52 @@ func (p *Plan) writersAfter(ps *planStep) map[string]string {
 	by := map[string][]string{}
 	for _, i := range slices.Sorted(maps.Keys(reached)) {
 		w := p.steps[i]
-		name := fmt.Sprintf("%s (line %d)", w.ID, w.Pos.Line)
 		if w.Out != "" && w != ps {
-			by[w.Out] = append(by[w.Out], name)
+			by[w.Out] = append(by[w.Out], w.ID)
 		}
 		for _, a := range w.Set {
-			if !slices.Contains(by[a.Name], name) {
-				by[a.Name] = append(by[a.Name], name)
+			if !slices.Contains(by[a.Name], w.ID) {
+				by[a.Name] = append(by[a.Name], w.ID)
 			}
 		}
 	}
-	out := make(map[string]string, len(by))
-	for name, ws := range by {
-		if len(ws) == 1 {
-			out[name] = "step " + ws[0]
-		} else {
-			out[name] = "steps " + strings.Join(ws[:len(ws)-1], ", ") + " and " + ws[len(ws)-1]
-		}
-	}
-	return out
+	return by
 }
 
-// varReads lists the vars t's expressions read (has() aside), each once,
-// sorted.
-func (t *template) varReads() []string {
-	var out []string
+// stepNames names steps for a message: "step b (line 9)", "steps b (line
+// 9) and c (line 12)".
+func (p *Plan) stepNames(ids []string) string {
+	names := make([]string, len(ids))
+	for k, id := range ids {
+		names[k] = fmt.Sprintf("%s (line %d)", id, p.steps[p.index[id]].Pos.Line)
+	}
+	if len(names) == 1 {
+		return "step " + names[0]
+	}
+	return "steps " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// varReads lists the vars t's expressions read by name (has() aside),
+// each once, sorted, and whether one reads vars whole or by a key known
+// only when it runs.
+func (t *template) varReads() (names []string, whole bool) {
+	add := func(p *program) {
+		if p != nil {
+			names = append(names, p.reads...)
+			whole = whole || p.uses.allVars
+		}
+	}
 	var walk func(t *template)
 	walk = func(t *template) {
-		if t.prog != nil {
-			out = append(out, t.prog.reads...)
-		}
+		add(t.prog)
 		for _, pt := range t.parts {
-			if pt.prog != nil {
-				out = append(out, pt.prog.reads...)
-			}
+			add(pt.prog)
 		}
 		for _, it := range t.items {
 			walk(it)
 		}
 	}
 	walk(t)
-	slices.Sort(out)
-	return slices.Compact(out)
+	slices.Sort(names)
+	return slices.Compact(names), whole
 }

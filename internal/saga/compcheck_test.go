@@ -87,7 +87,7 @@ func TestCheckCompensationStacksAndFindings(t *testing.T) {
 		{file: "overwritten.yaml",
 			stacks:   map[string]string{"again": "+again reserve"},
 			absent:   []string{"start", "bump"},
-			findings: []string{"overwritten-value reserve compensate.with 11"}},
+			findings: []string{"overwritten-value reserve compensate.with 11", "overwritten-value audit compensate.with 20"}},
 		{file: "callback.yaml",
 			stacks:   map[string]string{"ship": "+ship charge"},
 			findings: []string{"missing-value charge compensate.with 10"}},
