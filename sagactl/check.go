@@ -78,7 +78,11 @@ func writeCheck(w io.Writer, files []saga.CheckedFile, findings int) {
 			fmt.Fprintf(w, ", run by %s", strings.Join(cf.RunBy, ", "))
 		}
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "  if a step fails, compensation undoes, newest first:")
+		if len(cf.Failures) == 0 {
+			fmt.Fprintln(w, "  no step can fail")
+		} else {
+			fmt.Fprintln(w, "  if a step fails, compensation undoes, newest first:")
+		}
 		for _, fp := range cf.Failures {
 			head := fmt.Sprintf("  line %d %s (%s", fp.Line, fp.Step, fp.Kind)
 			if fp.In != "" {
