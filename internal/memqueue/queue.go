@@ -228,3 +228,16 @@ func (q *Queue) Bodies(name durable.QueueName) [][]byte {
 	}
 	return out
 }
+
+// ChangeVisibility makes a received message visible again after d (zero:
+// at once), as sqsqueue's does; a stale receipt changes nothing.
+func (q *Queue) ChangeVisibility(_ context.Context, name durable.QueueName, receipt string, d time.Duration) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, it := range q.queues[name] {
+		if it.receipt != "" && it.receipt == receipt {
+			it.visibleAt = q.cfg.Clock.Now().Add(d)
+		}
+	}
+	return nil
+}
