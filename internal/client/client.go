@@ -17,6 +17,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/bulk"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/redrive"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 	"github.com/lambdasaga/lambdasaga/objects/s3objects"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
@@ -33,6 +34,9 @@ type Config struct {
 	// LAMBDASAGA_BUCKET); nil: a saga holding such values shows
 	// references and cannot be acted on.
 	Objects durable.Objects
+	// DeadLetters finds the queues' dead letters for Redrive; nil: the
+	// client redrives none.
+	DeadLetters redrive.Finder
 }
 
 // AWSConfig wires a Client to a deployed stack (see the template's outputs).
@@ -53,13 +57,17 @@ type AWSConfig struct {
 	// Bucket is the stack's output ValuesBucketName (Config.Objects on
 	// S3); S3Endpoint, when set, points at an S3 emulator.
 	Bucket, S3Endpoint string
+	// StartQueueURL is the stack's output StartQueueUrl: Redrive takes
+	// the start queue's dead letters too when it is set.
+	StartQueueURL string
 }
 
 // Client starts, reads, signals, cancels and resumes sagas, and completes
 // their callback tokens. It runs no actions.
 type Client struct {
-	coord *engine.Coordinator
-	plans *engine.Plans
+	coord       *engine.Coordinator
+	plans       *engine.Plans
+	deadLetters redrive.Finder
 }
 
 // New returns a client on the given store and queue.
@@ -72,7 +80,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{coord: coord, plans: plans}, nil
+	return &Client{coord: coord, plans: plans, deadLetters: cfg.DeadLetters}, nil
 }
 
 // NewAWS returns a client on DynamoDB and SQS.
@@ -109,7 +117,11 @@ func NewAWS(cfg AWSConfig) (*Client, error) {
 			return nil, err
 		}
 	}
-	return New(Config{Store: store, Queue: queue, Objects: objects})
+	deadLetters := &redrive.SQSQueues{Client: sq, URLs: map[redrive.Queue]string{redrive.Advance: cfg.AdvanceQueueURL, redrive.Compensate: cfg.CompensateQueueURL}}
+	if cfg.StartQueueURL != "" {
+		deadLetters.URLs[redrive.Start] = cfg.StartQueueURL
+	}
+	return New(Config{Store: store, Queue: queue, Objects: objects, DeadLetters: deadLetters})
 }
 
 // StartParams names the definition (source and file name, for messages),

@@ -182,8 +182,8 @@ type QueueResult struct {
 
 // ReasonCount is how many letters gave one refusal reason.
 type ReasonCount struct {
-	Reason string
-	Count  int
+	Reason string `json:"reason"`
+	Count  int    `json:"count"`
 }
 
 // Result is what a redrive did.
@@ -191,6 +191,9 @@ type Result struct {
 	Queues []QueueResult
 	Moved  int // over all queues
 	DryRun bool
+	// Missing names the queues asked for whose dead letters were not
+	// found (a stack whose start queue was not named).
+	Missing []Queue
 }
 
 // Err joins the queues' errors.
