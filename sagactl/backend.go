@@ -20,6 +20,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/embedded"
 	"github.com/lambdasaga/lambdasaga/internal/memobjects"
+	"github.com/lambdasaga/lambdasaga/internal/redrive"
 	"github.com/lambdasaga/lambdasaga/internal/startqueue"
 	"github.com/lambdasaga/lambdasaga/objects/s3objects"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
@@ -206,6 +207,20 @@ func (e emulatorStack) startQueues(ctx context.Context, create bool, apiOptions 
 		return urls, endpointError("--sqs-endpoint", e.sqsEndpoint, err)
 	}
 	return urls, nil
+}
+
+// deadLetters finds the dead-letter queues of the queues on the
+// emulators (redrive), looked up as the operator, as on a stack: by the
+// URLs given, else by the prefix.
+func (e emulatorStack) deadLetters(apiOptions []func(*middleware.Stack) error) *redrive.SQSQueues {
+	f := &redrive.SQSQueues{Client: awslocal.SQSAs(e.principal, e.sqsEndpoint, apiOptions...), URLs: map[redrive.Queue]string{}, Names: map[redrive.Queue]string{}}
+	for _, q := range redrive.Queues() {
+		f.Names[q] = e.queuePrefix + string(q)
+	}
+	for q, u := range e.urls {
+		f.URLs[redrive.Queue(q)] = u
+	}
+	return f
 }
 
 // checkTable makes sure the table is there and is a saga table, before a

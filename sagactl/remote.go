@@ -53,6 +53,7 @@ type stackFlags struct {
 	dynamoEndpoint, sqsEndpoint string
 	queuePrefix                 string
 	bucket, s3Endpoint          string
+	startURL                    string // registerStartQueue's
 }
 
 func (s *stackFlags) register(fs *flag.FlagSet) {
@@ -66,6 +67,12 @@ func (s *stackFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.queuePrefix, "queue-prefix", defaultQueuePrefix, "on the emulators, the queues' name prefix, as sagactl run's --queue-prefix")
 	fs.StringVar(&s.bucket, "bucket", os.Getenv("LAMBDASAGA_BUCKET"), "the bucket of the sagas' large values (stack output ValuesBucketName; default $LAMBDASAGA_BUCKET; on the emulators, "+defaultBucket+" as sagactl run): without it, a saga holding such values shows references and cannot be acted on")
 	fs.StringVar(&s.s3Endpoint, "s3-endpoint", "", "on the emulators, S3 at this endpoint: the values sagactl run --s3-endpoint kept there")
+}
+
+// registerStartQueue adds --start-queue-url, for the commands that read
+// the start queue's dead letters (redrive, console) on a deployed stack.
+func (s *stackFlags) registerStartQueue(fs *flag.FlagSet) {
+	fs.StringVar(&s.startURL, "start-queue-url", os.Getenv("LAMBDASAGA_START_QUEUE_URL"), "the start queue (stack output StartQueueUrl; default $LAMBDASAGA_START_QUEUE_URL), whose dead letters go with the others; on the emulators, found by --queue-prefix")
 }
 
 // offloads reports whether the commands keep large values by reference:
@@ -105,7 +112,7 @@ func (s *stackFlags) client(ctx context.Context, apiOptions ...func(*middleware.
 			return nil, fmt.Errorf("--local: %s: %v", LocalStateFile, err)
 		}
 		return client.NewAWS(client.AWSConfig{AWS: awslocal.ConfigAs(awslocal.OperatorPrincipal, apiOptions...), Table: ls.Table, AdvanceQueueURL: ls.AdvanceQueueURL, CompensateQueueURL: ls.CompensateQueueURL,
-			DynamoDBEndpoint: ls.DynamoDBEndpoint, SQSEndpoint: ls.SQSEndpoint})
+			DynamoDBEndpoint: ls.DynamoDBEndpoint, SQSEndpoint: ls.SQSEndpoint, StartQueueURL: ls.QueueURLs["StartQueue"]})
 	}
 	if s.dynamoEndpoint != "" || s.sqsEndpoint != "" {
 		return s.emulatorClient(ctx, apiOptions)
@@ -121,7 +128,7 @@ func (s *stackFlags) client(ctx context.Context, apiOptions ...func(*middleware.
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
 	awsCfg.APIOptions = append(awsCfg.APIOptions, apiOptions...)
-	return client.NewAWS(client.AWSConfig{AWS: awsCfg, Table: s.table, AdvanceQueueURL: s.advanceURL, CompensateQueueURL: s.compURL, Bucket: s.bucket})
+	return client.NewAWS(client.AWSConfig{AWS: awsCfg, Table: s.table, AdvanceQueueURL: s.advanceURL, CompensateQueueURL: s.compURL, Bucket: s.bucket, StartQueueURL: s.startURL})
 }
 
 // emulatorClient is client on the emulators: the table (run's default
@@ -158,7 +165,7 @@ func (s *stackFlags) emulatorClient(ctx context.Context, apiOptions []func(*midd
 			return nil, err
 		}
 	}
-	return client.New(client.Config{Store: store, Queue: queue, Objects: objects})
+	return client.New(client.Config{Store: store, Queue: queue, Objects: objects, DeadLetters: em.deadLetters(apiOptions)})
 }
 
 func runStart(c *Config, args []string) int {

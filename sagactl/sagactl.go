@@ -114,6 +114,7 @@ func commands() []command {
 		{"signal", "ID NAME [--payload JSON|@FILE] [--id ID] " + stackArgs, "send a saga a signal: an await of NAME takes it, its payload in the await's out", runSignal},
 		{"callback", "TOKEN (--output JSON|@FILE | --error TYPE [--message M]) " + stackArgs, "complete a callback step's token with its output, or fail its attempt", runCallback},
 		{"sweep", "[--idle-for D] [--max-resends N] " + stackArgs, "re-send the messages of unfinished sagas idle too long (a start or cancel cut off before its send)", runSweep},
+		{"redrive", redriveArgs, "move dead letters back to the queues they came from, and say what moved and why the start queue refused what it did", runRedrive},
 		{"console", "[--addr 127.0.0.1:8080] [--allow-remote] " + stackArgs, "serve the operator's web console: sagas listed and filtered, each one's graph, history, input and vars; cancel, resume, signal and callbacks, each confirmed", runConsole},
 		{"schedule", scheduleArgs, "list when an EventBridge Scheduler expression starts a saga, and the saga ids; print a schedule resource for the template", runSchedule},
 		{"local", "[up|down] [--main FUNCTION=PACKAGE]... [--workers N] [--visibility D]", "run the deployed shape here: emulators, the real bootstraps under aws-lambda-rie, queue pollers", runLocal},
