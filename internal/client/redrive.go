@@ -24,11 +24,5 @@ func (c *Client) Redrive(ctx context.Context, p *RedriveParams) (*redrive.Result
 	if c.deadLetters == nil {
 		return nil, errors.New("redrive: this client knows no dead-letter queues")
 	}
-	srcs, missing, err := c.deadLetters.Sources(ctx, p.Queues)
-	if err != nil {
-		return nil, err
-	}
-	res := redrive.Redrive(ctx, srcs, p.Params)
-	res.Missing = missing
-	return res, res.Err()
+	return redrive.RedriveFound(ctx, c.deadLetters, p.Queues, p.Params)
 }

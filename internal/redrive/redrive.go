@@ -240,6 +240,19 @@ func Redrive(ctx context.Context, sources []Source, p Params) *Result {
 	return res
 }
 
+// RedriveFound finds the dead letters of queues (none: all) with f and
+// redrives them; Result.Missing names the queues f has none for. The
+// error is f's, or Result.Err.
+func RedriveFound(ctx context.Context, f Finder, queues []Queue, p Params) (*Result, error) {
+	srcs, missing, err := f.Sources(ctx, queues)
+	if err != nil {
+		return nil, err
+	}
+	res := Redrive(ctx, srcs, p)
+	res.Missing = missing
+	return res, res.Err()
+}
+
 // redriveOne moves one queue's letters, at most budget of them (-1: all).
 func redriveOne(ctx context.Context, src Source, p Params, budget int, qr *QueueResult) error {
 	// A move task moves everything, reasons unread: only for a whole
