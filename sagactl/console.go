@@ -26,6 +26,7 @@ func runConsole(c *Config, args []string) int {
 	allowRemote := fs.Bool("allow-remote", false, "allow an address that is not on loopback: the console has no authentication, and anyone who reaches it can cancel and resume sagas and complete their callbacks")
 	var stack stackFlags
 	stack.register(fs)
+	stack.registerStartQueue(fs)
 	if rest, code, ok := c.flags(fs, args); !ok {
 		return code
 	} else if len(rest) > 0 {

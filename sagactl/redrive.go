@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/internal/client"
+	"github.com/lambdasaga/lambdasaga/internal/console"
 	"github.com/lambdasaga/lambdasaga/internal/redrive"
 )
 
@@ -193,4 +194,11 @@ func redriveReportOf(res *redrive.Result) redriveReport {
 		r.Queues = append(r.Queues, qr)
 	}
 	return r
+}
+
+var _ console.DeadLetters = clientSource{}
+
+// Redrive implements console.DeadLetters.
+func (s clientSource) Redrive(ctx context.Context, queues []redrive.Queue, p redrive.Params) (*redrive.Result, error) {
+	return s.cl.Redrive(ctx, &client.RedriveParams{Queues: queues, Params: p})
 }

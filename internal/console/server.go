@@ -115,6 +115,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /sagas/{id}", s.saga)
 	mux.HandleFunc("POST /sagas/{id}/{action}", s.act)
 	mux.HandleFunc("POST /bulk/{verb}", s.bulk) // bulk.go
+	s.routeDeadLetters(mux, base)               // deadletters.go
 	s.mux = mux
 	return s, nil
 }
