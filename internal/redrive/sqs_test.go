@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ type sqsRig struct {
 	find *redrive.SQSQueues
 }
 
-func newSQSRig(t *testing.T) *sqsRig {
+func newSQSRig(t testing.TB) *sqsRig {
 	t.Helper()
 	ep := awslocal.Endpoint(t, awslocal.EnvSQS)
 	var b [6]byte
@@ -105,7 +106,7 @@ func (r *sqsRig) drain(t *testing.T, queue string) []string {
 	}
 }
 
-func (r *sqsRig) sources(t *testing.T, queues ...redrive.Queue) []redrive.Source {
+func (r *sqsRig) sources(t testing.TB, queues ...redrive.Queue) []redrive.Source {
 	t.Helper()
 	srcs, missing, err := r.find.Sources(t.Context(), queues)
 	if err != nil || len(missing) > 0 {
@@ -201,4 +202,60 @@ func TestSQSRedriveCrashThenRerunLosesNothing(t *testing.T) {
 	if v, f := r.count(t, "advance-dlq"); v != 0 || f != 0 {
 		t.Errorf("dead-letter queue still holds %d, %d in flight", v, f)
 	}
+}
+
+// countingSQS counts the requests a redrive makes.
+type countingSQS struct {
+	redrive.SQSClient
+	n atomic.Int64
+}
+
+func (c *countingSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	c.n.Add(1)
+	return c.SQSClient.ReceiveMessage(ctx, in, opts...)
+}
+
+func (c *countingSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	c.n.Add(1)
+	return c.SQSClient.SendMessageBatch(ctx, in, opts...)
+}
+
+func (c *countingSQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	c.n.Add(1)
+	return c.SQSClient.SendMessage(ctx, in, opts...)
+}
+
+func (c *countingSQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	c.n.Add(1)
+	return c.SQSClient.DeleteMessageBatch(ctx, in, opts...)
+}
+
+// BenchmarkSQSRedrive moves b.N work messages back one batch at a time on
+// the emulator, and reports the SQS requests a letter took (the move, the
+// final empty receive included) and letters a second.
+func BenchmarkSQSRedrive(b *testing.B) {
+	r := newSQSRig(b)
+	body := `{"saga_id":"s-1","version":3,"queue":"advance","step":"charge","attempt":1}`
+	for i := 0; i < b.N; i += 10 {
+		var es []types.SendMessageBatchRequestEntry
+		for j := range min(10, b.N-i) {
+			es = append(es, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(j)), MessageBody: aws.String(body)})
+		}
+		if _, err := r.sq.SendMessageBatch(b.Context(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.urls["advance-dlq"]), Entries: es}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	srcs := r.sources(b, redrive.Advance)
+	dl := srcs[0].Letters.(*redrive.SQSDeadLetters)
+	counter := &countingSQS{SQSClient: dl.Client}
+	dl.Client = counter
+	b.ReportAllocs()
+	b.ResetTimer()
+	res := redrive.Redrive(b.Context(), srcs, redrive.Params{Max: b.N}) // bounded: one batch at a time, no final wait
+	b.StopTimer()
+	if res.Err() != nil || res.Moved != b.N {
+		b.Fatalf("moved %d of %d: %v", res.Moved, b.N, res.Err())
+	}
+	b.ReportMetric(float64(counter.n.Load())/float64(b.N), "requests/letter")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "letters/s")
 }
