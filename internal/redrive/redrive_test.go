@@ -311,3 +311,45 @@ func TestReasonAttributeIsTheStartQueues(t *testing.T) {
 		t.Fatalf("redrive reads %q, the start queue writes %q", redrive.ReasonAttribute, startqueue.AttrReason)
 	}
 }
+
+// runningTask is a move task that never ends until cancelled.
+type runningTask struct {
+	redrive.DeadLetters
+	cancelled chan struct{}
+}
+
+func (m *runningTask) StartMove(context.Context) (string, error) { return "task-2", nil }
+
+func (m *runningTask) MoveStatus(context.Context, string) (redrive.MoveStatus, error) {
+	select {
+	case <-m.cancelled:
+		return redrive.MoveStatus{Status: "CANCELLED", Moved: 40}, nil
+	default:
+		return redrive.MoveStatus{Status: "RUNNING", Running: true, Moved: 40, ToMove: 100}, nil
+	}
+}
+
+func (m *runningTask) CancelMove(context.Context, string) error { close(m.cancelled); return nil }
+
+func TestRedriveInterruptedCancelsTheMoveTask(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	task := &runningTask{cancelled: make(chan struct{})}
+	srcs := r.sources(t, func(d redrive.DeadLetters) redrive.DeadLetters { task.DeadLetters = d; return task })[:1]
+	ctx, cancel := context.WithCancel(t.Context())
+	res := redrive.Redrive(ctx, srcs, with(fast, func(p *redrive.Params) {
+		p.Progress = func(pr redrive.Progress) {
+			if pr.ByTask && pr.ToMove == 100 {
+				cancel()
+			}
+		}
+	}))
+	select {
+	case <-task.cancelled:
+	default:
+		t.Fatal("the move task was not cancelled")
+	}
+	if q := res.Queues[0]; !errors.Is(q.Err, context.Canceled) || !q.ByTask || q.Moved != 40 {
+		t.Fatalf("result %+v", q)
+	}
+}
