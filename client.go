@@ -10,6 +10,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/redrive"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 	"github.com/lambdasaga/lambdasaga/objects/s3objects"
 	"github.com/lambdasaga/lambdasaga/queue/sqsqueue"
@@ -35,6 +36,9 @@ type ClientConfig struct {
 	Bucket string
 	// S3Endpoint, when set, points at an S3 emulator.
 	S3Endpoint string
+	// StartQueueURL is the stack's output StartQueueUrl: Redrive takes
+	// the start queue's dead letters too when it is set.
+	StartQueueURL string
 }
 
 // NewClient returns a client of the deployment cfg names. It makes no
@@ -72,7 +76,12 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 			return nil, err
 		}
 	}
-	return newClient(store, queue, objects)
+	c, err := newClient(store, queue, objects)
+	if err != nil {
+		return nil, err
+	}
+	c.deadLetters = redrive.SQSStack(sq, cfg.AdvanceQueueURL, cfg.CompensateQueueURL, cfg.StartQueueURL)
+	return c, nil
 }
 
 // NewBackendClient returns a client on a store and a queue of your own

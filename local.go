@@ -10,6 +10,8 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/embedded"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
 	"github.com/lambdasaga/lambdasaga/internal/memobjects"
+	"github.com/lambdasaga/lambdasaga/internal/memqueue"
+	"github.com/lambdasaga/lambdasaga/internal/redrive"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
@@ -83,7 +85,11 @@ func NewLocal(actions *Actions, o LocalOptions) (*Local, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Local{Client: &Client{coord: rt.Coordinator, plans: engine.NewPlans(rt.Store, saga.Options{}), rt: rt, clock: clock}, rt: rt}, nil
+	c := &Client{coord: rt.Coordinator, plans: engine.NewPlans(rt.Store, saga.Options{}), rt: rt, clock: clock}
+	if mq, ok := rt.Queue.(*memqueue.Queue); ok {
+		c.deadLetters = &redrive.MemoryQueues{Queue: mq}
+	}
+	return &Local{Client: c, rt: rt}, nil
 }
 
 // Run starts a saga of def and waits until it ends (succeeded or

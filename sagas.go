@@ -10,6 +10,7 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/embedded"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
 	"github.com/lambdasaga/lambdasaga/internal/lang"
+	"github.com/lambdasaga/lambdasaga/internal/redrive"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
@@ -149,6 +150,8 @@ type Client struct {
 	plans *engine.Plans
 	rt    *embedded.Runtime // in process: deliveries go through it, so virtual time waits for them
 	clock durable.Clock     // the sagas' time
+	// deadLetters finds the queues' dead letters for Redrive; nil: none.
+	deadLetters redrive.Finder
 }
 
 // view reads the definition st runs to mask its secrets and name its

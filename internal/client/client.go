@@ -117,10 +117,7 @@ func NewAWS(cfg AWSConfig) (*Client, error) {
 			return nil, err
 		}
 	}
-	deadLetters := &redrive.SQSQueues{Client: sq, URLs: map[redrive.Queue]string{redrive.Advance: cfg.AdvanceQueueURL, redrive.Compensate: cfg.CompensateQueueURL}}
-	if cfg.StartQueueURL != "" {
-		deadLetters.URLs[redrive.Start] = cfg.StartQueueURL
-	}
+	deadLetters := redrive.SQSStack(sq, cfg.AdvanceQueueURL, cfg.CompensateQueueURL, cfg.StartQueueURL)
 	return New(Config{Store: store, Queue: queue, Objects: objects, DeadLetters: deadLetters})
 }
 

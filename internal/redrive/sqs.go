@@ -54,6 +54,16 @@ type SQSQueues struct {
 	Names map[Queue]string
 }
 
+// SQSStack is the SQSQueues of a stack's outputs: the advance and
+// compensate queues, and the start queue when startURL is not empty.
+func SQSStack(client SQSClient, advanceURL, compensateURL, startURL string) *SQSQueues {
+	f := &SQSQueues{Client: client, URLs: map[Queue]string{Advance: advanceURL, Compensate: compensateURL}}
+	if startURL != "" {
+		f.URLs[Start] = startURL
+	}
+	return f
+}
+
 // Sources implements Finder.
 func (f *SQSQueues) Sources(ctx context.Context, queues []Queue) ([]Source, []Queue, error) {
 	if len(queues) == 0 {
