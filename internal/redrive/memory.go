@@ -2,7 +2,6 @@ package redrive
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
@@ -20,21 +19,16 @@ type MemoryQueues struct{ Queue *memqueue.Queue }
 
 // Sources implements Finder.
 func (f *MemoryQueues) Sources(_ context.Context, queues []Queue) ([]Source, []Queue, error) {
-	if len(queues) == 0 {
-		queues = Queues()
-	}
 	var (
 		out     []Source
 		missing []Queue
 	)
-	for _, q := range Queues() {
-		switch {
-		case !slices.Contains(queues, q):
-		case q == Start:
+	for _, q := range asked(queues) {
+		if q == Start {
 			missing = append(missing, q)
-		default:
-			out = append(out, Source{Queue: q, Letters: &MemoryDeadLetters{Queue: f.Queue, Source: durable.QueueName(q)}})
+			continue
 		}
+		out = append(out, Source{Queue: q, Letters: &MemoryDeadLetters{Queue: f.Queue, Source: durable.QueueName(q)}})
 	}
 	return out, missing, nil
 }

@@ -127,6 +127,14 @@ type Finder interface {
 	Sources(ctx context.Context, queues []Queue) ([]Source, []Queue, error)
 }
 
+// asked is the queues of queues in Queues' order, each once; all for none.
+func asked(queues []Queue) []Queue {
+	if len(queues) == 0 {
+		return Queues()
+	}
+	return slices.DeleteFunc(Queues(), func(q Queue) bool { return !slices.Contains(queues, q) })
+}
+
 // Params says what a redrive moves.
 type Params struct {
 	// Max bounds the letters moved over all queues; 0: all. A bounded

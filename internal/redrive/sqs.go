@@ -66,17 +66,11 @@ func SQSStack(client SQSClient, advanceURL, compensateURL, startURL string) *SQS
 
 // Sources implements Finder.
 func (f *SQSQueues) Sources(ctx context.Context, queues []Queue) ([]Source, []Queue, error) {
-	if len(queues) == 0 {
-		queues = Queues()
-	}
 	var (
 		out     []Source
 		missing []Queue
 	)
-	for _, q := range Queues() {
-		if !slices.Contains(queues, q) {
-			continue
-		}
+	for _, q := range asked(queues) {
 		url := f.URLs[q]
 		if url == "" && f.Names[q] != "" {
 			o, err := f.Client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(f.Names[q])})
@@ -240,11 +234,10 @@ func letterBytes(l Letter) int {
 
 // Delete implements DeadLetters.
 func (d *SQSDeadLetters) Delete(ctx context.Context, letters []Letter) error {
-	for i := 0; i < len(letters); i += 10 {
-		batch := letters[i:min(i+10, len(letters))]
-		entries := make([]types.DeleteMessageBatchRequestEntry, len(batch))
+	for batch := range slices.Chunk(letters, 10) {
+		var entries []types.DeleteMessageBatchRequestEntry
 		for j, l := range batch {
-			entries[j] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), ReceiptHandle: aws.String(l.Receipt)}
+			entries = append(entries, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), ReceiptHandle: aws.String(l.Receipt)})
 		}
 		out, err := d.Client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(d.URL), Entries: entries})
 		if err != nil {
@@ -261,11 +254,10 @@ func (d *SQSDeadLetters) Delete(ctx context.Context, letters []Letter) error {
 
 // Release implements DeadLetters.
 func (d *SQSDeadLetters) Release(ctx context.Context, letters []Letter) error {
-	for i := 0; i < len(letters); i += 10 {
-		batch := letters[i:min(i+10, len(letters))]
-		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(batch))
+	for batch := range slices.Chunk(letters, 10) {
+		var entries []types.ChangeMessageVisibilityBatchRequestEntry
 		for j, l := range batch {
-			entries[j] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), ReceiptHandle: aws.String(l.Receipt)}
+			entries = append(entries, types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), ReceiptHandle: aws.String(l.Receipt)})
 		}
 		if _, err := d.Client.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(d.URL), Entries: entries}); err != nil {
 			return err
