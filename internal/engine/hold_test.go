@@ -5,8 +5,10 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
 	"github.com/lambdasaga/lambdasaga/internal/lang"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
@@ -121,5 +123,44 @@ steps:
 	}
 	if _, err := r.coord.Retry(ctx, "b"); !errors.Is(err, saga.ErrInvalidEvent) {
 		t.Fatalf("retry of a compensated saga: %v", err)
+	}
+}
+
+// A hold_for longer than a queue's delay is the tick's timer, as a long
+// wait's is: nothing is sent meanwhile, and once it is due the tick sends
+// it and the saga compensates.
+func TestALongHoldEndsByTheTick(t *testing.T) {
+	t.Parallel()
+	src := `saga: order
+on_failure: hold
+hold_for: 2h
+steps:
+  - {id: first, action: first.do, with: {arg: first}, compensate: {action: first.undo, with: {arg: first}}}
+  - {id: pay, action: pay.do, with: {arg: pay}, retry: {attempts: 1}}
+`
+	r := newForkRig(t, src, nil)
+	r.fail["pay.do(pay)"] = true
+	ctx := context.Background()
+	r.start("o", nil)
+	r.drain()
+	if st := r.get("o"); st.Status != durable.StatusHeld {
+		t.Fatalf("%s, want held", st.Status)
+	}
+	sent := r.queue.sent.Load()
+	r.clock.Advance(time.Hour)
+	r.drain()
+	if n := r.queue.sent.Load() - sent; n != 0 {
+		t.Fatalf("%d messages sent in the first hour of the hold, want none", n)
+	}
+	r.clock.Advance(time.Hour)
+	if res, err := r.coord.Tick(ctx, &engine.TickParams{}); err != nil || res.Sent != 1 {
+		t.Fatalf("tick at hold_for's end: %+v %v", res, err)
+	}
+	r.drain()
+	if st := r.get("o"); st.Status != durable.StatusCompensated || st.Failure == nil || st.Failure.Step != "pay" {
+		t.Fatalf("after hold_for: %s %+v", st.Status, st.Failure)
+	}
+	if countOf(r.effects(), "first.undo(first)") != 1 {
+		t.Fatalf("effects %v", r.effects())
 	}
 }

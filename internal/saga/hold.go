@@ -35,8 +35,12 @@ func (r *runner) hold(s *planStep, err *StepError) {
 		held.Due = r.ev.Now.Add(d)
 	}
 	st.Cursors = append(st.Cursors[:0], held)
-	if wake := st.WakeAt(); !wake.IsZero() {
-		r.send(durable.QueueAdvance, s.ID, cur.Attempt, min(max(wake.Sub(r.ev.Now), 0), durable.MaxDelay))
+	if wake := st.WakeAt(); !wake.IsZero() && wake.Sub(r.ev.Now) <= durable.MaxDelay {
+		// Due within what a queue's delay covers: the message is the
+		// timer. A later one is the tick's to send, as a wait's is
+		// (durable.SagaRecord.WakeAt): a message sent again every 15
+		// minutes would cost a read and a send each time.
+		r.send(durable.QueueAdvance, s.ID, cur.Attempt, max(wake.Sub(r.ev.Now), 0))
 	}
 }
 

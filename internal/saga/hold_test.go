@@ -75,8 +75,9 @@ func TestHoldParksAFailedActionInsteadOfCompensating(t *testing.T) {
 	if r.st.Status != durable.StatusHeld || r.st.Failure == nil || r.st.Failure.Step != "charge" || len(r.st.Stack) != 1 {
 		t.Fatalf("after charge failed: %s failure %+v stack %d", r.st.Status, r.st.Failure, len(r.st.Stack))
 	}
-	// Its timer: hold_for, 30 minutes (before the deadline).
-	if len(out) != 1 || out[0].Queue != durable.QueueAdvance || out[0].Step != "charge" || out[0].Delay != durable.MaxDelay {
+	// Its timer: hold_for, 30 minutes (before the deadline), past what a
+	// queue's delay covers: the tick sends it (the record's WakeAt).
+	if len(out) != 0 {
 		t.Fatalf("outbox %+v", out)
 	}
 	if got, want := r.st.WakeAt(), t0.Add(30*time.Minute); !got.Equal(want) {
@@ -263,5 +264,35 @@ func TestHoldStateSurvivesTheCodec(t *testing.T) {
 	want, _ := r.st.Pending()
 	if got != want || !got.Held || got.Budget != 2 || got.Attempt != 4 {
 		t.Fatalf("cursor %+v after the codec, want %+v", got, want)
+	}
+}
+
+// A hold's timer is sent as a wait's is: in the hold's outbox when it is
+// due within a queue's delay, by the tick (the record's WakeAt) when
+// later, so that a long hold_for costs no message every 15 minutes.
+func TestAHoldsTimerIsSentByTheTickWhenLaterThanAQueueDelay(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		holdFor string
+		delay   time.Duration // zero: no message
+	}{
+		{"10m", 10 * time.Minute},
+		{"15m", durable.MaxDelay},
+		{"16m", 0},
+		{"90m", 0},
+	} {
+		r := newHeldRig(t, strings.Replace(heldOrder, "hold_for: 30m\n", "hold_for: "+tc.holdFor+"\n", 1))
+		r.step(saga.Event{Kind: saga.EventResult, Output: "r-1"})
+		r.step(saga.Event{Kind: saga.EventResult, Err: errors.New("down")})
+		out := r.step(saga.Event{Kind: saga.EventResult, Err: errors.New("down")})
+		if r.st.Status != durable.StatusHeld {
+			t.Fatalf("hold_for %s: %s", tc.holdFor, r.st.Status)
+		}
+		switch {
+		case tc.delay == 0 && len(out) != 0:
+			t.Errorf("hold_for %s: outbox %+v, want none (the tick sends it)", tc.holdFor, out)
+		case tc.delay != 0 && (len(out) != 1 || out[0].Step != "charge" || out[0].Delay != tc.delay):
+			t.Errorf("hold_for %s: outbox %+v, want the timer delayed %s", tc.holdFor, out, tc.delay)
+		}
 	}
 }
