@@ -164,3 +164,48 @@ steps:
 		t.Fatalf("effects %v", r.effects())
 	}
 }
+
+// A callback's failure that holds the saga is written by the completer,
+// which sends the hold's timer: when that send is lost (the completer
+// gives up, or dies), the sweep sends it, as it does a waiting saga's, so
+// that hold_for still ends the hold.
+func TestTheSweepSendsAHeldSagasLostTimer(t *testing.T) {
+	t.Parallel()
+	src := `saga: order
+on_failure: hold
+hold_for: 10m
+steps:
+  - {id: first, action: first.do, with: {arg: first}, compensate: {action: first.undo, with: {arg: first}}}
+  - id: charge
+    action: cards.charge_async
+    with: {arg: charge}
+    retry: {attempts: 1}
+    callback: {timeout: 1h}
+`
+	r := newForkRig(t, src, nil)
+	ctx := context.Background()
+	r.start("o", nil)
+	r.drain()
+	r.mu.Lock()
+	tok := r.tokens["charge"]
+	r.mu.Unlock()
+	r.queue.failSends.Store(1)
+	if _, err := r.coord.FailCallback(ctx, tok, "Declined", "card declined"); err == nil {
+		t.Fatal("the lost send was not reported")
+	}
+	if st := r.get("o"); st.Status != durable.StatusHeld || len(st.Outbox) != 1 {
+		t.Fatalf("after the callback's failure: %s, outbox %+v; want held with its timer", st.Status, st.Outbox)
+	}
+	r.clock.Advance(time.Minute)
+	res, err := r.coord.Sweep(ctx, &engine.SweepParams{IdleFor: 30 * time.Second})
+	if err != nil || res.Resent != 1 {
+		t.Fatalf("sweep: %+v %v; want the held saga's timer sent again", res, err)
+	}
+	r.drain()
+	if st := r.get("o"); st.Status != durable.StatusCompensated || st.Failure == nil || st.Failure.Step != "charge" {
+		t.Fatalf("after hold_for: %s %+v", st.Status, st.Failure)
+	}
+	if countOf(r.effects(), "first.undo(first)") != 1 {
+		t.Fatalf("effects %v", r.effects())
+	}
+}

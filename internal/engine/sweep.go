@@ -79,7 +79,9 @@ func (c *Coordinator) Sweep(ctx context.Context, p *SweepParams) (*SweepResult, 
 	}
 	now := c.cfg.Clock.Now()
 	idleSince := now.Add(-p.IdleFor)
-	for _, status := range []durable.Status{durable.StatusRunning, durable.StatusWaiting, durable.StatusCompensating} {
+	// Held too: a hold's timer (hold_for, the deadline) is its outbox,
+	// which a callback's completer may have failed to send.
+	for _, status := range []durable.Status{durable.StatusRunning, durable.StatusWaiting, durable.StatusHeld, durable.StatusCompensating} {
 		cursor := ""
 		for {
 			page, err := c.cfg.Store.SagaList(ctx, &durable.SagaListParams{Status: status, Limit: 100, Cursor: cursor, EnteredBefore: idleSince.Add(1)})
