@@ -66,9 +66,10 @@ func (c *Coordinator) sweepFork(ctx context.Context, parent *saga.State, idleSin
 		case err != nil:
 			return err
 		}
-		if rec.Failed >= 0 && !child.CancelRequested && (child.Status == durable.StatusRunning || child.Status == durable.StatusWaiting) && !parent.UpdatedAt.After(idleSince) {
-			// The fork failed and this child runs on: the stop that was
-			// to cancel it was lost (dead-lettered).
+		if rec.Failed >= 0 && !child.CancelRequested && (child.Status == durable.StatusRunning || child.Status == durable.StatusWaiting || child.Status == durable.StatusHeld) && !parent.UpdatedAt.After(idleSince) {
+			// The fork failed and this child runs on (or is held, which
+			// its parent waits on as long): the stop that was to cancel
+			// it was lost (dead-lettered).
 			if _, err := c.Cancel(ctx, child.SagaID); err != nil && !errors.Is(err, saga.ErrInvalidEvent) {
 				return err
 			}

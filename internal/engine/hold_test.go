@@ -209,3 +209,55 @@ steps:
 		t.Fatalf("effects %v", r.effects())
 	}
 }
+
+// A cancel's stop fails to cancel a held child saga until the stop is
+// dead-lettered: the sweep cancels that child, as it does one running,
+// since a held child runs on (held for ever here) and its parent waits on
+// it.
+func TestTheSweepCancelsAHeldChildItsForksStopMissed(t *testing.T) {
+	t.Parallel()
+	parent := `saga: parent
+steps:
+  - {id: first, action: first.do, with: {arg: first}, compensate: {action: first.undo, with: {arg: first}}}
+  - {id: kid, saga: child.yaml}
+`
+	child := `saga: child
+on_failure: hold
+steps:
+  - {id: c1, action: c.do, with: {arg: c1}, compensate: {action: c.undo, with: {arg: c1}}}
+  - {id: c2, action: pay.do, with: {arg: c2}, retry: {attempts: 1}}
+`
+	r := newForkRig(t, parent, map[string]string{"child.yaml": child})
+	r.fail["pay.do(c2)"] = true
+	ctx := context.Background()
+	r.start("p", nil)
+	r.drain()
+	kid := durable.ChildID("p", "kid", 2, 0)
+	if st := r.get(kid); st.Status != durable.StatusHeld {
+		t.Fatalf("setup: child %s", st.Status)
+	}
+	r.store.setHook(func(op, key string) error {
+		if op == "update" && key == kid {
+			return errInjected
+		}
+		return nil
+	})
+	if _, err := r.coord.Cancel(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	if r.dead() == 0 || r.get(kid).Status != durable.StatusHeld {
+		t.Fatalf("setup: %d dead letters, child %s", r.dead(), r.get(kid).Status)
+	}
+	r.store.setHook(nil)
+	for range 3 {
+		r.sweep()
+		r.drain()
+	}
+	if st := r.get("p"); st.Status != durable.StatusCompensated {
+		t.Fatalf("parent %s after a cancel and three sweeps: child %s, never stopped", st.Status, r.get(kid).Status)
+	}
+	if log := r.effects(); countOf(log, "c.undo(c1)") != 1 || countOf(log, "first.undo(first)") != 1 {
+		t.Fatalf("effects %v", log)
+	}
+}
