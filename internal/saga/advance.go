@@ -1060,6 +1060,11 @@ func (r *runner) actionFailed(s *planStep, cur Cursor, err error) {
 	// after one that did) may have taken effect: it goes on the stack,
 	// unknown, and is found out if the saga compensates.
 	cur.Unknown = typ == lang.ErrorTypeTimeout || cur.Unknown && !definite(s.policy, err, typ)
+	if n := len(st.Stack); !cur.Unknown && n > 0 && st.Stack[n-1].Unknown && st.Stack[n-1].Step == cur.Step && st.Stack[n-1].Seq == cur.Seq {
+		// An operator's retry of a held step that was unknown: this
+		// attempt's answer, under the same key, says none took effect.
+		st.Stack = st.Stack[:n-1]
+	}
 	r.unknownOutcome(s, cur, cur.Attempt)
 	st.Cursors = st.Cursors[:0]
 	r.failing = cur
@@ -1077,7 +1082,13 @@ func (r *runner) unknownOutcome(s *planStep, cur Cursor, attempts int) {
 		return
 	}
 	if n := len(st.Stack); n > 0 && st.Stack[n-1].Step == cur.Step && st.Stack[n-1].Seq == cur.Seq {
-		return
+		if !st.Stack[n-1].Unknown {
+			return // a callback step's action that succeeded
+		}
+		// Unknown since before a hold, and retried since: the entry is
+		// made again, so that finding out is numbered after the last
+		// attempt, with its input.
+		st.Stack = st.Stack[:n-1]
 	}
 	c := Completion{Step: cur.Step, Seq: cur.Seq, Unknown: true, Attempts: attempts}
 	if s.args != nil {

@@ -296,3 +296,57 @@ func TestAHoldsTimerIsSentByTheTickWhenLaterThanAQueueDelay(t *testing.T) {
 		}
 	}
 }
+
+const heldTimeouts = `saga: held-timeouts
+on_failure: hold
+steps:
+  - id: charge
+    action: charge
+    with: {n: "${saga.attempt}"}
+    retry: {attempts: 1}
+    compensate: {action: refund}
+`
+
+// A held step whose attempts ran into their deadline is found out, when
+// the saga compensates, as the attempt after the last one that ran: a
+// retry's attempts count, so that no attempt number is used twice and the
+// action is asked with the input its last attempt had.
+func TestFindingOutAHeldStepCountsTheRetriedAttempts(t *testing.T) {
+	t.Parallel()
+	r := newHeldRig(t, heldTimeouts)
+	timeout := saga.NewError(lang.ErrorTypeTimeout, "no answer")
+	r.step(saga.Event{Kind: saga.EventResult, Err: timeout})
+	r.step(saga.Event{Kind: saga.EventRetry})
+	r.step(saga.Event{Kind: saga.EventResult, Err: timeout})
+	if r.st.Status != durable.StatusHeld || len(r.st.Stack) != 1 || !r.st.Stack[0].Unknown {
+		t.Fatalf("after two attempts ran into their deadline: %s, stack %+v", r.st.Status, r.st.Stack)
+	}
+	r.step(saga.Event{Kind: saga.EventCompensate})
+	c, err := r.p.Call(r.st, r.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Compensation || c.Attempt != 3 || c.Input.(map[string]any)["n"] != int64(2) {
+		t.Fatalf("finding out: compensation %v, attempt %d, input %v; want the action's attempt 3 with attempt 2's input", c.Compensation, c.Attempt, c.Input)
+	}
+}
+
+// A retried attempt that fails definitely (a permanent error: the service
+// says, under the same key, that it did nothing) tells that the attempt
+// before the hold, which ran into its deadline, took no effect either:
+// the step leaves the stack, as it would without the hold, and is not
+// asked again when the saga compensates.
+func TestADefiniteFailureOfARetryClearsAHeldStepsUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	r := newHeldRig(t, heldTimeouts)
+	r.step(saga.Event{Kind: saga.EventResult, Err: saga.NewError(lang.ErrorTypeTimeout, "no answer")})
+	r.step(saga.Event{Kind: saga.EventRetry})
+	r.step(saga.Event{Kind: saga.EventResult, Err: saga.Permanent(errors.New("no such card"))})
+	if r.st.Status != durable.StatusHeld || len(r.st.Stack) != 0 {
+		t.Fatalf("after a definite failure: %s, stack %+v; want held with nothing to find out", r.st.Status, r.st.Stack)
+	}
+	r.step(saga.Event{Kind: saga.EventCompensate})
+	if r.st.Status != durable.StatusCompensated {
+		t.Fatalf("compensated: %s", r.st.Status)
+	}
+}
