@@ -83,6 +83,10 @@ type Runtime struct {
 	wg      sync.WaitGroup
 	plans   *engine.Plans
 	waiters atomic.Int64 // calls in Wait: virtual time may pass awaits' and callbacks' timeouts
+	// waitedMu guards waited: the sagas calls in Wait wait for, and how
+	// many calls wait for each.
+	waitedMu sync.Mutex
+	waited   map[string]int
 	// moving is held (for writing) while virtual time decides to move and
 	// moves, and (for reading) by every delivery through the runtime, so
 	// that a signal cannot land between the reads that decide and the
@@ -209,7 +213,7 @@ func (r *Runtime) moveOn(ctx context.Context, clock *durable.ManualClock, q *mem
 		if h, ok := r.receivingWake(ctx); ok && (!holding || h.Before(hold)) {
 			hold, holding = h, true
 		}
-		if r.waiters.Load() > 0 || !holding || next.Before(hold) {
+		if (r.waiters.Load() > 0 || !holding || next.Before(hold)) && !r.waitedHeld(ctx) {
 			clock.Advance(next.Sub(now))
 		}
 	}
@@ -245,6 +249,8 @@ func (r *Runtime) Run(ctx context.Context, p *engine.StartParams) (*saga.State, 
 func (r *Runtime) Wait(ctx context.Context, sagaID string) (*saga.State, error) {
 	r.waiters.Add(1)
 	defer r.waiters.Add(-1)
+	r.waitFor(sagaID, 1)
+	defer r.waitFor(sagaID, -1)
 	return r.poll(ctx, sagaID, func(st *saga.State) bool {
 		return (st.Status.Final() || st.Status == durable.StatusHeld) && !r.Coordinator.Unreported(sagaID)
 	})
@@ -380,4 +386,35 @@ func (r *Runtime) poll(ctx context.Context, sagaID string, done func(*saga.State
 		case <-t.C:
 		}
 	}
+}
+
+// waitFor counts one more (d = 1) or one fewer (d = -1) call in Wait
+// waiting for saga id.
+func (r *Runtime) waitFor(id string, d int) {
+	r.waitedMu.Lock()
+	defer r.waitedMu.Unlock()
+	if r.waited == nil {
+		r.waited = map[string]int{}
+	}
+	if r.waited[id] += d; r.waited[id] <= 0 {
+		delete(r.waited, id)
+	}
+}
+
+// waitedHeld reports whether a saga some call in Wait waits for is held:
+// that call returns as soon as it polls, so virtual time must not pass
+// the hold's end (hold_for, a timer the tick fires) before it does.
+func (r *Runtime) waitedHeld(ctx context.Context) bool {
+	r.waitedMu.Lock()
+	ids := make([]string, 0, len(r.waited))
+	for id := range r.waited {
+		ids = append(ids, id)
+	}
+	r.waitedMu.Unlock()
+	for _, id := range ids {
+		if st, err := r.Coordinator.Get(ctx, id); err == nil && st.Status == durable.StatusHeld {
+			return true
+		}
+	}
+	return false
 }
