@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,7 +53,7 @@ type Entry struct {
 	Key   string
 	Saga  string
 	Step  string
-	Phase string // "do" or "undo"
+	Phase string // "do", "undo", or "refused" (a refusal of ledger.do with `broken`, under its key)
 	Seq   int64
 	Calls int64
 	// Returned: a call with this key returned success to the engine (the
@@ -61,6 +62,9 @@ type Entry struct {
 	Returned bool
 	// Note is the input's `note` of the first call with this key.
 	Note string
+	// Attempts are the attempt numbers of the calls with this key, each
+	// once, in order.
+	Attempts []int
 	// At is when the first call with this key applied it (the clock of
 	// the process that ran it: in the kill test, the same machine's).
 	At time.Time
@@ -107,6 +111,12 @@ func (l *Ledger) Register(reg *engine.Registry) {
 		in, _ := c.Input.(map[string]any)
 		if in["fail"] == true {
 			return nil, saga.Permanent(saga.NewError("Refused", "step "+c.Step+" refuses"))
+		}
+		if in["broken"] == true && !l.fixed(c) {
+			if err := l.refuse(ctx, c); err != nil {
+				return nil, err
+			}
+			return nil, saga.NewError("Unavailable", "step "+c.Step+" is broken until fixed")
 		}
 		if c.CallbackToken != "" {
 			if err := l.publish(c); err != nil {
@@ -217,11 +227,47 @@ func (l *Ledger) apply(ctx context.Context, c saga.Call, phase, note string) (er
 	seq := out.Attributes["n"].(*types.AttributeValueMemberN).Value
 	_, err = l.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(l.Table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "EFFECT#" + c.IdempotencyKey}},
-		UpdateExpression: aws.String("ADD calls :one SET saga = if_not_exists(saga, :saga), step = if_not_exists(step, :step), phase = if_not_exists(phase, :phase), seq = if_not_exists(seq, :seq), note = if_not_exists(note, :note), applied_at = if_not_exists(applied_at, :at)"),
+		UpdateExpression: aws.String("ADD calls :one, attempts :attempt SET saga = if_not_exists(saga, :saga), step = if_not_exists(step, :step), phase = if_not_exists(phase, :phase), seq = if_not_exists(seq, :seq), note = if_not_exists(note, :note), applied_at = if_not_exists(applied_at, :at)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":one": &types.AttributeValueMemberN{Value: "1"}, ":saga": &types.AttributeValueMemberS{Value: c.SagaID},
-			":step": &types.AttributeValueMemberS{Value: c.Step}, ":phase": &types.AttributeValueMemberS{Value: phase},
+			":attempt": &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(c.Attempt)}},
+			":step":    &types.AttributeValueMemberS{Value: c.Step}, ":phase": &types.AttributeValueMemberS{Value: phase},
 			":seq": &types.AttributeValueMemberN{Value: seq}, ":note": &types.AttributeValueMemberS{Value: note},
+			":at": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixNano(), 10)},
+		},
+	})
+	return err
+}
+
+// FixFile is the file that fixes step of saga sagaID: while it is
+// absent, ledger.do with `broken` refuses.
+func FixFile(dir, sagaID, step string) string {
+	return filepath.Join(dir, sagaID+"."+step+".fixed")
+}
+
+// Fix fixes step of saga sagaID for the functions that publish tokens in
+// dir: ledger.do with `broken` runs from then on.
+func Fix(dir, sagaID, step string) error {
+	return os.WriteFile(FixFile(dir, sagaID, step), nil, 0o600)
+}
+
+func (l *Ledger) fixed(c saga.Call) bool {
+	if l.TokenDir == "" {
+		return false
+	}
+	_, err := os.Stat(FixFile(l.TokenDir, c.SagaID, c.Step))
+	return err == nil
+}
+
+// refuse counts a refused call under its key, apart from the key's
+// effect: its attempt, and the sequence number of the first refusal.
+func (l *Ledger) refuse(ctx context.Context, c saga.Call) error {
+	_, err := l.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(l.Table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "REFUSED#" + c.IdempotencyKey}},
+		UpdateExpression: aws.String("ADD calls :one, attempts :attempt SET saga = if_not_exists(saga, :saga), step = if_not_exists(step, :step), applied_at = if_not_exists(applied_at, :at)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":one": &types.AttributeValueMemberN{Value: "1"}, ":attempt": &types.AttributeValueMemberNS{Value: []string{strconv.Itoa(c.Attempt)}},
+			":saga": &types.AttributeValueMemberS{Value: c.SagaID}, ":step": &types.AttributeValueMemberS{Value: c.Step},
 			":at": &types.AttributeValueMemberN{Value: strconv.FormatInt(time.Now().UnixNano(), 10)},
 		},
 	})
@@ -252,7 +298,19 @@ func (l *Ledger) Entries(ctx context.Context) (map[string][]Entry, error) {
 			if pk == "SEQ" {
 				continue
 			}
-			e := Entry{Key: pk[len("EFFECT#"):], Saga: str(it, "saga"), Step: str(it, "step"), Phase: str(it, "phase"), Note: str(it, "note")}
+			e := Entry{Saga: str(it, "saga"), Step: str(it, "step"), Phase: str(it, "phase"), Note: str(it, "note")}
+			var ok bool
+			if e.Key, ok = strings.CutPrefix(pk, "EFFECT#"); !ok {
+				e.Key, _ = strings.CutPrefix(pk, "REFUSED#")
+				e.Phase = "refused"
+			}
+			if v, ok := it["attempts"].(*types.AttributeValueMemberNS); ok {
+				for _, a := range v.Value {
+					n, _ := strconv.Atoi(a)
+					e.Attempts = append(e.Attempts, n)
+				}
+				slices.Sort(e.Attempts)
+			}
 			e.Seq, _ = strconv.ParseInt(num(it, "seq"), 10, 64)
 			at, _ := strconv.ParseInt(num(it, "applied_at"), 10, 64)
 			e.At = time.Unix(0, at)

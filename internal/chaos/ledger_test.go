@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"reflect"
@@ -165,5 +166,49 @@ func TestLedgerMakesLargeOutputsAndNotesWhatItGot(t *testing.T) {
 	want := map[string]string{"do": chaos.Fingerprint(doc), "undo": chaos.Fingerprint([]any{doc, outs[0]})}
 	if !reflect.DeepEqual(notes, want) || chaos.Fingerprint(doc) == chaos.Fingerprint(doc[1:]) {
 		t.Fatalf("notes %q, want %q", notes, want)
+	}
+}
+
+// A broken step refuses, retryably, and records each refusal under its
+// key with its attempt, apart from any effect, until it is fixed; then it
+// applies its effect under the same key, the attempt recorded with it.
+func TestLedgerRefusesABrokenStepUntilFixed(t *testing.T) {
+	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
+	ctx := context.Background()
+	dir := t.TempDir()
+	l := &chaos.Ledger{Client: awslocal.DynamoDB(dyn), Table: "ledger-test-" + t.Name(), TokenDir: dir}
+	if err := l.CreateTable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reg := engine.NewRegistry()
+	l.Register(reg)
+	call := saga.Call{SagaID: "s", Step: "h", Action: "ledger.do", IdempotencyKey: "s/h/1", Input: map[string]any{"broken": true}}
+	for a := 1; a <= 2; a++ {
+		call.Attempt = a
+		_, err := reg.Invoke(ctx, call)
+		var ae *saga.ActionError
+		if !errors.As(err, &ae) || ae.Type != "Unavailable" || saga.IsPermanent(err) {
+			t.Fatalf("attempt %d of a broken step returned %v, want a retryable Unavailable", a, err)
+		}
+	}
+	if err := chaos.Fix(dir, "s", "h"); err != nil {
+		t.Fatal(err)
+	}
+	call.Attempt = 3
+	if _, err := reg.Invoke(ctx, call); err != nil {
+		t.Fatalf("attempt 3, once fixed: %v", err)
+	}
+	entries, err := l.Entries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPhase := map[string]chaos.Entry{}
+	for _, e := range entries["s"] {
+		byPhase[e.Phase] = e
+	}
+	refused, done := byPhase["refused"], byPhase["do"]
+	if len(entries["s"]) != 2 || refused.Key != "s/h/1" || refused.Calls != 2 || !slices.Equal(refused.Attempts, []int{1, 2}) ||
+		done.Key != "s/h/1" || done.Calls != 1 || !done.Returned || !slices.Equal(done.Attempts, []int{3}) {
+		t.Fatalf("ledger %+v, want two refusals (attempts 1, 2) and one effect (attempt 3) under key s/h/1", entries)
 	}
 }
