@@ -288,6 +288,10 @@ func TestChaos(t *testing.T) {
 		}
 	}()
 
+	// Sagas that hold on failure, and operators who retry, compensate or
+	// cancel them, or race two of those verbs (hold_test.go).
+	held := startHolds(ctx, t, cl, dropper, tokenDir, seed, heldCount(nSagas), began.Add(settleFor))
+
 	// Each saga follows a script: fail at a step, or hang at a step (run
 	// into the invocation's deadline once), or be cancelled while a slow
 	// step runs. Most just fail or succeed.
@@ -467,7 +471,7 @@ func TestChaos(t *testing.T) {
 		}
 		return false
 	}
-	for len(final) < nSagas {
+	for len(final) < nSagas || held.running() > 0 {
 		if now := time.Now(); now.After(hardDeadline) || (now.After(deadline) && now.Sub(lastMove) > stillFor) {
 			break
 		}
@@ -501,7 +505,7 @@ func TestChaos(t *testing.T) {
 		if killing && !slowKills.Load() && (len(final) >= nSagas*9/10 || time.Since(began) > killFor) {
 			slowKills.Store(true)
 		}
-		if killing && slowKills.Load() && (forksLeft == 0 || time.Since(began) > killFor+slowKillFor) {
+		if killing && slowKills.Load() && (forksLeft == 0 && held.running() == 0 || time.Since(began) > killFor+slowKillFor) {
 			close(stopKilling)
 			<-killerDone
 			killing = false
@@ -516,6 +520,7 @@ func TestChaos(t *testing.T) {
 	// A driver returns when its saga is final; the others stop here.
 	stopDriving()
 	driving.Wait()
+	held.wait()
 	ledgerEntries, err := ledger.Entries(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -898,6 +903,7 @@ func TestChaos(t *testing.T) {
 		}
 		fc.check(id, r, ledgerEntries)
 	}
+	held.check(ledgerEntries, violate, checked)
 	// Every final state's references resolve; and none did while sampled.
 	checked["references_resolve"] += refSamples
 	for _, m := range sampledMissing {
@@ -969,6 +975,10 @@ func TestChaos(t *testing.T) {
 		"signal_taken_at_most_once", "signal_taken_by_the_await", "callback_taken_at_most_once", "kept_writes_match_receipts", "await_and_callback_outs_reach_d", "dead_letters_only_poison",
 		"fork_children_final", "fork_status_as_scripted", "fork_effects_once_per_completed_step", "fork_deadline_attempt_recorded", "fork_output_in_order", "fork_compensated_exactly_once", "fork_undo_order", "fork_join_once", "fork_record_counts",
 		"references_resolve", "large_values_seen_whole", "large_items_small"} {
+		t.Logf("  %-36s checked %5d, violated %d", k, checked[k], violated[k])
+	}
+	held.report(t, killed)
+	for _, k := range holdInvariants {
 		t.Logf("  %-36s checked %5d, violated %d", k, checked[k], violated[k])
 	}
 	logs.mu.Unlock()
