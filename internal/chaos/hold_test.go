@@ -65,6 +65,13 @@ type heldRun struct {
 	// client (written, never sent: the sweep sends it), then again
 	// through the client, as an operator who retries the command.
 	drop bool
+	// stagger delays one of two raced verbs (late): with none, the two
+	// writes leave together and which lands first is a coin the
+	// scheduler tosses; a few milliseconds let the first land and the
+	// second meet what it left (a cancel meeting the retried step
+	// running, a compensate meeting the saga running again).
+	stagger time.Duration
+	late    int
 
 	// Set by its operator's goroutine, read once it is done.
 	started      bool
@@ -99,6 +106,9 @@ func startHolds(ctx context.Context, t *testing.T, cl, dropper *client.Client, t
 	for i, k := range rng.Perm(n) {
 		r := &heldRun{id: fmt.Sprintf("chaosh-%d", i), verbs: holdScripts[k%len(holdScripts)], answers: map[string][]string{}}
 		r.drop = len(r.verbs) == 1 && rng.IntN(3) == 0
+		if len(r.verbs) == 2 && rng.IntN(2) == 0 {
+			r.stagger, r.late = time.Duration(1+rng.IntN(40))*time.Millisecond, rng.IntN(2)
+		}
 		h.runs = append(h.runs, r)
 	}
 	h.left.Store(int64(n))
@@ -162,11 +172,14 @@ func (h *holds) operate(ctx context.Context, r *heldRun, deadline time.Time) {
 		// the check reads it from the saga's history.
 		var ready, done sync.WaitGroup
 		gate := make(chan struct{})
-		for _, v := range r.verbs {
+		for i, v := range r.verbs {
 			ready.Add(1)
 			done.Go(func() {
 				ready.Done()
 				<-gate
+				if i == r.late {
+					time.Sleep(r.stagger)
+				}
 				h.send(ctx, r, v, false)
 			})
 		}
@@ -481,6 +494,9 @@ func (h *holds) report(t *testing.T, killed *killTimes) {
 		}
 		if r.drop {
 			script += " (dropped once)"
+		}
+		if r.stagger > 0 {
+			script += fmt.Sprintf(" (%s late)", r.verbs[r.late])
 		}
 		won := "unfinished"
 		if r.final != nil {
