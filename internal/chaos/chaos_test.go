@@ -903,7 +903,7 @@ func TestChaos(t *testing.T) {
 		}
 		fc.check(id, r, ledgerEntries)
 	}
-	held.check(ledgerEntries, violate, checked)
+	held.check(ctx, ledgerEntries, violate, checked)
 	// Every final state's references resolve; and none did while sampled.
 	checked["references_resolve"] += refSamples
 	for _, m := range sampledMissing {

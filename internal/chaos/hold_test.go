@@ -142,7 +142,10 @@ func (h *holds) wait() { h.wg.Wait() }
 func (h *holds) operate(ctx context.Context, r *heldRun, deadline time.Time) {
 	defer h.wg.Done()
 	defer h.left.Add(-1)
-	for ; time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
+	// Polled every quarter second: no faster, as every read is one more
+	// request to the emulator all the functions share; hold_for leaves
+	// the operator fifteen seconds to act.
+	for ; time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(250 * time.Millisecond) {
 		st, err := h.cl.Status(ctx, r.id)
 		if err != nil {
 			continue
@@ -187,7 +190,7 @@ func (h *holds) operate(ctx context.Context, r *heldRun, deadline time.Time) {
 		close(gate)
 		done.Wait()
 	}
-	for ; time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
+	for ; time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(500 * time.Millisecond) {
 		if st, err := h.cl.Status(ctx, r.id); err == nil && st.Status.Final() {
 			r.final, r.ended = st, time.Now()
 			return
@@ -304,7 +307,7 @@ func readHeldHistory(st *saga.State) (heldHistory, bool) {
 // held_versions_written_once: the start, a and b, each of h's failed
 // attempts, each verb written (or the timer), each step's return after
 // the hold, each compensation: one version each.
-func (h *holds) check(ledger map[string][]chaos.Entry, violate func(inv, format string, args ...any), checked map[string]int) {
+func (h *holds) check(ctx context.Context, ledger map[string][]chaos.Entry, violate func(inv, format string, args ...any), checked map[string]int) {
 	for _, r := range h.runs {
 		if !r.started {
 			continue
@@ -315,6 +318,12 @@ func (h *holds) check(ledger map[string][]chaos.Entry, violate func(inv, format 
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			line := "unread"
+			if st == nil || !st.Status.Final() {
+				// Where it is now, for a saga that did not end.
+				if now, err := h.cl.Status(ctx, r.id); err == nil {
+					st = now
+				}
+			}
 			if st != nil {
 				line = fmt.Sprintf("%s v%d (%v); history %s", st.Status, st.Version, st.Failure, historyLine(st))
 			}
