@@ -16,17 +16,26 @@ import (
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
-// The ledger records an effect once per key and counts every call: the kill
-// test's duplicate figure depends on it.
-func TestLedgerCountsDuplicateCalls(t *testing.T) {
+// newTestLedger makes a ledger table of the test's own on the emulator
+// (skipping the test without one), publishing tokens in tokenDir, and a
+// registry with its actions.
+func newTestLedger(t *testing.T, tokenDir string) (*chaos.Ledger, *engine.Registry) {
+	t.Helper()
 	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
-	ctx := context.Background()
-	l := &chaos.Ledger{Client: awslocal.DynamoDB(dyn), Table: "ledger-test-" + t.Name()}
-	if err := l.CreateTable(ctx); err != nil {
+	l := &chaos.Ledger{Client: awslocal.DynamoDB(dyn), Table: "ledger-test-" + t.Name(), TokenDir: tokenDir}
+	if err := l.CreateTable(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	reg := engine.NewRegistry()
 	l.Register(reg)
+	return l, reg
+}
+
+// The ledger records an effect once per key and counts every call: the kill
+// test's duplicate figure depends on it.
+func TestLedgerCountsDuplicateCalls(t *testing.T) {
+	ctx := context.Background()
+	l, reg := newTestLedger(t, "")
 	call := saga.Call{SagaID: "s", Step: "a", Action: "ledger.do", Attempt: 1, IdempotencyKey: "s/a/1", Input: map[string]any{"fail": false}}
 	for range 3 {
 		if _, err := reg.Invoke(ctx, call); err != nil {
@@ -45,15 +54,9 @@ func TestLedgerCountsDuplicateCalls(t *testing.T) {
 // A call with a callback token publishes it where the kill test's driver
 // reads it, and the effect keeps the first call's note.
 func TestLedgerPublishesTokensAndNotes(t *testing.T) {
-	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
 	ctx := context.Background()
 	dir := t.TempDir()
-	l := &chaos.Ledger{Client: awslocal.DynamoDB(dyn), Table: "ledger-test-" + t.Name(), TokenDir: dir}
-	if err := l.CreateTable(ctx); err != nil {
-		t.Fatal(err)
-	}
-	reg := engine.NewRegistry()
-	l.Register(reg)
+	l, reg := newTestLedger(t, dir)
 	for i, note := range []string{"first", "second"} {
 		call := saga.Call{SagaID: "s", Step: "c", Action: "ledger.do", Attempt: i + 1, IdempotencyKey: "s/c/1", CallbackToken: "lscb1_" + note, Input: map[string]any{"note": note}}
 		if _, err := reg.Invoke(ctx, call); err != nil {
@@ -80,14 +83,8 @@ func TestLedgerPublishesTokensAndNotes(t *testing.T) {
 // undos as undos, and refuse a trip whose car is sold out before any
 // effect.
 func TestLedgerEchoesAndRecordsTravel(t *testing.T) {
-	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
 	ctx := context.Background()
-	l := &chaos.Ledger{Client: awslocal.DynamoDB(dyn), Table: "ledger-test-" + t.Name()}
-	if err := l.CreateTable(ctx); err != nil {
-		t.Fatal(err)
-	}
-	reg := engine.NewRegistry()
-	l.Register(reg)
+	l, reg := newTestLedger(t, "")
 	l.RegisterTravel(reg)
 	out, err := reg.Invoke(ctx, saga.Call{SagaID: "f", Step: "p1", Action: "ledger.do", Attempt: 1, IdempotencyKey: "f/p1/1", Input: map[string]any{"echo": "p1"}})
 	if err != nil || out != "p1" {
@@ -129,14 +126,8 @@ func TestLedgerEchoesAndRecordsTravel(t *testing.T) {
 // ledger.undo notes its check likewise, so that a test sees that a
 // compensation got large values whole.
 func TestLedgerMakesLargeOutputsAndNotesWhatItGot(t *testing.T) {
-	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
 	ctx := context.Background()
-	l := &chaos.Ledger{Client: awslocal.DynamoDB(dyn), Table: "ledger-test-" + t.Name()}
-	if err := l.CreateTable(ctx); err != nil {
-		t.Fatal(err)
-	}
-	reg := engine.NewRegistry()
-	l.Register(reg)
+	l, reg := newTestLedger(t, "")
 	doc := strings.Repeat("d", 100_000)
 	do := saga.Call{SagaID: "s", Step: "a", Action: "ledger.do", Attempt: 1, IdempotencyKey: "s/a/1", Input: map[string]any{"size": int64(300_000), "check": doc}}
 	var outs []any
@@ -173,15 +164,9 @@ func TestLedgerMakesLargeOutputsAndNotesWhatItGot(t *testing.T) {
 // key with its attempt, apart from any effect, until it is fixed; then it
 // applies its effect under the same key, the attempt recorded with it.
 func TestLedgerRefusesABrokenStepUntilFixed(t *testing.T) {
-	dyn := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
 	ctx := context.Background()
 	dir := t.TempDir()
-	l := &chaos.Ledger{Client: awslocal.DynamoDB(dyn), Table: "ledger-test-" + t.Name(), TokenDir: dir}
-	if err := l.CreateTable(ctx); err != nil {
-		t.Fatal(err)
-	}
-	reg := engine.NewRegistry()
-	l.Register(reg)
+	l, reg := newTestLedger(t, dir)
 	call := saga.Call{SagaID: "s", Step: "h", Action: "ledger.do", IdempotencyKey: "s/h/1", Input: map[string]any{"broken": true}}
 	for a := 1; a <= 2; a++ {
 		call.Attempt = a
