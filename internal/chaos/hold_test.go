@@ -136,8 +136,8 @@ func (h *holds) running() int { return int(h.left.Load()) }
 // wait returns once every operator is done.
 func (h *holds) wait() { h.wg.Wait() }
 
-// operate waits for r's saga to be held, fixes h if the script retries
-// it (the fix an operator deploys before a retry), sends the verbs (two
+// operate waits for r's saga to be held, fixes h (what an operator
+// deploys before acting), sends the verbs (two
 // at once when raced), then follows the saga until it is final.
 func (h *holds) operate(ctx context.Context, r *heldRun, deadline time.Time) {
 	defer h.wg.Done()
@@ -159,11 +159,14 @@ func (h *holds) operate(ctx context.Context, r *heldRun, deadline time.Time) {
 			return // never held: the check says so
 		}
 	}
-	if slices.Contains(r.verbs, verbRetry) {
-		if err := chaos.Fix(h.tokenDir, r.id, heldStep); err != nil {
-			h.note(r, verbRetry, err)
-			return
-		}
+	// The operator fixes h before any verb, the timer's scripts too: a
+	// hold on an attempt that ran into its deadline (a loaded machine)
+	// leaves h's outcome unknown, and compensating finds it out by
+	// running h again under its key, which a service still broken
+	// refuses for as long as the compensation's retries last (minutes).
+	if err := chaos.Fix(h.tokenDir, r.id, heldStep); err != nil {
+		h.note(r, verbRetry, err)
+		return
 	}
 	r.acted = time.Now()
 	switch len(r.verbs) {
@@ -246,8 +249,10 @@ func (h *holds) note(r *heldRun, verb string, err error) {
 type heldHistory struct {
 	written      map[string]int
 	heldAt       int
+	unknown      bool // the attempt held on ran into its deadline: its outcome is found out if the saga compensates
 	retryStarted int
 	retrying     int
+	retriedAfter int // h's attempts that failed and were retried after the hold
 }
 
 func readHeldHistory(st *saga.State) (heldHistory, bool) {
@@ -259,24 +264,30 @@ func readHeldHistory(st *saga.State) (heldHistory, bool) {
 	if err != nil {
 		return hh, false
 	}
-	retried := false
+	ended := false // the hold: entries after it are the retry's, or compensating's
 	for _, e := range es {
 		switch {
 		case e.Opens && (e.Cause == saga.EventRetry || e.Cause == saga.EventCompensate || e.Cause == saga.EventCancel):
 			hh.written[e.Cause.String()]++
+			ended = true
 		case e.Opens && e.Cause == saga.EventTimer && e.Status == durable.StatusCompensating:
 			hh.written[verbTimer]++
+			ended = true
 		}
 		if e.StepIndex != heldIndex || e.Compensation {
 			continue
 		}
 		switch {
 		case e.Cause == saga.EventRetry && e.Outcome == saga.OutcomeStarted:
-			retried, hh.retryStarted = true, e.Attempt
+			hh.retryStarted = e.Attempt
+		case ended && e.Outcome == saga.OutcomeRetrying:
+			hh.retriedAfter++
+		case ended:
 		case e.Outcome == saga.OutcomeRetrying:
 			hh.retrying++
-		case e.Outcome == saga.OutcomeFailed && !retried:
-			hh.heldAt = max(hh.heldAt, e.Attempt)
+		case e.Outcome == saga.OutcomeFailed:
+			hh.heldAt = e.Attempt
+			hh.unknown = e.Error != nil && e.Error.Type == lang.ErrorTypeTimeout
 		}
 	}
 	return hh, true
@@ -419,7 +430,10 @@ func (h *holds) check(ctx context.Context, ledger map[string][]chaos.Entry, viol
 			violate("held_effects_undone_iff_compensated", "%s: succeeded with effects %v, want %v", describe(), done, heldSteps)
 		case succeeded && len(undos) > 0:
 			violate("held_effects_undone_iff_compensated", "%s: succeeded and undid %v", describe(), stepsOf(undos))
-		case !retried && !slices.Equal(done, heldSteps[:heldIndex]):
+		case !retried && !slices.Equal(done, heldSteps[:heldIndex]) && !(hh.unknown && slices.Equal(done, heldSteps[:heldIndex+1])):
+			// Without a retry h has no effect, unless the attempt held on
+			// ran into its deadline: compensating found it out (ran h
+			// again under its key), and it is undone with the rest.
 			violate("held_effects_undone_iff_compensated", "%s: no retry written, effects %v, want %v", describe(), done, heldSteps[:heldIndex])
 		case len(done) < heldIndex || !slices.Equal(done, heldSteps[:len(done)]):
 			violate("held_effects_undone_iff_compensated", "%s: effects %v, want a prefix of %v through %s", describe(), done, heldSteps, heldSteps[heldIndex-1])
@@ -461,8 +475,9 @@ func (h *holds) check(ctx context.Context, ledger map[string][]chaos.Entry, viol
 
 		// Every failed attempt of h before the hold but the last wrote a
 		// retry; an attempt retried after the hold (a timeout on a slow
-		// machine, a transient error) is not the script's to count.
-		if n, ok := timedOutAndRetried(st); !ok || n > 0 || hh.retrying != hh.heldAt-1 {
+		// machine, a transient error), or found out as the saga
+		// compensated, is not the script's to count.
+		if n, ok := timedOutAndRetried(st); !ok || n > 0 || hh.unknown || hh.retriedAfter > 0 || hh.retrying != hh.heldAt-1 {
 			checked["held_versions_unknown"]++
 			continue
 		}
