@@ -34,6 +34,10 @@ type Store struct {
 	// tree's root, by "saga "+id or "fork "+key. Nothing is deleted: the
 	// memory store keeps everything; Expiry shows the marks.
 	expires map[string]time.Time
+	// pauses holds the operators' pauses (pause.go), under a lock of
+	// their own: workers read them beside every saga write.
+	pauseMu sync.Mutex
+	pauses  map[pauseKey]durable.Pause
 }
 
 // New returns an empty store.
