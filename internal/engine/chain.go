@@ -146,6 +146,9 @@ func (c *Coordinator) chainable(ctx context.Context, msg durable.Message, st *sa
 	if now.Sub(start) >= budget || st.DeadlinePassed(now) {
 		return durable.Message{}, saga.Cursor{}, false
 	}
+	if _, paused := c.pausedBy(ctx, plan, cur, now); paused {
+		return durable.Message{}, saga.Cursor{}, false // its message defers it
+	}
 	return next, cur, fitsInvocation(ctx, timeout)
 }
 

@@ -98,6 +98,8 @@ type Coordinator struct {
 	unheard   map[string]int
 	// values caches the values kept as objects (offload.go).
 	values valueCache
+	// pauses caches the operators' pauses (pause.go).
+	pauses *pauseCache
 }
 
 type tickedTimer struct {
@@ -158,7 +160,7 @@ func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	if cfg.ValueCacheBytes == 0 {
 		cfg.ValueCacheBytes = DefaultValueCacheBytes
 	}
-	return &Coordinator{cfg: cfg, log: cfg.Logger, values: valueCache{max: cfg.ValueCacheBytes}}, nil
+	return &Coordinator{cfg: cfg, log: cfg.Logger, values: valueCache{max: cfg.ValueCacheBytes}, pauses: newPauseCache(cfg.Store)}, nil
 }
 
 func randomID() string {

@@ -212,6 +212,9 @@ func (c *Coordinator) handle(ctx context.Context, msg durable.Message) (outcome 
 		// not run, the deadline fires.
 		return c.fire(ctx, msg, st, plan)
 	}
+	if p, ok := c.pausedBy(ctx, plan, cur, c.cfg.Clock.Now()); ok {
+		return c.paused(ctx, msg, st, plan, cur, p, carrier)
+	}
 	return c.runAction(ctx, msg, st, plan, cur, carrier)
 }
 

@@ -40,6 +40,10 @@ type SweepResult struct {
 	// LeftForOperator counts the idle sagas not sent again because their
 	// outbox already was MaxResends times at this version.
 	LeftForOperator int
+	// Paused counts the idle sagas not sent again because their next step
+	// is paused: their message comes back by itself (docs/PROTOCOL.md,
+	// "Pauses"), and a copy would only double what the deferral costs.
+	Paused int
 }
 
 // Sweep re-sends the stored outbox of every unfinished saga idle for
@@ -105,6 +109,10 @@ func (c *Coordinator) Sweep(ctx context.Context, p *SweepParams) (*SweepResult, 
 				}
 				if st.Status.Final() || len(st.Outbox) == 0 || st.UpdatedAt.After(idleSince) {
 					continue // finished, or it moved on since it entered its status
+				}
+				if _, paused, _ := c.PausedBy(ctx, st); paused {
+					res.Paused++
+					continue
 				}
 				idle := slog.Duration("idle", now.Sub(st.UpdatedAt))
 				if st.Resends >= maxResends {

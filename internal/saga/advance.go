@@ -410,7 +410,7 @@ func (p *Plan) admit(st *State, ev Event) error {
 		}
 	case EventTimer:
 		wake := st.WakeAt()
-		if wake.IsZero() && st.DeadlinePassed(ev.Now) {
+		if wake.IsZero() && (st.DeadlinePassed(ev.Now) || ev.Deferred && st.deferredPastDeadline(ev.Now)) {
 			break // a forward action pending past the saga's deadline: the deadline fires
 		}
 		if wake.IsZero() {

@@ -91,6 +91,12 @@ type Event struct {
 	// Rand is a draw in [0, 1) from the caller's random source, for jitter.
 	Rand float64
 
+	// Deferred, on EventTimer, says the pending forward attempt was put
+	// off by an operator's pause (the engine's deferral), not run by the
+	// delivery that sends this event: once the saga's deadline has passed,
+	// it fires as for an attempt no delivery ran (DeadlinePassed).
+	Deferred bool
+
 	// Skip, on EventResume, takes the failed compensation off the stack
 	// without running it: an operator undid that step by hand.
 	Skip bool
