@@ -398,6 +398,8 @@ type stateReport struct {
 	// Pause is what a waiting saga waits on: a wait, an await's signal, a
 	// callback's token.
 	Pause *pauseReport `json:"pause,omitempty"`
+	// PausedBy is the operator's pause that holds the saga's next step.
+	PausedBy *pausedByReport `json:"paused_by,omitempty"`
 	// KeptSignals counts the signals kept for awaits to come.
 	KeptSignals int `json:"kept_signals,omitempty"`
 	// Parent is where a child run of a fork comes from.
@@ -434,6 +436,7 @@ func (c *Config) reportOf(ctx context.Context, cl *client.Client, st *saga.State
 	if plan, err := cl.Plan(ctx, st); err == nil {
 		r.Pause = pauseOf(plan, raw)
 	}
+	r.PausedBy = pausedByOf(ctx, cl, raw)
 	if l := st.Parent; l != nil {
 		r.Parent = &parentReport{SagaID: l.ID, Step: l.Step, Index: l.Index}
 	}
@@ -497,6 +500,9 @@ func (c *Config) printState(ctx context.Context, cl *client.Client, st *saga.Sta
 		fmt.Fprintf(c.Stdout, "  undoing: %s, a child of %s, as a whole\n", r.Undoing, strings.TrimPrefix(r.Pending, "undo "))
 	case r.Pending != "":
 		fmt.Fprintf(c.Stdout, "  waiting on: %s (attempt %d)\n", r.Pending, r.Attempt)
+	}
+	if r.PausedBy != nil {
+		fmt.Fprintf(c.Stdout, "  %s\n", r.PausedBy.text())
 	}
 	if p := r.Parent; p != nil {
 		fmt.Fprintf(c.Stdout, "  child %d of %s's %s\n", p.Index, p.SagaID, p.Step)
@@ -570,6 +576,9 @@ func runSweep(c *Config, args []string) int {
 		}
 	}()
 	fmt.Fprintf(c.Stdout, "sweep: %d sagas in their status for %s or more checked, %d idle had their messages sent again\n", res.Checked, *idle, res.Resent)
+	if res.Paused > 0 {
+		fmt.Fprintf(c.Stdout, "sweep: %d idle sagas left alone: their next step is paused (%s pauses), and its message comes back by itself\n", res.Paused, c.Name)
+	}
 	if res.LeftForOperator > 0 {
 		fmt.Fprintf(c.Stdout, "sweep: %d idle sagas left for an operator: their messages were sent again (%s) and they did not move (sagactl status ID; the message is in a dead-letter queue)\n", res.LeftForOperator, timesText(*maxResends))
 	}

@@ -316,3 +316,24 @@ func (c *Client) FailCallback(ctx context.Context, token, errorType, message str
 func (c *Client) Bulk(ctx context.Context, p bulk.Params) (*bulk.Result, error) {
 	return bulk.Run(ctx, c.coord, p)
 }
+
+// Pause stores a pause (engine.Coordinator.Pause).
+func (c *Client) Pause(ctx context.Context, p *engine.PauseParams) error {
+	return c.coord.Pause(ctx, p)
+}
+
+// Unpause deletes a pause: durable.ErrNotFound when there is none.
+func (c *Client) Unpause(ctx context.Context, kind durable.PauseKind, target string) error {
+	return c.coord.Unpause(ctx, kind, target)
+}
+
+// Pauses lists the pauses stored, expired ones included.
+func (c *Client) Pauses(ctx context.Context) ([]durable.Pause, error) {
+	return c.coord.Pauses(ctx)
+}
+
+// PausedBy returns the pause that holds the step st waits on, if one
+// does now: what status shows for a paused saga.
+func (c *Client) PausedBy(ctx context.Context, st *saga.State) (durable.Pause, bool, error) {
+	return c.coord.PausedBy(ctx, st)
+}
