@@ -63,6 +63,9 @@ type CoordinatorConfig struct {
 	// the state the chain holds, which it must not change: the property
 	// test compares it with a fresh read (docs/PROTOCOL.md, "Chains").
 	BeforeChained func(held *saga.State)
+	// PausePoll is how long the message of a paused attempt waits before
+	// it looks again; default PausePoll (pause.go).
+	PausePoll time.Duration
 	// Objects, when set, keeps the values of a saga larger than
 	// OffloadBytes (an input field, an action's output, a payload) as
 	// objects, its state holding references (offload.go): each value up
@@ -156,6 +159,9 @@ func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	}
 	if cfg.OffloadBytes == 0 {
 		cfg.OffloadBytes = DefaultOffloadBytes
+	}
+	if cfg.PausePoll <= 0 {
+		cfg.PausePoll = PausePoll
 	}
 	if cfg.ValueCacheBytes == 0 {
 		cfg.ValueCacheBytes = DefaultValueCacheBytes

@@ -155,7 +155,7 @@ func (c *Coordinator) paused(ctx context.Context, msg durable.Message, st *saga.
 		why := saga.Permanent(&saga.ActionError{Type: lang.ErrorTypeCancelled, Message: fmt.Sprintf("not run: the saga was cancelled while its %s %s was paused", p.Kind, p.Target)})
 		return c.settlePaused(ctx, msg, st, plan, saga.Event{Kind: saga.EventResult, Now: now.UTC(), Err: why, Carrier: carrier}, HandledStep)
 	}
-	delay := PausePoll
+	delay := c.cfg.PausePoll
 	if !p.Until.IsZero() {
 		delay = min(delay, p.Until.Sub(now))
 	}
