@@ -112,8 +112,13 @@ func (c *Coordinator) currentPauses(ctx context.Context, now time.Time) *pauseSn
 }
 
 // forget makes the next lookup read the store: after a pause or an
-// unpause made through this process.
-func (pc *pauseCache) forget() { pc.snap.Store(nil) }
+// unpause made through this process. The pauses known stay for a read
+// that fails.
+func (pc *pauseCache) forget() {
+	if old := pc.snap.Load(); old != nil {
+		pc.snap.Store(&pauseSnapshot{byName: old.byName, byAction: old.byAction})
+	}
+}
 
 // pausedBy returns the pause that holds the attempt cur of a saga of
 // plan at now, if one does. A pause holds a compensation only if it says

@@ -336,6 +336,7 @@ func (r recorder) Invoke(ctx context.Context, call saga.Call) (any, error) {
 	if w.gone() {
 		return nil, errCrash // a dead worker calls no one
 	}
+	w.checkPaused(ctx, call)
 	chained := len(w.bufs) > 0 && w.top().wrote[call.SagaID]
 	if chained {
 		w.chainedStep(ctx, call)

@@ -25,7 +25,7 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 	r := w.report
 	for _, k := range []string{"no_saga_lost", "ends_final", "versions_written_once", "stable_idempotency_key", "effects_equal_committed_steps",
 		"compensation_exact_reverse", "success_compensated", "visits_bounded", "dead_letters_only_poison", "status_since_kept", "timers_not_early",
-		"signal_applied_once", "callback_applied_once", "deadline_kept", "nothing_lost", "holds_kept"} {
+		"signal_applied_once", "callback_applied_once", "deadline_kept", "nothing_lost", "holds_kept", "paused_not_run", "deferral_writes_nothing"} {
 		r.Checks[k] += 0
 		r.Violations[k] += 0
 	}

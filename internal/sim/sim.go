@@ -206,6 +206,8 @@ type world struct {
 	// handled counts the messages handled per saga (the busiest are
 	// named in the report when a run handles far more than it should).
 	handled map[string]int
+	// pauses is what an operator paused during the run (pause.go).
+	pauses pauseLedger
 
 	// The senders (signals.go): logical signals by id, the receipts of
 	// each callback token's completions, the tokens each saga's actions
@@ -435,6 +437,7 @@ func Run(cfg Config) (*Report, error) {
 	sagas := make([]*sagaSpec, cfg.Sagas)
 	for i := range sagas {
 		sagas[i] = w.newSaga(i, plans, gen, forkPlans)
+		w.pauses.note(durable.PauseName, sagas[i].plan.Name())
 		w.start(ctx, sagas[i])
 	}
 	for i := range cfg.Poison {
@@ -447,6 +450,7 @@ func Run(cfg Config) (*Report, error) {
 		w.faults = phase == 0
 		rounds := 0
 		for steps := 0; steps < budget; steps++ {
+			w.pauseTick(ctx, phase, steps)
 			if !w.step(ctx) {
 				if w.tickIdle(ctx) {
 					continue
@@ -595,7 +599,8 @@ func (w *world) handle(ctx context.Context, d *delivery) {
 	prev := w.delivery
 	w.delivery = d
 	w.depth++
-	_, err := w.coord.Handle(ctx, d.body)
+	out, err := w.coord.Handle(ctx, d.body)
+	w.checkDeferral(out, d.sagaID)
 	if w.tracing > 0 {
 		fmt.Printf("%s   -> %v\n", w.clock.Now().Format("15:04:05.000"), err)
 	}
