@@ -129,14 +129,13 @@ func (c *Coordinator) pausedBy(ctx context.Context, plan *saga.Plan, cur saga.Cu
 	if s == nil || s.byName == nil && s.byAction == nil {
 		return durable.Pause{}, false
 	}
-	match := func(p durable.Pause, ok bool) bool {
-		return ok && p.Active(now) && (!cur.Compensating || p.Compensations)
-	}
-	if p, ok := s.byName[plan.Name()]; match(p, ok) {
+	if p, ok := s.byName[plan.Name()]; ok && p.Active(now) && (!cur.Compensating || p.Compensations) {
 		return p, true
 	}
 	if a := plan.CallsAction(cur); a != "" {
-		if p, ok := s.byAction[a]; match(p, ok) {
+		// Finding out an unknown outcome calls the paused action itself:
+		// held like a forward attempt.
+		if p, ok := s.byAction[a]; ok && p.Active(now) && (!cur.Compensating || cur.Unknown || p.Compensations) {
 			return p, true
 		}
 	}
@@ -146,18 +145,23 @@ func (c *Coordinator) pausedBy(ctx context.Context, plan *saga.Plan, cur saga.Cu
 // paused handles a message whose attempt p holds: it is deferred
 // (deferStep) for PausePoll, or until p ends or the saga's deadline if
 // sooner. Two things go on through a pause: a saga past its deadline
-// fires it, and a cancel that waits for this attempt's outcome gets one
-// (the attempt was not run), so that neither waits for the unpause. In
-// both the attempt counts as not run, as when a deadline or a cancel
-// finds an attempt waiting out its backoff; an attempt before it that
-// ran into its timeout is still found out when the saga compensates.
+// fires it, and a cancel that waits for this attempt's outcome gets one,
+// so that neither waits for the unpause to start compensating. The
+// attempt did not run here, but a delivery before the pause may have run
+// it and died before writing its outcome: its outcome is unknown, and the
+// saga's compensation finds it out first (under an action pause, that
+// call waits for the unpause), never takes it as not done.
 func (c *Coordinator) paused(ctx context.Context, msg durable.Message, st *saga.State, plan *saga.Plan, cur saga.Cursor, p durable.Pause, carrier uint64) (Outcome, error) {
 	now := c.cfg.Clock.Now()
 	if !cur.Compensating && !st.Deadline.IsZero() && !now.Before(st.Deadline) && !st.CancelRequested {
 		return c.settlePaused(ctx, msg, st, plan, saga.Event{Kind: saga.EventTimer, Now: now.UTC(), Deferred: true}, HandledTimer)
 	}
 	if !cur.Compensating && st.CancelRequested {
-		why := saga.Permanent(&saga.ActionError{Type: lang.ErrorTypeCancelled, Message: fmt.Sprintf("not run: the saga was cancelled while its %s %s was paused", p.Kind, p.Target)})
+		// Not run here; a delivery before the pause may have run it (a
+		// worker that died before writing): a Timeout, so that the step
+		// goes on the stack unknown and is found out as the saga
+		// compensates, never taken as not done.
+		why := saga.Permanent(&saga.ActionError{Type: lang.ErrorTypeTimeout, Message: fmt.Sprintf("not run: the saga was cancelled while its %s %s was paused; found out as the saga compensates", p.Kind, p.Target)})
 		return c.settlePaused(ctx, msg, st, plan, saga.Event{Kind: saga.EventResult, Now: now.UTC(), Err: why, Carrier: carrier}, HandledStep)
 	}
 	delay := c.cfg.PausePoll

@@ -65,8 +65,14 @@ func newPauseRig(t *testing.T, src string, chainSteps int) (*rig, *pausing) {
 // coordinator, returning what it did.
 func (r *rig) next(step string) (durable.Message, engine.Outcome) {
 	r.t.Helper()
+	return r.nextIn("", step)
+}
+
+// nextIn is next for the messages of one queue (any queue when empty).
+func (r *rig) nextIn(queue durable.QueueName, step string) (durable.Message, engine.Outcome) {
+	r.t.Helper()
 	for i, m := range r.hand.msgs {
-		if m.Step != step {
+		if m.Step != step || queue != "" && m.Queue != queue {
 			continue
 		}
 		r.hand.msgs = append(r.hand.msgs[:i:i], r.hand.msgs[i+1:]...)
@@ -158,9 +164,11 @@ func TestChainStopsBeforeAPausedStep(t *testing.T) {
 	}
 }
 
-// A cancel of a saga whose attempt is paused does not wait for the
-// unpause: the deferred message writes the attempt as not run, and the
-// saga compensates what it did, the paused action never called.
+// A cancel of a saga whose attempt is paused does not wait for that
+// attempt: the deferred message writes its outcome as unknown (a
+// delivery before the pause may have run it), and the saga compensates.
+// Finding that outcome out calls the paused action, so it waits for the
+// unpause; then the saga compensates everything, in reverse.
 func TestCancelCarriesThroughAPausedAttempt(t *testing.T) {
 	t.Parallel()
 	r, _ := newPauseRig(t, pauseSaga, 0)
@@ -171,15 +179,31 @@ func TestCancelCarriesThroughAPausedAttempt(t *testing.T) {
 	if _, err := r.coord.Cancel(context.Background(), "s-1"); err != nil {
 		t.Fatal(err)
 	}
+	if _, out := r.next("charge"); out != engine.HandledStep {
+		t.Fatalf("the deferred message after the cancel: %s, want the attempt's outcome written", out)
+	}
+	if st := r.get("s-1"); st.Status != durable.StatusCompensating || st.Failure == nil || st.Failure.Type != lang.ErrorTypeCancelled {
+		t.Fatalf("after the cancel: %s (failure %+v), want compensating, cancelled", st.Status, st.Failure)
+	}
+	if _, out := r.nextIn(durable.QueueCompensate, "charge"); out != engine.HandledPaused {
+		t.Fatalf("finding out charge while paused: %s, want it held", out)
+	}
+	if got := strings.Join(r.actions.calls, " "); got != "s-1/reserve" {
+		t.Fatalf("calls while paused: %s, want reserve only", got)
+	}
+	if err := r.coord.Unpause(context.Background(), durable.PauseAction, "payments.charge"); err != nil {
+		t.Fatal(err)
+	}
 	r.drain()
 	r.endsAs(t, "s-1", durable.StatusCompensated, lang.ErrorTypeCancelled)
-	if got := strings.Join(r.actions.calls, " "); got != "s-1/reserve s-1/reserve.compensate" {
-		t.Fatalf("calls: %s, want reserve then its compensation, charge never", got)
+	if got := strings.Join(r.actions.calls, " "); got != "s-1/reserve s-1/charge s-1/charge.compensate s-1/reserve.compensate" {
+		t.Fatalf("calls: %s, want charge found out, then everything undone in reverse", got)
 	}
 }
 
 // The saga's deadline wins over a pause: a deferral comes back by the
-// deadline, which then fires.
+// deadline, which then fires; the held attempt is found out (after the
+// unpause, since it calls the paused action) and compensated.
 func TestPausedStepMeetsItsDeadline(t *testing.T) {
 	t.Parallel()
 	r, _ := newPauseRig(t, strings.Replace(pauseSaga, "saga: order\n", "saga: order\ntimeout: 90s\n", 1), 0)
@@ -195,11 +219,39 @@ func TestPausedStepMeetsItsDeadline(t *testing.T) {
 		t.Fatalf("deferred %s with %s to the deadline, want it back just after it", again.Delay, left)
 	}
 	r.clock.Advance(again.Delay)
-	r.drain()
-	r.endsAs(t, "s-1", durable.StatusCompensated, lang.ErrorTypeDeadline)
+	if _, out := r.next("charge"); out != engine.HandledTimer {
+		t.Fatalf("past the deadline: %s, want the deadline fired", out)
+	}
+	if st := r.get("s-1"); st.Status != durable.StatusCompensating || st.Failure == nil || st.Failure.Type != lang.ErrorTypeDeadline {
+		t.Fatalf("after the deadline: %s (failure %+v)", st.Status, st.Failure)
+	}
 	if len(r.actions.called("s-1/charge")) != 0 {
 		t.Fatalf("charge ran while paused: %v", r.actions.calls)
 	}
+	if err := r.coord.Unpause(context.Background(), durable.PauseAction, "payments.charge"); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	r.endsAs(t, "s-1", durable.StatusCompensated, lang.ErrorTypeDeadline)
+	if got := strings.Join(r.actions.calls, " "); got != "s-1/reserve s-1/charge s-1/charge.compensate s-1/reserve.compensate" {
+		t.Fatalf("calls: %s", got)
+	}
+}
+
+// A pause by name without compensations lets a cancelled saga's
+// compensation, finding out included, run at once.
+func TestNamePauseLetsCompensationsRun(t *testing.T) {
+	t.Parallel()
+	r, _ := newPauseRig(t, pauseSaga, 0)
+	r.start("s-1", nil)
+	r.next("reserve")
+	r.pause(durable.PauseName, "order", time.Time{}, false)
+	r.next("charge")
+	if _, err := r.coord.Cancel(context.Background(), "s-1"); err != nil {
+		t.Fatal(err)
+	}
+	r.drain()
+	r.endsAs(t, "s-1", durable.StatusCompensated, lang.ErrorTypeCancelled)
 }
 
 // A pause with an end defers its steps until then, not a whole poll.

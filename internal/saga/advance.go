@@ -194,7 +194,14 @@ func (r *runner) timerFired() {
 		err := &StepError{Step: s.ID, Type: lang.ErrorTypeDeadline, Message: fmt.Sprintf("saga deadline %s passed %s", st.Deadline.UTC().Format(time.RFC3339), what)}
 		r.record(s, StepRecord{Step: s.ID, Kind: s.Kind, Outcome: OutcomeFailed, Attempt: cur.Attempt, Error: err})
 		if !cur.Wait {
-			r.unknownOutcome(s, cur, cur.Attempt-1)
+			attempts := cur.Attempt - 1
+			if r.ev.Deferred {
+				// Held by a pause, this attempt did not run here; a
+				// delivery before the pause may have run it (a worker that
+				// died before writing): found out, as a timed-out one.
+				cur.Unknown, attempts = true, cur.Attempt
+			}
+			r.unknownOutcome(s, cur, attempts)
 		}
 		r.compensate(err)
 		return

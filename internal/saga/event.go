@@ -94,7 +94,9 @@ type Event struct {
 	// Deferred, on EventTimer, says the pending forward attempt was put
 	// off by an operator's pause (the engine's deferral), not run by the
 	// delivery that sends this event: once the saga's deadline has passed,
-	// it fires as for an attempt no delivery ran (DeadlinePassed).
+	// it fires. A delivery before the pause may have run the attempt (a
+	// worker that died before writing its outcome), so it is taken as an
+	// attempt whose outcome is unknown: found out if the saga compensates.
 	Deferred bool
 
 	// Skip, on EventResume, takes the failed compensation off the stack

@@ -29,6 +29,21 @@ type pauseLedger struct {
 	actions []string        // the actions called so far, in the order first called
 	names   []string        // the saga names started, in the order first started
 	seen    map[string]bool
+	// deferred holds "saga/step" of every step a deferral held; ever,
+	// "kind#target" of every pause made.
+	deferred, ever map[string]bool
+}
+
+// mayHaveHeld reports whether a pause may have held an attempt of call's
+// step: a deferral did, or a pause of its action or its saga's name was
+// made (a cancel or the deadline may have met the held attempt on its
+// first delivery, and taken it as unknown without a deferral).
+func (l *pauseLedger) mayHaveHeld(w *world, call saga.Call) bool {
+	if l.deferred[call.SagaID+"/"+call.Step] || l.ever[string(durable.PauseAction)+"#"+call.Action] {
+		return true
+	}
+	rec, err := w.store.Store.SagaGet(context.Background(), &durable.SagaGetParams{SagaID: call.SagaID})
+	return err == nil && l.ever[string(durable.PauseName)+"#"+rec.Name]
 }
 
 func (l *pauseLedger) note(kind durable.PauseKind, target string) {
@@ -90,6 +105,10 @@ func (w *world) pauseTick(ctx context.Context, phase, steps int) {
 		return
 	}
 	l.active = append(l.active, durable.Pause{Kind: p.Kind, Target: p.Target, Compensations: p.Compensations})
+	if l.ever == nil {
+		l.ever = map[string]bool{}
+	}
+	l.ever[string(p.Kind)+"#"+p.Target] = true
 	w.report.Faults["pause_"+string(kind)]++
 }
 
@@ -103,9 +122,10 @@ func (w *world) unpauseAll(ctx context.Context) {
 }
 
 // checkPaused is called with every call the coordinator makes: none may
-// be one a pause holds. A compensating saga's calls (its compensations,
-// and the finding out of an unknown outcome) are held only by a pause
-// with Compensations.
+// be one a pause holds. A compensating saga's calls are held only by a
+// pause with Compensations, but for the finding out of an unknown
+// outcome, a call of the paused action itself, which a pause of that
+// action holds.
 func (w *world) checkPaused(ctx context.Context, call saga.Call) {
 	l := &w.pauses
 	l.note(durable.PauseAction, call.Action)
@@ -118,8 +138,12 @@ func (w *world) checkPaused(ctx context.Context, call saga.Call) {
 	}
 	w.report.Checks["paused_not_run"]++
 	for _, p := range l.active {
-		match := p.Kind == durable.PauseAction && p.Target == call.Action || p.Kind == durable.PauseName && p.Target == rec.Name
-		if match && (rec.Status != durable.StatusCompensating || p.Compensations) {
+		byAction := p.Kind == durable.PauseAction && p.Target == call.Action
+		match := byAction || p.Kind == durable.PauseName && p.Target == rec.Name
+		// A compensating saga's forward call finds out an unknown
+		// outcome: it calls the paused action itself.
+		findingOut := rec.Status == durable.StatusCompensating && !call.Compensation
+		if match && (rec.Status != durable.StatusCompensating || p.Compensations || byAction && findingOut) {
 			w.violate("paused_not_run", "saga %s (%s, %s) called %s attempt %d while %s %s was paused", call.SagaID, rec.Name, rec.Status, call.Action, call.Attempt, p.Kind, p.Target)
 		}
 	}
@@ -127,9 +151,16 @@ func (w *world) checkPaused(ctx context.Context, call saga.Call) {
 
 // checkDeferral checks a handled message's outcome: a deferral of a
 // paused attempt writes nothing (so it spends no attempt).
-func (w *world) checkDeferral(out engine.Outcome, sagaID string) {
+func (w *world) checkDeferral(out engine.Outcome, d *delivery) {
 	if out != engine.HandledPaused {
 		return
+	}
+	sagaID := d.sagaID
+	if msg, err := durable.DecodeMessage(d.body); err == nil {
+		if w.pauses.deferred == nil {
+			w.pauses.deferred = map[string]bool{}
+		}
+		w.pauses.deferred[msg.SagaID+"/"+msg.Step] = true
 	}
 	w.report.Checks["deferral_writes_nothing"]++
 	if top := w.top(); len(top.wrote) > 0 || len(top.calls) > 0 {

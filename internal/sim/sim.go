@@ -600,7 +600,7 @@ func (w *world) handle(ctx context.Context, d *delivery) {
 	w.delivery = d
 	w.depth++
 	out, err := w.coord.Handle(ctx, d.body)
-	w.checkDeferral(out, d.sagaID)
+	w.checkDeferral(out, d)
 	if w.tracing > 0 {
 		fmt.Printf("%s   -> %v\n", w.clock.Now().Format("15:04:05.000"), err)
 	}
