@@ -211,6 +211,16 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	drv := newDriver(cl, dropper, tokenDir, seed)
+	// The pause phase runs beside the starts (pause_test.go), as an
+	// operator, whose policy allows the pause item's writes.
+	op, err := client.NewAWS(client.AWSConfig{AWS: awslocal.ConfigAs(awslocal.OperatorPrincipal), Table: env.Table, AdvanceQueueURL: env.QueueURLs["AdvanceQueue"],
+		CompensateQueueURL: env.QueueURLs["CompensateQueue"], DynamoDBEndpoint: dyn, SQSEndpoint: sq, Bucket: s3.Bucket, S3Endpoint: s3.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pauses := &pauseWindow{}
+	pauseDone := make(chan struct{})
+	go func() { defer close(pauseDone); pausePhase(ctx, op, pauses) }()
 	switch sabotage := os.Getenv("CHAOS_SABOTAGE"); sabotage {
 	case "":
 	case "new-id-per-send":
@@ -521,6 +531,7 @@ func TestChaos(t *testing.T) {
 	stopDriving()
 	driving.Wait()
 	held.wait()
+	<-pauseDone
 	ledgerEntries, err := ledger.Entries(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -535,6 +546,7 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	cancels.Wait()
+	checkPaused(t, pauses, ledgerEntries, checked, violate)
 	duplicates, hung, cancelled, waited, unknownVersions, unknownEffects := 0, 0, 0, 0, 0, 0
 	largeUndone, largestState := 0, 0
 	for id := range all {
