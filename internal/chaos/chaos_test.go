@@ -986,7 +986,7 @@ func TestChaos(t *testing.T) {
 	for _, k := range []string{"no_saga_lost", "status_as_scripted", "versions_written_once", "effects_once_per_completed_step", "compensation_exact_reverse", "deadline_attempt_recorded", "cancel_during_action_compensates_it",
 		"signal_taken_at_most_once", "signal_taken_by_the_await", "callback_taken_at_most_once", "kept_writes_match_receipts", "await_and_callback_outs_reach_d", "dead_letters_only_poison",
 		"fork_children_final", "fork_status_as_scripted", "fork_effects_once_per_completed_step", "fork_deadline_attempt_recorded", "fork_output_in_order", "fork_compensated_exactly_once", "fork_undo_order", "fork_join_once", "fork_record_counts",
-		"references_resolve", "large_values_seen_whole", "large_items_small"} {
+		"references_resolve", "large_values_seen_whole", "large_items_small", "paused_not_run"} {
 		t.Logf("  %-36s checked %5d, violated %d", k, checked[k], violated[k])
 	}
 	held.report(t, killed)

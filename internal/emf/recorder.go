@@ -238,8 +238,20 @@ func (r *Recorder) Count(what Record) {
 // durable.ErrConflict: a conditional write that lost to another writer
 // (the coordinator then reloads the saga and looks again). With
 // Config.MemoryMB it also meters the reads and writes of sagas (cost.go).
+// A store's optional pauses (durable.Pauses) pass through, so that the
+// engine still finds them by type assertion.
 func (r *Recorder) Store(s durable.Store) durable.Store {
-	return &conflictCounter{Store: s, r: r}
+	c := &conflictCounter{Store: s, r: r}
+	if ps, ok := s.(durable.Pauses); ok {
+		return &pausesConflictCounter{conflictCounter: c, Pauses: ps}
+	}
+	return c
+}
+
+// pausesConflictCounter is a conflictCounter on a store that keeps pauses.
+type pausesConflictCounter struct {
+	*conflictCounter
+	durable.Pauses
 }
 
 type conflictCounter struct {
