@@ -141,3 +141,17 @@ func (s clientSource) CompleteCallback(ctx context.Context, token string, output
 func (s clientSource) FailCallback(ctx context.Context, token, errorType, message string) (*engine.Delivered, error) {
 	return s.cl.FailCallback(ctx, token, errorType, message)
 }
+
+var _ console.PauseSource = clientSource{}
+
+func (s clientSource) Pauses(ctx context.Context) ([]durable.Pause, error) {
+	return s.cl.Pauses(ctx)
+}
+
+func (s clientSource) Pause(ctx context.Context, p *engine.PauseParams) error {
+	return s.cl.Pause(ctx, p)
+}
+
+func (s clientSource) Unpause(ctx context.Context, kind durable.PauseKind, target string) error {
+	return s.cl.Unpause(ctx, kind, target)
+}

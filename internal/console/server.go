@@ -99,7 +99,7 @@ func New(cfg Config) (*Server, error) {
 		"legend":   StepStatuses,
 	}
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(assets, "assets/layout.html", "assets/graph.html"))
-	for _, page := range []string{"list", "saga", "confirm", "error", "bulk"} {
+	for _, page := range []string{"list", "saga", "confirm", "error", "bulk", "pauses", "pauseconfirm"} {
 		s.pages[page] = template.Must(template.Must(base.Clone()).ParseFS(assets, "assets/"+page+".html"))
 	}
 	static, err := fs.Sub(assets, "assets/static")
@@ -116,6 +116,8 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("POST /sagas/{id}/{action}", s.act)
 	mux.HandleFunc("POST /bulk/{verb}", s.bulk) // bulk.go
 	s.routeDeadLetters(mux, base)               // deadletters.go
+	mux.HandleFunc("GET /pauses", s.pauses)
+	mux.HandleFunc("POST /pauses/{op}", s.pauseAct)
 	s.mux = mux
 	return s, nil
 }
