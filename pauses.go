@@ -43,7 +43,9 @@ type PauseOptions struct {
 // sends its message again a minute later and writes nothing, spending no
 // attempt, until Unpause or o.Until. A saga's deadline and a cancel still
 // go through. The functions see it within 5 seconds. Pausing again
-// replaces the pause.
+// replaces the pause. On a deployed stack it writes the pause item with
+// dynamodb:UpdateItem, which the operator's policy (SagaOperatorPolicy)
+// grants and the client's does not.
 func (s *Client) Pause(ctx context.Context, kind PauseKind, target string, o PauseOptions) error {
 	return s.coord.Pause(ctx, &engine.PauseParams{Kind: durable.PauseKind(kind), Target: target, Until: o.Until, Compensations: o.Compensations})
 }
