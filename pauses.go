@@ -19,8 +19,8 @@ const (
 
 // Pause is an operator's pause, as stored.
 type Pause struct {
-	Kind   PauseKind
-	Target string // the saga name or the action
+	Kind   PauseKind // what Target names
+	Target string    // the saga name or the action
 	// Until ends the pause by itself; zero: until Unpause. An expired
 	// pause is listed until it is unpaused, and holds nothing.
 	Until         time.Time

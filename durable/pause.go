@@ -46,7 +46,7 @@ const MaxPauseTargetBytes = 256
 
 // PausePutParams stores a pause (Pauses.PausePut).
 type PausePutParams struct {
-	Pause Pause
+	Pause Pause // the pause to store; its Kind and Target are its key
 }
 
 // Check reports an unknown kind or an empty or overlong target.
@@ -56,8 +56,8 @@ func (p *PausePutParams) Check() error {
 
 // PauseDeleteParams deletes a pause (Pauses.PauseDelete).
 type PauseDeleteParams struct {
-	Kind   PauseKind
-	Target string
+	Kind   PauseKind // the kind of the pause to delete
+	Target string    // its saga name or action
 }
 
 // Check reports an unknown kind or an empty or overlong target.
