@@ -82,6 +82,9 @@ func (s *faultyStore) PauseList(ctx context.Context, p *durable.PauseListParams)
 // they are off.
 func (w *world) pauseTick(ctx context.Context, phase, steps int) {
 	l := &w.pauses
+	if w.cfg.NoPauses {
+		return
+	}
 	if phase > 0 || steps%pauseEvery != 0 || steps == 0 {
 		if phase > 0 && len(l.active) > 0 {
 			w.unpauseAll(ctx)

@@ -81,6 +81,8 @@ type Config struct {
 	// faults are on; the coordinator caches no value,
 	// so that every read meets the store.
 	Objects bool
+	// NoPauses: no operator pauses (pause.go) during the run.
+	NoPauses bool
 }
 
 // errCrash is a worker dying at a boundary: nothing after it happens.
