@@ -176,7 +176,7 @@ func (w *world) commit(r *durable.SagaRecord, kept bool) {
 			w.queue.add(durable.AppendMessage(nil, durable.Message{SagaID: r.SagaID, Version: r.Version, Queue: durable.QueueAdvance, Kind: durable.KindEnded, Attempt: 1, Step: "x"}), w.clock.Now())
 		}
 	}
-	if r.Status == durable.StatusCompensating {
+	if r.Status == durable.StatusCompensating || r.Status == durable.StatusCompensated {
 		st := &saga.State{}
 		if st.UnmarshalBinary(r.State) == nil {
 			cw.cancelled = st.Failure != nil && st.Failure.Type == lang.ErrorTypeCancelled

@@ -294,8 +294,8 @@ type committedWrite struct {
 	// forkWait: the write leaves the saga waiting on a fork's children.
 	forkWait bool
 	// cancelled: the write compensates the saga for a cancel (a client's,
-	// an operator's, or its fork's stop): holds_kept takes it as ending a
-	// hold.
+	// an operator's, or its fork's stop), or ends it compensated for one
+	// (nothing to undo): holds_kept takes it as ending a hold.
 	cancelled bool
 	// kept: the write kept a delivery (the same version, Received+1).
 	kept     bool

@@ -179,7 +179,7 @@ func TestSimulationWithObjectFaults(t *testing.T) {
 	// schedule onto objects_end_with_tree's one known failure (an object
 	// of a compensated root left unmarked), which main shows at seed 5
 	// without them.
-	rep, err := sim.Run(sim.Config{Seed: 3, Sagas: 1000, Objects: true, EdgeRate: 0.2, Poison: 3, NoPauses: true})
+	rep, err := sim.Run(sim.Config{Seed: 3, Sagas: 1000, Objects: true, EdgeRate: 0.2, Poison: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
