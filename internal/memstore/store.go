@@ -38,6 +38,7 @@ type Store struct {
 	// their own: workers read them beside every saga write.
 	pauseMu sync.Mutex
 	pauses  map[pauseKey]durable.Pause
+	limits  limits
 }
 
 // New returns an empty store.

@@ -42,6 +42,7 @@ func Exercise(t *testing.T, newStore NewStore) {
 	exerciseFork(t, newStore)
 	exerciseExpire(t, newStore)
 	exercisePauses(t, newStore)
+	exerciseLimits(t, newStore)
 }
 
 var base = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
