@@ -19,6 +19,7 @@
 //	current     NAME#<name>  CURRENT def (S, the deployed definition's hash), src (B, a copy of its source)
 //	fork        FORK#<key>   FORK   l0 .. l99 (N, each lane's count of ended children; absent: 0),
 //	                                stop (NS, the stopped lanes), fail (N, the first failed child)
+//	limits      LIMITS, LIMIT#<action>#...  action limits, their rate windows and leases: limit.go
 //
 // The shard is a hash of the saga id, 00 to 31 (Shards): no partition key,
 // of the table or an index, is shared by every saga of a status or every
