@@ -107,6 +107,9 @@ func (c *Coordinator) chain(ctx context.Context, msg durable.Message, carrier ui
 			}
 			span.span.End(SpanEnd{Outcome: string(out), Version: end.Version, Status: end.Status, Err: err, End: c.cfg.Clock.Now()})
 		}
+		if d, ok := err.(*limitDeferral); ok {
+			return c.deferChained(ctx, next, st, d) // the chain stops before a call over its limit
+		}
 		if err != nil {
 			c.chainStopped(ctx, next, st, plan, err)
 			if err := c.send(ctx, []durable.Message{next}); err != nil {

@@ -103,6 +103,8 @@ type Coordinator struct {
 	values valueCache
 	// pauses caches the operators' pauses (pause.go).
 	pauses *pauseCache
+	// limits caches the actions' limits (limit.go).
+	limits limitCache
 }
 
 type tickedTimer struct {

@@ -228,11 +228,14 @@ func (c *Coordinator) runAction(ctx context.Context, msg durable.Message, st *sa
 	if err := c.timeLeft(ctx, plan, cur, msg); err != nil {
 		return "", err
 	}
-	st, took, err := c.runStep(ctx, msg, st, plan, cur, carrier)
+	next, took, err := c.runStep(ctx, msg, st, plan, cur, carrier)
+	if d, ok := err.(*limitDeferral); ok {
+		return c.deferCall(ctx, msg, st, d)
+	}
 	if err != nil {
 		return "", err
 	}
-	return c.chain(ctx, msg, carrier, st, plan, took)
+	return c.chain(ctx, msg, carrier, next, plan, took)
 }
 
 // runStep runs the attempt msg names, the pending one of st, and writes
@@ -245,7 +248,13 @@ func (c *Coordinator) runStep(ctx context.Context, msg durable.Message, st *saga
 	// back: a chain goes on from the state it holds, which must be the
 	// state a read would give.
 	now := c.cfg.Clock.Now().UTC()
-	out, took, actErr := c.invoke(ctx, plan, st, now)
+	var held lease // a concurrency slot the call takes (limit.go), released once its outcome is written
+	out, took, actErr := c.invoke(ctx, plan, st, now, &held)
+	if held.refused != nil {
+		if actErr = deferredPastDeadline(st, cur, now, held.refused); actErr == nil {
+			return nil, 0, held.refused
+		}
+	}
 	ev := saga.Event{Kind: saga.EventResult, Now: c.cfg.Clock.Now().UTC(), Rand: c.cfg.Rand(), Output: out, Err: actErr, Took: took, Carrier: carrier, OffloadBytes: c.offloadBytes()}
 	var h *heard // only when someone listens: no allocation otherwise
 	if c.cfg.OnStep != nil {
@@ -291,6 +300,7 @@ func (c *Coordinator) runStep(ctx context.Context, msg durable.Message, st *saga
 		},
 	}
 	st, err := c.commit(ctx, &s, &t, h, st, st.Version)
+	c.release(ctx, &held)
 	return st, took, err
 }
 
@@ -376,11 +386,15 @@ func mayBeWritten(err error) bool {
 }
 
 // invoke runs the pending action with its step timeout. Its error is the
-// step's: an expression error building the input is permanent.
-func (c *Coordinator) invoke(ctx context.Context, plan *saga.Plan, st *saga.State, now time.Time) (_ any, _ time.Duration, err error) {
+// step's: an expression error building the input is permanent. A call
+// its action's limit does not admit does not run: held.refused says why.
+func (c *Coordinator) invoke(ctx context.Context, plan *saga.Plan, st *saga.State, now time.Time, held *lease) (_ any, _ time.Duration, err error) {
 	call, err := plan.CallWithin(st, now, c.offloadBytes())
 	if err != nil {
 		return nil, 0, saga.Permanent(err)
+	}
+	if held.refused = c.admit(ctx, &call, now, held); held.refused != nil {
+		return nil, 0, nil
 	}
 	actx, cancel, cutByInvocation := actionContext(ctx, call.Timeout)
 	defer cancel()
