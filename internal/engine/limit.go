@@ -264,3 +264,61 @@ func deferredPastDeadline(st *saga.State, cur saga.Cursor, now time.Time, refuse
 	}
 	return &saga.ActionError{Type: lang.ErrorTypeTimeout, Message: fmt.Sprintf("action %s was over its %s limit until the saga's deadline: deferred, not run by this delivery", d.action, d.why)}
 }
+
+// ErrNoLimits: the store keeps no limits (it is not a durable.Limiter).
+var ErrNoLimits = errors.New("this store keeps no action limits")
+
+func (c *Coordinator) limiter() (durable.Limiter, error) {
+	lim, ok := c.cfg.Store.(durable.Limiter)
+	if !ok {
+		return nil, ErrNoLimits
+	}
+	return lim, nil
+}
+
+// SetLimit sets an action's limit, replacing any it had: every worker
+// enforces it within LimitsTTL, this process at once.
+func (c *Coordinator) SetLimit(ctx context.Context, l durable.Limit) error {
+	if err := l.Check(); err != nil {
+		return err
+	}
+	lim, err := c.limiter()
+	if err != nil {
+		return err
+	}
+	if err := lim.LimitPut(ctx, &durable.LimitPutParams{Limit: l}); err != nil {
+		return err
+	}
+	c.forgetLimits()
+	return nil
+}
+
+// UnsetLimit removes an action's limit: durable.ErrNotFound when it has
+// none.
+func (c *Coordinator) UnsetLimit(ctx context.Context, action string) error {
+	lim, err := c.limiter()
+	if err != nil {
+		return err
+	}
+	if err := lim.LimitDelete(ctx, &durable.LimitDeleteParams{Action: action}); err != nil {
+		return err
+	}
+	c.forgetLimits()
+	return nil
+}
+
+// Limits returns every action's limit, by action name, as stored now.
+func (c *Coordinator) Limits(ctx context.Context) ([]durable.Limit, error) {
+	lim, err := c.limiter()
+	if err != nil {
+		return nil, err
+	}
+	return lim.LimitList(ctx, &durable.LimitListParams{Consistent: true})
+}
+
+// forgetLimits makes the next call read the limits again.
+func (c *Coordinator) forgetLimits() {
+	c.limits.mu.Lock()
+	c.limits.until = time.Time{}
+	c.limits.mu.Unlock()
+}
