@@ -116,6 +116,7 @@ func commands() []command {
 		{"pause", "(--name N | --action A) [--until T|D] [--compensations] | --list [--json] " + stackArgs, "hold the steps of the sagas of a name, or the calls of an action in every saga: deferred, no attempt spent, until unpause (or --until); compensations, deadlines and cancels go on", runPause},
 		{"unpause", "(--name N | --action A) " + stackArgs, "lift a pause: the steps it held run within a minute", runUnpause},
 		{"pauses", "[--json] " + stackArgs, "list the pauses", runPauses},
+		{"limit", limitArgs, "bound the calls of an action across every saga and worker, its compensations included: a call over the limit is deferred a second or two, never failed", runLimit},
 		{"sweep", "[--idle-for D] [--max-resends N] " + stackArgs, "re-send the messages of unfinished sagas idle too long (a start or cancel cut off before its send)", runSweep},
 		{"redrive", redriveArgs, "move dead letters back to the queues they came from, and say what moved and why the start queue refused what it did", runRedrive},
 		{"console", "[--addr 127.0.0.1:8080] [--allow-remote] " + stackArgs, "serve the operator's web console: sagas listed and filtered, each one's graph, history, input and vars; cancel, resume, signal and callbacks, each confirmed", runConsole},

@@ -1,0 +1,156 @@
+package sagactl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/client"
+)
+
+// limitArgs is limit's usage line.
+const limitArgs = "set ACTION [--rate N/s] [--burst N] [--concurrency N] | list [--json] | unset ACTION " + stackArgs
+
+// runLimit sets, lists and unsets action limits (docs/PROTOCOL.md,
+// "Limits"): set ACTION, list, unset ACTION.
+func runLimit(c *Config, args []string) int {
+	fs := flag.NewFlagSet("limit", flag.ContinueOnError)
+	rate := fs.String("rate", "", "calls a second, across every saga and worker: N/s (or N); at most "+strconv.Itoa(durable.MaxLimitRate))
+	burst := fs.Int("burst", 0, "calls that may start in one window of BURST/RATE seconds (default a tenth of the rate, at least 1)")
+	conc := fs.Int("concurrency", 0, "calls in flight at once; at most "+strconv.Itoa(durable.MaxLimitConcurrency))
+	asJSON := fs.Bool("json", false, "list as JSON")
+	var stack stackFlags
+	stack.register(fs)
+	rest, code, ok := c.flags(fs, args)
+	if !ok {
+		return code
+	}
+	verb, names := "", []string(nil)
+	if len(rest) > 0 {
+		verb, names = rest[0], rest[1:]
+	}
+	var l durable.Limit
+	switch {
+	case verb == "list" && len(names) == 0:
+	case (verb == "set" || verb == "unset") && len(names) == 1:
+		l.Action = names[0]
+	default:
+		c.errorf("limit: use %s limit %s", c.Name, limitArgs)
+		return ExitUsage
+	}
+	if verb == "set" {
+		n, err := parseRate(*rate)
+		if err != nil {
+			c.errorf("limit: --rate %q: %v", *rate, err)
+			return ExitUsage
+		}
+		l.Rate, l.Burst, l.Concurrency = n, *burst, *conc
+		if err := l.Check(); err != nil {
+			c.errorf("%v", err)
+			return ExitUsage
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := stack.client(ctx, c.APIOptions...)
+	if err != nil {
+		c.errorf("%v", err)
+		return ExitUsage
+	}
+	switch verb {
+	case "set":
+		err = cl.SetLimit(ctx, l)
+		if err == nil {
+			fmt.Fprintf(c.Stdout, "limit of %s set: %s; every worker enforces it within %s\n", l.Action, describeLimit(l), 5*time.Second)
+		}
+	case "unset":
+		err = cl.UnsetLimit(ctx, l.Action)
+		if errors.Is(err, durable.ErrNotFound) {
+			c.errorf("limit: %s has no limit", l.Action)
+			return ExitUsage
+		}
+		if err == nil {
+			fmt.Fprintf(c.Stdout, "limit of %s unset; every worker runs it unlimited within %s\n", l.Action, 5*time.Second)
+		}
+	default:
+		err = c.listLimits(ctx, cl, *asJSON)
+	}
+	if err != nil {
+		c.errorf("limit %s: %v", verb, err)
+		return ExitUsage
+	}
+	return ExitOK
+}
+
+// parseRate reads "50/s" or "50".
+func parseRate(s string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(s, "/s"))
+	if err != nil || n < 1 {
+		return 0, errors.New("a rate is a whole number of calls a second, 1 or more: 50/s")
+	}
+	return n, nil
+}
+
+// describeLimit says what l allows, for an operator.
+func describeLimit(l durable.Limit) string {
+	var parts []string
+	if l.Rate > 0 {
+		b := l.Burst
+		if b == 0 {
+			b = durable.DefaultBurst(l.Rate)
+		}
+		parts = append(parts, fmt.Sprintf("%d calls/s (%d per %s window)", l.Rate, b, l.Window()))
+	}
+	if l.Concurrency > 0 {
+		parts = append(parts, fmt.Sprintf("%d at once", l.Concurrency))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// limitReport is the JSON shape of one limit.
+type limitReport struct {
+	Action      string `json:"action"`
+	Rate        int    `json:"rate,omitempty"`
+	Burst       int    `json:"burst,omitempty"`
+	WindowMS    int64  `json:"window_ms,omitempty"`
+	Concurrency int    `json:"concurrency,omitempty"`
+}
+
+func (c *Config) listLimits(ctx context.Context, cl *client.Client, asJSON bool) error {
+	ls, err := cl.Limits(ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		out := make([]limitReport, len(ls))
+		for i, l := range ls {
+			out[i] = limitReport{Action: l.Action, Rate: l.Rate, Burst: l.Burst, WindowMS: l.Window().Milliseconds(), Concurrency: l.Concurrency}
+			if l.Rate > 0 && l.Burst == 0 {
+				out[i].Burst = durable.DefaultBurst(l.Rate)
+			}
+		}
+		enc := json.NewEncoder(c.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if len(ls) == 0 {
+		fmt.Fprintln(c.Stdout, "no action has a limit")
+		return nil
+	}
+	w := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ACTION\tLIMIT")
+	for _, l := range ls {
+		fmt.Fprintf(w, "%s\t%s\n", l.Action, describeLimit(l))
+	}
+	return w.Flush()
+}
