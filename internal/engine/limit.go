@@ -42,12 +42,16 @@ const noTimeoutLease = 15 * time.Minute
 // limitCache is a process's view of the limits, and what it learnt of
 // their shared state: windows it saw full, slots it released.
 type limitCache struct {
-	mu     sync.RWMutex
-	until  time.Time // read again from then on
-	by     map[string]durable.Limit
-	full   map[string]int64 // by action: the last window seen full here
-	freed  map[string]int   // by action: the slot last released here, likely free
-	warned bool
+	mu    sync.RWMutex
+	until time.Time // read again from then on
+	by    map[string]durable.Limit
+	full  map[string]int64 // by action: the last window seen full here
+	freed map[string]int   // by action: the slot last released here, likely free
+	// holding: by action, the slots this process's calls hold; busy: by
+	// action, until when it asks for no slot (two were held by others).
+	holding map[string]map[int]bool
+	busy    map[string]time.Time
+	warned  bool
 }
 
 // limitOf returns the action's limit, reading the limits again once
@@ -158,10 +162,33 @@ func (c *Coordinator) admit(ctx context.Context, call *saga.Call, now time.Time,
 	return nil
 }
 
-// leaseSlot takes one of the action's concurrency slots for call: the
-// one this process released last, if any, else one at random; then one
-// more at random. A lease lapses after the call's timeout and reserves.
+// leaseSlot takes one of the action's concurrency slots for call. What
+// this process knows saves requests: it tries no slot it holds itself,
+// the slot it released last first (likely free), and after two slots
+// held by others it asks no more for busyFor, deferring at once. A lease
+// lapses after the call's timeout and reserves.
 func (c *Coordinator) leaseSlot(ctx context.Context, lim durable.Limiter, l durable.Limit, call *saga.Call, now time.Time, held *lease) error {
+	lc := &c.limits
+	lc.mu.Lock()
+	if now.Before(lc.busy[call.Action]) {
+		lc.mu.Unlock()
+		return c.deferral(call.Action, "concurrency", 0)
+	}
+	mine := lc.holding[call.Action]
+	var tries [2]int
+	n := 0
+	if slot, ok := lc.freed[call.Action]; ok && slot < l.Concurrency && !mine[slot] {
+		tries[n], n = slot, n+1
+	}
+	for start, i := int(c.cfg.Rand()*float64(l.Concurrency)), 0; n < len(tries) && i < l.Concurrency; i++ {
+		if slot := (start + i) % l.Concurrency; !mine[slot] && (n == 0 || tries[0] != slot) {
+			tries[n], n = slot, n+1
+		}
+	}
+	lc.mu.Unlock()
+	if n == 0 {
+		return c.deferral(call.Action, "concurrency", 0) // this process holds every slot
+	}
 	holder := call.IdempotencyKey + "#" + strconv.Itoa(call.Attempt)
 	last := call.Timeout
 	if last <= 0 {
@@ -171,29 +198,50 @@ func (c *Coordinator) leaseSlot(ctx context.Context, lim durable.Limiter, l dura
 		}
 	}
 	until := now.Add(last + saga.StartReserve + saga.ResultReserve)
-	c.limits.mu.RLock()
-	slot, ok := c.limits.freed[call.Action]
-	c.limits.mu.RUnlock()
-	if !ok || slot >= l.Concurrency {
-		slot = int(c.cfg.Rand() * float64(l.Concurrency))
-	}
-	for try := range 2 {
-		if try > 0 {
-			if l.Concurrency == 1 {
-				break
-			}
-			slot = (slot + 1 + int(c.cfg.Rand()*float64(l.Concurrency-1))) % l.Concurrency
-		}
+	for _, slot := range tries[:n] {
 		err := lim.LimitLease(ctx, &durable.LimitLeaseParams{Action: call.Action, Slot: slot, Holder: holder, Now: now, Until: until})
 		if err == nil {
 			*held = lease{action: call.Action, holder: holder, slot: slot}
+			lc.note(call.Action, slot, true, false)
 			return nil
 		}
 		if !errors.Is(err, durable.ErrLimited) {
 			return err
 		}
 	}
+	lc.mu.Lock()
+	if lc.busy == nil {
+		lc.busy = map[string]time.Time{}
+	}
+	lc.busy[call.Action] = now.Add(busyFor)
+	lc.mu.Unlock()
 	return c.deferral(call.Action, "concurrency", 0)
+}
+
+// busyFor is how long a process asks for no slot of an action after two
+// were held by others: its calls are deferred a second or more anyway.
+const busyFor = 200 * time.Millisecond
+
+// note records that this process holds a slot, or no longer does (and
+// whether it released it: then it is likely free).
+func (lc *limitCache) note(action string, slot int, holding, released bool) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.holding == nil {
+		lc.holding, lc.freed = map[string]map[int]bool{}, map[string]int{}
+	}
+	if lc.holding[action] == nil {
+		lc.holding[action] = map[int]bool{}
+	}
+	if holding {
+		lc.holding[action][slot] = true
+		return
+	}
+	delete(lc.holding[action], slot)
+	if released {
+		lc.freed[action] = slot
+		delete(lc.busy, action) // a slot is free now
+	}
 }
 
 // release gives back the slot held, if any. A failure leaves the lease
@@ -205,14 +253,8 @@ func (c *Coordinator) release(ctx context.Context, held *lease) {
 	err := c.cfg.Store.(durable.Limiter).LimitRelease(context.WithoutCancel(ctx), &durable.LimitReleaseParams{Action: held.action, Slot: held.slot, Holder: held.holder})
 	if err != nil {
 		c.log.LogAttrs(ctx, slog.LevelWarn, "concurrency slot not released; it lapses", slog.String("action", held.action), slog.Int("slot", held.slot), slog.String("error", err.Error()))
-	} else {
-		c.limits.mu.Lock()
-		if c.limits.freed == nil {
-			c.limits.freed = map[string]int{}
-		}
-		c.limits.freed[held.action] = held.slot
-		c.limits.mu.Unlock()
 	}
+	c.limits.note(held.action, held.slot, false, err == nil)
 	*held = lease{}
 }
 
