@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -143,4 +144,21 @@ type Limiter interface {
 	// LimitRelease frees the slot if p.Holder holds it; nil when it does
 	// not (released already, or lapsed and taken by another).
 	LimitRelease(ctx context.Context, p *LimitReleaseParams) error
+}
+
+// Describe says what l allows, for an operator: "50 calls/s (5 per 100ms
+// window), 5 at once".
+func (l Limit) Describe() string {
+	var parts []string
+	if l.Rate > 0 {
+		b := l.Burst
+		if b <= 0 {
+			b = DefaultBurst(l.Rate)
+		}
+		parts = append(parts, fmt.Sprintf("%d calls/s (%d per %s window)", l.Rate, b, l.Window()))
+	}
+	if l.Concurrency > 0 {
+		parts = append(parts, fmt.Sprintf("%d at once", l.Concurrency))
+	}
+	return strings.Join(parts, ", ")
 }

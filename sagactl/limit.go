@@ -68,7 +68,7 @@ func runLimit(c *Config, args []string) int {
 	case "set":
 		err = cl.SetLimit(ctx, l)
 		if err == nil {
-			fmt.Fprintf(c.Stdout, "limit of %s set: %s; every worker enforces it within %s\n", l.Action, describeLimit(l), 5*time.Second)
+			fmt.Fprintf(c.Stdout, "limit of %s set: %s; every worker enforces it within %s\n", l.Action, l.Describe(), 5*time.Second)
 		}
 	case "unset":
 		err = cl.UnsetLimit(ctx, l.Action)
@@ -99,22 +99,6 @@ func parseRate(s string) (int, error) {
 		return 0, errors.New("a rate is a whole number of calls a second, 1 or more: 50/s")
 	}
 	return n, nil
-}
-
-// describeLimit says what l allows, for an operator.
-func describeLimit(l durable.Limit) string {
-	var parts []string
-	if l.Rate > 0 {
-		b := l.Burst
-		if b == 0 {
-			b = durable.DefaultBurst(l.Rate)
-		}
-		parts = append(parts, fmt.Sprintf("%d calls/s (%d per %s window)", l.Rate, b, l.Window()))
-	}
-	if l.Concurrency > 0 {
-		parts = append(parts, fmt.Sprintf("%d at once", l.Concurrency))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // limitReport is the JSON shape of one limit.
@@ -150,7 +134,21 @@ func (c *Config) listLimits(ctx context.Context, cl *client.Client, asJSON bool)
 	w := tabwriter.NewWriter(c.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ACTION\tLIMIT")
 	for _, l := range ls {
-		fmt.Fprintf(w, "%s\t%s\n", l.Action, describeLimit(l))
+		fmt.Fprintf(w, "%s\t%s\n", l.Action, l.Describe())
 	}
 	return w.Flush()
+}
+
+// Limits, SetLimit and UnsetLimit give the console its Limits page
+// (console.Limits).
+func (s clientSource) Limits(ctx context.Context) ([]durable.Limit, error) {
+	return s.cl.Limits(ctx)
+}
+
+func (s clientSource) SetLimit(ctx context.Context, l durable.Limit) error {
+	return s.cl.SetLimit(ctx, l)
+}
+
+func (s clientSource) UnsetLimit(ctx context.Context, action string) error {
+	return s.cl.UnsetLimit(ctx, action)
 }

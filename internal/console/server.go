@@ -118,6 +118,7 @@ func New(cfg Config) (*Server, error) {
 	s.routeDeadLetters(mux, base)               // deadletters.go
 	mux.HandleFunc("GET /pauses", s.pauses)
 	mux.HandleFunc("POST /pauses/{op}", s.pauseAct)
+	s.routeLimits(mux, base)
 	s.mux = mux
 	return s, nil
 }
