@@ -194,7 +194,7 @@ func (c *Coordinator) leaseSlot(ctx context.Context, lim durable.Limiter, l dura
 	if last <= 0 {
 		last = noTimeoutLease
 		if dl, ok := ctx.Deadline(); ok {
-			last = dl.Sub(now)
+			last = time.Until(dl) // the invocation's deadline is on the wall clock, as in timeLeft
 		}
 	}
 	until := now.Add(last + saga.StartReserve + saga.ResultReserve)
