@@ -2,17 +2,11 @@ package ddbmeter_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
-	"github.com/lambdasaga/lambdasaga/internal/awslocal"
-	"github.com/lambdasaga/lambdasaga/internal/ddbmeter"
-	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
 
 // TestLimitRequestsAsBilled pins what each request of an action's limit
@@ -23,25 +17,8 @@ import (
 // half a unit (eventually consistent, under 4 KB). docs/COST.md, "Limits".
 func TestLimitRequestsAsBilled(t *testing.T) {
 	t.Parallel()
-	endpoint := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
-	meter, err := ddbmeter.New(ddbmeter.Config{Backend: endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httptest.NewServer(meter)
-	defer proxy.Close()
-	client := awslocal.DynamoDB(proxy.URL)
+	meter, st := meteredStore(t, "lim-")
 	ctx := context.Background()
-	var r [6]byte
-	_, _ = rand.Read(r[:])
-	table := "lim-" + hex.EncodeToString(r[:])
-	if err := dynamo.CreateTable(ctx, client, table); err != nil {
-		t.Fatal(err)
-	}
-	st, err := dynamo.New(dynamo.Config{Client: client, Table: table})
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
 	for _, l := range []durable.Limit{{Action: "payments.charge", Rate: 50, Concurrency: 5}, {Action: "lambda:arn:aws:lambda:us-east-1:123456789012:function:ship", Rate: 10}} {
 		if err := st.LimitPut(ctx, &durable.LimitPutParams{Limit: l}); err != nil {

@@ -9,12 +9,39 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/smithy-go/middleware"
+
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/accounting"
 	"github.com/lambdasaga/lambdasaga/internal/awslocal"
 	"github.com/lambdasaga/lambdasaga/internal/ddbmeter"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
+
+// meteredStore is a store on a fresh table (its name prefix given) whose
+// requests pass through a wire meter on the emulator, and through the
+// SDK options given.
+func meteredStore(t *testing.T, prefix string, options ...func(*middleware.Stack) error) (*ddbmeter.Meter, *dynamo.Store) {
+	t.Helper()
+	meter, err := ddbmeter.New(ddbmeter.Config{Backend: awslocal.Endpoint(t, awslocal.EnvDynamoDB)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httptest.NewServer(meter)
+	t.Cleanup(proxy.Close)
+	client := awslocal.DynamoDB(proxy.URL, options...)
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	table := prefix + hex.EncodeToString(r[:])
+	if err := dynamo.CreateTable(context.Background(), client, table); err != nil {
+		t.Fatal(err)
+	}
+	st, err := dynamo.New(dynamo.Config{Client: client, Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return meter, st
+}
 
 // TestWireMeterAgreesWithMiddlewareOnStoreWrites
 // drives the store's writes that sagactl run never makes through both
@@ -29,26 +56,9 @@ import (
 // with the failure, leaving the units of every conflict out.)
 func TestWireMeterAgreesWithMiddlewareOnStoreWrites(t *testing.T) {
 	t.Parallel()
-	endpoint := awslocal.Endpoint(t, awslocal.EnvDynamoDB)
-	meter, err := ddbmeter.New(ddbmeter.Config{Backend: endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httptest.NewServer(meter)
-	defer proxy.Close()
 	counter := accounting.New()
-	client := awslocal.DynamoDB(proxy.URL, counter.Register)
+	meter, st := meteredStore(t, "r2-", counter.Register)
 	ctx := context.Background()
-	var r [6]byte
-	_, _ = rand.Read(r[:])
-	table := "r2-" + hex.EncodeToString(r[:])
-	if err := dynamo.CreateTable(ctx, client, table); err != nil {
-		t.Fatal(err)
-	}
-	st, err := dynamo.New(dynamo.Config{Client: client, Table: table})
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
 	rec := durable.SagaRecord{SagaID: "r2", Version: 1, Status: durable.StatusRunning, Name: "order", DefinitionHash: "h",
 		CreatedAt: now, StatusSince: now, UpdatedAt: now, State: make([]byte, 300)}
