@@ -344,6 +344,7 @@ func (r recorder) Invoke(ctx context.Context, call saga.Call) (any, error) {
 	if chained {
 		w.chainedStep(ctx, call)
 	}
+	w.limitedCall(call)
 	out, err := r.inner.Invoke(ctx, call)
 	top := w.callLog(call.SagaID)
 	top.calls = append(top.calls, loggedCall{Call: call, ok: err == nil})

@@ -172,6 +172,7 @@ type world struct {
 	actions *simActions
 	coord   *engine.Coordinator
 	objects *faultyObjects // nil without Config.Objects
+	limits  *simLimiter    // the action limits (limits.go)
 	faults  bool
 	report  *Report
 
@@ -384,7 +385,8 @@ func Run(cfg Config) (*Report, error) {
 		forks: newForkLedger(), lastErr: map[string]string{}, handled: map[string]int{},
 		held: map[string]bool{}, operated: map[string]string{}, putBy: map[string]*handleLog{},
 	}
-	w.store = &faultyStore{Store: memstore.New(), w: w}
+	mem := memstore.New()
+	w.store = &faultyStore{Store: mem, w: w}
 	w.queue = newSimQueue(w)
 	w.actions = newSimActions(w)
 	var services engine.Invoker = w.actions
@@ -403,8 +405,9 @@ func Run(cfg Config) (*Report, error) {
 		w.objects = &faultyObjects{Objects: memobjects.New(), w: w}
 		objects = w.objects
 	}
+	w.limits = newSimLimiter(w, mem, clock)
 	coord, err := engine.NewCoordinator(engine.CoordinatorConfig{
-		Store: w.store, Queue: w.queue, Actions: recorder{w: w, inner: services}, Clock: clock, Rand: w.rng.Float64,
+		Store: limitedStore{w.store, w.limits}, Queue: w.queue, Actions: recorder{w: w, inner: services}, Clock: clock, Rand: w.rng.Float64,
 		OnStep: w.heard, Objects: objects,
 		// No cache: every read goes to the object store, as on Lambda
 		// instances that did not put the value, and a fault does not
@@ -415,6 +418,9 @@ func Run(cfg Config) (*Report, error) {
 		return nil, err
 	}
 	w.coord = coord
+	if err := w.setLimits(context.Background()); err != nil {
+		return nil, err
+	}
 	plans, err := compilePlans()
 	if err != nil {
 		return nil, err
