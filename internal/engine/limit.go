@@ -51,7 +51,6 @@ type limitCache struct {
 	// action, until when it asks for no slot (two were held by others).
 	holding map[string]map[int]bool
 	busy    map[string]time.Time
-	warned  bool
 }
 
 // limitOf returns the action's limit, reading the limits again once
