@@ -141,7 +141,7 @@ func (w *world) limitedCall(call saga.Call) {
 			lim = l
 		}
 	}
-	if lim.Action == "" || w.limits == nil {
+	if lim.Action == "" || w.cfg.NoLimits {
 		return
 	}
 	now := w.limits.clock.Now()

@@ -83,6 +83,11 @@ type Config struct {
 	Objects bool
 	// NoPauses: no operator pauses (pause.go) during the run.
 	NoPauses bool
+	// NoLimits runs without action limits (limits.go): a run that limits
+	// actions defers calls, which moves every random draw after the first
+	// deferral, so a seed tuned to show a sabotage before limits were
+	// modelled no longer replays the same run.
+	NoLimits bool
 }
 
 // errCrash is a worker dying at a boundary: nothing after it happens.
@@ -418,8 +423,10 @@ func Run(cfg Config) (*Report, error) {
 		return nil, err
 	}
 	w.coord = coord
-	if err := w.setLimits(context.Background()); err != nil {
-		return nil, err
+	if !cfg.NoLimits {
+		if err := w.setLimits(context.Background()); err != nil {
+			return nil, err
+		}
 	}
 	plans, err := compilePlans()
 	if err != nil {

@@ -136,7 +136,7 @@ func TestSimulationCatchesForkSabotage(t *testing.T) {
 		t.Skip("tests the checker, on one goroutine: the race detector adds nothing but minutes; the normal build runs it")
 	}
 	const seed, sagas = 3, 300
-	honest, err := sim.Run(sim.Config{Seed: seed, Sagas: sagas})
+	honest, err := sim.Run(sim.Config{Seed: seed, Sagas: sagas, NoLimits: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestSimulationCatchesForkSabotage(t *testing.T) {
 	} {
 		t.Run(tt.sabotage+"/"+tt.invariant, func(t *testing.T) {
 			t.Parallel()
-			rep, err := sim.Run(sim.Config{Seed: seed, Sagas: sagas, Sabotage: tt.sabotage})
+			rep, err := sim.Run(sim.Config{Seed: seed, Sagas: sagas, Sabotage: tt.sabotage, NoLimits: true})
 			if err != nil {
 				t.Fatal(err)
 			}
