@@ -84,7 +84,7 @@ type LimitPutParams struct {
 
 // LimitDeleteParams removes one action's limit.
 type LimitDeleteParams struct {
-	Action string
+	Action string // the action whose limit goes
 }
 
 // LimitListParams reads every limit.
@@ -96,9 +96,9 @@ type LimitListParams struct {
 
 // LimitTakeParams counts one call in a rate limit's window.
 type LimitTakeParams struct {
-	Action string
-	Window int64 // the window's number: the time since the Unix epoch divided by its length
-	Max    int   // the calls the window allows
+	Action string // the limited action
+	Window int64  // the window's number: the time since the Unix epoch divided by its length
+	Max    int    // the calls the window allows
 	// Expires is when the window's counter may be deleted (a store's
 	// TTL); it is never read again after its window ends.
 	Expires time.Time
@@ -106,10 +106,10 @@ type LimitTakeParams struct {
 
 // LimitLeaseParams takes one of an action's concurrency slots for a call.
 type LimitLeaseParams struct {
-	Action string
-	Slot   int    // 0 to the concurrency - 1
-	Holder string // the call's idempotency key: the holder that may take it again and release it
-	Now    time.Time
+	Action string    // the limited action
+	Slot   int       // 0 to the concurrency - 1
+	Holder string    // the call's idempotency key: the holder that may take it again and release it
+	Now    time.Time // the caller's time: a lease whose Until is before it has lapsed
 	// Until is when the lease lapses if never released: the call's
 	// timeout and its reserve after Now, so a worker that dies leaves no
 	// slot held for ever.
@@ -118,8 +118,8 @@ type LimitLeaseParams struct {
 
 // LimitReleaseParams gives a concurrency slot back.
 type LimitReleaseParams struct {
-	Action string
-	Slot   int
+	Action string // the limited action
+	Slot   int    // the slot leased
 	Holder string // released only if this holder still has it
 }
 
