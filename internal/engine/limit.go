@@ -270,10 +270,8 @@ func (c *Coordinator) deferral(action, why string, wait time.Duration) error {
 // deadline is not waited for here: the message, when it comes back after
 // the deadline, fires it instead of running the call.
 func (c *Coordinator) deferCall(ctx context.Context, msg durable.Message, st *saga.State, d *limitDeferral) (Outcome, error) {
-	again := msg
-	again.Delay = d.delay
-	if err := c.send(ctx, []durable.Message{again}); err != nil {
-		return "", fmt.Errorf("saga %s: %w, sending it again: %w", msg.SagaID, d, err)
+	if err := c.deferStep(ctx, msg, st, d.delay); err != nil {
+		return "", fmt.Errorf("%w: %w", d, err)
 	}
 	c.logHandled(ctx, msg, st, HandledDeferred, 0)
 	return HandledDeferred, nil
