@@ -238,20 +238,31 @@ func (r *Recorder) Count(what Record) {
 // durable.ErrConflict: a conditional write that lost to another writer
 // (the coordinator then reloads the saga and looks again). With
 // Config.MemoryMB it also meters the reads and writes of sagas (cost.go).
-// A store's optional pauses (durable.Pauses) pass through, so that the
-// engine still finds them by type assertion.
+// A store's optional capabilities (durable.Pauses, durable.Limiter) pass
+// through, so that the engine still finds them by type assertion.
 func (r *Recorder) Store(s durable.Store) durable.Store {
 	c := &conflictCounter{Store: s, r: r}
-	if ps, ok := s.(durable.Pauses); ok {
-		return &pausesConflictCounter{conflictCounter: c, Pauses: ps}
+	ps, pauses := s.(durable.Pauses)
+	lim, limits := s.(durable.Limiter)
+	switch {
+	case pauses && limits:
+		return &struct {
+			*conflictCounter
+			durable.Pauses
+			durable.Limiter
+		}{c, ps, lim}
+	case pauses:
+		return &struct {
+			*conflictCounter
+			durable.Pauses
+		}{c, ps}
+	case limits:
+		return &struct {
+			*conflictCounter
+			durable.Limiter
+		}{c, lim}
 	}
 	return c
-}
-
-// pausesConflictCounter is a conflictCounter on a store that keeps pauses.
-type pausesConflictCounter struct {
-	*conflictCounter
-	durable.Pauses
 }
 
 type conflictCounter struct {
