@@ -184,14 +184,21 @@ func (c *Coordinator) paused(ctx context.Context, msg durable.Message, st *saga.
 // saga's deadline or a cancel does not wait for: it did not run. The saga
 // compensates what it completed before it.
 func (c *Coordinator) settlePaused(ctx context.Context, msg durable.Message, st *saga.State, plan *saga.Plan, ev saga.Event, out Outcome) (Outcome, error) {
+	var h *heard // only when someone listens: observers hear the step fail
+	if c.cfg.OnStep != nil {
+		h = &heard{}
+	}
 	s := subject{sagaID: msg.SagaID, step: msg.Step, plan: plan}
 	t := transition{
 		advance: func(st *saga.State, limit int) error {
 			ev.Rand, ev.StoreLimit, ev.OffloadBytes = c.cfg.Rand(), limit, c.offloadBytes()
+			if h != nil {
+				ev.OnStep = c.observer(plan, h, msg.SagaID, st, nil)
+			}
 			return plan.Advance(st, ev)
 		},
 	}
-	st, err := c.commit(ctx, &s, &t, nil, st, st.Version)
+	st, err := c.commit(ctx, &s, &t, h, st, st.Version)
 	if err != nil {
 		return "", err
 	}

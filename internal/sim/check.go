@@ -140,6 +140,12 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 		// What committed: the calls whose result a committed transition
 		// recorded, the completed steps, and the compensations, with keys.
 		recorded := map[string]bool{}
+		// notRunPaused: uncompensated steps whose attempt a cancel met
+		// while a pause held it (engine: paused): written as not run,
+		// its outcome unknown, and, with nothing to undo, never found
+		// out; an earlier delivery may have applied its effect, which no
+		// transition records (docs/PROTOCOL.md, "Pauses").
+		notRunPaused := map[string]bool{}
 		var completedKeys, compKeys, successKeys []string
 		seen := map[string]bool{}
 		firstCall := map[string]int{}      // key -> the order of its first committed call
@@ -161,6 +167,10 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 				}
 			}
 			for _, ev := range wr.events() {
+				if step, _ := s.plan.Step(ev.Step); ev.Outcome == saga.OutcomeFailed && !ev.Compensation && step != nil && step.Compensate == nil &&
+					ev.Error != nil && strings.HasPrefix(ev.Error.Message, "not run: the saga was cancelled while its") {
+					notRunPaused[ev.Step] = true
+				}
 				call, ok := callFor(wr.calls(), ev.Step, ev.Compensation)
 				if step, _ := s.plan.Step(ev.Step); !ok && !ev.Compensation && step != nil && step.Callback != nil {
 					// A callback step completes when its token does, after
@@ -200,6 +210,10 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 		for _, key := range keysBySaga[s.id] {
 			if n := w.actions.duplicates[key]; n > 0 {
 				w.violate("effects_equal_committed_steps", "saga %s: effect of %s applied %d times", s.id, key, n+1)
+			}
+			if w.actions.applied[key] && !recorded[key] && notRunPaused[strings.Split(key, "/")[1]] {
+				r.Faults["effect_unrecorded_cancelled_while_paused"]++
+				continue
 			}
 			if w.actions.applied[key] && !recorded[key] {
 				w.violate("effects_equal_committed_steps", "saga %s (%s, %s, failure %s): effect of %s applied, but no committed transition recorded its call", s.id, s.plan.Name(), st.Status, w.failureType(s, st), key)
