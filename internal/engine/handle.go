@@ -317,14 +317,21 @@ func (c *Coordinator) fire(ctx context.Context, msg durable.Message, st *saga.St
 		c.logHandled(ctx, msg, st, HandledEarly, 0)
 		return HandledEarly, nil
 	}
-	var h *heard
+	return c.commitEvent(ctx, msg, st, plan, saga.Event{Kind: saga.EventTimer, Now: now}, HandledTimer)
+}
+
+// commitEvent writes ev, an event the message msg brings about without
+// running an action (a timer; a paused attempt a cancel or the deadline
+// settles), as one transition, observers told, and sends its outbox.
+func (c *Coordinator) commitEvent(ctx context.Context, msg durable.Message, st *saga.State, plan *saga.Plan, ev saga.Event, out Outcome) (Outcome, error) {
+	var h *heard // only when someone listens: no allocation otherwise
 	if c.cfg.OnStep != nil {
 		h = &heard{}
 	}
 	s := subject{sagaID: msg.SagaID, step: msg.Step, plan: plan}
 	t := transition{
 		advance: func(st *saga.State, limit int) error {
-			ev := saga.Event{Kind: saga.EventTimer, Now: now, Rand: c.cfg.Rand(), StoreLimit: limit, OffloadBytes: c.offloadBytes()}
+			ev.Rand, ev.StoreLimit, ev.OffloadBytes = c.cfg.Rand(), limit, c.offloadBytes()
 			if h != nil {
 				ev.OnStep = c.observer(plan, h, msg.SagaID, st, nil)
 			}
@@ -338,8 +345,8 @@ func (c *Coordinator) fire(ctx context.Context, msg durable.Message, st *saga.St
 	if err := c.publish(ctx, st, plan); err != nil {
 		return "", err
 	}
-	c.logHandled(ctx, msg, st, HandledTimer, 0)
-	return HandledTimer, nil
+	c.logHandled(ctx, msg, st, out, 0)
+	return out, nil
 }
 
 // chainedAttempt is the message a chain would have sent for the attempt

@@ -154,7 +154,7 @@ func (c *Coordinator) pausedBy(ctx context.Context, plan *saga.Plan, cur saga.Cu
 func (c *Coordinator) paused(ctx context.Context, msg durable.Message, st *saga.State, plan *saga.Plan, cur saga.Cursor, p durable.Pause, carrier uint64) (Outcome, error) {
 	now := c.cfg.Clock.Now()
 	if !cur.Compensating && !st.Deadline.IsZero() && !now.Before(st.Deadline) && !st.CancelRequested {
-		return c.settlePaused(ctx, msg, st, plan, saga.Event{Kind: saga.EventTimer, Now: now.UTC(), Deferred: true}, HandledTimer)
+		return c.commitEvent(ctx, msg, st, plan, saga.Event{Kind: saga.EventTimer, Now: now.UTC(), Deferred: true}, HandledTimer)
 	}
 	if !cur.Compensating && st.CancelRequested {
 		// Not run here; a delivery before the pause may have run it (a
@@ -162,7 +162,7 @@ func (c *Coordinator) paused(ctx context.Context, msg durable.Message, st *saga.
 		// goes on the stack unknown and is found out as the saga
 		// compensates, never taken as not done.
 		why := saga.Permanent(&saga.ActionError{Type: lang.ErrorTypeTimeout, Message: fmt.Sprintf("not run: the saga was cancelled while its %s %s was paused; found out as the saga compensates", p.Kind, p.Target)})
-		return c.settlePaused(ctx, msg, st, plan, saga.Event{Kind: saga.EventResult, Now: now.UTC(), Err: why, Carrier: carrier}, HandledStep)
+		return c.commitEvent(ctx, msg, st, plan, saga.Event{Kind: saga.EventResult, Now: now.UTC(), Err: why, Carrier: carrier}, HandledStep)
 	}
 	delay := c.cfg.PausePoll
 	if !p.Until.IsZero() {
@@ -178,35 +178,6 @@ func (c *Coordinator) paused(ctx context.Context, msg durable.Message, st *saga.
 	}
 	c.logHandled(ctx, msg, st, HandledPaused, 0)
 	return HandledPaused, nil
-}
-
-// settlePaused writes ev, the outcome of a paused attempt that its
-// saga's deadline or a cancel does not wait for: it did not run. The saga
-// compensates what it completed before it.
-func (c *Coordinator) settlePaused(ctx context.Context, msg durable.Message, st *saga.State, plan *saga.Plan, ev saga.Event, out Outcome) (Outcome, error) {
-	var h *heard // only when someone listens: observers hear the step fail
-	if c.cfg.OnStep != nil {
-		h = &heard{}
-	}
-	s := subject{sagaID: msg.SagaID, step: msg.Step, plan: plan}
-	t := transition{
-		advance: func(st *saga.State, limit int) error {
-			ev.Rand, ev.StoreLimit, ev.OffloadBytes = c.cfg.Rand(), limit, c.offloadBytes()
-			if h != nil {
-				ev.OnStep = c.observer(plan, h, msg.SagaID, st, nil)
-			}
-			return plan.Advance(st, ev)
-		},
-	}
-	st, err := c.commit(ctx, &s, &t, h, st, st.Version)
-	if err != nil {
-		return "", err
-	}
-	if err := c.publish(ctx, st, plan); err != nil {
-		return "", err
-	}
-	c.logHandled(ctx, msg, st, out, 0)
-	return out, nil
 }
 
 // PauseParams pauses the steps of a saga name or the calls of an action.
