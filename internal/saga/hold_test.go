@@ -350,3 +350,22 @@ func TestADefiniteFailureOfARetryClearsAHeldStepsUnknownOutcome(t *testing.T) {
 		t.Fatalf("compensated: %s", r.st.Status)
 	}
 }
+
+// A held saga keeps a signal for an await after its retry, as a running
+// saga does; a completion of the held callback's token is refused.
+func TestAHeldSagaKeepsSignalsForAfterItsRetry(t *testing.T) {
+	t.Parallel()
+	src := heldOrder[:strings.Index(heldOrder, "  - id: check")] + "  - id: approval\n    await: {signal: approved, timeout: 1h}\n    out: ok\n"
+	r := newHeldRig(t, src)
+	r.failCharge()
+	ev := saga.Event{Now: r.now, Delivery: saga.Delivery{Signal: "approved", ID: "s-1", Payload: "yes"}}
+	receipt, err := r.p.Receive(r.st, &ev)
+	if err != nil || receipt != saga.ReceiptKept || len(r.st.Kept) != 1 || r.st.Status != durable.StatusHeld {
+		t.Fatalf("signal to a held saga: %v %v, kept %d, %s", receipt, err, len(r.st.Kept), r.st.Status)
+	}
+	r.step(saga.Event{Kind: saga.EventRetry})
+	r.step(saga.Event{Kind: saga.EventResult, Output: "p-1"})
+	if r.st.Status != durable.StatusSucceeded || r.st.Vars["ok"] != "yes" {
+		t.Fatalf("after the retry: %s, vars %v", r.st.Status, r.st.Vars)
+	}
+}

@@ -235,7 +235,11 @@ func (p *Plan) Receive(st *State, ev *Event) (Receipt, error) {
 	if d.ID != "" && containsString(st.Seen, d.ID) {
 		return ReceiptDuplicate, nil
 	}
-	if st.Status != durable.StatusRunning && st.Status != durable.StatusWaiting {
+	// A held saga keeps a signal, as a running one does, for an await
+	// after its retry; a callback token of the attempt it is held on
+	// named a failed attempt.
+	heldSignal := st.Status == durable.StatusHeld && d.Token == ""
+	if st.Status != durable.StatusRunning && st.Status != durable.StatusWaiting && !heldSignal {
 		return "", fmt.Errorf("%w: saga %s is %s: %s not taken", ErrNotReceiving, st.SagaID, st.Status, what)
 	}
 	cur, pending := st.Pending()
