@@ -9,6 +9,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga"
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/accounting"
 	"github.com/lambdasaga/lambdasaga/internal/awstest"
 	"github.com/lambdasaga/lambdasaga/internal/frontdoor"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
@@ -92,6 +93,7 @@ func snapshot(b *awstest.Backend, step string) stepCost {
 // Not parallel: make bench prints its table, then TestPayloadSize's, for bench/README.md.
 func TestRequestEconomy(t *testing.T) {
 	b := awstest.New(t)
+	b.Counter.Skip(accounting.EventualReads) // the pauses' and limits' caches: TestPauseEconomy, TestLimitRequestsAsBilled
 	actions := lambdasaga.NewActions()
 	order.NewServices().Register(actions)
 	reg := frontdoor.Registry(actions)

@@ -93,6 +93,25 @@ type Counter struct {
 	mu     sync.Mutex
 	stats  map[string]*Stat
 	tables map[string]TableSchema
+	skip   func(service, op string, params any) bool
+}
+
+// Skip makes the counter leave out the requests for which skip reports
+// true (nil: count every request). Set it before the clients send.
+func (c *Counter) Skip(skip func(service, op string, params any) bool) {
+	c.mu.Lock()
+	c.skip = skip
+	c.mu.Unlock()
+}
+
+// EventualReads reports whether a request is an eventually consistent
+// DynamoDB GetItem: a Skip for a measure of what each step reads (its
+// saga, strongly consistent) without the per-process caches' reads (the
+// pauses and the action limits, read at most every 5 s), which are
+// measured on their own.
+func EventualReads(service, op string, params any) bool {
+	in, ok := params.(*dynamodb.GetItemInput)
+	return ok && service == "DynamoDB" && (in.ConsistentRead == nil || !*in.ConsistentRead)
 }
 
 // New returns an empty counter.
@@ -122,6 +141,12 @@ func (c *Counter) Register(stack *middleware.Stack) error {
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("lambdasaga/accounting",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			service := awsmiddleware.GetServiceID(ctx)
+			c.mu.Lock()
+			skip := c.skip
+			c.mu.Unlock()
+			if skip != nil && skip(service, awsmiddleware.GetOperationName(ctx), in.Parameters) {
+				return next.HandleInitialize(ctx, in)
+			}
 			if service != "DynamoDB" {
 				out, md, err := next.HandleInitialize(ctx, in)
 				c.record(service+"."+awsmiddleware.GetOperationName(ctx), out.Result, err, nil, false)
