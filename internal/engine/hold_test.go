@@ -157,12 +157,7 @@ steps:
 		t.Fatalf("tick at hold_for's end: %+v %v", res, err)
 	}
 	r.drain()
-	if st := r.get("o"); st.Status != durable.StatusCompensated || st.Failure == nil || st.Failure.Step != "pay" {
-		t.Fatalf("after hold_for: %s %+v", st.Status, st.Failure)
-	}
-	if countOf(r.effects(), "first.undo(first)") != 1 {
-		t.Fatalf("effects %v", r.effects())
-	}
+	endedByItsHold(t, r, "o", "pay")
 }
 
 // A callback's failure that holds the saga is written by the completer,
@@ -202,12 +197,7 @@ steps:
 		t.Fatalf("sweep: %+v %v; want the held saga's timer sent again", res, err)
 	}
 	r.drain()
-	if st := r.get("o"); st.Status != durable.StatusCompensated || st.Failure == nil || st.Failure.Step != "charge" {
-		t.Fatalf("after hold_for: %s %+v", st.Status, st.Failure)
-	}
-	if countOf(r.effects(), "first.undo(first)") != 1 {
-		t.Fatalf("effects %v", r.effects())
-	}
+	endedByItsHold(t, r, "o", "charge")
 }
 
 // A cancel's stop fails to cancel a held child saga until the stop is
@@ -259,5 +249,17 @@ steps:
 	}
 	if log := r.effects(); countOf(log, "c.undo(c1)") != 1 || countOf(log, "first.undo(first)") != 1 {
 		t.Fatalf("effects %v", log)
+	}
+}
+
+// endedByItsHold checks that saga id, held on step, compensated once its
+// hold ended: for that step's failure, its first step undone once.
+func endedByItsHold(t *testing.T, r *rig, id, step string) {
+	t.Helper()
+	if st := r.get(id); st.Status != durable.StatusCompensated || st.Failure == nil || st.Failure.Step != step {
+		t.Fatalf("after hold_for: %s %+v", st.Status, st.Failure)
+	}
+	if countOf(r.effects(), "first.undo(first)") != 1 {
+		t.Fatalf("effects %v", r.effects())
 	}
 }
