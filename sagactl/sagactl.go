@@ -119,7 +119,7 @@ func commands() []command {
 		{"limit", limitArgs, "bound the calls of an action across every saga and worker, its compensations included: a call over the limit is deferred a second or two, never failed", runLimit},
 		{"sweep", "[--idle-for D] [--max-resends N] " + stackArgs, "re-send the messages of unfinished sagas idle too long (a start or cancel cut off before its send)", runSweep},
 		{"redrive", redriveArgs, "move dead letters back to the queues they came from, and say what moved and why the start queue refused what it did", runRedrive},
-		{"console", "[--addr 127.0.0.1:8080] [--allow-remote] " + stackArgs, "serve the operator's web console: sagas listed and filtered, each one's graph, history, input and vars; cancel, resume, signal and callbacks, each confirmed", runConsole},
+		{"console", "[--addr 127.0.0.1:8080] [--allow-remote] " + stackArgs, "serve the operator's web console: sagas listed and filtered, each one's graph, history, input and vars; cancel, resume, retry, compensate, signal and callbacks, one saga or every saga a filter matches; pauses, action limits and dead letters; each confirmed", runConsole},
 		{"schedule", scheduleArgs, "list when an EventBridge Scheduler expression starts a saga, and the saga ids; print a schedule resource for the template", runSchedule},
 		{"local", "[up|down] [--main FUNCTION=PACKAGE]... [--workers N] [--visibility D]", "run the deployed shape here: emulators, the real bootstraps under aws-lambda-rie, queue pollers", runLocal},
 		{"help", "", "show this help", nil},
