@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // ErrLimited: a call would go over its action's limit (a rate window
@@ -35,6 +36,10 @@ const (
 	MaxLimitRate        = 500
 	MaxLimitBurst       = 500
 	MaxLimitConcurrency = 100
+	// MaxLimitActionBytes bounds a limit's action name: longer than any
+	// action a definition may call (a Go action's 128, a Lambda ARN with
+	// its qualifier), well within a partition key's 2,048 bytes.
+	MaxLimitActionBytes = 256
 )
 
 // DefaultBurst is the burst of a rate limit set without one: a tenth of
@@ -61,6 +66,10 @@ func (l Limit) Check() error {
 	switch {
 	case l.Action == "":
 		return errors.New("limit: an action is required")
+	case len(l.Action) > MaxLimitActionBytes:
+		return fmt.Errorf("limit: an action name of %d bytes is longer than any action's (at most %d)", len(l.Action), MaxLimitActionBytes)
+	case strings.ContainsFunc(l.Action, unicode.IsControl):
+		return errors.New("limit: an action name holds no control characters")
 	case l.Rate < 0 || l.Burst < 0 || l.Concurrency < 0:
 		return fmt.Errorf("limit of %s: rate, burst and concurrency are not negative", l.Action)
 	case l.Rate == 0 && l.Concurrency == 0:
