@@ -197,22 +197,6 @@ func untilText(t time.Time) string {
 	return " until " + t.UTC().Format(time.RFC3339)
 }
 
-// withClient runs do with a client of the stack, printing its error.
-func (c *Config) withClient(stack *stackFlags, do func(context.Context, *client.Client) error) int {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cl, err := stack.client(ctx, c.APIOptions...)
-	if err != nil {
-		c.errorf("%v", err)
-		return ExitUsage
-	}
-	if err := do(ctx, cl); err != nil {
-		c.errorf("%v", err)
-		return ExitUsage
-	}
-	return ExitOK
-}
-
 // pausedByReport is the operator's pause that holds a saga's next step.
 type pausedByReport struct {
 	Kind   durable.PauseKind `json:"kind"`

@@ -332,6 +332,22 @@ func runCompensate(c *Config, args []string) int {
 	})
 }
 
+// withClient runs do with a client of the stack, printing its error.
+func (c *Config) withClient(stack *stackFlags, do func(context.Context, *client.Client) error) int {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := stack.client(ctx, c.APIOptions...)
+	if err != nil {
+		c.errorf("%v", err)
+		return ExitUsage
+	}
+	if err := do(ctx, cl); err != nil {
+		c.errorf("%v", err)
+		return ExitUsage
+	}
+	return ExitOK
+}
+
 // sagaCommand runs a command on one saga by id; act nil only reads it.
 // flags, if given, adds the command's own flags.
 func (c *Config) sagaCommand(name string, args []string, act func(context.Context, *client.Client, string) (*saga.State, error), flags ...func(*flag.FlagSet)) int {
