@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/client"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
 )
 
 // limitArgs is limit's usage line.
@@ -57,36 +57,29 @@ func runLimit(c *Config, args []string) int {
 			return ExitUsage
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cl, err := stack.client(ctx, c.APIOptions...)
-	if err != nil {
-		c.errorf("%v", err)
-		return ExitUsage
-	}
-	switch verb {
-	case "set":
-		err = cl.SetLimit(ctx, l)
-		if err == nil {
-			fmt.Fprintf(c.Stdout, "limit of %s set: %s; every worker enforces it within %s\n", l.Action, l.Describe(), 5*time.Second)
+	return c.withClient(&stack, func(ctx context.Context, cl *client.Client) error {
+		switch verb {
+		case "set":
+			if err := cl.SetLimit(ctx, l); err != nil {
+				return fmt.Errorf("limit set: %w", err)
+			}
+			fmt.Fprintf(c.Stdout, "limit of %s set: %s; every worker enforces it within %s\n", l.Action, l.Describe(), engine.LimitsTTL)
+		case "unset":
+			err := cl.UnsetLimit(ctx, l.Action)
+			if errors.Is(err, durable.ErrNotFound) {
+				return fmt.Errorf("limit: %s has no limit", l.Action)
+			}
+			if err != nil {
+				return fmt.Errorf("limit unset: %w", err)
+			}
+			fmt.Fprintf(c.Stdout, "limit of %s unset; every worker runs it unlimited within %s\n", l.Action, engine.LimitsTTL)
+		default:
+			if err := c.listLimits(ctx, cl, *asJSON); err != nil {
+				return fmt.Errorf("limit list: %w", err)
+			}
 		}
-	case "unset":
-		err = cl.UnsetLimit(ctx, l.Action)
-		if errors.Is(err, durable.ErrNotFound) {
-			c.errorf("limit: %s has no limit", l.Action)
-			return ExitUsage
-		}
-		if err == nil {
-			fmt.Fprintf(c.Stdout, "limit of %s unset; every worker runs it unlimited within %s\n", l.Action, 5*time.Second)
-		}
-	default:
-		err = c.listLimits(ctx, cl, *asJSON)
-	}
-	if err != nil {
-		c.errorf("limit %s: %v", verb, err)
-		return ExitUsage
-	}
-	return ExitOK
+		return nil
+	})
 }
 
 // parseRate reads "50/s" or "50".
