@@ -73,14 +73,7 @@ type bulkPage struct {
 
 func (s *Server) bulk(w http.ResponseWriter, r *http.Request) {
 	verbName := r.PathValue("verb")
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	if err := r.ParseForm(); err != nil {
-		s.fail(w, http.StatusBadRequest, fmt.Errorf("form: %v", err))
-		return
-	}
-	if err := s.checkCSRF(r); err != nil {
-		s.cfg.Logger.Warn("console: refused a request", "bulk", verbName, "err", err)
-		s.fail(w, http.StatusForbidden, err)
+	if !s.postForm(w, r, maxFormBytes, "bulk", verbName) {
 		return
 	}
 	verb, ok := bulk.VerbNamed(verbName)

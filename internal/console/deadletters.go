@@ -71,14 +71,7 @@ func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 // within the console's request timeout: a queue longer than that moves in
 // part (the page says so), and sagactl redrive moves the rest.
 func (s *Server) redrive(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 4096)
-	if err := r.ParseForm(); err != nil {
-		s.fail(w, http.StatusBadRequest, fmt.Errorf("form: %v", err))
-		return
-	}
-	if err := s.checkCSRF(r); err != nil {
-		s.cfg.Logger.Warn("console: refused a request", "action", "redrive", "err", err)
-		s.fail(w, http.StatusForbidden, err)
+	if !s.postForm(w, r, 4096, "action", "redrive") {
 		return
 	}
 	dl, ok := s.deadLetterSource(w)

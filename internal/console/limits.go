@@ -95,14 +95,7 @@ func (s *Server) renderLimits(w http.ResponseWriter, ctx context.Context, code i
 
 func (s *Server) limitAct(w http.ResponseWriter, r *http.Request) {
 	verb := r.PathValue("verb")
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	if err := r.ParseForm(); err != nil {
-		s.fail(w, http.StatusBadRequest, fmt.Errorf("form: %v", err))
-		return
-	}
-	if err := s.checkCSRF(r); err != nil {
-		s.cfg.Logger.Warn("console: refused a request", "limit", verb, "err", err)
-		s.fail(w, http.StatusForbidden, err)
+	if !s.postForm(w, r, maxFormBytes, "limit", verb) {
 		return
 	}
 	change, l, err := limitForm(verb, r.PostForm)

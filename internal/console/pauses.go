@@ -93,14 +93,7 @@ func (s *Server) pausesPage(ctx context.Context) (*pausesPage, error) {
 // a saga.
 func (s *Server) pauseAct(w http.ResponseWriter, r *http.Request) {
 	op := r.PathValue("op")
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	if err := r.ParseForm(); err != nil {
-		s.fail(w, http.StatusBadRequest, fmt.Errorf("form: %v", err))
-		return
-	}
-	if err := s.checkCSRF(r); err != nil {
-		s.cfg.Logger.Warn("console: refused a request", "action", op, "err", err)
-		s.fail(w, http.StatusForbidden, err)
+	if !s.postForm(w, r, maxFormBytes, "action", op) {
 		return
 	}
 	ps, ok := s.cfg.Source.(PauseSource)

@@ -409,14 +409,7 @@ type field struct{ Name, Value string }
 
 func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	id, action := r.PathValue("id"), r.PathValue("action")
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	if err := r.ParseForm(); err != nil {
-		s.fail(w, http.StatusBadRequest, fmt.Errorf("form: %v", err))
-		return
-	}
-	if err := s.checkCSRF(r); err != nil {
-		s.cfg.Logger.Warn("console: refused a request", "saga_id", id, "action", action, "err", err)
-		s.fail(w, http.StatusForbidden, err)
+	if !s.postForm(w, r, maxFormBytes, "saga_id", id, "action", action) {
 		return
 	}
 	if !durable.ValidSagaID(id) {
@@ -451,6 +444,23 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 	}
 	page.Result = res
 	s.render(w, code, "saga", page)
+}
+
+// postForm reads a POST's form (at most limit bytes) and refuses it, on
+// w, when it is malformed or fails checkCSRF; logAttrs say what was asked
+// in the log line of a refusal. It reports whether the handler goes on.
+func (s *Server) postForm(w http.ResponseWriter, r *http.Request, limit int64, logAttrs ...any) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	if err := r.ParseForm(); err != nil {
+		s.fail(w, http.StatusBadRequest, fmt.Errorf("form: %v", err))
+		return false
+	}
+	if err := s.checkCSRF(r); err != nil {
+		s.cfg.Logger.Warn("console: refused a request", append(logAttrs, "err", err)...)
+		s.fail(w, http.StatusForbidden, err)
+		return false
+	}
+	return true
 }
 
 // checkCSRF refuses a POST that does not carry the server's token, or
