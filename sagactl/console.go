@@ -27,11 +27,8 @@ func runConsole(c *Config, args []string) int {
 	var stack stackFlags
 	stack.register(fs)
 	stack.registerStartQueue(fs)
-	if rest, code, ok := c.flags(fs, args); !ok {
+	if code, ok := c.flagsOnly(fs, args); !ok {
 		return code
-	} else if len(rest) > 0 {
-		c.errorf("console: unexpected arguments %v", rest)
-		return ExitUsage
 	}
 	if err := console.CheckAddr(*addr, *allowRemote); err != nil {
 		c.errorf("console: %v", err)

@@ -229,6 +229,11 @@ func TestStackFlagsAreChecked(t *testing.T) {
 		{[]string{"list", "--since", "-1h", "--local"}, "list: --since must not be negative"},
 		{[]string{"list", "--cursor", "e-1", "--local"}, "list: --cursor: not a cursor a listing printed"},
 		{[]string{"list", "waiting", "--local"}, "list: unexpected arguments [waiting]"},
+		{[]string{"pause", "--action", "a", "x", "--local"}, "pause: unexpected arguments [x]"},
+		{[]string{"unpause", "--action", "a", "x", "--local"}, "unpause: unexpected arguments [x]"},
+		{[]string{"pauses", "x", "--local"}, "pauses: unexpected arguments [x]"},
+		{[]string{"sweep", "x", "--local"}, "sweep: unexpected arguments [x]"},
+		{[]string{"console", "x", "--local"}, "console: unexpected arguments [x]"},
 	} {
 		t.Setenv("LAMBDASAGA_TABLE", "")
 		t.Setenv("LAMBDASAGA_ADVANCE_QUEUE_URL", "")

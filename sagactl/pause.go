@@ -61,13 +61,8 @@ func runPause(c *Config, args []string) int {
 	asJSON := fs.Bool("json", false, "with --list: print the pauses as JSON")
 	var stack stackFlags
 	stack.register(fs)
-	rest, code, ok := c.flags(fs, args)
-	if !ok {
+	if code, ok := c.flagsOnly(fs, args); !ok {
 		return code
-	}
-	if len(rest) > 0 {
-		c.errorf("pause: unexpected arguments %v", rest)
-		return ExitUsage
 	}
 	if *list {
 		return c.listPauses(&stack, *asJSON)
@@ -98,13 +93,8 @@ func runUnpause(c *Config, args []string) int {
 	target.register(fs)
 	var stack stackFlags
 	stack.register(fs)
-	rest, code, ok := c.flags(fs, args)
-	if !ok {
+	if code, ok := c.flagsOnly(fs, args); !ok {
 		return code
-	}
-	if len(rest) > 0 {
-		c.errorf("unpause: unexpected arguments %v", rest)
-		return ExitUsage
 	}
 	kind, name, err := target.get()
 	if err != nil {
@@ -128,13 +118,8 @@ func runPauses(c *Config, args []string) int {
 	asJSON := fs.Bool("json", false, "print the pauses as JSON")
 	var stack stackFlags
 	stack.register(fs)
-	rest, code, ok := c.flags(fs, args)
-	if !ok {
+	if code, ok := c.flagsOnly(fs, args); !ok {
 		return code
-	}
-	if len(rest) > 0 {
-		c.errorf("pauses: unexpected arguments %v", rest)
-		return ExitUsage
 	}
 	return c.listPauses(&stack, *asJSON)
 }

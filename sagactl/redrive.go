@@ -36,11 +36,8 @@ func runRedrive(c *Config, args []string) int {
 	var stack stackFlags
 	stack.register(fs)
 	stack.registerStartQueue(fs)
-	if rest, code, ok := c.flags(fs, args); !ok {
+	if code, ok := c.flagsOnly(fs, args); !ok {
 		return code
-	} else if len(rest) > 0 {
-		c.errorf("redrive: unexpected arguments %v", rest)
-		return ExitUsage
 	}
 	p := client.RedriveParams{Params: redrive.Params{Max: *maxMoved, DryRun: *dryRun, IncludeRefused: *includeRefused}}
 	for _, list := range queues {

@@ -558,11 +558,8 @@ func runSweep(c *Config, args []string) int {
 	maxResends := fs.Int("max-resends", engine.DefaultMaxResends, "send one version's messages again at most this many times; then leave the saga for an operator")
 	var stack stackFlags
 	stack.register(fs)
-	if rest, code, ok := c.flags(fs, args); !ok {
+	if code, ok := c.flagsOnly(fs, args); !ok {
 		return code
-	} else if len(rest) > 0 {
-		c.errorf("sweep: unexpected arguments %v", rest)
-		return ExitUsage
 	}
 	if *idle < 0 {
 		c.errorf("sweep: --idle-for must not be negative (a sweep re-sends the messages of sagas idle at least that long; 0: all unfinished sagas)")

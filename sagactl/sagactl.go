@@ -208,6 +208,20 @@ func (c *Config) flags(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 	}
 }
 
+// flagsOnly is flags for a command that takes flags and no other
+// argument: one is a usage error.
+func (c *Config) flagsOnly(fs *flag.FlagSet, args []string) (int, bool) {
+	rest, code, ok := c.flags(fs, args)
+	if !ok {
+		return code, false
+	}
+	if len(rest) > 0 {
+		c.errorf("%s: unexpected arguments %v", fs.Name(), rest)
+		return ExitUsage, false
+	}
+	return ExitOK, true
+}
+
 // commandUsage prints one command's usage and flags on stdout.
 func (c *Config) commandUsage(fs *flag.FlagSet) {
 	for _, cmd := range commands() {

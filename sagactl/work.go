@@ -49,13 +49,8 @@ func runWork(c *Config, args []string) int {
 	fs.Var(&fails, "fail", workFailUsage)
 	forD := fs.Duration("for", 0, "stop after this long (default: at SIGINT or SIGTERM)")
 	verbose := fs.Bool("verbose", false, "log every handled message to stderr (ids, step, version, outcome; never values)")
-	rest, code, ok := c.flags(fs, args)
-	if !ok {
+	if code, ok := c.flagsOnly(fs, args); !ok {
 		return code
-	}
-	if len(rest) > 0 {
-		c.errorf("work: unexpected arguments %v", rest)
-		return ExitUsage
 	}
 	if be.dynamoEndpoint == "" || be.sqsEndpoint == "" {
 		c.errorf("work: --dynamodb-endpoint and --sqs-endpoint are required: work handles the messages of the sagas on the emulators")
