@@ -75,6 +75,7 @@ func TestPauseUsage(t *testing.T) {
 		{[]string{"pause"}, "give --name N or --action A"},
 		{[]string{"pause", "--name", "a", "--action", "b"}, "not both"},
 		{[]string{"pause", "--name", "a", "--until", "tomorrow"}, "RFC 3339 time"},
+		{[]string{"pause", "--name", "a", "--until", "-1h"}, "positive duration"},
 		{[]string{"unpause"}, "give --name N or --action A"},
 	} {
 		r := runSagactl(t, nil, tc.args...)

@@ -272,6 +272,23 @@ func TestPauseUntilEndsOnTime(t *testing.T) {
 	r.endsAs(t, "s-1", durable.StatusSucceeded, "")
 }
 
+// A pause whose --until has passed, or is now, would hold nothing: it is
+// refused, and nothing is stored.
+func TestPauseUntilInThePastIsRefused(t *testing.T) {
+	t.Parallel()
+	r, _ := newPauseRig(t, pauseSaga, 0)
+	ctx := context.Background()
+	for _, until := range []time.Time{r.clock.Now().Add(-time.Hour), r.clock.Now()} {
+		err := r.coord.Pause(ctx, &engine.PauseParams{Kind: durable.PauseAction, Target: "payments.charge", Until: until})
+		if err == nil || !strings.Contains(err.Error(), "has passed") {
+			t.Fatalf("until %s: %v", until, err)
+		}
+	}
+	if ps, err := r.coord.Pauses(ctx); err != nil || len(ps) != 0 {
+		t.Fatalf("pauses after the refusals: %v %v", ps, err)
+	}
+}
+
 // Compensations run through a pause unless it says otherwise.
 func TestPauseHoldsCompensationsOnlyWhenAsked(t *testing.T) {
 	t.Parallel()
