@@ -61,14 +61,15 @@ func TestE2EForks(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	// Building the functions takes minutes on a cold build cache; the
+	// test's deadline starts once they run.
+	setup := t.Context()
 	ledger := &chaos.Ledger{Client: awslocal.DynamoDB(dyn), Table: "e2efork-ledger"}
-	if err := ledger.CreateTable(ctx); err != nil {
+	if err := ledger.CreateTable(setup); err != nil {
 		t.Fatal(err)
 	}
 	fn := "../chaos/fn"
-	env, err := local.Up(ctx, local.Config{
+	env, err := local.Up(setup, local.Config{
 		Template: "../../infra/template.yaml", DynamoDBEndpoint: dyn, SQSEndpoint: sq, RIE: rie, BuildDir: dir,
 		Mains:   map[string]string{"AdvanceFunction": fn, "CompensateFunction": fn},
 		Workers: 2, Visibility: 2 * time.Second, Prefix: "e2efork-", Log: logs,
@@ -79,6 +80,8 @@ func TestE2EForks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.Down()
+	ctx, cancel := context.WithTimeout(setup, 3*time.Minute)
+	defer cancel()
 	defer func() {
 		if t.Failed() {
 			t.Logf("function logs:\n%s", logs.String())

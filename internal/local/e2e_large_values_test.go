@@ -76,17 +76,18 @@ func TestE2ELargeValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	// Building the functions takes minutes on a cold build cache; the
+	// test's deadline starts once they run.
+	setup := t.Context()
 	ledger := &chaos.Ledger{Client: awslocal.DynamoDB(dyn), Table: "e2elarge-ledger"}
-	if err := ledger.CreateTable(ctx); err != nil {
+	if err := ledger.CreateTable(setup); err != nil {
 		t.Fatal(err)
 	}
 	// Named as the template's bucket (ValuesBucket), so that the IAM
 	// check places the calls on it.
 	s3 := awstest.NewS3(t, "e2elarge-valuesbucket")
 	fn := "../chaos/fn"
-	env, err := local.Up(ctx, local.Config{
+	env, err := local.Up(setup, local.Config{
 		Template: "../../infra/template.yaml", DynamoDBEndpoint: dyn, SQSEndpoint: sq, RIE: rie, BuildDir: dir,
 		Mains:   map[string]string{"AdvanceFunction": fn, "CompensateFunction": fn},
 		Workers: 1, Visibility: 2 * time.Second, Prefix: "e2elarge-", Log: logs,
@@ -96,6 +97,8 @@ func TestE2ELargeValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.Down()
+	ctx, cancel := context.WithTimeout(setup, 2*time.Minute)
+	defer cancel()
 	defer func() {
 		if t.Failed() {
 			t.Logf("function logs:\n%s", logs.String())

@@ -136,12 +136,13 @@ func TestE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	// Building the functions takes minutes on a cold build cache; the
+	// test's deadline starts once they run.
+	setup := t.Context()
 	lambdaAPI := newFakeLambda(t)
 	defer lambdaAPI.Close()
 	fn := "../../examples/order/cmd/orderfn"
-	env, err := local.Up(ctx, local.Config{
+	env, err := local.Up(setup, local.Config{
 		Template: "../../infra/template.yaml", DynamoDBEndpoint: dyn, SQSEndpoint: sq, RIE: rie, BuildDir: dir,
 		Mains:   map[string]string{"AdvanceFunction": fn, "CompensateFunction": fn},
 		Workers: 2, Visibility: 2 * time.Second, Prefix: "e2e-", Log: logs,
@@ -154,6 +155,8 @@ func TestE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.Down()
+	ctx, cancel := context.WithTimeout(setup, 3*time.Minute)
+	defer cancel()
 	defer func() {
 		if t.Failed() {
 			t.Logf("function logs:\n%s", logs.String())

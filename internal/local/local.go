@@ -272,7 +272,12 @@ func (e *Env) logf(format string, args ...any) {
 }
 
 // build compiles the function for this machine (RIE runs it here), as sam
-// build would for Lambda but with the host's GOOS and GOARCH.
+// build would for Lambda but with the host's GOOS and GOARCH, and with the
+// environment's CGO_ENABLED and no -trimpath: these change nothing the
+// function does here (-trimpath strips file paths from stack traces, cgo
+// only picks the DNS resolver), and a build with the flags of go test
+// reuses every package the tests compiled instead of compiling the whole
+// dependency graph again (minutes on a cold build cache).
 func (e *Env) build(ctx context.Context, fn samtemplate.Function) (string, error) {
 	pkg := e.cfg.Mains[fn.Name]
 	if pkg == "" {
@@ -291,8 +296,8 @@ func (e *Env) build(ctx context.Context, fn samtemplate.Function) (string, error
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "lambda.norpc", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "lambda.norpc", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "GOOS="+runtime.GOOS, "GOARCH="+runtime.GOARCH)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build %s from %s: %v\n%s", fn.Name, pkg, err, msg)
 	}
