@@ -28,7 +28,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 FUNCTIONS := AdvanceFunction=./functions/advance CompensateFunction=./functions/compensate SweepFunction=./functions/sweep
 ORDER_FN := ./examples/order/cmd/orderfn
 
-.PHONY: help demo check test lint-and-tools e2e-chaos-sam tools unit norace chaos-long fuzz iam iamsim browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long soak
+.PHONY: help demo check test lint-and-tools e2e-bench-chaos-sam bench-tests tools unit norace chaos-long fuzz iam iamsim browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long soak
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -49,27 +49,30 @@ check: ## the fast tier, before each commit: lint, the tests with -short and no 
 	$(GO) test -short ./...
 	$(GO) test -short -race ./durable/... ./internal/lang/... ./internal/saga/...
 
-test: lint-and-tools unit norace e2e-chaos-sam iam ## everything CI runs: lint, every test once under the race detector with the emulators (the measurements of bench without it), what the race detector skips with each benchmark once, e2e and kill tests through the real binaries beside the SAM checks, the IAM check of their calls
+test: lint-and-tools unit norace e2e-bench-chaos-sam iam ## everything CI runs: lint, every test once under the race detector with the emulators (bench's measurements without it), what the race detector skips with each benchmark once, e2e and kill tests through the real binaries beside bench's measurements and the SAM checks, the IAM check of their calls
 
 # lint keeps the processors busy while the installs wait on the network;
-# the end-to-end test and the kill test wait on queues and timers more than
-# on the processors, each on emulators of its own, and the SAM checks'
-# arm64 builds take the processor time they leave.
+# the end-to-end test, the kill test and bench's measurements wait on
+# queues, timers and rates more than on the processors, each on emulators
+# of its own, and the SAM checks' arm64 builds take the processor time
+# they leave.
 lint-and-tools:
 	@$(MAKE) --no-print-directory -j2 lint tools
-e2e-chaos-sam:
-	@$(MAKE) --no-print-directory -j3 --output-sync=target e2e chaos sam-check
+e2e-bench-chaos-sam:
+	@$(MAKE) --no-print-directory -j4 --output-sync=target e2e bench-tests chaos sam-check
 
 # The installs wait on the network and the disk, not the processors: four at once.
 tools: ## install what the tests need, in parallel: the emulators, the IAM policy engine, Chromium (as root), the SAM CLI
 	@$(MAKE) --no-print-directory -j4 emulators iamsim browser $(SAM_VENV)/bin/sam
 
 # The packages whose tests run longest start first, so that the last to
-# finish is not a long one started late; bench holds measurements, which
-# the race detector slows several-fold and guards nothing in: norace runs
-# them.
+# finish is not a long one started late. bench holds measurements bound by
+# rates and timers (85 s with or without the race detector, which guards
+# nothing in them: the engine, stores and queues they drive are
+# race-tested in their own packages); bench-tests runs them beside the
+# e2e and kill tests instead of holding one of go test's two slots here.
 RACE_FIRST := sagactl internal/engine store/dynamo internal/saga internal/sim internal/proptest internal/console
-unit: emulators iamsim browser ## every test once, under the race detector (bench's measurements aside: norace), with the emulators started (fuzz seed corpora included) and Chromium for the console's browser test; AWS calls recorded for make iam
+unit: emulators iamsim browser ## every test once, under the race detector (bench's measurements aside: bench-tests), with the emulators started (fuzz seed corpora included) and Chromium for the console's browser test; AWS calls recorded for make iam
 	@$(NEW_RECORDING)
 	@mod=$$($(GO) list -m); first=$$(for p in $(RACE_FIRST); do echo "$$mod/$$p"; done); \
 	rest=$$($(GO) list ./... | grep -vxF -e "$$mod/bench" $$(for p in $$first; do echo "-e $$p"; done)); \
@@ -77,9 +80,11 @@ unit: emulators iamsim browser ## every test once, under the race detector (benc
 	$(RECORDING_EMULATORS) $(GO) test -race -count=1 $$first $$rest
 
 # One build of every package's tests without the race detector serves both.
-norace: emulators ## what the race detector skips or shrinks, in the normal build: the allocation pins, the simulation and the property test at CI size, the simulation's checks that sabotage is caught, the foreach of 10,000, every benchmark once (bench-once); then bench's measurements on the emulators, AWS calls recorded for make iam
-	@$(NEW_RECORDING)
+norace: ## what the race detector skips or shrinks, in the normal build: the allocation pins, the simulation and the property test at CI size, the simulation's checks that sabotage is caught, the foreach of 10,000; and every benchmark once (bench-once)
 	$(GO) test -count=1 -run 'Allocs|AllocatesNothing|^TestSimulation|^TestProperty$$|^TestForeachOfMaxItems' -bench . -benchtime=1x ./...
+
+bench-tests: emulators ## bench's measurements on the emulators, once, at CI size (the tables' sizes: make bench), AWS calls recorded for make iam
+	@$(NEW_RECORDING)
 	$(RECORDING_EMULATORS) $(GO) test -count=1 ./bench
 
 # The console's browser test drives Debian's chromium (internal/console/browser_test.go).
