@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -141,15 +142,20 @@ func (q *Queue) Receive(ctx context.Context, p *durable.ReceiveParams) ([]durabl
 	}
 }
 
-// take receives up to n visible messages. Called with q.mu held.
+// take receives up to n visible messages, the earliest sent first. It
+// looks no further than the n-th: a queue holding many delayed or
+// in-flight messages costs a receive only up to the first n visible.
+// Called with q.mu held.
 func (q *Queue) take(name durable.QueueName, n int, vis time.Duration) []durable.Delivery {
 	now := q.cfg.Clock.Now()
 	var out []durable.Delivery
 	items := q.queues[name]
-	kept := items[:0]
-	for _, it := range items {
-		if len(out) == n || it.visibleAt.After(now) {
-			kept = append(kept, it)
+	moved := 0
+	for i, it := range items {
+		if len(out) == n {
+			break
+		}
+		if it.visibleAt.After(now) {
 			continue
 		}
 		if it.receives >= q.cfg.MaxReceives && !strings.HasSuffix(string(name), string(durable.DeadLetter(""))) {
@@ -157,6 +163,8 @@ func (q *Queue) take(name durable.QueueName, n int, vis time.Duration) []durable
 			dlq := durable.DeadLetter(name)
 			it.visibleAt, it.receipt, it.receives = now, "", 0
 			q.queues[dlq] = append(q.queues[dlq], it)
+			items[i] = nil
+			moved++
 			continue
 		}
 		it.receives++
@@ -164,10 +172,10 @@ func (q *Queue) take(name durable.QueueName, n int, vis time.Duration) []durable
 		it.receipt = it.id + "#" + strconv.FormatUint(q.seq, 10)
 		it.visibleAt = now.Add(vis)
 		out = append(out, durable.Delivery{Queue: name, MessageID: it.id, ReceiptHandle: it.receipt, Body: bytes.Clone(it.body), ReceiveCount: it.receives})
-		kept = append(kept, it)
 	}
-	clear(items[len(kept):])
-	q.queues[name] = kept
+	if moved > 0 {
+		q.queues[name] = slices.DeleteFunc(items, func(it *item) bool { return it == nil })
+	}
 	return out
 }
 
