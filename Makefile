@@ -203,7 +203,7 @@ local: emulators ## run the deployed shape here (emulators, real bootstraps unde
 
 $(SAM_VENV)/bin/sam:
 	python3 -m venv $(SAM_VENV)
-	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check aws-sam-cli==$(SAM_VERSION)
+	$(SAM_VENV)/bin/pip install --quiet --no-compile --disable-pip-version-check aws-sam-cli==$(SAM_VERSION)
 
 sam-check: $(SAM_VENV)/bin/sam build ## sam validate --lint and sam build on the template; make build must build what sam build builds
 	$(SAM) validate --lint --template infra/template.yaml
