@@ -28,7 +28,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 FUNCTIONS := AdvanceFunction=./functions/advance CompensateFunction=./functions/compensate SweepFunction=./functions/sweep
 ORDER_FN := ./examples/order/cmd/orderfn
 
-.PHONY: help demo check test lint-and-tools e2e-bench-chaos-sam bench-tests tools unit norace chaos-long fuzz iam iamsim browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long soak
+.PHONY: help demo check test lint-and-tools builds e2e-bench-chaos-sam bench-tests tools unit norace chaos-long fuzz iam iamsim browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long soak
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -49,15 +49,19 @@ check: ## the fast tier, before each commit: lint, the tests with -short and no 
 	$(GO) test -short ./...
 	$(GO) test -short -race ./durable/... ./internal/lang/... ./internal/saga/...
 
-test: lint-and-tools unit norace e2e-bench-chaos-sam iam ## everything CI runs: lint, every test once under the race detector with the emulators (bench's measurements without it), what the race detector skips with each benchmark once, e2e and kill tests through the real binaries beside bench's measurements and the SAM checks, the IAM check of their calls
+test: lint-and-tools unit norace builds e2e-bench-chaos-sam iam ## everything CI runs: lint, every test once under the race detector with the emulators (bench's measurements without it), what the race detector skips with each benchmark once, the builds, e2e and kill tests through the real binaries beside bench's measurements and the SAM checks, the IAM check of their calls
 
 # lint keeps the processors busy while the installs wait on the network;
 # the end-to-end test, the kill test and bench's measurements wait on
 # queues, timers and rates more than on the processors, each on emulators
-# of its own, and the SAM checks' arm64 builds take the processor time
-# they leave.
+# of its own, beside the SAM checks. What they build is built before them
+# (builds): on a cold build cache the arm64 bootstraps and aws-lambda-rie
+# take minutes of both processors, and a kill test starved of them sees its
+# workers time out until messages reach the dead-letter queues.
 lint-and-tools:
 	@$(MAKE) --no-print-directory -j2 lint tools
+builds: build
+	$(GO) build $(TOOLS) -o $(BIN)/aws-lambda-rie github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
 e2e-bench-chaos-sam:
 	@$(MAKE) --no-print-directory -j4 --output-sync=target e2e bench-tests chaos sam-check
 
