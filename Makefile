@@ -27,6 +27,8 @@ SAM := SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam
 # Lambda functions: logical id in infra/template.yaml = Go package (its CodeUri).
 FUNCTIONS := AdvanceFunction=./functions/advance CompensateFunction=./functions/compensate SweepFunction=./functions/sweep
 ORDER_FN := ./examples/order/cmd/orderfn
+# aws-lambda-rie, as internal/local's tests build it (the same flags: one compile serves both).
+BUILD_RIE = $(GO) build $(TOOLS) -o $(BIN)/aws-lambda-rie github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
 
 .PHONY: help demo check test lint-and-tools builds e2e-bench-chaos-sam bench-tests tools unit norace chaos-long fuzz iam iamsim browser console-screenshot bench bench-once bench-e2e build lint fmt emulators e2e local sam-check sim sim-long chaos proptest-long soak
 
@@ -61,7 +63,7 @@ test: lint-and-tools unit norace builds e2e-bench-chaos-sam iam ## everything CI
 lint-and-tools:
 	@$(MAKE) --no-print-directory -j2 lint tools
 builds: build
-	$(GO) build $(TOOLS) -o $(BIN)/aws-lambda-rie github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
+	$(BUILD_RIE)
 e2e-bench-chaos-sam:
 	@$(MAKE) --no-print-directory -j4 --output-sync=target e2e bench-tests chaos sam-check
 
@@ -202,7 +204,7 @@ e2e: emulators $(SAM_VENV)/bin/sam ## the order saga, and the travel saga (paral
 
 local: emulators ## run the deployed shape here (emulators, real bootstraps under aws-lambda-rie, pollers) with the order example's actions
 	$(GO) build -o $(BIN)/sagactl ./cmd/sagactl
-	$(GO) build $(TOOLS) -o $(BIN)/aws-lambda-rie github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie
+	$(BUILD_RIE)
 	$(BIN)/sagactl local --main AdvanceFunction=$(ORDER_FN) --main CompensateFunction=$(ORDER_FN) --visibility 5s
 
 $(SAM_VENV)/bin/sam:

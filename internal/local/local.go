@@ -273,11 +273,13 @@ func (e *Env) logf(format string, args ...any) {
 
 // build compiles the function for this machine (RIE runs it here), as sam
 // build would for Lambda but with the host's GOOS and GOARCH, and with the
-// environment's CGO_ENABLED and no -trimpath: these change nothing the
-// function does here (-trimpath strips file paths from stack traces, cgo
-// only picks the DNS resolver), and a build with the flags of go test
-// reuses every package the tests compiled instead of compiling the whole
-// dependency graph again (minutes on a cold build cache).
+// environment's CGO_ENABLED and no -trimpath. Neither matters to a function
+// run here against 127.0.0.1 (-trimpath strips file paths from stack
+// traces; with cgo the binary links this machine's libc and may resolve
+// names through it), and a build with the flags of go test reuses every
+// package the tests compiled instead of compiling the whole dependency
+// graph again (minutes on a cold build cache). make build makes the
+// static, trimmed arm64 bootstraps that deploy.
 func (e *Env) build(ctx context.Context, fn samtemplate.Function) (string, error) {
 	pkg := e.cfg.Mains[fn.Name]
 	if pkg == "" {
