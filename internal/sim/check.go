@@ -212,7 +212,7 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 				w.violate("effects_equal_committed_steps", "saga %s: effect of %s applied %d times", s.id, key, n+1)
 			}
 			if w.actions.applied[key] && !recorded[key] && notRunPaused[strings.Split(key, "/")[1]] {
-				r.Faults["effect_unrecorded_cancelled_while_paused"]++
+				r.Faults["effect_unrecorded_while_paused"]++
 				continue
 			}
 			if w.actions.applied[key] && !recorded[key] {
