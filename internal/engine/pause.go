@@ -161,7 +161,7 @@ func (c *Coordinator) paused(ctx context.Context, msg durable.Message, st *saga.
 		// worker that died before writing): a Timeout, so that the step
 		// goes on the stack unknown and is found out as the saga
 		// compensates, never taken as not done.
-		why := saga.Permanent(&saga.ActionError{Type: lang.ErrorTypeTimeout, Message: fmt.Sprintf("not run: the saga was cancelled while its %s %s was paused; found out as the saga compensates", p.Kind, p.Target)})
+		why := saga.Permanent(&saga.ActionError{Type: lang.ErrorTypeTimeout, Message: fmt.Sprintf("not run: the saga was cancelled while its %s %s %s", p.Kind, p.Target, saga.PausedMayHaveRun)})
 		return c.commitEvent(ctx, msg, st, plan, saga.Event{Kind: saga.EventResult, Now: now.UTC(), Err: why, Carrier: carrier}, HandledStep)
 	}
 	delay := c.cfg.PausePoll

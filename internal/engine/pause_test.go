@@ -238,6 +238,59 @@ func TestPausedStepMeetsItsDeadline(t *testing.T) {
 	}
 }
 
+// A step without a compensation that meets the saga's deadline while
+// paused is never found out: a delivery before the pause may have run
+// it (its write lost), so the history says so rather than that it did
+// not run, and the call is not made again while paused.
+func TestPausedUncompensatedStepMeetsItsDeadline(t *testing.T) {
+	t.Parallel()
+	r, _ := newPauseRig(t, strings.Replace(pauseSaga, "saga: order\n", "saga: order\ntimeout: 90s\n", 1), 0)
+	r.start("s-1", nil)
+	r.next("reserve")
+	r.next("charge")
+	// ship runs; its outcome's write is throttled; the message comes
+	// back after the pause, and past the deadline.
+	var shipMsg durable.Message
+	for _, m := range r.hand.msgs {
+		if m.Step == "ship" {
+			shipMsg = m
+		}
+	}
+	r.store.setHook(func(op, key string) error {
+		if op == "update" {
+			return durable.ErrThrottled
+		}
+		return nil
+	})
+	if _, err := r.coord.Handle(context.Background(), durable.AppendMessage(nil, shipMsg)); err == nil {
+		t.Fatal("ship's delivery with its write throttled: no error")
+	}
+	r.store.setHook(nil)
+	r.pause(durable.PauseAction, "shipping.send", time.Time{}, false)
+	r.clock.Advance(2 * time.Minute)
+	if _, out := r.next("ship"); out != engine.HandledTimer {
+		t.Fatalf("past the deadline: %s, want the deadline fired", out)
+	}
+	r.drain()
+	r.endsAs(t, "s-1", durable.StatusCompensated, lang.ErrorTypeDeadline)
+	if got := r.actions.called("s-1/ship"); len(got) != 1 {
+		t.Fatalf("ship called %v, want once: before the pause, never while paused", got)
+	}
+	entries, err := r.get("s-1").HistoryEntries(r.plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg string
+	for _, e := range entries {
+		if e.Step == "ship" && e.Outcome == saga.OutcomeFailed && e.Error != nil {
+			msg = e.Error.Message
+		}
+	}
+	if !strings.Contains(msg, "paused") || !strings.Contains(msg, "may have run") {
+		t.Fatalf("history of ship: %q, want it to say the attempt was paused and may have run before", msg)
+	}
+}
+
 // A pause by name without compensations lets a cancelled saga's
 // compensation, finding out included, run at once.
 func TestNamePauseLetsCompensationsRun(t *testing.T) {

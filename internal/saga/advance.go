@@ -167,6 +167,14 @@ func (r *runner) cancel(retryDue time.Time, retryWaits bool) {
 	r.compensate(cancelled())
 }
 
+// PausedMayHaveRun ends the error of a forward attempt that a pause held
+// when the saga's deadline or a cancel stopped waiting for it: not run by
+// that delivery, but a delivery before the pause may have run it (a worker
+// that died before writing). Found out if the step has a compensation;
+// otherwise its effect, if any, is never recorded (docs/PROTOCOL.md,
+// "Pauses").
+const PausedMayHaveRun = "was paused; it may have run before the pause"
+
 // timerFired handles the saga's timer (EventTimer): the saga's deadline
 // (a fork's children stop; an action or a wait fails and the saga
 // compensates), or the end of a wait, an await's timeout or a callback's.
@@ -188,7 +196,10 @@ func (r *runner) timerFired() {
 	st.Cursors = st.Cursors[:0]
 	if !st.Deadline.IsZero() && !r.ev.Now.Before(st.Deadline) {
 		what := "while it waited"
-		if !cur.Wait {
+		switch {
+		case r.ev.Deferred:
+			what = fmt.Sprintf("while attempt %d of %s %s", cur.Attempt, s.ID, PausedMayHaveRun)
+		case !cur.Wait:
 			what = fmt.Sprintf("before attempt %d of %s", cur.Attempt, s.ID)
 		}
 		err := &StepError{Step: s.ID, Type: lang.ErrorTypeDeadline, Message: fmt.Sprintf("saga deadline %s passed %s", st.Deadline.UTC().Format(time.RFC3339), what)}

@@ -140,11 +140,11 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 		// What committed: the calls whose result a committed transition
 		// recorded, the completed steps, and the compensations, with keys.
 		recorded := map[string]bool{}
-		// notRunPaused: uncompensated steps whose attempt a cancel met
-		// while a pause held it (engine: paused): written as not run,
-		// its outcome unknown, and, with nothing to undo, never found
-		// out; an earlier delivery may have applied its effect, which no
-		// transition records (docs/PROTOCOL.md, "Pauses").
+		// notRunPaused: uncompensated steps whose attempt a cancel or the
+		// saga's deadline met while a pause held it (engine: paused):
+		// written as not run, its outcome unknown, and, with nothing to
+		// undo, never found out; an earlier delivery may have applied its
+		// effect, which no transition records (docs/PROTOCOL.md, "Pauses").
 		notRunPaused := map[string]bool{}
 		var completedKeys, compKeys, successKeys []string
 		seen := map[string]bool{}
@@ -168,7 +168,7 @@ func (w *world) check(ctx context.Context, sagas []*sagaSpec) {
 			}
 			for _, ev := range wr.events() {
 				if step, _ := s.plan.Step(ev.Step); ev.Outcome == saga.OutcomeFailed && !ev.Compensation && step != nil && step.Compensate == nil &&
-					ev.Error != nil && strings.HasPrefix(ev.Error.Message, "not run: the saga was cancelled while its") {
+					ev.Error != nil && strings.HasSuffix(ev.Error.Message, saga.PausedMayHaveRun) {
 					notRunPaused[ev.Step] = true
 				}
 				call, ok := callFor(wr.calls(), ev.Step, ev.Compensation)
