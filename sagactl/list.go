@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/engine"
 	"github.com/lambdasaga/lambdasaga/store/dynamo"
 )
 
@@ -106,6 +108,9 @@ type listReport struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 	// Read counts the sagas read, those --name dropped included.
 	Read int `json:"read"`
+	// PausedActions are the actions paused now, when a listed saga may
+	// call one: which sagas they hold takes each saga's state (status).
+	PausedActions []pausedByReport `json:"paused_actions,omitempty"`
 }
 
 // listedSaga is one saga of a listing, named as in stateReport.
@@ -116,6 +121,8 @@ type listedSaga struct {
 	StatusSince    time.Time      `json:"status_since"`
 	CreatedAt      time.Time      `json:"created_at"`
 	DefinitionHash string         `json:"definition_hash"`
+	// PausedBy is the pause of the saga's name that holds its next step.
+	PausedBy *pausedByReport `json:"paused_by,omitempty"`
 }
 
 func runList(c *Config, args []string) int {
@@ -169,10 +176,15 @@ func runList(c *Config, args []string) int {
 		c.errorf("list: %v", err)
 		return ExitUsage
 	}
+	lp, err := listPausesOf(ctx, cl, ans.Sagas, time.Now())
+	if err != nil {
+		c.errorf("list: %v", err)
+		return ExitUsage
+	}
 	if *asJSON {
-		r := listReport{Sagas: []listedSaga{}, NextCursor: ans.NextCursor, Read: ans.Read}
+		r := listReport{Sagas: []listedSaga{}, NextCursor: ans.NextCursor, Read: ans.Read, PausedActions: lp.actions}
 		for _, s := range ans.Sagas {
-			r.Sagas = append(r.Sagas, listedSaga{SagaID: s.SagaID, Saga: s.Name, Status: s.Status, StatusSince: s.StatusSince, CreatedAt: s.CreatedAt, DefinitionHash: s.DefinitionHash})
+			r.Sagas = append(r.Sagas, listedSaga{SagaID: s.SagaID, Saga: s.Name, Status: s.Status, StatusSince: s.StatusSince, CreatedAt: s.CreatedAt, DefinitionHash: s.DefinitionHash, PausedBy: lp.holds(s)})
 		}
 		enc := json.NewEncoder(c.Stdout)
 		enc.SetIndent("", "  ")
@@ -185,9 +197,14 @@ func runList(c *Config, args []string) int {
 		tw := tabwriter.NewWriter(c.Stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tSINCE\tCREATED")
 		for _, s := range ans.Sagas {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.SagaID, s.Name, s.Status, listTime(s.StatusSince), listTime(s.CreatedAt))
+			status := string(s.Status)
+			if lp.holds(s) != nil {
+				status += " (paused)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.SagaID, s.Name, status, listTime(s.StatusSince), listTime(s.CreatedAt))
 		}
 		_ = tw.Flush()
+		lp.print(c)
 	}
 	if ans.NextCursor != "" {
 		if q.name != "" && len(ans.Sagas) < q.limit {
@@ -196,6 +213,58 @@ func runList(c *Config, args []string) int {
 		fmt.Fprintf(c.Stdout, "more: the same list with --cursor %s\n", ans.NextCursor)
 	}
 	return ExitOK
+}
+
+// listPauses is what a listing says of the operator's pauses.
+type listPauses struct {
+	engine.ListingPauses
+	// actions are the action pauses active now, as reported.
+	actions []pausedByReport
+}
+
+// pauseLister lists the pauses stored (client.Client.Pauses).
+type pauseLister interface {
+	Pauses(ctx context.Context) ([]durable.Pause, error)
+}
+
+// listPausesOf reads the pauses (one item) when a listed saga steps on,
+// and keeps those active at now. A listing of sagas no pause can hold
+// reads nothing more.
+func listPausesOf(ctx context.Context, pl pauseLister, sagas []durable.SagaSummary, now time.Time) (listPauses, error) {
+	var lp listPauses
+	if !slices.ContainsFunc(sagas, func(s durable.SagaSummary) bool { return engine.Pausable(s.Status) }) {
+		return lp, nil
+	}
+	ps, err := pl.Pauses(ctx)
+	if err != nil {
+		return lp, fmt.Errorf("reading the pauses: %w", err)
+	}
+	lp.ListingPauses = engine.NewListingPauses(ps, now)
+	for _, p := range lp.Actions {
+		lp.actions = append(lp.actions, *reportPause(p))
+	}
+	return lp, nil
+}
+
+// holds returns the pause of s's name that holds its next step, nil when
+// none does.
+func (lp listPauses) holds(s durable.SagaSummary) *pausedByReport {
+	if p, ok := lp.Holds(s); ok {
+		return reportPause(p)
+	}
+	return nil
+}
+
+// print says which actions are paused, below a listing.
+func (lp listPauses) print(c *Config) {
+	if len(lp.actions) == 0 {
+		return
+	}
+	var names []string
+	for _, p := range lp.actions {
+		names = append(names, p.Target+untilText(timeOrZero(p.Until)))
+	}
+	fmt.Fprintf(c.Stdout, "paused actions: %s (a saga whose next step calls one is deferred; %s status ID says which)\n", strings.Join(names, ", "), c.Name)
 }
 
 // listTime is a listing's time: UTC to the second.

@@ -194,12 +194,25 @@ func pausedByOf(ctx context.Context, cl *client.Client, st *saga.State) *pausedB
 	if err != nil || !ok {
 		return nil
 	}
+	return reportPause(p)
+}
+
+// reportPause is p as status and list report it.
+func reportPause(p durable.Pause) *pausedByReport {
 	r := &pausedByReport{Kind: p.Kind, Target: p.Target}
 	if !p.Until.IsZero() {
 		u := p.Until
 		r.Until = &u
 	}
 	return r
+}
+
+// timeOrZero is *t, or the zero time for nil.
+func timeOrZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
 }
 
 func (p *pausedByReport) text() string {

@@ -49,17 +49,41 @@ func TestPauseAndUnpauseOnEmulators(t *testing.T) {
 	if r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "waiting on: reserve (attempt 1)") || !strings.Contains(r.stdout, "paused (by name order): ") {
 		t.Fatalf("status: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	// The listing marks a saga its name's pause holds, and names the
+	// actions paused (which sagas those hold, status says).
+	if r := cmd("list"); !strings.Contains(r.stdout, "running (paused)") || !strings.Contains(r.stdout, "paused actions: inventory.reserve until ") {
+		t.Fatalf("list under both pauses: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var l struct {
+		Sagas []struct {
+			SagaID   string `json:"saga_id"`
+			PausedBy *struct {
+				Kind, Target string
+			} `json:"paused_by"`
+		}
+		PausedActions []struct{ Kind, Target string } `json:"paused_actions"`
+	}
+	if r := cmd("list", "--json"); json.Unmarshal([]byte(r.stdout), &l) != nil || len(l.Sagas) != 1 || l.Sagas[0].PausedBy == nil ||
+		l.Sagas[0].PausedBy.Kind != "name" || l.Sagas[0].PausedBy.Target != "order" || len(l.PausedActions) != 1 || l.PausedActions[0].Target != "inventory.reserve" {
+		t.Fatalf("list --json under both pauses: %+v\n%s%s", l, r.stdout, r.stderr)
+	}
 	if r := cmd("unpause", "--name", "order"); r.code != sagactl.ExitOK || !strings.Contains(r.stdout, "unpaused name order") {
 		t.Fatalf("unpause --name: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := cmd("status", "o-1"); !strings.Contains(r.stdout, "paused (by action inventory.reserve until ") {
 		t.Fatalf("status after one unpause:\n%s%s", r.stdout, r.stderr)
 	}
+	if r := cmd("list"); strings.Contains(r.stdout, "(paused)") || !strings.Contains(r.stdout, "paused actions: inventory.reserve") {
+		t.Fatalf("list after one unpause:\n%s%s", r.stdout, r.stderr)
+	}
 	if r := cmd("unpause", "--action", "inventory.reserve"); r.code != sagactl.ExitOK {
 		t.Fatalf("unpause --action: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := cmd("status", "o-1"); strings.Contains(r.stdout, "paused (by") {
 		t.Fatalf("status after the unpauses still paused:\n%s", r.stdout)
+	}
+	if r := cmd("list"); strings.Contains(r.stdout, "paused") || !strings.Contains(r.stdout, "o-1") {
+		t.Fatalf("list after the unpauses:\n%s%s", r.stdout, r.stderr)
 	}
 	if r := cmd("unpause", "--name", "order"); r.code == sagactl.ExitOK || !strings.Contains(r.stderr, "no pause of name order") {
 		t.Fatalf("unpause of nothing: exit %d\n%s%s", r.code, r.stdout, r.stderr)

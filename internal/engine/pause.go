@@ -120,6 +120,54 @@ func (pc *pauseCache) forget() {
 	}
 }
 
+// ListingPauses are the pauses active at one time as a listing of sagas
+// shows them (sagactl list, the console's list page): a listing knows each
+// saga's name and status, not its next step, so it can tell which sagas a
+// pause of their name holds, and only name the actions paused.
+type ListingPauses struct {
+	byName map[string]durable.Pause
+	// Actions are the action pauses active, in the order given.
+	Actions []durable.Pause
+}
+
+// NewListingPauses keeps the pauses of ps active at now.
+func NewListingPauses(ps []durable.Pause, now time.Time) ListingPauses {
+	var lp ListingPauses
+	for _, p := range ps {
+		if !p.Active(now) {
+			continue
+		}
+		switch p.Kind {
+		case durable.PauseName:
+			if lp.byName == nil {
+				lp.byName = map[string]durable.Pause{}
+			}
+			lp.byName[p.Target] = p
+		case durable.PauseAction:
+			lp.Actions = append(lp.Actions, p)
+		}
+	}
+	return lp
+}
+
+// Holds returns the pause of s's name that holds its next step, by the
+// rule pausedBy keeps: a running, waiting or held saga (a held saga's
+// retry waits for the unpause), a compensating one only under a pause
+// that holds compensations; a final saga has no step to hold.
+func (lp ListingPauses) Holds(s durable.SagaSummary) (durable.Pause, bool) {
+	p, ok := lp.byName[s.Name]
+	if !ok || !Pausable(s.Status) || s.Status == durable.StatusCompensating && !p.Compensations {
+		return durable.Pause{}, false
+	}
+	return p, true
+}
+
+// Pausable reports whether a saga in status s has a step to come that a
+// pause can hold: running, waiting, held (its retry) or compensating.
+func Pausable(s durable.Status) bool {
+	return s == durable.StatusRunning || s == durable.StatusWaiting || s == durable.StatusHeld || s == durable.StatusCompensating
+}
+
 // pausedBy returns the pause that holds the attempt cur of a saga of
 // plan at now, if one does. A pause holds a compensation only if it says
 // so (Pause.Compensations). It reads the store at most once per PauseTTL
