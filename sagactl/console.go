@@ -152,3 +152,7 @@ func (s clientSource) Pause(ctx context.Context, p *engine.PauseParams) error {
 func (s clientSource) Unpause(ctx context.Context, kind durable.PauseKind, target string) error {
 	return s.cl.Unpause(ctx, kind, target)
 }
+
+func (s clientSource) PausedBy(ctx context.Context, st *saga.State) (durable.Pause, bool, error) {
+	return s.cl.PausedBy(ctx, st)
+}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
+	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
 // PauseSource is what a Source may also do: list, make and lift the
@@ -22,6 +24,9 @@ type PauseSource interface {
 	Pause(ctx context.Context, p *engine.PauseParams) error
 	// Unpause lifts a pause: durable.ErrNotFound when there is none.
 	Unpause(ctx context.Context, kind durable.PauseKind, target string) error
+	// PausedBy returns the pause that holds the step st waits on, if one
+	// does now (engine.Coordinator.PausedBy).
+	PausedBy(ctx context.Context, st *saga.State) (durable.Pause, bool, error)
 }
 
 // Pauses implements PauseSource.
@@ -37,6 +42,49 @@ func (c *Coordinator) Pause(ctx context.Context, p *engine.PauseParams) error {
 // Unpause implements PauseSource.
 func (c *Coordinator) Unpause(ctx context.Context, kind durable.PauseKind, target string) error {
 	return c.Coord.Unpause(ctx, kind, target)
+}
+
+// PausedBy implements PauseSource.
+func (c *Coordinator) PausedBy(ctx context.Context, st *saga.State) (durable.Pause, bool, error) {
+	return c.Coord.PausedBy(ctx, st)
+}
+
+// listPauses reads the pauses for a list page when a listed saga can be
+// held (one item), and marks the sagas a pause of their name holds.
+func (s *Server) listPauses(ctx context.Context, page *listPage) error {
+	ps, ok := s.cfg.Source.(PauseSource)
+	if !ok || !slices.ContainsFunc(page.Sagas, func(sum durable.SagaSummary) bool { return engine.Pausable(sum.Status) }) {
+		return nil
+	}
+	list, err := ps.Pauses(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the pauses: %w", err)
+	}
+	lp := engine.NewListingPauses(list, s.cfg.Now())
+	for _, sum := range page.Sagas {
+		if p, ok := lp.Holds(sum); ok {
+			if page.PausedBy == nil {
+				page.PausedBy = map[string]*durable.Pause{}
+			}
+			page.PausedBy[sum.SagaID] = &p
+		}
+	}
+	page.PausedActions = lp.Actions
+	return nil
+}
+
+// pausedBy returns the pause that holds st's next step, nil when none
+// does or the source keeps no pauses.
+func (s *Server) pausedBy(ctx context.Context, st *saga.State) (*durable.Pause, error) {
+	ps, ok := s.cfg.Source.(PauseSource)
+	if !ok {
+		return nil, nil
+	}
+	p, held, err := ps.PausedBy(ctx, st)
+	if err != nil || !held {
+		return nil, err
+	}
+	return &p, nil
 }
 
 // pausesPage is what pauses.html shows.

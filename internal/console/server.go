@@ -180,6 +180,10 @@ type listPage struct {
 	Error      string
 	CSRF       string
 	Bulk       []bulkForm // what the filter's matches can be acted on with (bulk.go)
+	// PausedBy are the pauses of their name that hold listed sagas, by
+	// saga id; PausedActions the action pauses active (pauses.go).
+	PausedBy      map[string]*durable.Pause
+	PausedActions []durable.Pause
 }
 
 // maxListReads bounds the store pages one list page reads while a name or
@@ -244,6 +248,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		// escape the query's own = and & if it were given the string.
 		page.Next = template.URL("/sagas?" + next.Encode())
 	}
+	if err := s.listPauses(ctx, &page); err != nil {
+		s.fail(w, errorCode(err), err)
+		return
+	}
 	page.CSRF, page.Bulk = s.csrf, bulkForms(status, page.Name)
 	s.render(w, http.StatusOK, "list", page)
 }
@@ -283,6 +291,7 @@ type sagaPage struct {
 	Vars     string
 	Output   string
 	Pause    *pause
+	PausedBy *durable.Pause // the operator's pause that holds its next step
 	Result   *result
 	Parent   string // a child run's parent saga
 	CanAct   map[string]bool
@@ -346,6 +355,9 @@ func (s *Server) sagaPage(ctx context.Context, id string) (*sagaPage, error) {
 	}
 	page := &sagaPage{Title: "Saga " + id, CSRF: s.csrf, State: shown, Steps: graphOf(plan, st, statuses, history), History: history,
 		Input: jsonText(shown.Input), Vars: jsonText(shown.Vars), Pause: pauseOf(plan, st), Statuses: StepStatuses()}
+	if page.PausedBy, err = s.pausedBy(ctx, st); err != nil {
+		return nil, fmt.Errorf("saga %s: the pauses: %w", id, err)
+	}
 	if st.Status == durable.StatusSucceeded {
 		page.Output = jsonText(shown.Output)
 	}
