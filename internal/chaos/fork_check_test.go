@@ -8,6 +8,7 @@ import (
 
 	"github.com/lambdasaga/lambdasaga/durable"
 	"github.com/lambdasaga/lambdasaga/internal/chaos"
+	"github.com/lambdasaga/lambdasaga/internal/lang"
 	"github.com/lambdasaga/lambdasaga/internal/saga"
 )
 
@@ -125,6 +126,35 @@ func TestForkChecksCatchDefects(t *testing.T) {
 		c.spoil(r, l, recs)
 		if v := runForkCheck(r, l, recs); v[c.want] == 0 {
 			t.Errorf("%s: violations %v, want %s", c.name, v, c.want)
+		}
+	}
+}
+
+// The step a script hangs is checked by its ledger entry: attempt 1
+// applied and the step called again; or, attempt 1 cut off before its
+// effect (a slow machine), recorded as a Timeout and retried.
+func TestHangRecordedChecksTheHungAttempt(t *testing.T) {
+	timeout := func(compensation bool, errType string) []saga.HistoryEntry {
+		return []saga.HistoryEntry{{Attempt: 1, Outcome: saga.OutcomeRetrying, Compensation: compensation, Error: &saga.StepError{Type: errType}}}
+	}
+	applied, cutOff := chaos.Entry{Calls: 1, Attempts: []int{1}}, chaos.Entry{Calls: 1, Attempts: []int{2}}
+	for _, c := range []struct {
+		name    string
+		e       chaos.Entry
+		history []saga.HistoryEntry
+		known   bool
+		cut, ok bool
+	}{
+		{"applied, then called again", chaos.Entry{Calls: 2, Attempts: []int{1, 2}}, nil, true, false, true},
+		{"applied, never called again", applied, timeout(false, lang.ErrorTypeTimeout), true, false, false},
+		{"cut off before its effect, recorded", cutOff, timeout(false, lang.ErrorTypeTimeout), true, true, true},
+		{"cut off before its effect, unrecorded", cutOff, nil, true, true, false},
+		{"cut off, a compensation's attempt timed out", cutOff, timeout(true, lang.ErrorTypeTimeout), true, true, false},
+		{"cut off, attempt 1 failed otherwise", cutOff, timeout(false, "Unavailable"), true, true, false},
+		{"cut off, the history dropped entries", cutOff, nil, false, true, true},
+	} {
+		if cut, ok := hangRecordedIn(c.e, c.history, c.known); cut != c.cut || ok != c.ok {
+			t.Errorf("%s: cut %v ok %v, want cut %v ok %v", c.name, cut, ok, c.cut, c.ok)
 		}
 	}
 }

@@ -140,6 +140,7 @@ type forkCheck struct {
 	fork    func(key string) (*durable.ForkRecord, error)
 	// figures
 	undone, selfCompensated, timedOut, hung, cancelled int
+	hangCut                                            int // hung attempts cut off before their effect (hangRecorded)
 	slowParents                                        int // parents whose own actions timed out unscripted: versions not counted
 	// childSpans: from the first to the last effect of a fork saga's
 	// children; undoSpans: from the first to the last compensation its
@@ -255,11 +256,18 @@ func (fc *forkCheck) check(id string, r *forkRun, ledger map[string][]chaos.Entr
 		}
 	}
 	if sc.hang != "" {
-		if e, ok := dos[sc.where(sc.hang)]; ok {
+		at := sc.where(sc.hang)
+		if e, ok := dos[at]; ok {
 			fc.hung++
 			fc.checked["fork_deadline_attempt_recorded"]++
-			if e.Calls < 2 {
-				fc.violate("fork_deadline_attempt_recorded", "saga %s: %s should have been called again after running into the deadline (%+v)", id, sc.hang, e)
+			run := st
+			if at.run != "" {
+				run = r.children[at.run]
+			}
+			if cut, ok := hangRecorded(e, run); !ok {
+				fc.violate("fork_deadline_attempt_recorded", "saga %s: %s should have been called again after running into the deadline, its attempt 1 recorded as a Timeout (%+v)", id, sc.hang, e)
+			} else if cut {
+				fc.hangCut++
 			}
 		}
 	}
