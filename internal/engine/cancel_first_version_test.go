@@ -21,13 +21,7 @@ func TestCancelOnTheFirstVersionRunsTheFirstAttemptAtOnce(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/expense.yaml")
 	ctx := context.Background()
-	r.queue.failSends.Store(1)
-	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: r.plan, SagaID: "e-1", Input: map[string]any{"amount": 1}}); err == nil {
-		t.Fatal("setup: the lost send was not reported")
-	}
-	if st := r.get("e-1"); st.Version != 1 {
-		t.Fatalf("setup: saga at version %d, want its first", st.Version)
-	}
+	startUnsent(t, r, "e-1")
 	if _, err := r.coord.Cancel(ctx, "e-1"); err != nil {
 		t.Fatal(err)
 	}
@@ -45,16 +39,26 @@ func TestCancelOnTheFirstVersionRunsTheFirstAttemptAtOnce(t *testing.T) {
 	}
 }
 
+// startUnsent starts an expense saga whose first message is never sent:
+// its write lands, the send fails (its starter died between the two).
+func startUnsent(t *testing.T, r *rig, id string) {
+	t.Helper()
+	r.queue.failSends.Store(1)
+	if _, err := r.coord.Start(context.Background(), &engine.StartParams{Plan: r.plan, SagaID: id, Input: map[string]any{"amount": 1}}); err == nil {
+		t.Fatal("setup: the lost send was not reported")
+	}
+	if st := r.get(id); st.Version != 1 {
+		t.Fatalf("setup: saga at version %d, want its first", st.Version)
+	}
+}
+
 // A cancel repeated after the first one's send failed sends the first
 // attempt again too: the repeat is how a caller finishes a cancel.
 func TestRepeatedCancelOnTheFirstVersionSendsTheFirstAttempt(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, "../saga/testdata/valid/expense.yaml")
 	ctx := context.Background()
-	r.queue.failSends.Store(1)
-	if _, err := r.coord.Start(ctx, &engine.StartParams{Plan: r.plan, SagaID: "e-2", Input: map[string]any{"amount": 1}}); err == nil {
-		t.Fatal("setup: the lost send was not reported")
-	}
+	startUnsent(t, r, "e-2")
 	r.queue.failSends.Store(1)
 	if _, err := r.coord.Cancel(ctx, "e-2"); err == nil {
 		t.Fatal("setup: the cancel's failed send was not reported")
