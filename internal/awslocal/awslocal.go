@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -47,11 +49,23 @@ func Config(apiOptions ...func(*middleware.Stack) error) aws.Config {
 // (internal/awscall): the emulators accept any key.
 func ConfigAs(principal string, apiOptions ...func(*middleware.Stack) error) aws.Config {
 	return aws.Config{
-		Region:           "us-east-1",
-		Credentials:      credentials.NewStaticCredentialsProvider(principal, "local", ""),
-		APIOptions:       apiOptions,
-		RetryMaxAttempts: 3,
+		Region:      "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider(principal, "local", ""),
+		APIOptions:  apiOptions,
+		Retryer:     localRetryer,
 	}
+}
+
+// localRetryer retries as the SDK's standard retryer does, three attempts
+// with backoff, without its client-side retry quota: the quota guards a
+// service against retry storms, and an emulator on this machine that
+// resets connections under a burst (a kill test starting 2,000 sagas) is
+// better retried than failed once the quota's tokens are spent.
+func localRetryer() aws.Retryer {
+	return retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = 3
+		o.RateLimiter = ratelimit.None
+	})
 }
 
 // DynamoDB returns a client for the emulator at endpoint.
