@@ -450,9 +450,6 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind saga.EventK
 			if err := c.resendOutbox(ctx, st, plan); err != nil {
 				return st, fmt.Errorf("%s %s: re-send: %w", kind, sagaID, err)
 			}
-			if err := c.sendFirstAttempt(ctx, st, plan); err != nil {
-				return st, fmt.Errorf("%s %s: %w", kind, sagaID, err)
-			}
 			return st, nil
 		}
 		var h heard
@@ -472,39 +469,9 @@ func (c *Coordinator) apply(ctx context.Context, sagaID string, kind saga.EventK
 		if err := c.publish(ctx, st, plan); err != nil {
 			return st, fmt.Errorf("%s %s: %w", kind, sagaID, err)
 		}
-		if err := c.sendFirstAttempt(ctx, st, plan); err != nil {
-			return st, fmt.Errorf("%s %s: %w", kind, sagaID, err)
-		}
 		return st, nil
 	}
 	return nil, fmt.Errorf("%s %s: %w after %d tries", kind, sagaID, durable.ErrConflict, c.cfg.MaxConflictRetries)
-}
-
-// sendFirstAttempt sends, when st is a cancel request written on a saga's
-// first version that keeps its first attempt pending, that attempt's
-// message again at version 1, at once. The first version's message may
-// never have been sent (its starter, or a fork child's launcher, died
-// between the create and the send), and the cancel's own copy is only a
-// fallback 15 minutes off: its parent's stop would wait that long on a
-// child cancelled so. The handler runs the attempt at the cancel's version
-// (waitedFor). If the first message was sent, this is a duplicate of it,
-// as a repeated launch of a child still at version 1 sends one.
-func (c *Coordinator) sendFirstAttempt(ctx context.Context, st *saga.State, plan *saga.Plan) error {
-	if st.Version != 2 || !st.FromOutside || st.Status.Final() {
-		return nil
-	}
-	cur, ok := st.Pending()
-	if !ok || cur.Fork {
-		return nil // a fork's stop reaches its children, each cancelled so
-	}
-	m := chainedAttempt(plan, st)
-	if m.Version != 1 || !waitedFor(plan, st, m) {
-		return nil
-	}
-	if err := c.send(ctx, []durable.Message{m}); err != nil {
-		return fmt.Errorf("send the first attempt again: %w", err)
-	}
-	return nil
 }
 
 // already reports whether st is where a cancel, resume, retry or
