@@ -158,3 +158,47 @@ func TestHangRecordedChecksTheHungAttempt(t *testing.T) {
 		}
 	}
 }
+
+// A fork saga left waiting is excused only when each child that has not
+// ended is the cancel's slow case: cancelled on its first version, its
+// first attempt kept for the fallback 15 minutes on, nothing applied.
+func TestWaitsOnCancelFallbacksOnlyForThatCase(t *testing.T) {
+	fallback := func() *saga.State {
+		return &saga.State{SagaID: "f.fan.2.1", Status: durable.StatusRunning, Version: 2, CancelRequested: true,
+			Cursors: []saga.Cursor{{Step: 7, Attempt: 1}},
+			Outbox:  []durable.Message{{SagaID: "f.fan.2.1", Version: 2, Queue: durable.QueueAdvance, Step: "p2", Attempt: 1, Delay: durable.MaxDelay}}}
+	}
+	ended := &saga.State{SagaID: "f.fan.2.0", Status: durable.StatusSucceeded, Version: 2}
+	for _, c := range []struct {
+		name   string
+		spoil  func(*saga.State)
+		effect bool
+		want   bool
+	}{
+		{"the slow case", func(*saga.State) {}, false, true},
+		{"its first attempt applied", func(*saga.State) {}, true, false},
+		{"no cancel requested", func(st *saga.State) { st.CancelRequested = false }, false, false},
+		{"past its first version", func(st *saga.State) { st.Version, st.Outbox[0].Version = 3, 3 }, false, false},
+		{"a copy due at once", func(st *saga.State) { st.Outbox[0].Delay = 0 }, false, false},
+		{"no outbox", func(st *saga.State) { st.Outbox = nil }, false, false},
+		{"a later attempt", func(st *saga.State) { st.Cursors[0].Attempt, st.Outbox[0].Attempt = 2, 2 }, false, false},
+		{"compensating", func(st *saga.State) { st.Status = durable.StatusCompensating }, false, false},
+	} {
+		ch := fallback()
+		c.spoil(ch)
+		ledger := map[string][]chaos.Entry{}
+		if c.effect {
+			ledger[ch.SagaID] = []chaos.Entry{{Saga: ch.SagaID, Step: "p2", Phase: "do", Calls: 1, Attempts: []int{1}}}
+		}
+		if got := waitsOnCancelFallbacks(map[string]*saga.State{"fan.2.0": ended, "fan.2.1": ch}, ledger); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	if waitsOnCancelFallbacks(map[string]*saga.State{"fan.2.0": ended}, nil) {
+		t.Error("every child ended: a parent left waiting is not excused")
+	}
+	other := &saga.State{SagaID: "f.sub.3.0", Status: durable.StatusRunning, Version: 5}
+	if waitsOnCancelFallbacks(map[string]*saga.State{"fan.2.1": fallback(), "sub.3.0": other}, nil) {
+		t.Error("beside a child that waits on its fallback, one stuck otherwise: excused")
+	}
+}
