@@ -178,8 +178,9 @@ func runList(c *Config, args []string) int {
 	}
 	lp, err := listPausesOf(ctx, cl, ans.Sagas, time.Now())
 	if err != nil {
-		c.errorf("list: %v", err)
-		return ExitUsage
+		// The listing stands without the marks, as status stands
+		// without its pause line: say so, and list.
+		c.errorf("list: %v: the sagas are listed without the pauses that hold them", err)
 	}
 	if *asJSON {
 		r := listReport{Sagas: []listedSaga{}, NextCursor: ans.NextCursor, Read: ans.Read, PausedActions: lp.actions}

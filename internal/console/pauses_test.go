@@ -1,7 +1,10 @@
 package console_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -9,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
+	"github.com/lambdasaga/lambdasaga/internal/console"
 	"github.com/lambdasaga/lambdasaga/internal/engine"
 )
 
@@ -91,7 +95,10 @@ func TestListAndSagaPageShowThePauseThatHolds(t *testing.T) {
 	if _, body := get(t, r.srv.URL, "/sagas/o-1"); !strings.Contains(body, `id="paused-by">by name order: its next step is deferred`) {
 		t.Errorf("saga page under a pause of its name:\n%s", body)
 	}
-	if _, body := get(t, r.srv.URL, "/sagas/h-1"); !strings.Contains(body, `id="paused-by">by name held:`) {
+	if !strings.Contains(body, `title="paused by name held: a retry of it would wait"`) {
+		t.Errorf("a held saga's mark:\n%s", body)
+	}
+	if _, body := get(t, r.srv.URL, "/sagas/h-1"); !strings.Contains(body, `id="paused-by">by name held: a retry of it would wait for the unpause`) {
 		t.Errorf("a held saga's page under a pause of its name:\n%s", body)
 	}
 	if err := r.src.Unpause(ctx, durable.PauseName, "order"); err != nil {
@@ -112,4 +119,27 @@ func pausedRows(body string) map[string]bool {
 		marked[m[1]] = strings.Contains(m[0], `class="paused"`)
 	}
 	return marked
+}
+
+// failingPauses is the rig's source whose pauses cannot be read.
+type failingPauses struct{ *console.Coordinator }
+
+func (failingPauses) Pauses(context.Context) ([]durable.Pause, error) {
+	return nil, errors.New("pauses throttled")
+}
+
+// A list whose pauses cannot be read still lists, unmarked, and says why.
+func TestListStandsWhenThePausesCannotBeRead(t *testing.T) {
+	r := newRig(t)
+	r.start(t, "order", "o-1")
+	con, err := console.New(console.Config{Source: failingPauses{r.src}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(con)
+	t.Cleanup(srv.Close)
+	code, body := get(t, srv.URL, "/sagas")
+	if code != http.StatusOK || !strings.Contains(body, `data-id="o-1"`) || !strings.Contains(body, `id="pause-error">reading the pauses: pauses throttled: the sagas are listed without`) {
+		t.Fatalf("list with the pauses unreadable: %d\n%s", code, body)
+	}
 }

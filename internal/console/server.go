@@ -184,6 +184,7 @@ type listPage struct {
 	// saga id; PausedActions the action pauses active (pauses.go).
 	PausedBy      map[string]*durable.Pause
 	PausedActions []durable.Pause
+	PauseError    string // the pauses could not be read: the list stands unmarked
 }
 
 // maxListReads bounds the store pages one list page reads while a name or
@@ -249,8 +250,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		page.Next = template.URL("/sagas?" + next.Encode())
 	}
 	if err := s.listPauses(ctx, &page); err != nil {
-		s.fail(w, errorCode(err), err)
-		return
+		page.PauseError = err.Error()
 	}
 	page.CSRF, page.Bulk = s.csrf, bulkForms(status, page.Name)
 	s.render(w, http.StatusOK, "list", page)

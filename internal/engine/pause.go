@@ -153,7 +153,10 @@ func NewListingPauses(ps []durable.Pause, now time.Time) ListingPauses {
 // Holds returns the pause of s's name that holds its next step, by the
 // rule pausedBy keeps: a running, waiting or held saga (a held saga's
 // retry waits for the unpause), a compensating one only under a pause
-// that holds compensations; a final saga has no step to hold.
+// that holds compensations; a final saga has no step to hold. A listing
+// sees statuses, not cursors: a running saga undoing a failed fork (its
+// catch takes the failure) is marked, though only a pause that holds
+// compensations holds that undo.
 func (lp ListingPauses) Holds(s durable.SagaSummary) (durable.Pause, bool) {
 	p, ok := lp.byName[s.Name]
 	if !ok || !Pausable(s.Status) || s.Status == durable.StatusCompensating && !p.Compensations {
