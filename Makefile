@@ -127,12 +127,15 @@ $(EMU)/node_modules/.installed: $(EMU)/package.json $(EMU)/package-lock.json
 # 100 sagas (16 of them forks, 10 with large values in S3, about 70 workers
 # killed) take about a minute here; make chaos-long runs 2,000.
 CHAOS_SAGAS ?= 100
+# The test waits in proportion to its size (internal/chaos, scale): 30 min
+# covers up to 200 sagas; chaos-long gives its 2,000 more.
+CHAOS_TIMEOUT ?= 30m
 chaos: emulators ## kill test: the real binaries under aws-lambda-rie, workers SIGKILLed while CHAOS_SAGAS sagas (100) run and a driver signals them and completes their callbacks, then the invariants
 	@mkdir -p $(BIN)
-	LAMBDASAGA_CHAOS=1 CHAOS_SAGAS=$(CHAOS_SAGAS) $(GO) run ./tools/withemulators -dir $(EMU) -log $(BIN)/emulators-chaos.log -- $(GO) test -count=1 -timeout 30m -v -run TestChaos ./internal/chaos 2>&1 | grep -vE '^\s+(AdvanceFunction|CompensateFunction|SweepFunction)/' 
+	LAMBDASAGA_CHAOS=1 CHAOS_SAGAS=$(CHAOS_SAGAS) $(GO) run ./tools/withemulators -dir $(EMU) -log $(BIN)/emulators-chaos.log -- $(GO) test -count=1 -timeout $(CHAOS_TIMEOUT) -v -run TestChaos ./internal/chaos 2>&1 | grep -vE '^\s+(AdvanceFunction|CompensateFunction|SweepFunction)/' 
 
 chaos-long: ## the kill test at size: 2,000 sagas
-	@$(MAKE) --no-print-directory chaos CHAOS_SAGAS=2000
+	@$(MAKE) --no-print-directory chaos CHAOS_SAGAS=2000 CHAOS_TIMEOUT=3h
 
 SEED ?= 1
 sim: ## the fault-injection simulation for one seed, with its report (make sim SEED=n replays a failure)

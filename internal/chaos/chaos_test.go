@@ -131,7 +131,12 @@ func TestChaos(t *testing.T) {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	tag := hex.EncodeToString(b[:])
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	// The waits below are sized for 200 sagas; a larger run starts its
+	// sagas over minutes (about two a second on two cores, with the
+	// drivers of those started running), and waits in proportion.
+	scale := time.Duration(max(1, (nSagas+199)/200))
+	settle := settleFor * scale
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute*scale)
 	defer cancel()
 	ledger := &chaos.Ledger{Client: awslocal.DynamoDB(dyn), Table: "chaos-ledger-" + tag}
 	if err := ledger.CreateTable(ctx); err != nil {
@@ -300,7 +305,7 @@ func TestChaos(t *testing.T) {
 
 	// Sagas that hold on failure, and operators who retry, compensate or
 	// cancel them, or race two of those verbs (hold_test.go).
-	held := startHolds(ctx, t, cl, dropper, tokenDir, seed, heldCount(nSagas), began.Add(settleFor))
+	held := startHolds(ctx, t, cl, dropper, tokenDir, seed, heldCount(nSagas), began.Add(settle))
 
 	// Each saga follows a script: fail at a step, or hang at a step (run
 	// into the invocation's deadline once), or be cancelled while a slow
@@ -392,7 +397,7 @@ func TestChaos(t *testing.T) {
 			cancels.Add(1)
 			go func() {
 				defer cancels.Done()
-				for end := time.Now().Add(settleFor); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+				for end := time.Now().Add(settle); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 					st, err := cl.Status(ctx, id)
 					if err != nil {
 						continue
@@ -424,7 +429,7 @@ func TestChaos(t *testing.T) {
 	}
 	// Keep killing until most sagas are done, then let the rest finish.
 	final := map[string]*saga.State{}
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(2 * time.Minute * scale)
 	killing := true
 	all := map[string]bool{}
 	for _, m := range []map[string]string{failAt, hangAt, cancelAt} {
@@ -464,7 +469,7 @@ func TestChaos(t *testing.T) {
 	refSamples, refsSampled := 0, 0
 	var sampledMissing []string
 	const stillFor = 30 * time.Second
-	hardDeadline := began.Add(settleFor)
+	hardDeadline := began.Add(settle)
 	versions := map[string]uint64{}
 	lastMove := time.Now()
 	look := func(id string) bool {
