@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -176,7 +175,7 @@ func runList(c *Config, args []string) int {
 		c.errorf("list: %v", err)
 		return ExitUsage
 	}
-	lp, err := listPausesOf(ctx, cl, ans.Sagas, time.Now())
+	lp, err := listPausesOf(ctx, cl.Pauses, ans.Sagas, time.Now())
 	if err != nil {
 		// The listing stands without the marks, as status stands
 		// without its pause line: say so, and list.
@@ -223,28 +222,16 @@ type listPauses struct {
 	actions []pausedByReport
 }
 
-// pauseLister lists the pauses stored (client.Client.Pauses).
-type pauseLister interface {
-	Pauses(ctx context.Context) ([]durable.Pause, error)
-}
-
-// listPausesOf reads the pauses (one item) when a listed saga steps on,
-// and keeps those active at now. A listing of sagas no pause can hold
-// reads nothing more.
-func listPausesOf(ctx context.Context, pl pauseLister, sagas []durable.SagaSummary, now time.Time) (listPauses, error) {
+// listPausesOf reads the pauses when a listed saga can be held
+// (engine.ReadListingPauses).
+func listPausesOf(ctx context.Context, read func(context.Context) ([]durable.Pause, error), sagas []durable.SagaSummary, now time.Time) (listPauses, error) {
 	var lp listPauses
-	if !slices.ContainsFunc(sagas, func(s durable.SagaSummary) bool { return engine.Pausable(s.Status) }) {
-		return lp, nil
-	}
-	ps, err := pl.Pauses(ctx)
-	if err != nil {
-		return lp, fmt.Errorf("reading the pauses: %w", err)
-	}
-	lp.ListingPauses = engine.NewListingPauses(ps, now)
+	var err error
+	lp.ListingPauses, err = engine.ReadListingPauses(ctx, read, sagas, now)
 	for _, p := range lp.Actions {
 		lp.actions = append(lp.actions, *reportPause(p))
 	}
-	return lp, nil
+	return lp, err
 }
 
 // holds returns the pause of s's name that holds its next step, nil when

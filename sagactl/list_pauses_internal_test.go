@@ -31,6 +31,7 @@ func TestListMarksWhatAPauseOfTheNameHolds(t *testing.T) {
 		{Kind: durable.PauseName, Target: "ship", Until: now.Add(-time.Second)},
 		{Kind: durable.PauseAction, Target: "card.charge", Until: now.Add(time.Minute)},
 		{Kind: durable.PauseAction, Target: "old.action", Until: now},
+		{Kind: durable.PauseAction, Target: "audit.write"},
 	}}
 	sagas := []durable.SagaSummary{
 		{SagaID: "o-run", Name: "order", Status: durable.StatusRunning},
@@ -42,7 +43,7 @@ func TestListMarksWhatAPauseOfTheNameHolds(t *testing.T) {
 		{SagaID: "s-run", Name: "ship", Status: durable.StatusRunning},
 		{SagaID: "x-run", Name: "other", Status: durable.StatusRunning},
 	}
-	lp, err := listPausesOf(context.Background(), pl, sagas, now)
+	lp, err := listPausesOf(context.Background(), pl.Pauses, sagas, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,8 +57,9 @@ func TestListMarksWhatAPauseOfTheNameHolds(t *testing.T) {
 			t.Errorf("%s (%s): paused by %+v, want name %s", s.SagaID, s.Status, got, want[s.SagaID])
 		}
 	}
-	if len(lp.actions) != 1 || lp.actions[0].Target != "card.charge" || lp.actions[0].Until == nil || !lp.actions[0].Until.Equal(now.Add(time.Minute)) {
-		t.Errorf("paused actions: %+v, want card.charge alone (old.action ended at now)", lp.actions)
+	if len(lp.actions) != 2 || lp.actions[0].Target != "audit.write" || lp.actions[0].Until != nil ||
+		lp.actions[1].Target != "card.charge" || lp.actions[1].Until == nil || !lp.actions[1].Until.Equal(now.Add(time.Minute)) {
+		t.Errorf("paused actions: %+v, want audit.write then card.charge, by name (old.action ended at now)", lp.actions)
 	}
 	if pl.reads != 1 {
 		t.Errorf("%d reads of the pauses, want 1", pl.reads)
@@ -69,7 +71,7 @@ func TestListOfEndedSagasReadsNoPauses(t *testing.T) {
 	pl := &pausesRead{}
 	sagas := []durable.SagaSummary{{SagaID: "a", Status: durable.StatusSucceeded}, {SagaID: "b", Status: durable.StatusCompensated}, {SagaID: "c", Status: durable.StatusCompensationFailed}}
 	for _, ss := range [][]durable.SagaSummary{nil, sagas} {
-		if _, err := listPausesOf(context.Background(), pl, ss, time.Now()); err != nil {
+		if _, err := listPausesOf(context.Background(), pl.Pauses, ss, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -80,7 +82,7 @@ func TestListOfEndedSagasReadsNoPauses(t *testing.T) {
 
 // A pauses read that fails fails the listing, naming what it read.
 func TestListSaysWhenThePausesCannotBeRead(t *testing.T) {
-	_, err := listPausesOf(context.Background(), failingPauses{}, []durable.SagaSummary{{Status: durable.StatusRunning}}, time.Now())
+	_, err := listPausesOf(context.Background(), failingPauses{}.Pauses, []durable.SagaSummary{{Status: durable.StatusRunning}}, time.Now())
 	if err == nil || err.Error() != "reading the pauses: throttled" {
 		t.Fatalf("err %v, want it to name the pauses", err)
 	}

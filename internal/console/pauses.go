@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/lambdasaga/lambdasaga/durable"
@@ -53,14 +52,13 @@ func (c *Coordinator) PausedBy(ctx context.Context, st *saga.State) (durable.Pau
 // held (one item), and marks the sagas a pause of their name holds.
 func (s *Server) listPauses(ctx context.Context, page *listPage) error {
 	ps, ok := s.cfg.Source.(PauseSource)
-	if !ok || !slices.ContainsFunc(page.Sagas, func(sum durable.SagaSummary) bool { return engine.Pausable(sum.Status) }) {
+	if !ok {
 		return nil
 	}
-	list, err := ps.Pauses(ctx)
+	lp, err := engine.ReadListingPauses(ctx, ps.Pauses, page.Sagas, s.cfg.Now())
 	if err != nil {
-		return fmt.Errorf("reading the pauses: %w", err)
+		return err
 	}
-	lp := engine.NewListingPauses(list, s.cfg.Now())
 	for _, sum := range page.Sagas {
 		if p, ok := lp.Holds(sum); ok {
 			if page.PausedBy == nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,25 +92,33 @@ func (c *Coordinator) currentPauses(ctx context.Context, now time.Time) *pauseSn
 		return s
 	}
 	s := &pauseSnapshot{until: now.Add(PauseTTL)}
+	s.byName, s.byAction = indexPauses(list, now)
+	pc.snap.Store(s)
+	return s
+}
+
+// indexPauses keeps the pauses of list active at now, by saga name and by
+// action (nil maps when there are none). An expired pause is left in the
+// store (sagactl unpause removes it) and ignored here.
+func indexPauses(list []durable.Pause, now time.Time) (byName, byAction map[string]durable.Pause) {
 	for _, p := range list {
 		if !p.Active(now) {
-			continue // expired: left in the store (sagactl unpause removes it), ignored here
+			continue
 		}
 		switch p.Kind {
 		case durable.PauseName:
-			if s.byName == nil {
-				s.byName = map[string]durable.Pause{}
+			if byName == nil {
+				byName = map[string]durable.Pause{}
 			}
-			s.byName[p.Target] = p
+			byName[p.Target] = p
 		case durable.PauseAction:
-			if s.byAction == nil {
-				s.byAction = map[string]durable.Pause{}
+			if byAction == nil {
+				byAction = map[string]durable.Pause{}
 			}
-			s.byAction[p.Target] = p
+			byAction[p.Target] = p
 		}
 	}
-	pc.snap.Store(s)
-	return s
+	return byName, byAction
 }
 
 // forget makes the next lookup read the store: after a pause or an
@@ -126,28 +136,29 @@ func (pc *pauseCache) forget() {
 // pause of their name holds, and only name the actions paused.
 type ListingPauses struct {
 	byName map[string]durable.Pause
-	// Actions are the action pauses active, in the order given.
+	// Actions are the action pauses active, by action.
 	Actions []durable.Pause
 }
 
-// NewListingPauses keeps the pauses of ps active at now.
-func NewListingPauses(ps []durable.Pause, now time.Time) ListingPauses {
+// ReadListingPauses reads the pauses (read: one item, as the Pauses of a
+// coordinator or a client) for a listing of sagas, and keeps those active
+// at now. A listing with no saga a pause can hold reads nothing: the zero
+// ListingPauses.
+func ReadListingPauses(ctx context.Context, read func(context.Context) ([]durable.Pause, error), sagas []durable.SagaSummary, now time.Time) (ListingPauses, error) {
 	var lp ListingPauses
-	for _, p := range ps {
-		if !p.Active(now) {
-			continue
-		}
-		switch p.Kind {
-		case durable.PauseName:
-			if lp.byName == nil {
-				lp.byName = map[string]durable.Pause{}
-			}
-			lp.byName[p.Target] = p
-		case durable.PauseAction:
-			lp.Actions = append(lp.Actions, p)
-		}
+	if !slices.ContainsFunc(sagas, func(s durable.SagaSummary) bool { return Pausable(s.Status) }) {
+		return lp, nil
 	}
-	return lp
+	list, err := read(ctx)
+	if err != nil {
+		return lp, fmt.Errorf("reading the pauses: %w", err)
+	}
+	var byAction map[string]durable.Pause
+	lp.byName, byAction = indexPauses(list, now)
+	for _, a := range slices.Sorted(maps.Keys(byAction)) {
+		lp.Actions = append(lp.Actions, byAction[a])
+	}
+	return lp, nil
 }
 
 // Holds returns the pause of s's name that holds its next step, by the
